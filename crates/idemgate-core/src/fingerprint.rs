@@ -1,0 +1,33 @@
+//! The fingerprint of a delivery's raw bytes. Duplicate and conflict are decided by
+//! comparing these hashes, so a repeat is "the same" only if every byte is the same.
+
+use sha2::{Digest, Sha256};
+
+/// SHA-256 of the raw body bytes exactly as received.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BodyHash(pub [u8; 32]);
+
+impl BodyHash {
+    /// Hashes `body`.
+    ///
+    /// ```
+    /// # use idemgate_core::BodyHash;
+    /// assert_ne!(BodyHash::of(b"{\"a\":1}"), BodyHash::of(b"{\"a\": 1}"));
+    /// ```
+    #[must_use]
+    pub fn of(body: &[u8]) -> Self {
+        Self(Sha256::digest(body).into())
+    }
+
+    /// Lowercase hex, for display to operators.
+    #[must_use]
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
+
+impl std::fmt::Debug for BodyHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BodyHash({})", self.to_hex())
+    }
+}

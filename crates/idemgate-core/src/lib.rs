@@ -1,0 +1,20 @@
+//! The pure core of idemgate: everything that decides, nothing that waits.
+//!
+//! Verification, strict JSON, fingerprints, outcomes and identities live here so they can
+//! be tested without sockets, files or clocks. This crate performs no I/O, spawns nothing
+//! and never reads the time: callers pass the current time in ([`time::UnixTime`]).
+
+pub mod fingerprint;
+pub mod json;
+pub mod outcome;
+pub mod receipt;
+pub mod scheme;
+pub mod secret;
+pub mod time;
+
+pub use fingerprint::BodyHash;
+pub use outcome::{Outcome, Rejection};
+pub use receipt::{Identity, ReceiptKey, SourceName};
+pub use scheme::{AuthError, Scheme, VerifiedDelivery};
+pub use secret::{Secret, SecretSet};
+pub use time::UnixTime;

@@ -1,0 +1,105 @@
+//! What became of a delivery. Exactly one outcome per delivery: a rejection before the
+//! store is touched, or one of applied / duplicate / conflict / failed from the store.
+//! The HTTP edge maps each to exactly one status; this module knows nothing of HTTP.
+
+use serde_json::Value;
+
+use crate::{AuthError, json::JsonError};
+
+/// The result of offering an authenticated, parsed delivery to the store.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// First time: the effect and the receipt were committed together. Carries the result
+    /// the handler produced.
+    Applied {
+        /// The handler's result, now stored in the receipt.
+        result: Value,
+    },
+    /// Same identity, same bytes: nothing new happened; carries the original result.
+    Duplicate {
+        /// The result stored in the receipt when the event was first applied.
+        result: Value,
+    },
+    /// Same identity, other bytes: refused, the receipt is unchanged and the conflict is
+    /// recorded for the operator.
+    Conflict,
+    /// Something failed before the commit; everything was rolled back. Safe to retry.
+    Failed {
+        /// Why, as a bounded cause.
+        cause: FailureCause,
+    },
+}
+
+impl Outcome {
+    /// A short stable name: `applied`, `duplicate`, `conflict`, `failed`.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Applied { .. } => "applied",
+            Self::Duplicate { .. } => "duplicate",
+            Self::Conflict => "conflict",
+            Self::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// Why a delivery failed before its commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureCause {
+    /// The handler returned an error or panicked; its effect was rolled back.
+    Handler,
+    /// The database refused or failed the transaction (I/O, full disk, lock timeout).
+    Store,
+    /// The store is not running (its writer has stopped).
+    Unavailable,
+}
+
+impl FailureCause {
+    /// A short stable code, usable as a metric label.
+    #[must_use]
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::Handler => "handler",
+            Self::Store => "store",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// A delivery refused before it reached the store. Nothing is stored for a rejection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// The body is larger than the source's limit (by Content-Length or by bytes read).
+    #[error("body exceeds {limit} bytes")]
+    BodyTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The signature, its headers or its timestamp did not hold.
+    #[error("authentication failed: {0}")]
+    Authentication(#[from] AuthError),
+    /// The authenticated body is not strict JSON.
+    #[error("invalid json: {0}")]
+    InvalidJson(#[from] JsonError),
+    /// The JSON is well formed but breaks the source's event contract.
+    #[error("event contract violated: {reason}")]
+    Contract {
+        /// A bounded description, never payload text.
+        reason: &'static str,
+    },
+}
+
+impl Rejection {
+    /// A short stable code, usable as a metric label.
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::BodyTooLarge { .. } => "body_size",
+            Self::Authentication(err) => err.reason(),
+            Self::InvalidJson(err) => err.reason(),
+            Self::Contract { .. } => "event_contract",
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Signature schemes: how a source proves that a delivery's raw bytes are its own.
+//!
+//! A scheme sees the headers, the raw body bytes exactly as received, the source's active
+//! secrets and the current time, and either vouches for the delivery or says why not. It
+//! runs before any parsing: nothing from an unauthenticated body is ever interpreted.
+//! Adding a provider means adding one module that implements [`Scheme`].
+
+pub mod demo;
+
+use http::HeaderMap;
+
+use crate::{SecretSet, UnixTime};
+
+pub use demo::DemoV1;
+
+/// What a scheme needs to see of one delivery.
+#[derive(Debug, Clone, Copy)]
+pub struct RawDelivery<'a> {
+    /// The request headers as received.
+    pub headers: &'a HeaderMap,
+    /// The body bytes exactly as received, before any decoding.
+    pub body: &'a [u8],
+}
+
+/// A delivery whose signature holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedDelivery {
+    /// The per-attempt transport id. Never an event identity.
+    pub delivery_id: String,
+    /// The event's stable identity when the scheme carries it in a header (Standard
+    /// Webhooks' `webhook-id`); `None` when it lives in the body.
+    pub event_identity: Option<String>,
+    /// The signed timestamp.
+    pub timestamp: UnixTime,
+}
+
+/// One way of verifying deliveries. Implementations are pure and must compare MACs in
+/// constant time.
+pub trait Scheme: Send + Sync + std::fmt::Debug {
+    /// The scheme's configuration name, e.g. `demo-webhook-v1`.
+    fn name(&self) -> &'static str;
+
+    /// Verifies `delivery` against any of `secrets` at time `now`.
+    fn verify(
+        &self,
+        secrets: &SecretSet,
+        delivery: RawDelivery<'_>,
+        now: UnixTime,
+    ) -> Result<VerifiedDelivery, AuthError>;
+}
+
+/// Why a delivery failed authentication. Reasons are bounded and carry header names only,
+/// never header values, signatures or secrets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// A required header is absent.
+    #[error("header {0} is missing")]
+    MissingHeader(&'static str),
+    /// A header is repeated or does not have the scheme's format.
+    #[error("header {0} is malformed")]
+    MalformedHeader(&'static str),
+    /// The signed timestamp is further from now than the tolerance allows.
+    #[error("timestamp is outside the tolerance of {tolerance_secs} s")]
+    TimestampOutOfTolerance {
+        /// The configured tolerance.
+        tolerance_secs: u64,
+    },
+    /// No active secret produces the given signature.
+    #[error("signature does not match")]
+    SignatureMismatch,
+}
+
+impl AuthError {
+    /// A short stable code, usable as a metric label.
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::MissingHeader(_) => "missing_header",
+            Self::MalformedHeader(_) => "malformed_header",
+            Self::TimestampOutOfTolerance { .. } => "timestamp_out_of_tolerance",
+            Self::SignatureMismatch => "signature_mismatch",
+        }
+    }
+}
+
+/// The one value of header `name`, as text; absent, repeated or non-ASCII values are refused.
+pub(crate) fn single_header<'h>(
+    headers: &'h HeaderMap,
+    name: &'static str,
+) -> Result<&'h str, AuthError> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next().ok_or(AuthError::MissingHeader(name))?;
+    if values.next().is_some() {
+        return Err(AuthError::MalformedHeader(name));
+    }
+    value.to_str().map_err(|_| AuthError::MalformedHeader(name))
+}
+
+/// Whether `now` lies within `tolerance_secs` of `signed`, in either direction.
+pub(crate) fn check_tolerance(
+    signed: UnixTime,
+    now: UnixTime,
+    tolerance_secs: u64,
+) -> Result<(), AuthError> {
+    if signed.abs_diff(now) > tolerance_secs {
+        return Err(AuthError::TimestampOutOfTolerance { tolerance_secs });
+    }
+    Ok(())
+}

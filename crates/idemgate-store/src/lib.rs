@@ -1,0 +1,24 @@
+//! The durable store of idemgate: receipts, and the in-transaction handler whose effect
+//! commits together with the receipt.
+//!
+//! All writes go through one writer thread that owns the write connection and takes work
+//! over a channel ([`SqliteStore`]); reads use their own connections ([`SqliteReader`]).
+//! One writer plus `BEGIN IMMEDIATE` plus the primary key on (source, identity) makes
+//! duplicate handling correct by construction, also across processes sharing the file.
+//! This is the only crate that writes SQL for idemgate's own tables.
+
+mod error;
+mod migrations;
+mod reader;
+mod sqlite;
+mod writer;
+
+pub use error::{HandlerError, StoreError};
+pub use reader::{ConflictRecord, Receipt, SqliteReader, receipt, receipts};
+pub use sqlite::{StoreOptions, open_connection};
+pub use writer::{ReceiveRequest, SqliteStore};
+
+/// rusqlite, re-exported so handlers use the same version the store does.
+pub use rusqlite;
+/// The connection type a handler sees: the open transaction of its delivery.
+pub use rusqlite::Connection;

@@ -1,0 +1,76 @@
+//! Versioned schema migrations, tracked in `PRAGMA user_version`.
+//!
+//! Each entry moves the schema one version forward and is applied in its own
+//! `BEGIN IMMEDIATE` transaction, so two processes starting on one file at once apply each
+//! migration exactly once. Entries are never edited once released; new ones are appended.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::StoreError;
+
+/// Migration `i` brings the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[r"
+    CREATE TABLE receipts (
+        source      TEXT    NOT NULL,
+        identity    TEXT    NOT NULL,
+        body_sha256 BLOB    NOT NULL CHECK (length(body_sha256) = 32),
+        outcome     TEXT    NOT NULL CHECK (outcome IN ('applied')),
+        result      TEXT    NOT NULL CHECK (json_valid(result)),
+        received_at INTEGER NOT NULL,
+        PRIMARY KEY (source, identity)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE conflicts (
+        source        TEXT    NOT NULL,
+        identity      TEXT    NOT NULL,
+        body_sha256   BLOB    NOT NULL CHECK (length(body_sha256) = 32),
+        first_seen_at INTEGER NOT NULL,
+        last_seen_at  INTEGER NOT NULL,
+        seen_count    INTEGER NOT NULL CHECK (seen_count > 0),
+        PRIMARY KEY (source, identity, body_sha256)
+    ) STRICT, WITHOUT ROWID;
+"];
+
+/// The schema version this build writes.
+pub(crate) const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
+
+fn version(conn: &Connection) -> Result<u32, StoreError> {
+    Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)
+}
+
+/// Applies every pending migration; refuses a file from a newer build.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let found = version(&tx)?;
+        if found > CURRENT_VERSION {
+            return Err(StoreError::NewerSchema {
+                found,
+                supported: CURRENT_VERSION,
+            });
+        }
+        let Some(step) = MIGRATIONS.get(found as usize) else {
+            return Ok(());
+        };
+        tx.execute_batch(step)?;
+        tx.pragma_update(None, "user_version", found + 1)?;
+        tx.commit()?;
+    }
+}
+
+/// Fails unless the file's schema is exactly the one this build knows.
+pub(crate) fn check_current(conn: &Connection) -> Result<(), StoreError> {
+    match version(conn)? {
+        v if v == CURRENT_VERSION => Ok(()),
+        v if v > CURRENT_VERSION => Err(StoreError::NewerSchema {
+            found: v,
+            supported: CURRENT_VERSION,
+        }),
+        0 => Err(StoreError::Malformed(
+            "database has not been initialised by idemgate",
+        )),
+        _ => Err(StoreError::Malformed(
+            "database schema is older than this build; start the server once to migrate it",
+        )),
+    }
+}

@@ -1,0 +1,153 @@
+//! Read connections: receipts and conflicts as the operator and the tests see them,
+//! independently of the writer.
+
+use std::path::Path;
+
+use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde_json::Value;
+
+use crate::{StoreError, StoreOptions, migrations, sqlite::open_connection, writer::parse_result};
+
+/// A stored receipt: the durable record that an event was processed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Receipt {
+    /// (source, identity).
+    pub key: ReceiptKey,
+    /// SHA-256 of the raw bytes first applied.
+    pub body_hash: BodyHash,
+    /// The outcome recorded with it (`applied`).
+    pub outcome: String,
+    /// The result the handler produced the first time.
+    pub result: Value,
+    /// When the first delivery arrived.
+    pub received_at: UnixTime,
+}
+
+/// A conflicting repeat: same identity as a receipt, other bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictRecord {
+    /// (source, identity) of the receipt it contradicts.
+    pub key: ReceiptKey,
+    /// SHA-256 of the conflicting bytes.
+    pub body_hash: BodyHash,
+    /// First and last time these bytes were seen.
+    pub first_seen_at: UnixTime,
+    /// See `first_seen_at`.
+    pub last_seen_at: UnixTime,
+    /// How many deliveries carried these bytes.
+    pub seen_count: u64,
+}
+
+/// A read-only view of an existing store file.
+#[derive(Debug)]
+pub struct SqliteReader {
+    conn: Connection,
+}
+
+impl SqliteReader {
+    /// Opens an existing store file for reading; fails if it does not exist or was not
+    /// initialised. Does not need a running server.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with(path, &StoreOptions::default())
+    }
+
+    pub(crate) fn open_with(path: &Path, options: &StoreOptions) -> Result<Self, StoreError> {
+        // Opened read-write (but query-only) so that a WAL left by a killed process is
+        // recovered normally instead of needing a writable -shm in read-only mode.
+        let conn = open_connection(path, false, options)?;
+        conn.pragma_update(None, "query_only", "ON")?;
+        migrations::check_current(&conn)?;
+        Ok(Self { conn })
+    }
+
+    /// Runs `read` in one read transaction: everything it sees is one consistent snapshot.
+    pub fn snapshot<T>(
+        &mut self,
+        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.conn.transaction()?;
+        let value = read(&tx)?;
+        tx.finish()?;
+        Ok(value)
+    }
+
+    /// The receipt for `key`, if any.
+    pub fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        receipt(&self.conn, key)
+    }
+
+    /// Every receipt of `source`, ordered by identity.
+    pub fn receipts(&self, source: &SourceName) -> Result<Vec<Receipt>, StoreError> {
+        receipts(&self.conn, source)
+    }
+
+    /// Every recorded conflict of `source`, ordered by identity.
+    pub fn conflicts(&self, source: &SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT source, identity, body_sha256, first_seen_at, last_seen_at, seen_count
+             FROM conflicts WHERE source = ?1 ORDER BY identity, first_seen_at",
+        )?;
+        let rows = stmt.query_map(params![source.as_str()], |row| Ok(conflict_from_row(row)))?;
+        rows.map(|row| row?).collect()
+    }
+}
+
+/// The receipt for `key` as seen by `conn` (inside a snapshot, for example).
+pub fn receipt(conn: &Connection, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT source, identity, body_sha256, outcome, result, received_at
+             FROM receipts WHERE source = ?1 AND identity = ?2",
+            params![key.source.as_str(), key.identity.as_str()],
+            |row| Ok(receipt_from_row(row)),
+        )
+        .optional()?;
+    row.transpose()
+}
+
+/// Every receipt of `source` as seen by `conn`, ordered by identity.
+pub fn receipts(conn: &Connection, source: &SourceName) -> Result<Vec<Receipt>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT source, identity, body_sha256, outcome, result, received_at
+         FROM receipts WHERE source = ?1 ORDER BY identity",
+    )?;
+    let rows = stmt.query_map(params![source.as_str()], |row| Ok(receipt_from_row(row)))?;
+    rows.map(|row| row?).collect()
+}
+
+fn key_from_row(row: &Row<'_>) -> Result<ReceiptKey, StoreError> {
+    let source = SourceName::new(row.get::<_, String>(0)?)
+        .map_err(|_| StoreError::Malformed("source name"))?;
+    let identity =
+        Identity::new(row.get::<_, String>(1)?).map_err(|_| StoreError::Malformed("identity"))?;
+    Ok(ReceiptKey { source, identity })
+}
+
+fn hash_from_row(row: &Row<'_>, index: usize) -> Result<BodyHash, StoreError> {
+    let bytes: Vec<u8> = row.get(index)?;
+    let hash = bytes
+        .try_into()
+        .map_err(|_| StoreError::Malformed("body hash"))?;
+    Ok(BodyHash(hash))
+}
+
+fn receipt_from_row(row: &Row<'_>) -> Result<Receipt, StoreError> {
+    Ok(Receipt {
+        key: key_from_row(row)?,
+        body_hash: hash_from_row(row, 2)?,
+        outcome: row.get(3)?,
+        result: parse_result(&row.get::<_, String>(4)?)?,
+        received_at: UnixTime(row.get(5)?),
+    })
+}
+
+fn conflict_from_row(row: &Row<'_>) -> Result<ConflictRecord, StoreError> {
+    Ok(ConflictRecord {
+        key: key_from_row(row)?,
+        body_hash: hash_from_row(row, 2)?,
+        first_seen_at: UnixTime(row.get(3)?),
+        last_seen_at: UnixTime(row.get(4)?),
+        seen_count: row.get(5)?,
+    })
+}

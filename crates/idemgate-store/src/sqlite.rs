@@ -1,0 +1,59 @@
+//! Opening a SQLite connection the way every idemgate connection must be opened.
+
+use std::{path::Path, time::Duration};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::StoreError;
+
+/// How connections to the database file are set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// How long a statement waits for a lock held by another connection or process.
+    pub busy_timeout: Duration,
+    /// Capacity of the writer's queue; senders wait (backpressure) when it is full.
+    pub queue_capacity: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: Duration::from_secs(5),
+            queue_capacity: 1024,
+        }
+    }
+}
+
+/// Opens `path` with WAL and `synchronous=FULL`, so that a returned commit is on disk.
+///
+/// `create` decides whether a missing file is created; readers pass `false`.
+pub fn open_connection(
+    path: &Path,
+    create: bool,
+    options: &StoreOptions,
+) -> Result<Connection, StoreError> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(path, flags).map_err(open_error)?;
+    conn.busy_timeout(options.busy_timeout)
+        .map_err(open_error)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(open_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::NoWal(mode));
+    }
+    // FULL syncs the WAL on every commit: NORMAL could lose the last commits on power loss,
+    // and a 2xx promises the commit survives that.
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(open_error)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(open_error)?;
+    Ok(conn)
+}
