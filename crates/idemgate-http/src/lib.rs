@@ -1,1 +1,16 @@
-//! idemgate-http
+//! The HTTP edge of idemgate: the only crate that knows status codes and JSON wire shapes.
+//!
+//! - [`body`]: reads a request body under a size limit, never buffering more than it allows;
+//! - [`inbound`]: one delivery from raw request to outcome (size, verify, parse, contract,
+//!   store), in that order;
+//! - [`answer`]: the one place where a rejection or an outcome becomes a status and a body;
+//! - [`server`]: the accept loop with graceful shutdown.
+
+pub mod answer;
+pub mod body;
+pub mod inbound;
+pub mod server;
+
+pub use answer::DeliveryAnswer;
+pub use inbound::{Accepted, Delivered, Inbound};
+pub use server::{CloseWithoutResponse, serve, termination_signal};

@@ -1,0 +1,203 @@
+//! The one mapping from what happened to a delivery to the HTTP answer: status, JSON body,
+//! headers. Every receiving route answers through [`DeliveryAnswer`], so a given outcome
+//! has the same status everywhere, and internals never leak into a body.
+//!
+//! | what | status | body |
+//! |---|---|---|
+//! | body over the limit | 413 | `{"error":"body_size"}` |
+//! | authentication failed | 401 | `{"error":"authentication"}` |
+//! | not strict JSON | 400 | `{"error":"invalid_json"}` |
+//! | event contract not met | 422 | `{"error":"event_contract"}` |
+//! | same identity, other bytes | 409 | `{"error":"event_conflict"}` |
+//! | same identity, same bytes | 200 | `{"status":"duplicate","result":R}` |
+//! | first delivery, committed | 200 | `{"status":"applied","result":R}` |
+//! | failure before commit | 503 + `Retry-After` | `{"error":"temporary_processing_failure"}` |
+//! | body not sent in time | 408 | `{"error":"body_timeout"}` |
+//! | body stream broken | 400 | `{"error":"body_unreadable"}` |
+
+use axum::{
+    Json,
+    response::{IntoResponse, Response},
+};
+use http::{HeaderValue, StatusCode, header};
+use idemgate_core::{Outcome, Rejection};
+use serde_json::{Value, json};
+
+use crate::body::BodyError;
+
+/// Seconds a sender is asked to wait before retrying a failed delivery.
+pub const RETRY_AFTER_SECS: u32 = 1;
+
+/// What became of one delivery, ready to be answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeliveryAnswer {
+    /// Refused before the store: nothing was stored.
+    Rejected(Rejection),
+    /// The body could not be read at all.
+    Unreadable(BodyError),
+    /// The store's verdict.
+    Settled(Outcome),
+}
+
+impl DeliveryAnswer {
+    /// The status this answer is sent with.
+    #[must_use]
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Rejected(Rejection::BodyTooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Rejected(Rejection::Authentication(_)) => StatusCode::UNAUTHORIZED,
+            Self::Rejected(Rejection::InvalidJson(_)) => StatusCode::BAD_REQUEST,
+            Self::Rejected(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unreadable(BodyError::TooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Unreadable(BodyError::Timeout) => StatusCode::REQUEST_TIMEOUT,
+            Self::Unreadable(_) => StatusCode::BAD_REQUEST,
+            Self::Settled(Outcome::Applied { .. } | Outcome::Duplicate { .. }) => StatusCode::OK,
+            Self::Settled(Outcome::Conflict) => StatusCode::CONFLICT,
+            Self::Settled(Outcome::Failed { .. }) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The JSON body this answer is sent with.
+    #[must_use]
+    pub fn body(&self) -> Value {
+        let error = |code: &str| json!({ "error": code });
+        match self {
+            Self::Rejected(Rejection::BodyTooLarge { .. }) => error("body_size"),
+            Self::Rejected(Rejection::Authentication(_)) => error("authentication"),
+            Self::Rejected(Rejection::InvalidJson(_)) => error("invalid_json"),
+            Self::Rejected(_) => error("event_contract"),
+            Self::Unreadable(BodyError::TooLarge { .. }) => error("body_size"),
+            Self::Unreadable(BodyError::Timeout) => error("body_timeout"),
+            Self::Unreadable(_) => error("body_unreadable"),
+            Self::Settled(Outcome::Applied { result }) => {
+                json!({ "status": "applied", "result": result })
+            }
+            Self::Settled(Outcome::Duplicate { result }) => {
+                json!({ "status": "duplicate", "result": result })
+            }
+            Self::Settled(Outcome::Conflict) => error("event_conflict"),
+            Self::Settled(Outcome::Failed { .. }) => error("temporary_processing_failure"),
+        }
+    }
+}
+
+impl From<BodyError> for DeliveryAnswer {
+    fn from(err: BodyError) -> Self {
+        match err {
+            BodyError::TooLarge { limit } => Self::Rejected(Rejection::BodyTooLarge { limit }),
+            other => Self::Unreadable(other),
+        }
+    }
+}
+
+impl IntoResponse for DeliveryAnswer {
+    fn into_response(self) -> Response {
+        let mut response = (self.status(), Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        match self {
+            Self::Settled(Outcome::Failed { .. }) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+            }
+            // The rest of an oversized or broken body may still be in flight: do not
+            // try to read another request from this connection.
+            Self::Rejected(Rejection::BodyTooLarge { .. }) | Self::Unreadable(_) => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+/// `404 {"error":"not_found"}`, for router fallbacks.
+pub async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, Json(json!({ "error": "not_found" }))).into_response()
+}
+
+/// `405 {"error":"method_not_allowed"}`, for method fallbacks.
+pub async fn method_not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        Json(json!({ "error": "method_not_allowed" })),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use idemgate_core::{AuthError, json::JsonError, outcome::FailureCause};
+
+    use super::*;
+
+    #[test]
+    fn each_answer_has_its_one_status_and_body() {
+        let cases = [
+            (
+                DeliveryAnswer::Rejected(Rejection::BodyTooLarge { limit: 1 }),
+                413,
+                json!({"error":"body_size"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(AuthError::SignatureMismatch.into()),
+                401,
+                json!({"error":"authentication"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(JsonError::InvalidUtf8.into()),
+                400,
+                json!({"error":"invalid_json"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(Rejection::Contract { reason: "x" }),
+                422,
+                json!({"error":"event_contract"}),
+            ),
+            (
+                DeliveryAnswer::Settled(Outcome::Conflict),
+                409,
+                json!({"error":"event_conflict"}),
+            ),
+            (
+                DeliveryAnswer::Settled(Outcome::Applied { result: json!(3) }),
+                200,
+                json!({"status":"applied","result":3}),
+            ),
+            (
+                DeliveryAnswer::Settled(Outcome::Duplicate { result: json!(3) }),
+                200,
+                json!({"status":"duplicate","result":3}),
+            ),
+            (
+                DeliveryAnswer::Settled(Outcome::Failed {
+                    cause: FailureCause::Store,
+                }),
+                503,
+                json!({"error":"temporary_processing_failure"}),
+            ),
+            (
+                DeliveryAnswer::Unreadable(BodyError::Timeout),
+                408,
+                json!({"error":"body_timeout"}),
+            ),
+        ];
+        for (answer, status, body) in cases {
+            assert_eq!(answer.status().as_u16(), status, "{answer:?}");
+            assert_eq!(answer.body(), body, "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn a_failure_asks_for_a_retry_later() {
+        let response = DeliveryAnswer::Settled(Outcome::Failed {
+            cause: FailureCause::Handler,
+        })
+        .into_response();
+        assert_eq!(
+            response
+                .headers()
+                .get(header::RETRY_AFTER)
+                .map(|v| v.as_bytes()),
+            Some(&b"1"[..])
+        );
+    }
+}

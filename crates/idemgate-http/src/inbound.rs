@@ -1,0 +1,128 @@
+//! One delivery from raw request to outcome, in the order that keeps it safe:
+//! size limit while reading, signature over the raw bytes, strict JSON, the source's event
+//! contract, then the store's receipt transaction. Nothing is parsed before the signature
+//! holds, and nothing is stored for a delivery refused on the way.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use http::HeaderMap;
+use idemgate_core::{
+    BodyHash, Identity, Outcome, ReceiptKey, Rejection, Scheme, SecretSet, SourceName, UnixTime,
+    VerifiedDelivery,
+    json::{self, Json},
+    scheme::RawDelivery,
+};
+use idemgate_store::{Connection, HandlerError, ReceiveRequest, SqliteStore};
+use serde_json::Value;
+
+use crate::{DeliveryAnswer, body::read_limited};
+
+/// What a source's event contract makes of an authenticated, parsed body: the event's
+/// stable identity and the effect to run if it is new.
+#[derive(Debug)]
+pub struct Accepted<H> {
+    /// The receipt identity within the source.
+    pub identity: Identity,
+    /// The effect, run inside the receipt's transaction on first delivery only.
+    pub effect: H,
+}
+
+/// The answer to one delivery, and the identity it was filed under when it got that far.
+#[derive(Debug)]
+pub struct Delivered {
+    /// What to answer.
+    pub answer: DeliveryAnswer,
+    /// The event identity, once the contract accepted the body.
+    pub identity: Option<Identity>,
+}
+
+/// Everything configured for one source's inbound route.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    /// The source, bound to this route by configuration.
+    pub source: SourceName,
+    /// How deliveries of this source are signed.
+    pub scheme: Arc<dyn Scheme>,
+    /// The active secrets (several during rotation).
+    pub secrets: SecretSet,
+    /// Largest accepted body, in bytes.
+    pub body_limit: usize,
+    /// Strict JSON limits.
+    pub json_limits: json::Limits,
+    /// Where receipts go.
+    pub store: Arc<SqliteStore>,
+}
+
+impl Inbound {
+    /// Handles one delivery. `contract` sees the verified delivery and the parsed body and
+    /// either accepts it (identity and effect) or refuses it.
+    pub async fn deliver<C, H>(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+        now: UnixTime,
+        contract: C,
+    ) -> Delivered
+    where
+        C: FnOnce(&VerifiedDelivery, &Json) -> Result<Accepted<H>, Rejection>,
+        H: FnOnce(&Connection) -> Result<Value, HandlerError> + Send + 'static,
+    {
+        let raw = match read_limited(headers, body, self.body_limit).await {
+            Ok(raw) => raw,
+            Err(err) => return self.refused(err.into()),
+        };
+        let accepted = self
+            .check(headers, &raw, now)
+            .and_then(|(delivery, event)| contract(&delivery, &event));
+        let Accepted { identity, effect } = match accepted {
+            Ok(accepted) => accepted,
+            Err(rejection) => return self.refused(DeliveryAnswer::Rejected(rejection)),
+        };
+        let request = ReceiveRequest {
+            key: ReceiptKey {
+                source: self.source.clone(),
+                identity: identity.clone(),
+            },
+            body_hash: BodyHash::of(&raw),
+            received_at: now,
+        };
+        let outcome = self.store.receive(request, effect).await;
+        self.settled(&identity, &outcome);
+        Delivered {
+            answer: DeliveryAnswer::Settled(outcome),
+            identity: Some(identity),
+        }
+    }
+
+    /// Verifies the signature on the raw bytes, then parses them strictly.
+    fn check(
+        &self,
+        headers: &HeaderMap,
+        raw: &[u8],
+        now: UnixTime,
+    ) -> Result<(VerifiedDelivery, Json), Rejection> {
+        let delivery =
+            self.scheme
+                .verify(&self.secrets, RawDelivery { headers, body: raw }, now)?;
+        let event = json::parse(raw, self.json_limits)?;
+        Ok((delivery, event))
+    }
+
+    fn refused(&self, answer: DeliveryAnswer) -> Delivered {
+        let reason = match &answer {
+            DeliveryAnswer::Rejected(rejection) => rejection.reason(),
+            DeliveryAnswer::Unreadable(err) => err.reason(),
+            DeliveryAnswer::Settled(outcome) => outcome.name(),
+        };
+        tracing::info!(source = %self.source, reason, "delivery rejected");
+        Delivered {
+            answer,
+            identity: None,
+        }
+    }
+
+    fn settled(&self, identity: &Identity, outcome: &Outcome) {
+        tracing::debug!(source = %self.source, %identity, outcome = outcome.name(), "delivery settled");
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests of the counter example over real HTTP on 127.0.0.1, against a real
+//! process and a real SQLite file, with state read independently of the server.
+
+#![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
+
+mod harness;
+
+mod counter_contract;
+mod counter_faults;
+mod counter_process;
+mod counter_rejections;
