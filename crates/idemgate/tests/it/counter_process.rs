@@ -1,9 +1,14 @@
 //! The process interface of the contract: start-up errors, the first stdout line, the
 //! `state` command and graceful stop.
 
-use std::process::{Command, Stdio};
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+    process::{Command, Stdio},
+    time::Duration,
+};
 
-use crate::harness::{Counter, counter_bin, event, temp_db};
+use crate::harness::{Counter, Delivery, counter_bin, event, temp_db};
 
 fn start_fails(secret: Option<&str>, faults: Option<&str>) -> (bool, String) {
     let (_dir, db) = temp_db();
@@ -54,33 +59,13 @@ fn a_bad_secret_exits_non_zero_with_one_line_before_listening() {
 #[test]
 fn an_uppercase_secret_is_accepted() {
     let (_dir, db) = temp_db();
-    let mut command = Command::new(counter_bin());
-    let child = command
-        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-        .arg(&db)
-        .env("COUNTER_SECRET", crate::harness::SECRET_HEX.to_uppercase())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = scopeguard(child);
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.0.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert!(line.starts_with("listening on 127.0.0.1:"), "{line:?}");
-}
-
-struct Guard(std::process::Child);
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-fn scopeguard(child: std::process::Child) -> Guard {
-    Guard(child)
+    let upper = crate::harness::SECRET_HEX.to_uppercase();
+    let counter = Counter::start_env(&db, &[("COUNTER_SECRET", &upper)]);
+    assert_eq!(
+        counter.deliver(&event("evt-a", 3)).status(),
+        200,
+        "the same key, written in capitals"
+    );
 }
 
 #[test]
@@ -125,8 +110,49 @@ fn state_on_a_missing_file_fails_and_creates_nothing() {
 
 #[test]
 fn sigterm_and_sigint_stop_the_server_with_exit_0() {
+    for signal in ["TERM", "INT"] {
+        let (_dir, db) = temp_db();
+        let counter = Counter::start(&db);
+        counter.deliver(&event("evt-a", 3));
+        assert!(counter.stop_with(signal).success(), "SIG{signal}");
+    }
+}
+
+#[test]
+fn a_request_in_flight_at_sigterm_is_finished_before_exit() {
     let (_dir, db) = temp_db();
     let counter = Counter::start(&db);
-    counter.deliver(&event("evt-a", 3));
-    assert!(counter.sigterm().success());
+    let delivery = Delivery::signed(event("evt-slow", 4).as_bytes());
+    let mut head = format!(
+        "POST /webhook HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n",
+        delivery.body.len()
+    );
+    for (name, value) in delivery.headers() {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut stream = TcpStream::connect(counter.addr).unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(&delivery.body[..10]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    counter.signal("TERM");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        TcpStream::connect(counter.addr).is_err(),
+        "still accepting after SIGTERM"
+    );
+    stream.write_all(&delivery.body[10..]).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    assert!(
+        answer.ends_with(r#"{"status":"applied","result":4}"#),
+        "{answer:?}"
+    );
+    let db = counter.db.clone();
+    assert!(counter.wait().success());
+    assert_eq!(
+        crate::harness::state(&db).receipts.get("evt-slow"),
+        Some(&4)
+    );
 }

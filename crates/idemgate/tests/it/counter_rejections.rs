@@ -221,8 +221,8 @@ fn an_8193_byte_body_is_413_by_length_and_by_bytes_read() {
         "content-length",
     );
     // Chunked, no length up front: refused once the bytes read pass the limit.
-    let mut request = format!(
-        "POST /webhook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n"
+    let mut request = String::from(
+        "POST /webhook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n",
     );
     for (name, value) in delivery.headers() {
         request.push_str(&format!("{name}: {value}\r\n"));

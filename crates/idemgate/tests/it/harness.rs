@@ -42,17 +42,21 @@ impl Counter {
     }
 
     pub fn start_with(db: &Path, faults: &str) -> Self {
+        Self::start_env(db, &[("COUNTER_FAULTS", faults)])
+    }
+
+    /// Starts with `COUNTER_SECRET` set to [`SECRET_HEX`] unless `env` says otherwise.
+    pub fn start_env(db: &Path, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(counter_bin());
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--db"])
             .arg(db)
             .env("COUNTER_SECRET", SECRET_HEX)
+            .env_remove("COUNTER_FAULTS")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        if !faults.is_empty() {
-            command.env("COUNTER_FAULTS", faults);
-        }
         let mut child = command.spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
@@ -80,10 +84,29 @@ impl Counter {
         post(self.addr, "/webhook", &delivery.headers(), &delivery.body)
     }
 
-    pub fn sigterm(mut self) -> ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    /// Sends `signal` (e.g. `"TERM"`) and waits for the process to exit.
+    pub fn stop_with(mut self, signal: &str) -> ExitStatus {
+        self.signal(signal);
         self.child.wait().unwrap()
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args([&format!("-{signal}"), &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
+    pub fn wait(mut self) -> ExitStatus {
+        self.child.wait().unwrap()
+    }
+
+    pub fn sigterm(self) -> ExitStatus {
+        self.stop_with("TERM")
     }
 
     pub fn sigkill(mut self) {
