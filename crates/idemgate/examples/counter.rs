@@ -26,7 +26,7 @@ use clap::{Parser, Subcommand};
 use idemgate::{
     core::{
         Identity, Rejection, Secret, SecretSet, SourceName, UnixTime, VerifiedDelivery,
-        json::{Json, Limits},
+        json::{Json, Limits, MAX_DEPTH_CEILING},
         scheme::DemoV1,
     },
     http::{
@@ -169,7 +169,11 @@ fn inbound(secret: Secret, store: Arc<SqliteStore>) -> Result<Inbound, Failure> 
         scheme: Arc::new(DemoV1::default()),
         secrets: SecretSet::new(vec![secret]).map_err(Failure::runtime)?,
         body_limit: BODY_LIMIT,
-        json_limits: Limits::default(),
+        // The contract names no depth limit, so allow the deepest nesting the parser ever
+        // accepts; only a body nested deeper than that is refused as invalid JSON.
+        json_limits: Limits {
+            max_depth: MAX_DEPTH_CEILING,
+        },
         store,
     })
 }
