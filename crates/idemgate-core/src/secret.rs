@@ -66,6 +66,12 @@ pub enum SecretError {
         /// The required key length in bytes.
         bytes: usize,
     },
+    /// Not in the format the scheme expects (e.g. a `whsec_` prefix or base64).
+    #[error("secret is not valid: {reason}")]
+    Invalid {
+        /// What is wrong, never the secret itself.
+        reason: &'static str,
+    },
     /// No secret configured.
     #[error("at least one secret is required")]
     Empty,

@@ -9,8 +9,11 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::{Choice, ConstantTimeEq};
 
-use super::{AuthError, RawDelivery, Scheme, VerifiedDelivery, check_tolerance, single_header};
-use crate::{Secret, SecretSet, UnixTime};
+use super::{
+    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, check_tolerance,
+    single_header,
+};
+use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
 /// Header carrying the per-attempt delivery id, `[a-z0-9-]{1,64}`.
 pub const DELIVERY_ID_HEADER: &str = "demo-delivery-id";
@@ -101,6 +104,15 @@ impl Scheme for DemoV1 {
         "demo-webhook-v1"
     }
 
+    fn default_identity(&self) -> IdentityLocation {
+        IdentityLocation::Body("/event_id".into())
+    }
+
+    /// 32 bytes as 64 hex characters.
+    fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
+        Secret::from_hex(text, 32)
+    }
+
     fn verify(
         &self,
         secrets: &SecretSet,
@@ -120,9 +132,9 @@ impl Scheme for DemoV1 {
             return Err(AuthError::SignatureMismatch);
         }
         Ok(VerifiedDelivery {
-            delivery_id: delivery_id.to_owned(),
+            delivery_id: Some(delivery_id.to_owned()),
             event_identity: None,
-            timestamp,
+            timestamp: Some(timestamp),
         })
     }
 }
@@ -182,9 +194,9 @@ mod tests {
         assert_eq!(
             ok,
             Ok(VerifiedDelivery {
-                delivery_id: "d-1".into(),
+                delivery_id: Some("d-1".into()),
                 event_identity: None,
-                timestamp: NOW
+                timestamp: Some(NOW)
             })
         );
     }

@@ -6,10 +6,15 @@
 //! Adding a provider means adding one module that implements [`Scheme`].
 
 pub mod demo;
+pub mod github;
+pub mod shopify;
+pub mod slack;
+pub mod standard;
+pub mod stripe;
 
 use http::HeaderMap;
 
-use crate::{SecretSet, UnixTime};
+use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
 pub use demo::DemoV1;
 
@@ -25,13 +30,24 @@ pub struct RawDelivery<'a> {
 /// A delivery whose signature holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedDelivery {
-    /// The per-attempt transport id. Never an event identity.
-    pub delivery_id: String,
+    /// The per-attempt transport id, when the scheme has one. Never used as an event
+    /// identity unless the provider documents that it survives redelivery (GitHub).
+    pub delivery_id: Option<String>,
     /// The event's stable identity when the scheme carries it in a header (Standard
     /// Webhooks' `webhook-id`); `None` when it lives in the body.
     pub event_identity: Option<String>,
-    /// The signed timestamp.
-    pub timestamp: UnixTime,
+    /// The signed timestamp; `None` for schemes that sign none (GitHub, Shopify), whose
+    /// replay protection then rests on the receipt alone.
+    pub timestamp: Option<UnixTime>,
+}
+
+/// Where a source's stable event identity is found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityLocation {
+    /// In this request header (case-insensitive name).
+    Header(String),
+    /// At this JSON pointer (RFC 6901) into the parsed body; a string or an integer.
+    Body(String),
 }
 
 /// One way of verifying deliveries. Implementations are pure and must compare MACs in
@@ -39,6 +55,13 @@ pub struct VerifiedDelivery {
 pub trait Scheme: Send + Sync + std::fmt::Debug {
     /// The scheme's configuration name, e.g. `demo-webhook-v1`.
     fn name(&self) -> &'static str;
+
+    /// Where the provider documents its stable event identity.
+    fn default_identity(&self) -> IdentityLocation;
+
+    /// Decodes one configured secret in the scheme's own format (hex, `whsec_` base64, a
+    /// plain string, a public key). Errors never contain the secret.
+    fn decode_secret(&self, text: &str) -> Result<Secret, SecretError>;
 
     /// Verifies `delivery` against any of `secrets` at time `now`.
     fn verify(

@@ -1,0 +1,1 @@
+//! Placeholder: the github scheme is being written.

@@ -1,0 +1,1 @@
+//! Placeholder: the shopify scheme is being written.

@@ -1,0 +1,1 @@
+//! Placeholder: the slack scheme is being written.

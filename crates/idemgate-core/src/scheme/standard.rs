@@ -1,0 +1,1 @@
+//! Placeholder: the standard scheme is being written.

@@ -1,0 +1,1 @@
+//! Placeholder: the stripe scheme is being written.
