@@ -23,6 +23,12 @@ pub enum Outcome {
     /// Same identity, other bytes: refused, the receipt is unchanged and the conflict is
     /// recorded for the operator.
     Conflict,
+    /// The handler refused the event by a business or validation rule; everything was
+    /// rolled back and nothing is stored, so a corrected delivery may follow.
+    Refused {
+        /// A bounded description, never payload text.
+        reason: &'static str,
+    },
     /// Something failed before the commit; everything was rolled back. Safe to retry.
     Failed {
         /// Why, as a bounded cause.
@@ -38,6 +44,7 @@ impl Outcome {
             Self::Applied { .. } => "applied",
             Self::Duplicate { .. } => "duplicate",
             Self::Conflict => "conflict",
+            Self::Refused { .. } => "refused",
             Self::Failed { .. } => "failed",
         }
     }

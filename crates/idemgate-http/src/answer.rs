@@ -7,13 +7,17 @@
 //! | body over the limit | 413 | `{"error":"body_size"}` |
 //! | authentication failed | 401 | `{"error":"authentication"}` |
 //! | not strict JSON | 400 | `{"error":"invalid_json"}` |
-//! | event contract not met | 422 | `{"error":"event_contract"}` |
+//! | event contract not met, or refused by the handler | 422 | `{"error":"event_contract"}` |
 //! | same identity, other bytes | 409 | `{"error":"event_conflict"}` |
 //! | same identity, same bytes | 200 | `{"status":"duplicate","result":R}` |
-//! | first delivery, committed | 200 | `{"status":"applied","result":R}` |
+//! | first delivery, effect committed | 200 | `{"status":"applied","result":R}` |
+//! | first delivery, event and jobs committed | 202 | `{"status":"accepted",…R}` |
 //! | failure before commit | 503 + `Retry-After` | `{"error":"temporary_processing_failure"}` |
 //! | body not sent in time | 408 | `{"error":"body_timeout"}` |
 //! | body stream broken | 400 | `{"error":"body_unreadable"}` |
+//!
+//! A queued event (the gateway's inbox) answers with the stored result's fields merged in:
+//! `202 {"status":"accepted","event":ID}`, and a repeat `200 {"status":"duplicate","event":ID}`.
 
 use axum::{
     Json,
@@ -21,7 +25,7 @@ use axum::{
 };
 use http::{HeaderValue, StatusCode, header};
 use idemgate_core::{Outcome, Rejection};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::body::BodyError;
 
@@ -35,8 +39,10 @@ pub enum DeliveryAnswer {
     Rejected(Rejection),
     /// The body could not be read at all.
     Unreadable(BodyError),
-    /// The store's verdict.
+    /// The store's verdict for an effect that ran inside the receipt's transaction.
     Settled(Outcome),
+    /// The store's verdict for an event stored with its jobs, to be worked off later.
+    Queued(Outcome),
 }
 
 impl DeliveryAnswer {
@@ -51,16 +57,14 @@ impl DeliveryAnswer {
             Self::Unreadable(BodyError::TooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unreadable(BodyError::Timeout) => StatusCode::REQUEST_TIMEOUT,
             Self::Unreadable(_) => StatusCode::BAD_REQUEST,
-            Self::Settled(Outcome::Applied { .. } | Outcome::Duplicate { .. }) => StatusCode::OK,
-            Self::Settled(Outcome::Conflict) => StatusCode::CONFLICT,
-            Self::Settled(Outcome::Failed { .. }) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Queued(Outcome::Applied { .. }) => StatusCode::ACCEPTED,
+            Self::Settled(outcome) | Self::Queued(outcome) => outcome_status(outcome),
         }
     }
 
     /// The JSON body this answer is sent with.
     #[must_use]
     pub fn body(&self) -> Value {
-        let error = |code: &str| json!({ "error": code });
         match self {
             Self::Rejected(Rejection::BodyTooLarge { .. }) => error("body_size"),
             Self::Rejected(Rejection::Authentication(_)) => error("authentication"),
@@ -75,10 +79,59 @@ impl DeliveryAnswer {
             Self::Settled(Outcome::Duplicate { result }) => {
                 json!({ "status": "duplicate", "result": result })
             }
-            Self::Settled(Outcome::Conflict) => error("event_conflict"),
-            Self::Settled(Outcome::Failed { .. }) => error("temporary_processing_failure"),
+            Self::Queued(Outcome::Applied { result }) => merged("accepted", result),
+            Self::Queued(Outcome::Duplicate { result }) => merged("duplicate", result),
+            Self::Settled(outcome) | Self::Queued(outcome) => outcome_error(outcome),
         }
     }
+}
+
+impl DeliveryAnswer {
+    /// A short stable label for logs and metrics: the rejection reason or the outcome name.
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Rejected(rejection) => rejection.reason(),
+            Self::Unreadable(err) => err.reason(),
+            Self::Settled(outcome) | Self::Queued(outcome) => outcome.name(),
+        }
+    }
+}
+
+fn outcome_status(outcome: &Outcome) -> StatusCode {
+    match outcome {
+        Outcome::Applied { .. } | Outcome::Duplicate { .. } => StatusCode::OK,
+        Outcome::Conflict => StatusCode::CONFLICT,
+        Outcome::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        Outcome::Failed { .. } => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+fn outcome_error(outcome: &Outcome) -> Value {
+    match outcome {
+        Outcome::Conflict => error("event_conflict"),
+        Outcome::Refused { .. } => error("event_contract"),
+        _ => error("temporary_processing_failure"),
+    }
+}
+
+fn error(code: &str) -> Value {
+    json!({ "error": code })
+}
+
+/// `{"status": status}` followed by the fields of an object `result`.
+fn merged(status: &str, result: &Value) -> Value {
+    let mut body = Map::new();
+    body.insert("status".into(), status.into());
+    if let Value::Object(fields) = result {
+        body.extend(
+            fields
+                .iter()
+                .filter(|(k, _)| *k != "status")
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+    }
+    Value::Object(body)
 }
 
 impl From<BodyError> for DeliveryAnswer {
@@ -95,7 +148,7 @@ impl IntoResponse for DeliveryAnswer {
         let mut response = (self.status(), Json(self.body())).into_response();
         let headers = response.headers_mut();
         match self {
-            Self::Settled(Outcome::Failed { .. }) => {
+            Self::Settled(Outcome::Failed { .. }) | Self::Queued(Outcome::Failed { .. }) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
             }
             // The rest of an oversized or broken body may still be in flight: do not

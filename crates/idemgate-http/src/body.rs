@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, header::CONTENT_LENGTH};
 use http_body_util::BodyExt;
 
-/// How long a client may take to send its whole body.
+/// How long a client may take to send its whole body, unless configured otherwise.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// After an early 413 we read and discard at most this much of the rest, for at most
 /// [`DRAIN_TIMEOUT`], so the client can read our answer before the connection closes
@@ -27,7 +27,7 @@ pub enum BodyError {
         /// The limit in bytes.
         limit: usize,
     },
-    /// The client did not finish sending within [`BODY_TIMEOUT`].
+    /// The client did not finish sending within the body timeout.
     #[error("body was not received in time")]
     Timeout,
     /// The body stream broke or `Content-Length` is not a number.
@@ -47,11 +47,12 @@ impl BodyError {
     }
 }
 
-/// Reads `body` completely if it is at most `limit` bytes.
+/// Reads `body` completely if it is at most `limit` bytes and arrives within `timeout`.
 pub async fn read_limited(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
+    timeout: Duration,
 ) -> Result<Bytes, BodyError> {
     let declared = declared_length(headers)?;
     if declared.is_some_and(|len| len > limit as u64) {
@@ -60,7 +61,7 @@ pub async fn read_limited(
         }
         return Err(BodyError::TooLarge { limit });
     }
-    match tokio::time::timeout(BODY_TIMEOUT, collect(body, limit)).await {
+    match tokio::time::timeout(timeout, collect(body, limit)).await {
         Ok(result) => result,
         Err(_) => Err(BodyError::Timeout),
     }
@@ -122,13 +123,19 @@ mod tests {
     #[tokio::test]
     async fn a_body_at_the_limit_is_read_whole() {
         let body = Body::from(vec![b'x'; 8192]);
-        let read = read_limited(&with_length("8192"), body, 8192).await;
+        let read = read_limited(&with_length("8192"), body, 8192, BODY_TIMEOUT).await;
         assert_eq!(read.map(|b| b.len()), Ok(8192));
     }
 
     #[tokio::test]
     async fn content_length_over_the_limit_is_refused_up_front() {
-        let read = read_limited(&with_length("8193"), Body::from(vec![0u8; 8193]), 8192).await;
+        let read = read_limited(
+            &with_length("8193"),
+            Body::from(vec![0u8; 8193]),
+            8192,
+            BODY_TIMEOUT,
+        )
+        .await;
         assert_eq!(read, Err(BodyError::TooLarge { limit: 8192 }));
     }
 
@@ -136,13 +143,13 @@ mod tests {
     async fn a_body_without_length_is_cut_off_at_the_limit() {
         let chunks = (0..10).map(|_| Ok::<_, std::io::Error>(Bytes::from(vec![0u8; 1000])));
         let body = Body::from_stream(futures_util::stream::iter(chunks));
-        let read = read_limited(&HeaderMap::new(), body, 8192).await;
+        let read = read_limited(&HeaderMap::new(), body, 8192, BODY_TIMEOUT).await;
         assert_eq!(read, Err(BodyError::TooLarge { limit: 8192 }));
     }
 
     #[tokio::test]
     async fn a_non_numeric_content_length_is_broken() {
-        let read = read_limited(&with_length("12abc"), Body::empty(), 8192).await;
+        let read = read_limited(&with_length("12abc"), Body::empty(), 8192, BODY_TIMEOUT).await;
         assert_eq!(read, Err(BodyError::Broken));
     }
 }

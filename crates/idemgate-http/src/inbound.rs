@@ -3,7 +3,7 @@
 //! contract, then the store's receipt transaction. Nothing is parsed before the signature
 //! holds, and nothing is stored for a delivery refused on the way.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use axum::body::Body;
 use http::HeaderMap;
@@ -37,6 +37,15 @@ pub struct Delivered {
     pub identity: Option<Identity>,
 }
 
+/// How a first delivery is answered: the effect is done, or it is stored for a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerStyle {
+    /// `200 {"status":"applied","result":R}`: the handler's effect committed.
+    Settled,
+    /// `202 {"status":"accepted",…}`: the event and its jobs committed.
+    Queued,
+}
+
 /// Everything configured for one source's inbound route.
 #[derive(Debug, Clone)]
 pub struct Inbound {
@@ -48,8 +57,12 @@ pub struct Inbound {
     pub secrets: SecretSet,
     /// Largest accepted body, in bytes.
     pub body_limit: usize,
+    /// How long a sender may take to send the whole body.
+    pub body_timeout: Duration,
     /// Strict JSON limits.
     pub json_limits: json::Limits,
+    /// Whether the effect completes in the transaction or is queued as jobs.
+    pub answers: AnswerStyle,
     /// Where receipts go.
     pub store: Arc<SqliteStore>,
 }
@@ -68,7 +81,7 @@ impl Inbound {
         C: FnOnce(&VerifiedDelivery, &Json) -> Result<Accepted<H>, Rejection>,
         H: FnOnce(&Connection) -> Result<Value, HandlerError> + Send + 'static,
     {
-        let raw = match read_limited(headers, body, self.body_limit).await {
+        let raw = match read_limited(headers, body, self.body_limit, self.body_timeout).await {
             Ok(raw) => raw,
             Err(err) => return self.refused(err.into()),
         };
@@ -110,12 +123,7 @@ impl Inbound {
     }
 
     fn refused(&self, answer: DeliveryAnswer) -> Delivered {
-        let reason = match &answer {
-            DeliveryAnswer::Rejected(rejection) => rejection.reason(),
-            DeliveryAnswer::Unreadable(err) => err.reason(),
-            DeliveryAnswer::Settled(outcome) => outcome.name(),
-        };
-        tracing::info!(source = %self.source, reason, "delivery rejected");
+        tracing::info!(source = %self.source, reason = answer.label(), "delivery rejected");
         Delivered {
             answer,
             identity: None,

@@ -36,21 +36,30 @@ pub enum StoreError {
     Unavailable,
 }
 
-/// Returned by a handler to abort its delivery: the transaction is rolled back and the
-/// delivery is answered as failed (retryable).
+/// Returned by a handler to abort its delivery. Either way the transaction is rolled back
+/// and no receipt is stored, so a later delivery of the same event starts afresh.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct HandlerError(String);
+#[non_exhaustive]
+pub enum HandlerError {
+    /// Something went wrong (a bug, an unavailable resource): answered as failed, retryable.
+    #[error("{0}")]
+    Failed(String),
+    /// A business or validation rule refuses this event: answered as refused (422). Since
+    /// nothing is stored, the sender may correct it and deliver it again under the same
+    /// identity.
+    #[error("refused: {0}")]
+    Refused(&'static str),
+}
 
 impl HandlerError {
-    /// A handler error with a bounded, payload-free message.
+    /// A failure with a bounded, payload-free message.
     pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
+        Self::Failed(message.into())
     }
 }
 
 impl From<rusqlite::Error> for HandlerError {
     fn from(err: rusqlite::Error) -> Self {
-        Self(format!("database error in handler: {err}"))
+        Self::Failed(format!("database error in handler: {err}"))
     }
 }

@@ -8,6 +8,7 @@
 //! This is the only crate that writes SQL for idemgate's own tables.
 
 mod error;
+pub mod inbox;
 mod migrations;
 mod reader;
 mod sqlite;

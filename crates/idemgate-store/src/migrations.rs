@@ -9,7 +9,8 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::StoreError;
 
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
     CREATE TABLE receipts (
         source      TEXT    NOT NULL,
         identity    TEXT    NOT NULL,
@@ -29,7 +30,40 @@ const MIGRATIONS: &[&str] = &[r"
         seen_count    INTEGER NOT NULL CHECK (seen_count > 0),
         PRIMARY KEY (source, identity, body_sha256)
     ) STRICT, WITHOUT ROWID;
-"];
+",
+    r"
+    CREATE TABLE events (
+        id           INTEGER PRIMARY KEY,
+        source       TEXT    NOT NULL,
+        identity     TEXT    NOT NULL,
+        event_type   TEXT,
+        content_type TEXT,
+        body         BLOB    NOT NULL,
+        received_at  INTEGER NOT NULL,
+        UNIQUE (source, identity),
+        FOREIGN KEY (source, identity) REFERENCES receipts (source, identity)
+            DEFERRABLE INITIALLY DEFERRED
+    ) STRICT;
+
+    CREATE TABLE jobs (
+        id              INTEGER PRIMARY KEY,
+        event_id        INTEGER NOT NULL REFERENCES events (id),
+        destination     TEXT    NOT NULL,
+        state           TEXT    NOT NULL CHECK (state IN
+                            ('pending', 'running', 'succeeded', 'retrying', 'dead', 'superseded')),
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        lease_until     INTEGER,
+        lease_token     INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT,
+        created_at      INTEGER NOT NULL,
+        updated_at      INTEGER NOT NULL,
+        UNIQUE (event_id, destination)
+    ) STRICT;
+
+    CREATE INDEX jobs_due ON jobs (state, next_attempt_at);
+",
+];
 
 /// The schema version this build writes.
 pub(crate) const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;

@@ -82,6 +82,16 @@ impl SqliteReader {
         receipts(&self.conn, source)
     }
 
+    /// The event stored under `key` by the gateway's inbox, if any.
+    pub fn event(&self, key: &ReceiptKey) -> Result<Option<crate::inbox::StoredEvent>, StoreError> {
+        crate::inbox::event(&self.conn, key)
+    }
+
+    /// The delivery jobs of the event stored under `key`.
+    pub fn jobs(&self, key: &ReceiptKey) -> Result<Vec<crate::inbox::JobRecord>, StoreError> {
+        crate::inbox::jobs(&self.conn, key)
+    }
+
     /// Every recorded conflict of `source`, ordered by identity.
     pub fn conflicts(&self, source: &SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
         let mut stmt = self.conn.prepare(

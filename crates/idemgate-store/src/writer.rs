@@ -122,6 +122,12 @@ impl SqliteStore {
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
+    /// Whether the store can take its write lock now: the writer is running and no other
+    /// process holds the database past `busy_timeout`. Used by readiness checks.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.write(|_| Ok(())).await
+    }
+
     /// Opens a read connection to the same file.
     pub fn reader(&self) -> Result<crate::SqliteReader, StoreError> {
         crate::SqliteReader::open_with(&self.path, &self.options)
@@ -197,6 +203,10 @@ fn try_receive(
     }
     let result = match catch_unwind(AssertUnwindSafe(|| handler(&tx))) {
         Ok(Ok(result)) => result,
+        Ok(Err(HandlerError::Refused(reason))) => {
+            tracing::info!(source = %key.source, identity = %key.identity, reason, "handler refused the event; rolled back");
+            return Ok(Outcome::Refused { reason });
+        }
         Ok(Err(err)) => {
             tracing::warn!(source = %key.source, identity = %key.identity, error = %err, "handler failed; rolled back");
             return Ok(Outcome::Failed {

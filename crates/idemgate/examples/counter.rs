@@ -30,8 +30,9 @@ use idemgate::{
         scheme::DemoV1,
     },
     http::{
-        Accepted, CloseWithoutResponse, Delivered, DeliveryAnswer, Inbound,
+        Accepted, AnswerStyle, CloseWithoutResponse, Delivered, DeliveryAnswer, Inbound,
         answer::{method_not_allowed, not_found},
+        body::BODY_TIMEOUT,
         serve, termination_signal,
     },
     store::{
@@ -169,6 +170,8 @@ fn inbound(secret: Secret, store: Arc<SqliteStore>) -> Result<Inbound, Failure> 
         scheme: Arc::new(DemoV1::default()),
         secrets: SecretSet::new(vec![secret]).map_err(Failure::runtime)?,
         body_limit: BODY_LIMIT,
+        body_timeout: BODY_TIMEOUT,
+        answers: AnswerStyle::Settled,
         // The contract names no depth limit, so allow the deepest nesting the parser ever
         // accepts; only a body nested deeper than that is refused as invalid JSON.
         json_limits: Limits {

@@ -12,7 +12,7 @@ fn opening_twice_applies_migrations_once() {
     let version: u32 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
 }
 
 #[test]
@@ -29,7 +29,7 @@ fn a_file_from_a_newer_build_is_refused_and_left_alone() {
             err,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 1
+                supported: 2
             }
         ),
         "{err}"
