@@ -246,10 +246,7 @@ mod tests {
         })
         .into_response();
         assert_eq!(
-            response
-                .headers()
-                .get(header::RETRY_AFTER)
-                .map(|v| v.as_bytes()),
+            response.headers().get(header::RETRY_AFTER).map(|v| v.as_bytes()),
             Some(&b"1"[..])
         );
     }

@@ -129,13 +129,7 @@ mod tests {
 
     #[tokio::test]
     async fn content_length_over_the_limit_is_refused_up_front() {
-        let read = read_limited(
-            &with_length("8193"),
-            Body::from(vec![0u8; 8193]),
-            8192,
-            BODY_TIMEOUT,
-        )
-        .await;
+        let read = read_limited(&with_length("8193"), Body::from(vec![0u8; 8193]), 8192, BODY_TIMEOUT).await;
         assert_eq!(read, Err(BodyError::TooLarge { limit: 8192 }));
     }
 

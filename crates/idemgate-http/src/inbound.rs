@@ -6,10 +6,10 @@
 use std::{sync::Arc, time::Duration};
 
 use axum::body::Body;
+use bytes::Bytes;
 use http::HeaderMap;
 use idemgate_core::{
-    BodyHash, Identity, Outcome, ReceiptKey, Rejection, Scheme, SecretSet, SourceName, UnixTime,
-    VerifiedDelivery,
+    BodyHash, Identity, Outcome, ReceiptKey, Rejection, Scheme, SecretSet, SourceName, UnixTime, VerifiedDelivery,
     json::{self, Json},
     scheme::RawDelivery,
 };
@@ -28,6 +28,22 @@ pub struct Accepted<H> {
     pub effect: H,
 }
 
+/// What the source's contract gets to look at: the request as received and what the
+/// signature check and the strict parser made of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked<'a> {
+    /// The request headers.
+    pub headers: &'a HeaderMap,
+    /// The raw body bytes, exactly as verified.
+    pub raw: &'a Bytes,
+    /// What the scheme vouched for.
+    pub delivery: &'a VerifiedDelivery,
+    /// The strictly parsed body.
+    pub event: &'a Json,
+    /// The time the delivery is being judged at.
+    pub now: UnixTime,
+}
+
 /// The answer to one delivery, and the identity it was filed under when it got that far.
 #[derive(Debug)]
 pub struct Delivered {
@@ -35,6 +51,16 @@ pub struct Delivered {
     pub answer: DeliveryAnswer,
     /// The event identity, once the contract accepted the body.
     pub identity: Option<Identity>,
+}
+
+/// The current wall-clock time: the edge is where the clock is read, the core gets it
+/// as a value.
+#[must_use]
+pub fn system_now() -> UnixTime {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    UnixTime(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
 /// How a first delivery is answered: the effect is done, or it is stored for a worker.
@@ -68,26 +94,26 @@ pub struct Inbound {
 }
 
 impl Inbound {
-    /// Handles one delivery. `contract` sees the verified delivery and the parsed body and
-    /// either accepts it (identity and effect) or refuses it.
-    pub async fn deliver<C, H>(
-        &self,
-        headers: &HeaderMap,
-        body: Body,
-        now: UnixTime,
-        contract: C,
-    ) -> Delivered
+    /// Handles one delivery. `contract` sees the [`Checked`] delivery and either accepts
+    /// it (identity and effect) or refuses it.
+    pub async fn deliver<C, H>(&self, headers: &HeaderMap, body: Body, now: UnixTime, contract: C) -> Delivered
     where
-        C: FnOnce(&VerifiedDelivery, &Json) -> Result<Accepted<H>, Rejection>,
+        C: FnOnce(Checked<'_>) -> Result<Accepted<H>, Rejection>,
         H: FnOnce(&Connection) -> Result<Value, HandlerError> + Send + 'static,
     {
         let raw = match read_limited(headers, body, self.body_limit, self.body_timeout).await {
             Ok(raw) => raw,
             Err(err) => return self.refused(err.into()),
         };
-        let accepted = self
-            .check(headers, &raw, now)
-            .and_then(|(delivery, event)| contract(&delivery, &event));
+        let accepted = self.check(headers, &raw, now).and_then(|(delivery, event)| {
+            contract(Checked {
+                headers,
+                raw: &raw,
+                delivery: &delivery,
+                event: &event,
+                now,
+            })
+        });
         let Accepted { identity, effect } = match accepted {
             Ok(accepted) => accepted,
             Err(rejection) => return self.refused(DeliveryAnswer::Rejected(rejection)),
@@ -102,32 +128,28 @@ impl Inbound {
         };
         let outcome = self.store.receive(request, effect).await;
         self.settled(&identity, &outcome);
+        let answer = match self.answers {
+            AnswerStyle::Settled => DeliveryAnswer::Settled(outcome),
+            AnswerStyle::Queued => DeliveryAnswer::Queued(outcome),
+        };
         Delivered {
-            answer: DeliveryAnswer::Settled(outcome),
+            answer,
             identity: Some(identity),
         }
     }
 
     /// Verifies the signature on the raw bytes, then parses them strictly.
-    fn check(
-        &self,
-        headers: &HeaderMap,
-        raw: &[u8],
-        now: UnixTime,
-    ) -> Result<(VerifiedDelivery, Json), Rejection> {
-        let delivery =
-            self.scheme
-                .verify(&self.secrets, RawDelivery { headers, body: raw }, now)?;
+    fn check(&self, headers: &HeaderMap, raw: &[u8], now: UnixTime) -> Result<(VerifiedDelivery, Json), Rejection> {
+        let delivery = self
+            .scheme
+            .verify(&self.secrets, RawDelivery { headers, body: raw }, now)?;
         let event = json::parse(raw, self.json_limits)?;
         Ok((delivery, event))
     }
 
     fn refused(&self, answer: DeliveryAnswer) -> Delivered {
         tracing::info!(source = %self.source, reason = answer.label(), "delivery rejected");
-        Delivered {
-            answer,
-            identity: None,
-        }
+        Delivered { answer, identity: None }
     }
 
     fn settled(&self, identity: &Identity, outcome: &Outcome) {

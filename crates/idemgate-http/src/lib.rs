@@ -12,5 +12,5 @@ pub mod inbound;
 pub mod server;
 
 pub use answer::DeliveryAnswer;
-pub use inbound::{Accepted, AnswerStyle, Delivered, Inbound};
-pub use server::{CloseWithoutResponse, serve, termination_signal};
+pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, system_now};
+pub use server::{CloseWithoutResponse, ServeOptions, serve, termination_signal};

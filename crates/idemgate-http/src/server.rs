@@ -18,10 +18,23 @@ use hyper_util::{
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
-/// How long a client may take to send its request head.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long in-flight requests may take to finish once shutdown begins.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// Limits of the accept loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// How long a client may take to send its request head.
+    pub header_timeout: Duration,
+    /// How long in-flight requests may take to finish once shutdown begins.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
 
 /// Response extension: close the connection instead of sending this response.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +48,7 @@ struct Dropped;
 pub async fn serve(
     listener: TcpListener,
     router: Router,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
@@ -46,7 +60,7 @@ pub async fn serve(
                     let _ = stream.set_nodelay(true);
                     let connection = hyper::server::conn::http1::Builder::new()
                         .timer(TokioTimer::new())
-                        .header_read_timeout(HEADER_TIMEOUT)
+                        .header_read_timeout(options.header_timeout)
                         .serve_connection(TokioIo::new(stream), service(router.clone()));
                     let connection = graceful.watch(connection);
                     tokio::spawn(async move {
@@ -65,7 +79,7 @@ pub async fn serve(
         }
     }
     drop(listener);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    if tokio::time::timeout(options.shutdown_grace, graceful.shutdown())
         .await
         .is_err()
     {
@@ -76,8 +90,7 @@ pub async fn serve(
 
 fn service(
     router: Router,
-) -> impl hyper::service::Service<Request<Incoming>, Response = Response, Error = Dropped, Future: Send>
-+ Clone {
+) -> impl hyper::service::Service<Request<Incoming>, Response = Response, Error = Dropped, Future: Send> + Clone {
     hyper::service::service_fn(move |request: Request<Incoming>| {
         let router = router.clone();
         async move {
@@ -85,11 +98,7 @@ fn service(
                 Ok(response) => response,
                 Err(never) => match never {},
             };
-            if response
-                .extensions()
-                .get::<CloseWithoutResponse>()
-                .is_some()
-            {
+            if response.extensions().get::<CloseWithoutResponse>().is_some() {
                 return Err(Dropped);
             }
             Ok::<_, Dropped>(response)
@@ -100,10 +109,7 @@ fn service(
 /// Resolves on SIGTERM or SIGINT: the signals that ask a server to stop gracefully.
 pub async fn termination_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
         tracing::error!("cannot install signal handlers; stop with SIGKILL");
         return std::future::pending().await;
     };

@@ -23,11 +23,7 @@ pub struct NewEvent<'a> {
 
 /// Stores `event` and a `pending` job for each of `destinations`, due at once.
 /// Call it from a handler, on the receipt transaction's connection.
-pub fn accept_event(
-    conn: &Connection,
-    event: &NewEvent<'_>,
-    destinations: &[&str],
-) -> Result<i64, rusqlite::Error> {
+pub fn accept_event(conn: &Connection, event: &NewEvent<'_>, destinations: &[&str]) -> Result<i64, rusqlite::Error> {
     conn.execute(
         "INSERT INTO events (source, identity, event_type, content_type, body, received_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

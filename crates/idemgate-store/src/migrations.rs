@@ -100,9 +100,7 @@ pub(crate) fn check_current(conn: &Connection) -> Result<(), StoreError> {
             found: v,
             supported: CURRENT_VERSION,
         }),
-        0 => Err(StoreError::Malformed(
-            "database has not been initialised by idemgate",
-        )),
+        0 => Err(StoreError::Malformed("database has not been initialised by idemgate")),
         _ => Err(StoreError::Malformed(
             "database schema is older than this build; start the server once to migrate it",
         )),

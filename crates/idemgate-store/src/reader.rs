@@ -62,10 +62,7 @@ impl SqliteReader {
     }
 
     /// Runs `read` in one read transaction: everything it sees is one consistent snapshot.
-    pub fn snapshot<T>(
-        &mut self,
-        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+    pub fn snapshot<T>(&mut self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let tx = self.conn.transaction()?;
         let value = read(&tx)?;
         tx.finish()?;
@@ -127,18 +124,14 @@ pub fn receipts(conn: &Connection, source: &SourceName) -> Result<Vec<Receipt>, 
 }
 
 fn key_from_row(row: &Row<'_>) -> Result<ReceiptKey, StoreError> {
-    let source = SourceName::new(row.get::<_, String>(0)?)
-        .map_err(|_| StoreError::Malformed("source name"))?;
-    let identity =
-        Identity::new(row.get::<_, String>(1)?).map_err(|_| StoreError::Malformed("identity"))?;
+    let source = SourceName::new(row.get::<_, String>(0)?).map_err(|_| StoreError::Malformed("source name"))?;
+    let identity = Identity::new(row.get::<_, String>(1)?).map_err(|_| StoreError::Malformed("identity"))?;
     Ok(ReceiptKey { source, identity })
 }
 
 fn hash_from_row(row: &Row<'_>, index: usize) -> Result<BodyHash, StoreError> {
     let bytes: Vec<u8> = row.get(index)?;
-    let hash = bytes
-        .try_into()
-        .map_err(|_| StoreError::Malformed("body hash"))?;
+    let hash = bytes.try_into().map_err(|_| StoreError::Malformed("body hash"))?;
     Ok(BodyHash(hash))
 }
 

@@ -27,11 +27,7 @@ impl Default for StoreOptions {
 /// Opens `path` with WAL and `synchronous=FULL`, so that a returned commit is on disk.
 ///
 /// `create` decides whether a missing file is created; readers pass `false`.
-pub fn open_connection(
-    path: &Path,
-    create: bool,
-    options: &StoreOptions,
-) -> Result<Connection, StoreError> {
+pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Result<Connection, StoreError> {
     let open_error = |source| StoreError::Open {
         path: path.to_owned(),
         source,
@@ -41,8 +37,7 @@ pub fn open_connection(
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
     let conn = Connection::open_with_flags(path, flags).map_err(open_error)?;
-    conn.busy_timeout(options.busy_timeout)
-        .map_err(open_error)?;
+    conn.busy_timeout(options.busy_timeout).map_err(open_error)?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
         .map_err(open_error)?;
@@ -51,9 +46,7 @@ pub fn open_connection(
     }
     // FULL syncs the WAL on every commit: NORMAL could lose the last commits on power loss,
     // and a 2xx promises the commit survives that.
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(open_error)?;
-    conn.pragma_update(None, "foreign_keys", "ON")
-        .map_err(open_error)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(open_error)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(open_error)?;
     Ok(conn)
 }

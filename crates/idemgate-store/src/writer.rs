@@ -182,11 +182,7 @@ fn receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler) ->
     }
 }
 
-fn try_receive(
-    conn: &mut Connection,
-    request: &ReceiveRequest,
-    handler: Handler,
-) -> Result<Outcome, StoreError> {
+fn try_receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler) -> Result<Outcome, StoreError> {
     let key = &request.key;
     // IMMEDIATE takes the write lock now: no other connection can insert this receipt
     // between the lookup below and our insert.
@@ -235,10 +231,7 @@ fn try_receive(
     Ok(Outcome::Applied { result })
 }
 
-fn existing_receipt(
-    conn: &Connection,
-    key: &ReceiptKey,
-) -> Result<Option<(Vec<u8>, String)>, StoreError> {
+fn existing_receipt(conn: &Connection, key: &ReceiptKey) -> Result<Option<(Vec<u8>, String)>, StoreError> {
     let row = conn
         .query_row(
             "SELECT body_sha256, result FROM receipts WHERE source = ?1 AND identity = ?2",
@@ -262,7 +255,12 @@ fn record_conflict(conn: &Connection, request: &ReceiveRequest) {
          VALUES (?1, ?2, ?3, ?4, ?4, 1)
          ON CONFLICT (source, identity, body_sha256)
          DO UPDATE SET last_seen_at = excluded.last_seen_at, seen_count = seen_count + 1",
-        params![key.source.as_str(), key.identity.as_str(), &request.body_hash.0[..], request.received_at.0],
+        params![
+            key.source.as_str(),
+            key.identity.as_str(),
+            &request.body_hash.0[..],
+            request.received_at.0
+        ],
     );
     match recorded {
         Ok(_) => {

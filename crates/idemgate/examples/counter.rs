@@ -12,7 +12,6 @@ use std::{
     path::{Path, PathBuf},
     process::ExitCode,
     sync::{Arc, Mutex},
-    time::{SystemTime, UNIX_EPOCH},
 };
 
 use axum::{
@@ -25,19 +24,17 @@ use axum::{
 use clap::{Parser, Subcommand};
 use idemgate::{
     core::{
-        Identity, Rejection, Secret, SecretSet, SourceName, UnixTime, VerifiedDelivery,
+        Identity, Rejection, Secret, SecretSet, SourceName,
         json::{Json, Limits, MAX_DEPTH_CEILING},
         scheme::DemoV1,
     },
     http::{
-        Accepted, AnswerStyle, CloseWithoutResponse, Delivered, DeliveryAnswer, Inbound,
+        Accepted, AnswerStyle, Checked, CloseWithoutResponse, Delivered, DeliveryAnswer, Inbound, ServeOptions,
         answer::{method_not_allowed, not_found},
         body::BODY_TIMEOUT,
-        serve, termination_signal,
+        serve, system_now, termination_signal,
     },
-    store::{
-        Connection, HandlerError, SqliteReader, SqliteStore, StoreError, StoreOptions, receipts,
-    },
+    store::{Connection, HandlerError, SqliteReader, SqliteStore, StoreError, StoreOptions, receipts},
 };
 use serde_json::{Value, json};
 
@@ -113,20 +110,11 @@ impl Failure {
 
 fn serve_counter(listen: SocketAddr, db: &Path) -> Result<(), Failure> {
     let secret = load_secret()?;
-    let faults = Faults::parse(
-        std::env::var("COUNTER_FAULTS")
-            .ok()
-            .as_deref()
-            .unwrap_or(""),
-    )?;
+    let faults = Faults::parse(std::env::var("COUNTER_FAULTS").ok().as_deref().unwrap_or(""))?;
     let runtime = tokio::runtime::Runtime::new().map_err(Failure::runtime)?;
     runtime.block_on(async move {
-        let store =
-            Arc::new(SqliteStore::open(db, StoreOptions::default()).map_err(Failure::runtime)?);
-        store
-            .write(create_counter)
-            .await
-            .map_err(Failure::runtime)?;
+        let store = Arc::new(SqliteStore::open(db, StoreOptions::default()).map_err(Failure::runtime)?);
+        store.write(create_counter).await.map_err(Failure::runtime)?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|err| Failure::runtime(format!("cannot listen on {listen}: {err}")))?;
@@ -140,7 +128,7 @@ fn serve_counter(listen: SocketAddr, db: &Path) -> Result<(), Failure> {
             .fallback(not_found)
             .with_state(app);
         announce(address)?;
-        serve(listener, router, termination_signal())
+        serve(listener, router, ServeOptions::default(), termination_signal())
             .await
             .map_err(Failure::runtime)?;
         // Every connection has finished, so this is the last handle: let the writer finish.
@@ -197,8 +185,8 @@ struct App {
 async fn webhook(State(app): State<App>, request: axum::extract::Request) -> Response {
     let (parts, body): (_, Body) = request.into_parts();
     let faults = Arc::clone(&app.faults);
-    let contract = |_: &VerifiedDelivery, event: &Json| {
-        let (identity, value) = increment_contract(event)?;
+    let contract = |checked: Checked<'_>| {
+        let (identity, value) = increment_contract(checked.event)?;
         let event_id = identity.clone();
         let fail = move || faults.take(&faults.fail_before_commit, &event_id);
         Ok(Accepted {
@@ -206,14 +194,8 @@ async fn webhook(State(app): State<App>, request: axum::extract::Request) -> Res
             effect: move |conn: &Connection| increment(conn, value, fail),
         })
     };
-    let Delivered { answer, identity } = app
-        .inbound
-        .deliver(&parts.headers, body, now(), contract)
-        .await;
-    let applied = matches!(
-        answer,
-        DeliveryAnswer::Settled(idemgate::core::Outcome::Applied { .. })
-    );
+    let Delivered { answer, identity } = app.inbound.deliver(&parts.headers, body, system_now(), contract).await;
+    let applied = matches!(answer, DeliveryAnswer::Settled(idemgate::core::Outcome::Applied { .. }));
     if let Some(identity) = identity.filter(|_| applied)
         && app.faults.take(&app.faults.drop_after_commit, &identity)
     {
@@ -222,13 +204,6 @@ async fn webhook(State(app): State<App>, request: axum::extract::Request) -> Res
         return response;
     }
     answer.into_response()
-}
-
-fn now() -> UnixTime {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    UnixTime(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
 /// Exactly `{"event_id": "evt-…", "kind": "increment", "value": 1..=100}`.
@@ -261,25 +236,15 @@ fn increment_contract(event: &Json) -> Result<(Identity, i64), Rejection> {
     if !(1..=100).contains(&value) {
         return Err(refuse("value must be between 1 and 100"));
     }
-    let identity =
-        Identity::new(event_id).map_err(|_| refuse("event_id is not a valid identity"))?;
+    let identity = Identity::new(event_id).map_err(|_| refuse("event_id is not a valid identity"))?;
     Ok((identity, value))
 }
 
 /// The effect: add `value`, report the new total. Runs inside the receipt's transaction,
 /// so `fail_before_commit` (the fault point, checked after the update) rolls it back.
-fn increment(
-    conn: &Connection,
-    value: i64,
-    fail_before_commit: impl FnOnce() -> bool,
-) -> Result<Value, HandlerError> {
-    conn.execute(
-        "UPDATE counter SET total = total + ?1 WHERE id = 1",
-        [value],
-    )?;
-    let total: i64 = conn.query_row("SELECT total FROM counter WHERE id = 1", [], |row| {
-        row.get(0)
-    })?;
+fn increment(conn: &Connection, value: i64, fail_before_commit: impl FnOnce() -> bool) -> Result<Value, HandlerError> {
+    conn.execute("UPDATE counter SET total = total + ?1 WHERE id = 1", [value])?;
+    let total: i64 = conn.query_row("SELECT total FROM counter WHERE id = 1", [], |row| row.get(0))?;
     if fail_before_commit() {
         return Err(HandlerError::new("fault point fail-before-commit"));
     }
@@ -296,13 +261,8 @@ struct Faults {
 impl Faults {
     fn parse(spec: &str) -> Result<Self, Failure> {
         let faults = Self::default();
-        for item in spec
-            .split(',')
-            .map(str::trim)
-            .filter(|item| !item.is_empty())
-        {
-            let Some((point, event_id)) = item.split_once('=').filter(|(_, id)| !id.is_empty())
-            else {
+        for item in spec.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+            let Some((point, event_id)) = item.split_once('=').filter(|(_, id)| !id.is_empty()) else {
                 return Err(Failure::usage(format!(
                     "COUNTER_FAULTS: entry {item:?} is not POINT=EVENT_ID"
                 )));
@@ -311,9 +271,7 @@ impl Faults {
                 "fail-before-commit" => &faults.fail_before_commit,
                 "drop-after-commit" => &faults.drop_after_commit,
                 other => {
-                    return Err(Failure::usage(format!(
-                        "COUNTER_FAULTS: unknown fault point {other:?}"
-                    )));
+                    return Err(Failure::usage(format!("COUNTER_FAULTS: unknown fault point {other:?}")));
                 }
             };
             set.lock()
@@ -340,9 +298,7 @@ fn print_state(db: &Path) -> Result<(), Failure> {
     let state = reader
         .snapshot(|conn| {
             let total: i64 = conn
-                .query_row("SELECT total FROM counter WHERE id = 1", [], |row| {
-                    row.get(0)
-                })
+                .query_row("SELECT total FROM counter WHERE id = 1", [], |row| row.get(0))
                 .map_err(StoreError::from)?;
             let receipts = receipts(conn, &source)?
                 .into_iter()

@@ -1,10 +1,16 @@
 //! idemgate: verify webhook deliveries on their raw bytes, record a receipt in the same
-//! transaction as their effect, answer only after the commit is durable, and give every
-//! repeat its original answer.
+//! transaction as their effect (or the jobs that will perform it), answer only after the
+//! commit is durable, and give every repeat its original answer.
 //!
-//! This facade re-exports the workspace crates so an application depends on one crate:
-//! [`core`] (pure decisions), [`store`] (receipts on SQLite), [`http`] (the axum edge).
-//! `examples/counter.rs` shows the whole path in about two hundred lines.
+//! This crate is the gateway (`idemgate serve`): [`config`] turns the TOML file into typed
+//! settings, [`gateway`] assembles the routes from them, [`verify`] explains offline why a
+//! captured delivery would be refused. It also re-exports the workspace crates so an
+//! application depends on one crate: [`core`] (pure decisions), [`store`] (receipts on
+//! SQLite), [`http`] (the axum edge). `examples/counter.rs` shows the library path.
+
+pub mod config;
+pub mod gateway;
+pub mod verify;
 
 pub use idemgate_core as core;
 pub use idemgate_http as http;

@@ -32,20 +32,14 @@ fn accept(
 async fn an_accepted_event_has_one_pending_job_per_destination() {
     let t = open_store();
     let req = request("e1", b"{}");
-    let outcome = t
-        .store
-        .receive(req.clone(), accept(&req, &["app", "audit"]))
-        .await;
+    let outcome = t.store.receive(req.clone(), accept(&req, &["app", "audit"])).await;
     assert_eq!(
         outcome,
         Outcome::Applied {
             result: json!({"event": "e1"})
         }
     );
-    let repeat = t
-        .store
-        .receive(req.clone(), accept(&req, &["app", "audit"]))
-        .await;
+    let repeat = t.store.receive(req.clone(), accept(&req, &["app", "audit"])).await;
     assert!(matches!(repeat, Outcome::Duplicate { .. }));
     let reader = t.store.reader().unwrap();
     let jobs = reader.jobs(&req.key).unwrap();

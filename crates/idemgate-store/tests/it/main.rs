@@ -22,11 +22,7 @@ pub fn open_store() -> TestStore {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store.sqlite3");
     let store = Arc::new(SqliteStore::open(&path, StoreOptions::default()).unwrap());
-    TestStore {
-        store,
-        path,
-        _dir: dir,
-    }
+    TestStore { store, path, _dir: dir }
 }
 
 pub fn request(identity: &str, body: &[u8]) -> ReceiveRequest {

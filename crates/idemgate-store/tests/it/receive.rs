@@ -22,9 +22,7 @@ async fn with_effects_table(store: &SqliteStore) {
         .unwrap();
 }
 
-fn record_effect(
-    identity: &'static str,
-) -> impl FnOnce(&Connection) -> Result<serde_json::Value, HandlerError> {
+fn record_effect(identity: &'static str) -> impl FnOnce(&Connection) -> Result<serde_json::Value, HandlerError> {
     move |conn| {
         conn.execute("INSERT INTO effects VALUES (?1)", [identity])?;
         Ok(json!({ "effect": identity }))
@@ -40,10 +38,7 @@ fn count(t: &TestStore, sql: &str) -> i64 {
 async fn first_delivery_applies_and_a_repeat_gets_the_original_result() {
     let t = open_store();
     with_effects_table(&t.store).await;
-    let applied = t
-        .store
-        .receive(request("e1", b"body"), record_effect("e1"))
-        .await;
+    let applied = t.store.receive(request("e1", b"body"), record_effect("e1")).await;
     assert_eq!(
         applied,
         Outcome::Applied {
@@ -67,14 +62,9 @@ async fn first_delivery_applies_and_a_repeat_gets_the_original_result() {
 #[tokio::test]
 async fn other_bytes_under_the_same_identity_conflict_and_are_recorded() {
     let t = open_store();
-    t.store
-        .receive(request("e1", b"one"), |_| Ok(json!(1)))
-        .await;
+    t.store.receive(request("e1", b"one"), |_| Ok(json!(1))).await;
     for _ in 0..2 {
-        let outcome = t
-            .store
-            .receive(request("e1", b"two"), |_| Ok(json!(2)))
-            .await;
+        let outcome = t.store.receive(request("e1", b"two"), |_| Ok(json!(2))).await;
         assert_eq!(outcome, Outcome::Conflict);
     }
     let reader = t.store.reader().unwrap();
@@ -108,10 +98,7 @@ async fn a_failing_handler_rolls_back_its_effect_and_stores_no_receipt() {
     );
     assert_eq!(count(&t, "SELECT count(*) FROM effects"), 0);
     assert_eq!(count(&t, "SELECT count(*) FROM receipts"), 0);
-    let retry = t
-        .store
-        .receive(request("e1", b"body"), record_effect("e1"))
-        .await;
+    let retry = t.store.receive(request("e1", b"body"), record_effect("e1")).await;
     assert!(matches!(retry, Outcome::Applied { .. }));
 }
 
@@ -131,10 +118,7 @@ async fn a_panicking_handler_rolls_back_and_the_writer_keeps_working() {
         }
     );
     assert_eq!(count(&t, "SELECT count(*) FROM effects"), 0);
-    let next = t
-        .store
-        .receive(request("e2", b"body"), record_effect("e2"))
-        .await;
+    let next = t.store.receive(request("e2", b"body"), record_effect("e2")).await;
     assert!(matches!(next, Outcome::Applied { .. }), "{next:?}");
 }
 
@@ -158,18 +142,12 @@ async fn concurrent_deliveries_of_one_event_run_the_effect_once() {
     let mut applied = 0;
     for task in tasks {
         match task.await.unwrap() {
-            Outcome::Applied { result } | Outcome::Duplicate { result }
-                if result == json!("first") => {}
+            Outcome::Applied { result } | Outcome::Duplicate { result } if result == json!("first") => {}
             other => panic!("unexpected {other:?}"),
         }
     }
     applied += usize::from(runs.load(Ordering::SeqCst) == 1);
-    assert_eq!(
-        applied,
-        1,
-        "the handler ran {} times",
-        runs.load(Ordering::SeqCst)
-    );
+    assert_eq!(applied, 1, "the handler ran {} times", runs.load(Ordering::SeqCst));
     assert_eq!(count(&t, "SELECT count(*) FROM receipts"), 1);
 }
 
@@ -221,9 +199,7 @@ async fn a_lock_held_past_busy_timeout_fails_the_delivery_and_then_service_resum
     let store = SqliteStore::open(&path, options).unwrap();
     let holder = rusqlite::Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let blocked = store
-        .receive(request("e1", b"body"), |_| Ok(json!(1)))
-        .await;
+    let blocked = store.receive(request("e1", b"body"), |_| Ok(json!(1))).await;
     assert_eq!(
         blocked,
         Outcome::Failed {
@@ -231,9 +207,7 @@ async fn a_lock_held_past_busy_timeout_fails_the_delivery_and_then_service_resum
         }
     );
     holder.execute_batch("ROLLBACK").unwrap();
-    let resumed = store
-        .receive(request("e1", b"body"), |_| Ok(json!(1)))
-        .await;
+    let resumed = store.receive(request("e1", b"body"), |_| Ok(json!(1))).await;
     assert_eq!(resumed, Outcome::Applied { result: json!(1) });
 }
 
@@ -255,23 +229,12 @@ async fn the_write_connection_is_wal_with_full_sync() {
 #[tokio::test]
 async fn receipts_outlive_the_store_that_wrote_them() {
     let t = open_store();
-    t.store
-        .receive(request("e1", b"body"), |_| Ok(json!("kept")))
-        .await;
+    t.store.receive(request("e1", b"body"), |_| Ok(json!("kept"))).await;
     let TestStore { store, path, _dir } = t;
     Arc::into_inner(store).unwrap().close().await;
     let reopened = SqliteStore::open(&path, StoreOptions::default()).unwrap();
-    let repeat = reopened
-        .receive(request("e1", b"body"), |_| Ok(json!("new")))
-        .await;
-    assert_eq!(
-        repeat,
-        Outcome::Duplicate {
-            result: json!("kept")
-        }
-    );
-    let fresh = reopened
-        .receive(request("e2", b"body"), |_| Ok(json!(1)))
-        .await;
+    let repeat = reopened.receive(request("e1", b"body"), |_| Ok(json!("new"))).await;
+    assert_eq!(repeat, Outcome::Duplicate { result: json!("kept") });
+    let fresh = reopened.receive(request("e2", b"body"), |_| Ok(json!(1))).await;
     assert!(matches!(fresh, Outcome::Applied { .. }));
 }

@@ -9,9 +9,7 @@ fn opening_twice_applies_migrations_once() {
     drop(SqliteStore::open(&path, StoreOptions::default()).unwrap());
     drop(SqliteStore::open(&path, StoreOptions::default()).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let version: u32 = conn
-        .query_row("PRAGMA user_version", [], |row| row.get(0))
-        .unwrap();
+    let version: u32 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
     assert_eq!(version, 2);
 }
 

@@ -29,10 +29,7 @@ fn start_fails(secret: Option<&str>, faults: Option<&str>) -> (bool, String) {
         "printed {:?} before failing",
         String::from_utf8_lossy(&output.stdout)
     );
-    (
-        output.status.success(),
-        String::from_utf8(output.stderr).unwrap(),
-    )
+    (output.status.success(), String::from_utf8(output.stderr).unwrap())
 }
 
 #[test]
@@ -145,14 +142,8 @@ fn a_request_in_flight_at_sigterm_is_finished_before_exit() {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
-    assert!(
-        answer.ends_with(r#"{"status":"applied","result":4}"#),
-        "{answer:?}"
-    );
+    assert!(answer.ends_with(r#"{"status":"applied","result":4}"#), "{answer:?}");
     let db = counter.db.clone();
     assert!(counter.wait().success());
-    assert_eq!(
-        crate::harness::state(&db).receipts.get("evt-slow"),
-        Some(&4)
-    );
+    assert_eq!(crate::harness::state(&db).receipts.get("evt-slow"), Some(&4));
 }

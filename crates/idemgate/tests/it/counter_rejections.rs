@@ -25,14 +25,7 @@ fn counter_with_one_event() -> (tempfile::TempDir, Counter, State) {
     (dir, counter, before)
 }
 
-fn assert_refused(
-    counter: &Counter,
-    before: &State,
-    delivery: &Delivery,
-    status: u16,
-    body: Value,
-    case: &str,
-) {
+fn assert_refused(counter: &Counter, before: &State, delivery: &Delivery, status: u16, body: Value, case: &str) {
     let reply = counter.post(delivery);
     assert!(
         reply.is(status, body.clone()),
@@ -69,10 +62,7 @@ fn authentication_failures_are_401_and_change_nothing() {
         assert_refused(&counter, &before, &delivery, 401, authentication(), case);
     }
     let unsigned = crate::harness::post(counter.addr, "/webhook", &[], body.as_bytes());
-    assert!(
-        unsigned.is(401, authentication()),
-        "missing headers: {unsigned:?}"
-    );
+    assert!(unsigned.is(401, authentication()), "missing headers: {unsigned:?}");
     assert_eq!(state(&counter.db), before);
 }
 
@@ -87,10 +77,7 @@ fn a_timestamp_just_inside_the_tolerance_is_accepted() {
 fn bodies_that_are_not_strict_json_are_400_and_change_nothing() {
     let (_dir, counter, before) = counter_with_one_event();
     let cases: [(&str, &[u8]); 10] = [
-        (
-            "broken json",
-            br#"{"event_id":"evt-x","kind":"increment","value":1"#,
-        ),
+        ("broken json", br#"{"event_id":"evt-x","kind":"increment","value":1"#),
         (
             "duplicate key",
             br#"{"event_id":"evt-x","kind":"increment","value":1,"value":2}"#,
@@ -99,10 +86,7 @@ fn bodies_that_are_not_strict_json_are_400_and_change_nothing() {
             "invalid utf-8",
             b"{\"event_id\":\"evt-x\xff\",\"kind\":\"increment\",\"value\":1}",
         ),
-        (
-            "NaN",
-            br#"{"event_id":"evt-x","kind":"increment","value":NaN}"#,
-        ),
+        ("NaN", br#"{"event_id":"evt-x","kind":"increment","value":NaN}"#),
         (
             "Infinity",
             br#"{"event_id":"evt-x","kind":"increment","value":Infinity}"#,
@@ -126,14 +110,7 @@ fn bodies_that_are_not_strict_json_are_400_and_change_nothing() {
         ("empty body", b""),
     ];
     for (case, body) in cases {
-        assert_refused(
-            &counter,
-            &before,
-            &Delivery::signed(body),
-            400,
-            invalid_json(),
-            case,
-        );
+        assert_refused(&counter, &before, &Delivery::signed(body), 400, invalid_json(), case);
     }
 }
 
@@ -145,38 +122,20 @@ fn bodies_that_break_the_event_contract_are_422_and_change_nothing() {
             "boolean value",
             r#"{"event_id":"evt-x","kind":"increment","value":true}"#,
         ),
-        (
-            "string value",
-            r#"{"event_id":"evt-x","kind":"increment","value":"5"}"#,
-        ),
-        (
-            "float value",
-            r#"{"event_id":"evt-x","kind":"increment","value":3.0}"#,
-        ),
+        ("string value", r#"{"event_id":"evt-x","kind":"increment","value":"5"}"#),
+        ("float value", r#"{"event_id":"evt-x","kind":"increment","value":3.0}"#),
         (
             "exponent value",
             r#"{"event_id":"evt-x","kind":"increment","value":1e1}"#,
         ),
-        (
-            "value zero",
-            r#"{"event_id":"evt-x","kind":"increment","value":0}"#,
-        ),
-        (
-            "value 101",
-            r#"{"event_id":"evt-x","kind":"increment","value":101}"#,
-        ),
-        (
-            "unknown kind",
-            r#"{"event_id":"evt-x","kind":"decrement","value":1}"#,
-        ),
+        ("value zero", r#"{"event_id":"evt-x","kind":"increment","value":0}"#),
+        ("value 101", r#"{"event_id":"evt-x","kind":"increment","value":101}"#),
+        ("unknown kind", r#"{"event_id":"evt-x","kind":"decrement","value":1}"#),
         (
             "extra field",
             r#"{"event_id":"evt-x","kind":"increment","value":1,"tenant":"t"}"#,
         ),
-        (
-            "missing field",
-            r#"{"event_id":"evt-x","kind":"increment"}"#,
-        ),
+        ("missing field", r#"{"event_id":"evt-x","kind":"increment"}"#),
         (
             "malformed event_id",
             r#"{"event_id":"EVT-x","kind":"increment","value":1}"#,
@@ -221,9 +180,8 @@ fn an_8193_byte_body_is_413_by_length_and_by_bytes_read() {
         "content-length",
     );
     // Chunked, no length up front: refused once the bytes read pass the limit.
-    let mut request = String::from(
-        "POST /webhook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n",
-    );
+    let mut request =
+        String::from("POST /webhook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n");
     for (name, value) in delivery.headers() {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -237,9 +195,6 @@ fn an_8193_byte_body_is_413_by_length_and_by_bytes_read() {
     }
     request.push_str("0\r\n\r\n");
     let reply = exchange(counter.addr, request.as_bytes());
-    assert!(
-        reply.is(413, json!({"error": "body_size"})),
-        "chunked: {reply:?}"
-    );
+    assert!(reply.is(413, json!({"error": "body_size"})), "chunked: {reply:?}");
     assert_eq!(state(&counter.db), before);
 }

@@ -123,10 +123,7 @@ impl Drop for Counter {
 }
 
 pub fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
 }
 
 /// One delivery attempt as a demo sender makes it.
@@ -238,9 +235,7 @@ pub fn post(addr: SocketAddr, path: &str, headers: &[(String, String)], body: &[
 /// Sends raw request bytes and reads the answer until the server closes.
 pub fn exchange(addr: SocketAddr, request: &[u8]) -> Reply {
     let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     stream.write_all(request).unwrap();
     let mut raw = Vec::new();
     match stream.read_to_end(&mut raw) {
@@ -257,20 +252,10 @@ fn parse_reply(raw: &[u8]) -> Reply {
     if raw.is_empty() {
         return Reply::Dropped;
     }
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("no end of head");
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("no end of head");
     let head = std::str::from_utf8(&raw[..split]).unwrap();
     let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
     let headers = lines
         .filter_map(|line| line.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
@@ -281,11 +266,7 @@ fn parse_reply(raw: &[u8]) -> Reply {
     } else {
         serde_json::from_slice(body).unwrap()
     };
-    Reply::Answer {
-        status,
-        headers,
-        body,
-    }
+    Reply::Answer { status, headers, body }
 }
 
 /// The database as an outside reader sees it, opened with plain rusqlite.
@@ -297,12 +278,8 @@ pub struct State {
 }
 
 pub fn state(db: &Path) -> State {
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
-            .unwrap();
-    let total = conn
-        .query_row("SELECT total FROM counter", [], |r| r.get(0))
-        .unwrap();
+    let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE).unwrap();
+    let total = conn.query_row("SELECT total FROM counter", [], |r| r.get(0)).unwrap();
     let mut stmt = conn
         .prepare("SELECT identity, result FROM receipts WHERE source = 'demo-source'")
         .unwrap();
@@ -315,11 +292,7 @@ pub fn state(db: &Path) -> State {
         })
         .collect();
     let conflicts = conn
-        .query_row(
-            "SELECT coalesce(sum(seen_count), 0) FROM conflicts",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT coalesce(sum(seen_count), 0) FROM conflicts", [], |r| r.get(0))
         .unwrap();
     State {
         total,

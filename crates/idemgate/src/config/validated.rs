@@ -1,0 +1,333 @@
+//! The configuration ready to use: every duration parsed, every secret resolved and
+//! decoded by its scheme, every reference between sources and destinations checked.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use idemgate_core::{
+    Scheme, Secret, SecretSet, SourceName,
+    json::Limits,
+    scheme::{self, IdentityLocation},
+};
+
+use super::{
+    ConfigError, ConfigWarning,
+    raw::{RawConfig, RawDestination, RawIdentity, RawServer, RawSource, RawStore},
+    secrets,
+};
+
+/// Defaults, also documented in `idemgate.toml`.
+const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+const DEFAULT_STORE: &str = "data/idemgate.sqlite3";
+const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_DESTINATION_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `[server]`.
+    pub server: ServerConfig,
+    /// `[store]`.
+    pub store: StoreConfig,
+    /// `[sources.*]`, by id.
+    pub sources: Vec<SourceConfig>,
+    /// `[destinations.*]`, by name.
+    pub destinations: BTreeMap<String, DestinationConfig>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Limit on receiving a request head.
+    pub header_timeout: Duration,
+    /// Limit on receiving a body.
+    pub body_timeout: Duration,
+    /// Limit on finishing in-flight requests at shutdown.
+    pub shutdown_grace: Duration,
+    /// TLS, if the gateway terminates it itself.
+    pub tls: Option<TlsConfig>,
+}
+
+/// `[server.tls]`.
+#[derive(Debug, Clone)]
+pub struct TlsConfig {
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// The SQLite file.
+    pub path: PathBuf,
+    /// Lock wait.
+    pub busy_timeout: Duration,
+}
+
+/// One `[sources.<id>]`.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// Stable id: receipts are keyed by it, so the route can be renamed freely.
+    pub id: SourceName,
+    /// `POST /in/<route>`.
+    pub route: String,
+    /// The signature scheme.
+    pub scheme: Arc<dyn Scheme>,
+    /// Decoded active secrets.
+    pub secrets: SecretSet,
+    /// Largest body.
+    pub body_limit: usize,
+    /// Strict JSON limits.
+    pub json_limits: Limits,
+    /// Where the stable event identity is.
+    pub identity: IdentityLocation,
+    /// JSON pointer to the event type.
+    pub event_type: Option<String>,
+    /// Accepted event types; `None` accepts all.
+    pub allowed_types: Option<BTreeSet<String>>,
+    /// Destination names.
+    pub destinations: Vec<String>,
+}
+
+/// One `[destinations.<name>]`.
+#[derive(Debug, Clone)]
+pub struct DestinationConfig {
+    /// Where events go.
+    pub url: http::Uri,
+    /// Outgoing signing secret.
+    pub secret: Option<Secret>,
+    /// Total timeout of one attempt.
+    pub timeout: Duration,
+}
+
+/// Turns what the file says into what the gateway runs with. `base` is the config file's
+/// folder: relative `file:` secrets and TLS paths are relative to it.
+pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
+    let mut warnings = Vec::new();
+    let server = server(raw.server, base)?;
+    let store = store(raw.store)?;
+    let destinations = raw
+        .destinations
+        .into_iter()
+        .map(|(name, dest)| Ok((name.clone(), destination(&name, dest, base, &mut warnings)?)))
+        .collect::<Result<BTreeMap<_, _>, ConfigError>>()?;
+    let sources = raw
+        .sources
+        .into_iter()
+        .map(|(id, src)| source(&id, src, &destinations, base, &mut warnings))
+        .collect::<Result<Vec<_>, _>>()?;
+    if sources.is_empty() {
+        return Err(ConfigError::new("sources", "at least one source is required"));
+    }
+    unique_routes(&sources)?;
+    Ok((
+        Config {
+            server,
+            store,
+            sources,
+            destinations,
+        },
+        warnings,
+    ))
+}
+
+fn duration(key: &str, text: Option<&str>, default: Duration) -> Result<Duration, ConfigError> {
+    match text {
+        None => Ok(default),
+        Some(text) => humantime::parse_duration(text).map_err(|_| {
+            ConfigError::new(
+                key,
+                format!("invalid duration {text:?} (use e.g. \"30s\", \"5m\", \"2h\")"),
+            )
+        }),
+    }
+}
+
+fn server(raw: RawServer, base: &Path) -> Result<ServerConfig, ConfigError> {
+    let listen = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+    Ok(ServerConfig {
+        listen: listen.parse().map_err(|_| {
+            ConfigError::new(
+                "server.listen",
+                format!("{listen:?} is not HOST:PORT with an IP address"),
+            )
+        })?,
+        header_timeout: duration("server.header_timeout", raw.header_timeout.as_deref(), DEFAULT_TIMEOUT)?,
+        body_timeout: duration("server.body_timeout", raw.body_timeout.as_deref(), DEFAULT_TIMEOUT)?,
+        shutdown_grace: duration("server.shutdown_grace", raw.shutdown_grace.as_deref(), DEFAULT_TIMEOUT)?,
+        tls: raw.tls.map(|tls| TlsConfig {
+            cert: base.join(tls.cert),
+            key: base.join(tls.key),
+        }),
+    })
+}
+
+fn store(raw: RawStore) -> Result<StoreConfig, ConfigError> {
+    Ok(StoreConfig {
+        path: PathBuf::from(raw.path.as_deref().unwrap_or(DEFAULT_STORE)),
+        busy_timeout: duration(
+            "store.busy_timeout",
+            raw.busy_timeout.as_deref(),
+            Duration::from_secs(5),
+        )?,
+    })
+}
+
+fn destination(
+    name: &str,
+    raw: RawDestination,
+    base: &Path,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<DestinationConfig, ConfigError> {
+    let key = format!("destinations.{name}");
+    let url: http::Uri = raw
+        .url
+        .parse()
+        .map_err(|_| ConfigError::new(format!("{key}.url"), "not a valid URL"))?;
+    if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
+        return Err(ConfigError::new(
+            format!("{key}.url"),
+            "must be an http:// or https:// URL with a host",
+        ));
+    }
+    let secret = match raw.secret {
+        None => None,
+        Some(reference) => {
+            let secret_key = format!("{key}.secret");
+            let text = secrets::resolve(&secret_key, &reference, base, warnings)?;
+            let decoded = scheme::standard::StandardWebhooks::default().decode_secret(&text);
+            Some(decoded.map_err(|err| ConfigError::new(secret_key, err.to_string()))?)
+        }
+    };
+    let timeout = duration(
+        &format!("{key}.timeout"),
+        raw.timeout.as_deref(),
+        DEFAULT_DESTINATION_TIMEOUT,
+    )?;
+    Ok(DestinationConfig { url, secret, timeout })
+}
+
+fn source(
+    id: &str,
+    raw: RawSource,
+    destinations: &BTreeMap<String, DestinationConfig>,
+    base: &Path,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<SourceConfig, ConfigError> {
+    let key = format!("sources.{id}");
+    let name = SourceName::new(id).map_err(|err| ConfigError::new(&key, err.to_string()))?;
+    let route = raw.route.unwrap_or_else(|| id.to_owned());
+    if SourceName::new(route.as_str()).is_err() {
+        return Err(ConfigError::new(
+            format!("{key}.route"),
+            "must match [a-z0-9][a-z0-9_-]{0,62}",
+        ));
+    }
+    let tolerance = match raw.tolerance.as_deref() {
+        Some(text) => Some(duration(&format!("{key}.tolerance"), Some(text), Duration::ZERO)?.as_secs()),
+        None => None,
+    };
+    let scheme = scheme::build(&raw.scheme, tolerance).ok_or_else(|| {
+        ConfigError::new(
+            format!("{key}.scheme"),
+            format!("unknown scheme {:?} (known: {})", raw.scheme, scheme::NAMES.join(", ")),
+        )
+    })?;
+    let secrets = source_secrets(&key, &raw.secrets, scheme.as_ref(), base, warnings)?;
+    for (i, dest) in raw.destinations.iter().enumerate() {
+        if !destinations.contains_key(dest) {
+            return Err(ConfigError::new(
+                format!("{key}.destinations[{i}]"),
+                format!("no destination named {dest:?}"),
+            ));
+        }
+    }
+    Ok(SourceConfig {
+        identity: identity(&key, raw.identity, scheme.as_ref())?,
+        event_type: raw
+            .event_type
+            .map(|p| pointer(&format!("{key}.event_type"), p))
+            .transpose()?,
+        allowed_types: raw.allowed_types.map(|types| types.into_iter().collect()),
+        body_limit: raw.body_limit.unwrap_or(DEFAULT_BODY_LIMIT),
+        json_limits: Limits {
+            max_depth: raw.max_depth.unwrap_or(Limits::default().max_depth),
+        },
+        destinations: raw.destinations,
+        id: name,
+        route,
+        scheme,
+        secrets,
+    })
+}
+
+fn source_secrets(
+    key: &str,
+    references: &[String],
+    scheme: &dyn Scheme,
+    base: &Path,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<SecretSet, ConfigError> {
+    let mut decoded = Vec::with_capacity(references.len());
+    for (i, reference) in references.iter().enumerate() {
+        let item = format!("{key}.secrets[{i}]");
+        let text = secrets::resolve(&item, reference, base, warnings)?;
+        decoded.push(
+            scheme
+                .decode_secret(&text)
+                .map_err(|err| ConfigError::new(&item, err.to_string()))?,
+        );
+    }
+    SecretSet::new(decoded).map_err(|err| ConfigError::new(format!("{key}.secrets"), err.to_string()))
+}
+
+fn identity(key: &str, raw: Option<RawIdentity>, scheme: &dyn Scheme) -> Result<IdentityLocation, ConfigError> {
+    let key = format!("{key}.identity");
+    match raw {
+        None => Ok(scheme.default_identity()),
+        Some(RawIdentity {
+            header: Some(header),
+            pointer: None,
+        }) => {
+            http::HeaderName::try_from(header.as_str())
+                .map_err(|_| ConfigError::new(&key, "not a valid header name"))?;
+            Ok(IdentityLocation::Header(header.to_ascii_lowercase()))
+        }
+        Some(RawIdentity {
+            header: None,
+            pointer: Some(p),
+        }) => Ok(IdentityLocation::Body(pointer(&key, p)?)),
+        Some(_) => Err(ConfigError::new(key, "give exactly one of header or pointer")),
+    }
+}
+
+fn pointer(key: &str, pointer: String) -> Result<String, ConfigError> {
+    if pointer.starts_with('/') {
+        Ok(pointer)
+    } else {
+        Err(ConfigError::new(key, "a JSON pointer starts with / (e.g. \"/id\")"))
+    }
+}
+
+fn unique_routes(sources: &[SourceConfig]) -> Result<(), ConfigError> {
+    let mut seen = BTreeSet::new();
+    for source in sources {
+        if !seen.insert(source.route.as_str()) {
+            return Err(ConfigError::new(
+                format!("sources.{}.route", source.id),
+                format!("route {:?} is used twice", source.route),
+            ));
+        }
+    }
+    Ok(())
+}

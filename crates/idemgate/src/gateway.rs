@@ -1,0 +1,188 @@
+//! The gateway's routes: `POST /in/{route}` for each configured source, `/healthz` and
+//! `/readyz`. Each accepted event is stored with one job per destination in the receipt's
+//! transaction and answered `202` once that commit is durable.
+
+use std::{
+    collections::{BTreeSet, HashMap},
+    sync::Arc,
+};
+
+use axum::{
+    Json, Router,
+    extract::{Path, Request, State},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use bytes::Bytes;
+use http::{StatusCode, header::CONTENT_TYPE};
+use idemgate_core::{ReceiptKey, Rejection, UnixTime};
+use idemgate_http::{
+    Accepted, AnswerStyle, Checked, Inbound,
+    answer::{method_not_allowed, not_found},
+    system_now,
+};
+use idemgate_store::{
+    Connection, HandlerError, SqliteStore,
+    inbox::{NewEvent, accept_event},
+};
+use serde_json::{Value, json};
+
+use crate::config::{Config, SourceConfig};
+
+/// Longest content type kept with an event; longer ones are not stored.
+const MAX_CONTENT_TYPE: usize = 255;
+
+/// One source's route: its configuration and its inbound pipeline.
+#[derive(Debug)]
+struct SourceRoute {
+    config: SourceConfig,
+    inbound: Inbound,
+    destinations: Arc<[String]>,
+    allowed_types: Option<Arc<BTreeSet<String>>>,
+}
+
+#[derive(Debug)]
+struct Gateway {
+    routes: HashMap<String, SourceRoute>,
+    store: Arc<SqliteStore>,
+}
+
+/// The gateway's router for `config`, writing to `store`.
+pub fn router(config: &Config, store: &Arc<SqliteStore>) -> Router {
+    let routes = config
+        .sources
+        .iter()
+        .map(|source| (source.route.clone(), route(config, source, store)))
+        .collect();
+    let gateway = Arc::new(Gateway {
+        routes,
+        store: Arc::clone(store),
+    });
+    Router::new()
+        .route("/in/{route}", post(deliver).fallback(method_not_allowed))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .with_state(gateway)
+}
+
+fn route(config: &Config, source: &SourceConfig, store: &Arc<SqliteStore>) -> SourceRoute {
+    let inbound = Inbound {
+        source: source.id.clone(),
+        scheme: Arc::clone(&source.scheme),
+        secrets: source.secrets.clone(),
+        body_limit: source.body_limit,
+        body_timeout: config.server.body_timeout,
+        json_limits: source.json_limits,
+        answers: AnswerStyle::Queued,
+        store: Arc::clone(store),
+    };
+    SourceRoute {
+        destinations: source.destinations.clone().into(),
+        allowed_types: source.allowed_types.clone().map(Arc::new),
+        config: source.clone(),
+        inbound,
+    }
+}
+
+async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>, request: Request) -> Response {
+    // An unknown source looks exactly like any other unknown path.
+    let Some(source) = gateway.routes.get(&route) else {
+        return not_found().await;
+    };
+    let (parts, body) = request.into_parts();
+    let delivered = source
+        .inbound
+        .deliver(&parts.headers, body, system_now(), |checked| source.accept(checked))
+        .await;
+    delivered.answer.into_response()
+}
+
+impl SourceRoute {
+    /// Resolves the identity now; the event-type check runs inside the transaction, after
+    /// the receipt lookup, so that a repeat of an event accepted under an older allowlist
+    /// is still answered as a duplicate.
+    fn accept(
+        &self,
+        checked: Checked<'_>,
+    ) -> Result<Accepted<impl FnOnce(&Connection) -> Result<Value, HandlerError> + Send + use<>>, Rejection> {
+        let identity = self.config.identity.resolve(checked.headers, checked.event)?;
+        let pending = PendingEvent {
+            key: ReceiptKey {
+                source: self.config.id.clone(),
+                identity: identity.clone(),
+            },
+            event_type: self.event_type(checked),
+            content_type: content_type(checked),
+            body: checked.raw.clone(),
+            received_at: checked.now,
+            destinations: Arc::clone(&self.destinations),
+            allowed_types: self.allowed_types.clone(),
+        };
+        Ok(Accepted {
+            identity,
+            effect: move |conn: &Connection| pending.store(conn),
+        })
+    }
+
+    fn event_type(&self, checked: Checked<'_>) -> Option<String> {
+        let pointer = self.config.event_type.as_deref()?;
+        checked.event.pointer(pointer)?.as_str().map(str::to_owned)
+    }
+}
+
+fn content_type(checked: Checked<'_>) -> Option<String> {
+    let value = checked.headers.get(CONTENT_TYPE)?.to_str().ok()?;
+    (value.len() <= MAX_CONTENT_TYPE).then(|| value.to_owned())
+}
+
+/// Everything the in-transaction effect needs, owned so it can move to the writer.
+struct PendingEvent {
+    key: ReceiptKey,
+    event_type: Option<String>,
+    content_type: Option<String>,
+    body: Bytes,
+    received_at: UnixTime,
+    destinations: Arc<[String]>,
+    allowed_types: Option<Arc<BTreeSet<String>>>,
+}
+
+impl PendingEvent {
+    fn store(self, conn: &Connection) -> Result<Value, HandlerError> {
+        if let Some(allowed) = &self.allowed_types
+            && !self.event_type.as_ref().is_some_and(|t| allowed.contains(t))
+        {
+            return Err(HandlerError::Refused("event type is not accepted by this source"));
+        }
+        let event = NewEvent {
+            key: &self.key,
+            event_type: self.event_type.as_deref(),
+            content_type: self.content_type.as_deref(),
+            body: &self.body,
+            received_at: self.received_at,
+        };
+        let destinations: Vec<&str> = self.destinations.iter().map(String::as_str).collect();
+        accept_event(conn, &event, &destinations)?;
+        tracing::info!(source = %self.key.source, identity = %self.key.identity, jobs = destinations.len(), "event accepted");
+        Ok(json!({ "event": self.key.identity.as_str() }))
+    }
+}
+
+async fn healthz() -> Response {
+    Json(json!({ "status": "ok" })).into_response()
+}
+
+/// Ready when the store's writer can take the write lock now.
+async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
+    match gateway.store.ping().await {
+        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
+        Err(err) => {
+            tracing::warn!(error = %err, "readiness check failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "status": "unavailable" })),
+            )
+                .into_response()
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! `idemgate verify`: replays the gateway's checks on a captured request, offline, and
+//! says which one fails. Nothing is stored; no secret is printed.
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use idemgate_core::{UnixTime, json, scheme::RawDelivery};
+
+use crate::config::SourceConfig;
+
+/// One check and what came of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// `signature`, `json`, `identity` or `type`.
+    pub name: &'static str,
+    /// What was found, or why it failed.
+    pub result: Result<String, String>,
+}
+
+/// Runs the checks in the gateway's order and stops at the first failure.
+pub fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], now: UnixTime) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let delivery = source
+        .scheme
+        .verify(&source.secrets, RawDelivery { headers, body }, now);
+    let signed = match &delivery {
+        Ok(d) => Ok(match d.timestamp {
+            Some(ts) => format!(
+                "{} signature holds; timestamp {} s from now",
+                source.scheme.name(),
+                ts.0 - now.0
+            ),
+            None => format!(
+                "{} signature holds; the scheme signs no timestamp",
+                source.scheme.name()
+            ),
+        }),
+        Err(err) => Err(err.to_string()),
+    };
+    if !push(&mut checks, "signature", signed) {
+        return checks;
+    }
+    let event = match json::parse(body, source.json_limits) {
+        Ok(event) => event,
+        Err(err) => {
+            push(&mut checks, "json", Err(err.to_string()));
+            return checks;
+        }
+    };
+    push(&mut checks, "json", Ok("strict JSON".into()));
+    let identity = source
+        .identity
+        .resolve(headers, &event)
+        .map(|id| format!("{id} ({:?})", source.identity));
+    if !push(
+        &mut checks,
+        "identity",
+        identity.map_err(|err| format!("{err} ({:?})", source.identity)),
+    ) {
+        return checks;
+    }
+    push(&mut checks, "type", type_check(source, &event));
+    checks
+}
+
+fn push(checks: &mut Vec<Check>, name: &'static str, result: Result<String, String>) -> bool {
+    let ok = result.is_ok();
+    checks.push(Check { name, result });
+    ok
+}
+
+fn type_check(source: &SourceConfig, event: &json::Json) -> Result<String, String> {
+    let found = source
+        .event_type
+        .as_deref()
+        .and_then(|p| event.pointer(p))
+        .and_then(json::Json::as_str);
+    match (&source.allowed_types, found) {
+        (None, Some(t)) => Ok(format!("{t} (all types accepted)")),
+        (None, None) => Ok("all types accepted".into()),
+        (Some(allowed), Some(t)) if allowed.contains(t) => Ok(format!("{t} is accepted")),
+        (Some(_), Some(t)) => Err(format!(
+            "{t} is not in allowed_types (a repeat of an event already received would still be a duplicate)"
+        )),
+        (Some(_), None) => Err("no event type found at the configured pointer".into()),
+    }
+}
+
+/// Parses a captured head: `Name: value` lines; a request or status line first and
+/// everything after the first blank line are ignored.
+pub fn parse_headers(text: &str) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.is_empty() {
+            break;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            if number == 0 {
+                continue;
+            }
+            return Err(format!("line {}: not a `Name: value` header", number + 1));
+        };
+        let name =
+            HeaderName::try_from(name.trim()).map_err(|_| format!("line {}: invalid header name", number + 1))?;
+        let value =
+            HeaderValue::try_from(value.trim()).map_err(|_| format!("line {}: invalid header value", number + 1))?;
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captured_heads_parse_with_or_without_a_request_line() {
+        let headers =
+            parse_headers("POST /in/x HTTP/1.1\r\nWebhook-Id: msg_1\r\nA: b\r\n\r\nbody: not a header").unwrap();
+        assert_eq!(headers.get("webhook-id").unwrap(), "msg_1");
+        assert_eq!(headers.len(), 2);
+        assert!(parse_headers("A: b\nnot a header\n").is_err());
+    }
+}
