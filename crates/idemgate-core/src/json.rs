@@ -165,9 +165,8 @@ impl Json {
             return Some(self);
         }
         let rest = pointer.strip_prefix('/')?;
-        rest.split('/').try_fold(self, |value, token| {
-            value.step(&unescape_pointer_token(token)?)
-        })
+        rest.split('/')
+            .try_fold(self, |value, token| value.step(&unescape_pointer_token(token)?))
     }
 
     /// A name for this value's type, for error messages: `"null"`, `"boolean"`,
@@ -232,11 +231,7 @@ impl From<&Json> for serde_json::Value {
             Json::Number(n) => number_to_value(*n),
             Json::String(s) => Value::String(s.clone()),
             Json::Array(items) => Value::Array(items.iter().map(Value::from).collect()),
-            Json::Object(o) => Value::Object(
-                o.iter()
-                    .map(|(k, v)| (k.to_owned(), Value::from(v)))
-                    .collect(),
-            ),
+            Json::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect()),
         }
     }
 }
@@ -342,13 +337,8 @@ pub fn parse(bytes: &[u8], limits: Limits) -> Result<Json, JsonError> {
     let ctx = Ctx::new(limits.max_depth.min(MAX_DEPTH_CEILING));
     let mut de = serde_json::Deserializer::from_str(text);
     de.disable_recursion_limit();
-    let seed = ValueSeed {
-        ctx: &ctx,
-        depth: 0,
-    };
-    let value = seed
-        .deserialize(&mut de)
-        .map_err(|e| ctx.to_json_error(&e))?;
+    let seed = ValueSeed { ctx: &ctx, depth: 0 };
+    let value = seed.deserialize(&mut de).map_err(|e| ctx.to_json_error(&e))?;
     de.end().map_err(|e| JsonError::TrailingData {
         line: e.line(),
         column: e.column(),
@@ -389,9 +379,7 @@ impl Ctx {
     fn to_json_error(&self, err: &serde_json::Error) -> JsonError {
         let (line, column) = (err.line(), err.column());
         match self.abort.take() {
-            Some(Abort::TooDeep) => JsonError::TooDeep {
-                limit: self.max_depth,
-            },
+            Some(Abort::TooDeep) => JsonError::TooDeep { limit: self.max_depth },
             Some(Abort::DuplicateKey) => JsonError::DuplicateKey { line, column },
             Some(Abort::NumberOutOfRange) => JsonError::NumberOutOfRange { line, column },
             None if is_number_out_of_range(err) => JsonError::NumberOutOfRange { line, column },
@@ -525,17 +513,10 @@ mod tests {
     #[test]
     fn parses_all_kinds() {
         let doc = ok(r#"{"n":null,"b":true,"i":-5,"f":0.5,"s":"x\n","a":[1,"two"],"o":{}}"#);
-        let kinds: Vec<_> = doc
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(_, v)| v.kind())
-            .collect();
+        let kinds: Vec<_> = doc.as_object().unwrap().iter().map(|(_, v)| v.kind()).collect();
         assert_eq!(
             kinds,
-            [
-                "array", "boolean", "number", "number", "null", "object", "string"
-            ]
+            ["array", "boolean", "number", "number", "null", "object", "string"]
         );
         assert_eq!(doc.get("s").unwrap().as_str(), Some("x\n"));
         assert_eq!(doc.get("i").unwrap().as_i64(), Some(-5));
@@ -599,10 +580,7 @@ mod tests {
     fn non_finite_float_from_visitor_rejected() {
         use serde::de::IntoDeserializer;
         let ctx = Ctx::new(64);
-        let seed = ValueSeed {
-            ctx: &ctx,
-            depth: 0,
-        };
+        let seed = ValueSeed { ctx: &ctx, depth: 0 };
         let de: de::value::F64Deserializer<de::value::Error> = f64::INFINITY.into_deserializer();
         assert!(seed.deserialize(de).is_err());
         assert!(matches!(ctx.abort.get(), Some(Abort::NumberOutOfRange)));
@@ -646,28 +624,19 @@ mod tests {
         assert!(with_depth("1", 0).is_ok());
         assert_eq!(with_depth("[]", 0), Err(JsonError::TooDeep { limit: 0 }));
         assert!(with_depth(r#"{"a":[1]}"#, 2).is_ok());
-        assert_eq!(
-            with_depth(r#"{"a":[1]}"#, 1),
-            Err(JsonError::TooDeep { limit: 1 })
-        );
+        assert_eq!(with_depth(r#"{"a":[1]}"#, 1), Err(JsonError::TooDeep { limit: 1 }));
     }
 
     #[test]
     fn depth_exactly_max_accepted_one_more_rejected() {
         let limit = Limits::default().max_depth;
         assert!(strict(&nested(limit)).is_ok());
-        assert_eq!(
-            strict(&nested(limit + 1)),
-            Err(JsonError::TooDeep { limit })
-        );
+        assert_eq!(strict(&nested(limit + 1)), Err(JsonError::TooDeep { limit }));
     }
 
     #[test]
     fn very_deep_input_is_too_deep_without_overflow() {
-        assert_eq!(
-            strict(&nested(100_000)),
-            Err(JsonError::TooDeep { limit: 64 })
-        );
+        assert_eq!(strict(&nested(100_000)), Err(JsonError::TooDeep { limit: 64 }));
         assert_eq!(reason(&"[".repeat(100_000)), "too_deep");
         assert_eq!(reason(&r#"{"a":"#.repeat(100_000)), "too_deep");
     }
@@ -761,13 +730,8 @@ mod tests {
             let message = strict(text).unwrap_err().to_string();
             assert!(!message.contains("secret"), "{message}");
         }
-        let message = strict(r#"{"secretkey":1,"secretkey":2}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            message.starts_with("duplicate object key at line 1"),
-            "{message}"
-        );
+        let message = strict(r#"{"secretkey":1,"secretkey":2}"#).unwrap_err().to_string();
+        assert!(message.starts_with("duplicate object key at line 1"), "{message}");
     }
 
     #[test]
@@ -780,15 +744,9 @@ mod tests {
                 JsonError::NumberOutOfRange { line: 1, column: 1 },
                 "number_out_of_range",
             ),
-            (
-                JsonError::DuplicateKey { line: 1, column: 1 },
-                "duplicate_key",
-            ),
+            (JsonError::DuplicateKey { line: 1, column: 1 }, "duplicate_key"),
             (JsonError::TooDeep { limit: 1 }, "too_deep"),
-            (
-                JsonError::TrailingData { line: 1, column: 1 },
-                "trailing_data",
-            ),
+            (JsonError::TrailingData { line: 1, column: 1 }, "trailing_data"),
         ];
         for (err, code) in all {
             assert_eq!(err.reason(), code);

@@ -17,8 +17,7 @@ impl SourceName {
     /// Accepts `[a-z0-9][a-z0-9_-]{0,62}`: source names appear in routes, metrics and logs.
     pub fn new(name: impl Into<String>) -> Result<Self, InvalidName> {
         let name = name.into();
-        let valid_char =
-            |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
+        let valid_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
         let first_ok = name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit());
         if first_ok && name.len() <= 63 && name.chars().all(valid_char) {
             Ok(Self(name))

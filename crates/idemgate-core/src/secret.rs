@@ -19,9 +19,7 @@ impl Secret {
         if text.len() != len * 2 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(SecretError::Hex { bytes: len });
         }
-        hex::decode(text)
-            .map(Self)
-            .map_err(|_| SecretError::Hex { bytes: len })
+        hex::decode(text).map(Self).map_err(|_| SecretError::Hex { bytes: len })
     }
 
     /// The key bytes, for the MAC only.
@@ -93,9 +91,7 @@ mod tests {
     fn debug_and_errors_never_show_the_secret() {
         let secret = Secret::from_hex(&"ab".repeat(32), 32).map(|s| format!("{s:?}"));
         assert_eq!(secret.as_deref(), Ok("Secret(<redacted>)"));
-        let err = Secret::from_hex("deadbeef", 32)
-            .err()
-            .map(|e| e.to_string());
+        let err = Secret::from_hex("deadbeef", 32).err().map(|e| e.to_string());
         assert!(err.is_some_and(|e| !e.contains("deadbeef")));
     }
 

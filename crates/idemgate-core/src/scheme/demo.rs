@@ -9,10 +9,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::{Choice, ConstantTimeEq};
 
-use super::{
-    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, check_tolerance,
-    single_header,
-};
+use super::{AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, check_tolerance, single_header};
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
 /// Header carrying the per-attempt delivery id, `[a-z0-9-]{1,64}`.
@@ -33,9 +30,7 @@ pub struct DemoV1 {
 
 impl Default for DemoV1 {
     fn default() -> Self {
-        Self {
-            tolerance_secs: 300,
-        }
+        Self { tolerance_secs: 300 }
     }
 }
 
@@ -53,8 +48,7 @@ pub fn sign(secret: &Secret, delivery_id: &str, timestamp: &str, body: &[u8]) ->
 
 fn tag(secret: &Secret, delivery_id: &str, timestamp: &str, body: &[u8]) -> [u8; 32] {
     // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
     for part in [
         PURPOSE,
         delivery_id.as_bytes(),
@@ -94,8 +88,7 @@ fn parse_signature(value: &str) -> Result<[u8; 32], AuthError> {
     if value.len() != 64 || !value.bytes().all(lower_hex) {
         return Err(AuthError::MalformedHeader(SIGNATURE_HEADER));
     }
-    hex::decode_to_slice(value, &mut out)
-        .map_err(|_| AuthError::MalformedHeader(SIGNATURE_HEADER))?;
+    hex::decode_to_slice(value, &mut out).map_err(|_| AuthError::MalformedHeader(SIGNATURE_HEADER))?;
     Ok(out)
 }
 
@@ -158,10 +151,7 @@ mod tests {
             (TIMESTAMP_HEADER, timestamp),
             (SIGNATURE_HEADER, signature),
         ] {
-            headers.insert(
-                name,
-                HeaderValue::from_str(value).unwrap_or_else(|_| unreachable!()),
-            );
+            headers.insert(name, HeaderValue::from_str(value).unwrap_or_else(|_| unreachable!()));
         }
         headers
     }
@@ -170,11 +160,7 @@ mod tests {
         headers("d-1", timestamp, &sign(key, "d-1", timestamp, body))
     }
 
-    fn verify(
-        secrets: &[Secret],
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<VerifiedDelivery, AuthError> {
+    fn verify(secrets: &[Secret], headers: &HeaderMap, body: &[u8]) -> Result<VerifiedDelivery, AuthError> {
         let set = SecretSet::new(secrets.to_vec()).unwrap_or_else(|_| unreachable!());
         DemoV1::default().verify(&set, RawDelivery { headers, body }, NOW)
     }
@@ -208,10 +194,7 @@ mod tests {
         let by_new = signed(&secret(2), "1700000000", body);
         assert!(verify(&[secret(2), secret(1)], &by_old, body).is_ok());
         assert!(verify(&[secret(2), secret(1)], &by_new, body).is_ok());
-        assert_eq!(
-            verify(&[secret(3)], &by_new, body),
-            Err(AuthError::SignatureMismatch)
-        );
+        assert_eq!(verify(&[secret(3)], &by_new, body), Err(AuthError::SignatureMismatch));
     }
 
     #[test]

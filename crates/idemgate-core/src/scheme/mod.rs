@@ -12,11 +12,57 @@ pub mod slack;
 pub mod standard;
 pub mod stripe;
 
+use std::sync::Arc;
+
 use http::HeaderMap;
 
-use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
+use crate::{Identity, Rejection, Secret, SecretSet, UnixTime, json::Json, secret::SecretError};
 
 pub use demo::DemoV1;
+pub use github::GitHub;
+pub use shopify::Shopify;
+pub use slack::Slack;
+pub use standard::{StandardWebhooks, StandardWebhooksEd25519};
+pub use stripe::Stripe;
+
+/// The configuration names of every scheme, for error messages and docs.
+pub const NAMES: &[&str] = &[
+    "standard-webhooks",
+    "standard-webhooks-ed25519",
+    "github",
+    "stripe",
+    "shopify",
+    "slack",
+    "demo-webhook-v1",
+];
+
+/// The scheme configured as `name`, with `tolerance_secs` replacing the scheme's default
+/// timestamp tolerance where it signs a timestamp. `None` for an unknown name.
+#[must_use]
+pub fn build(name: &str, tolerance_secs: Option<u64>) -> Option<Arc<dyn Scheme>> {
+    let tolerance = |default: u64| tolerance_secs.unwrap_or(default);
+    let scheme: Arc<dyn Scheme> = match name {
+        "standard-webhooks" => Arc::new(StandardWebhooks {
+            tolerance_secs: tolerance(StandardWebhooks::default().tolerance_secs),
+        }),
+        "standard-webhooks-ed25519" => Arc::new(StandardWebhooksEd25519 {
+            tolerance_secs: tolerance(StandardWebhooksEd25519::default().tolerance_secs),
+        }),
+        "github" => Arc::new(GitHub),
+        "stripe" => Arc::new(Stripe {
+            tolerance_secs: tolerance(Stripe::default().tolerance_secs),
+        }),
+        "shopify" => Arc::new(Shopify),
+        "slack" => Arc::new(Slack {
+            tolerance_secs: tolerance(Slack::default().tolerance_secs),
+        }),
+        "demo-webhook-v1" => Arc::new(DemoV1 {
+            tolerance_secs: tolerance(DemoV1::default().tolerance_secs),
+        }),
+        _ => return None,
+    };
+    Some(scheme)
+}
 
 /// What a scheme needs to see of one delivery.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +94,31 @@ pub enum IdentityLocation {
     Header(String),
     /// At this JSON pointer (RFC 6901) into the parsed body; a string or an integer.
     Body(String),
+}
+
+impl IdentityLocation {
+    /// Finds the identity in a verified, parsed delivery. A JSON integer is accepted and
+    /// used in its decimal form; anything else missing or malformed is a contract rejection.
+    pub fn resolve(&self, headers: &HeaderMap, event: &Json) -> Result<Identity, Rejection> {
+        let missing = Rejection::Contract {
+            reason: "event identity is missing or malformed",
+        };
+        let text = match self {
+            Self::Header(name) => {
+                let mut values = headers.get_all(name.as_str()).iter();
+                match (values.next(), values.next()) {
+                    (Some(value), None) => value.to_str().map_err(|_| missing.clone())?.to_owned(),
+                    _ => return Err(missing),
+                }
+            }
+            Self::Body(pointer) => match event.pointer(pointer) {
+                Some(Json::String(text)) => text.clone(),
+                Some(number @ Json::Number(_)) => number.as_i64().ok_or(missing.clone())?.to_string(),
+                _ => return Err(missing),
+            },
+        };
+        Identity::new(text).map_err(|_| missing)
+    }
 }
 
 /// One way of verifying deliveries. Implementations are pure and must compare MACs in
@@ -108,10 +179,7 @@ impl AuthError {
 }
 
 /// The one value of header `name`, as text; absent, repeated or non-ASCII values are refused.
-pub(crate) fn single_header<'h>(
-    headers: &'h HeaderMap,
-    name: &'static str,
-) -> Result<&'h str, AuthError> {
+pub(crate) fn single_header<'h>(headers: &'h HeaderMap, name: &'static str) -> Result<&'h str, AuthError> {
     let mut values = headers.get_all(name).iter();
     let value = values.next().ok_or(AuthError::MissingHeader(name))?;
     if values.next().is_some() {
@@ -121,11 +189,7 @@ pub(crate) fn single_header<'h>(
 }
 
 /// Whether `now` lies within `tolerance_secs` of `signed`, in either direction.
-pub(crate) fn check_tolerance(
-    signed: UnixTime,
-    now: UnixTime,
-    tolerance_secs: u64,
-) -> Result<(), AuthError> {
+pub(crate) fn check_tolerance(signed: UnixTime, now: UnixTime, tolerance_secs: u64) -> Result<(), AuthError> {
     if signed.abs_diff(now) > tolerance_secs {
         return Err(AuthError::TimestampOutOfTolerance { tolerance_secs });
     }
