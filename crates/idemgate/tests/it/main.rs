@@ -3,9 +3,13 @@
 
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod gateway_cli;
+mod gateway_harness;
 mod harness;
 
 mod counter_contract;
 mod counter_faults;
 mod counter_process;
 mod counter_rejections;
+mod gateway_inbox;
+mod gateway_schemes;

@@ -1,0 +1,157 @@
+//! The command line: configuration errors (one line, exit 2, before listening) and
+//! `idemgate verify` on captured requests.
+
+use std::process::Output;
+
+use crate::{
+    gateway_harness::{Setup, Signer, body},
+    harness::unix_now,
+};
+
+const SOURCE: &str = r#"
+[sources.hooks]
+scheme = "standard-webhooks"
+secrets = ["env:HOOKS_SECRET"]
+event_type = "/type"
+allowed_types = ["t.created"]
+"#;
+
+fn secret() -> String {
+    Signer::Standard(vec![9; 32]).config_secret()
+}
+
+fn config_error(sources: &str, env: &[(&str, &str)]) -> String {
+    let setup = Setup::new(sources);
+    let output = setup.run(&["serve"], env);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(output.stdout.is_empty(), "listened despite a bad config");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    stderr
+}
+
+#[test]
+fn a_missing_secret_variable_names_the_key_and_the_variable() {
+    let stderr = config_error(SOURCE, &[]);
+    assert!(
+        stderr.contains("sources.hooks.secrets[0]: environment variable HOOKS_SECRET is not set"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unknown_scheme_lists_the_known_ones() {
+    let stderr = config_error("[sources.a]\nscheme = \"stripey\"\nsecrets = [\"x\"]\n", &[]);
+    assert!(
+        stderr.contains("sources.a.scheme: unknown scheme \"stripey\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("standard-webhooks"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_key_is_named() {
+    let stderr = config_error(
+        "[sources.a]\nscheme = \"github\"\nsecrets = [\"x\"]\ntolerence = \"5m\"\n",
+        &[],
+    );
+    assert!(
+        stderr.contains("sources.a.tolerence: unknown field `tolerence`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_duration_is_named() {
+    let stderr = config_error(
+        "[sources.a]\nscheme = \"slack\"\nsecrets = [\"x\"]\ntolerance = \"5 minutes-ish\"\n",
+        &[],
+    );
+    assert!(stderr.contains("sources.a.tolerance: invalid duration"), "{stderr}");
+}
+
+#[test]
+fn a_malformed_secret_is_refused_without_echoing_it() {
+    let stderr = config_error(SOURCE, &[("HOOKS_SECRET", "whsec_%%%not-base64%%%")]);
+    assert!(stderr.contains("sources.hooks.secrets[0]"), "{stderr}");
+    assert!(!stderr.contains("not-base64"), "the secret was echoed: {stderr}");
+}
+
+#[test]
+fn an_environment_override_replaces_a_file_value() {
+    let stderr = config_error(
+        SOURCE,
+        &[
+            ("HOOKS_SECRET", &secret()),
+            ("IDEMGATE_SERVER__LISTEN", "not-an-address"),
+        ],
+    );
+    assert!(stderr.contains("server.listen"), "{stderr}");
+}
+
+fn verify(setup: &Setup, headers: &[(String, String)], body: &[u8], at: Option<i64>) -> (Output, String) {
+    let dir = setup.dir.path();
+    let head: String = headers.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    std::fs::write(dir.join("head.txt"), format!("POST /in/hooks HTTP/1.1\n{head}")).unwrap();
+    std::fs::write(dir.join("body.bin"), body).unwrap();
+    let (h, b) = (dir.join("head.txt"), dir.join("body.bin"));
+    let mut args = vec![
+        "verify",
+        "--source",
+        "hooks",
+        "--headers",
+        h.to_str().unwrap(),
+        "--body",
+        b.to_str().unwrap(),
+    ];
+    let at = at.map(|t| t.to_string());
+    if let Some(at) = &at {
+        args.extend(["--at", at]);
+    }
+    let output = setup.run(&args, &[("HOOKS_SECRET", &secret())]);
+    let stdout = String::from_utf8(output.stdout.clone()).unwrap();
+    (output, stdout)
+}
+
+#[test]
+fn verify_passes_a_good_capture_and_names_the_failing_check_otherwise() {
+    let setup = Setup::new(SOURCE);
+    let signer = Signer::Standard(vec![9; 32]);
+    let now = unix_now();
+    let good = body("msg_1", "t.created");
+    let headers = signer.headers("msg_1", &good, now);
+
+    let (ok, stdout) = verify(&setup, &headers, &good, None);
+    assert!(ok.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("signature ok") && stdout.contains("identity  ok      msg_1"),
+        "{stdout}"
+    );
+
+    let (tampered, stdout) = verify(&setup, &headers, &body("msg_1", "t.createX"), None);
+    assert_eq!(tampered.status.code(), Some(1));
+    assert!(
+        stdout.contains("signature FAILED  signature does not match"),
+        "{stdout}"
+    );
+
+    let (late, stdout) = verify(&setup, &headers, &good, Some(now + 3600));
+    assert_eq!(late.status.code(), Some(1));
+    assert!(stdout.contains("timestamp is outside the tolerance"), "{stdout}");
+    let (at_capture, _) = verify(&setup, &headers, &good, Some(now + 10));
+    assert!(at_capture.status.success(), "--at judges the timestamp as of then");
+
+    let other_type = body("msg_2", "t.deleted");
+    let (refused, stdout) = verify(&setup, &signer.headers("msg_2", &other_type, now), &other_type, None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stdout.contains("type      FAILED  t.deleted is not in allowed_types"),
+        "{stdout}"
+    );
+
+    let broken = b"{\"id\":1,\"id\":2}".to_vec();
+    let (json, stdout) = verify(&setup, &signer.headers("msg_3", &broken, now), &broken, None);
+    assert_eq!(json.status.code(), Some(1));
+    assert!(stdout.contains("json      FAILED  duplicate object key"), "{stdout}");
+    assert!(!stdout.contains(&secret()), "the secret was printed");
+}

@@ -1,0 +1,260 @@
+//! Harness for `idemgate serve`: write a config, start the binary on port 0, sign
+//! deliveries with each scheme, and read the SQLite file directly.
+
+use std::{
+    io::{BufRead, BufReader},
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+};
+
+use base64::{Engine, engine::general_purpose::STANDARD};
+use idemgate::core::{
+    Secret, UnixTime,
+    scheme::{demo, github, shopify, slack, standard, stripe},
+};
+
+use crate::harness::{Reply, post, unix_now};
+
+pub fn idemgate_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_idemgate")
+}
+
+/// A temporary folder with a config file and the store under `data/`.
+pub struct Setup {
+    pub dir: tempfile::TempDir,
+}
+
+impl Setup {
+    /// `sources` is TOML for `[sources.*]` and `[destinations.*]`; server and store are added.
+    pub fn new(sources: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = Self { dir };
+        setup.write_config(sources);
+        setup
+    }
+
+    pub fn write_config(&self, sources: &str) {
+        let config = format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nbody_timeout = \"5s\"\n[store]\npath = \"{}\"\nbusy_timeout = \"250ms\"\n{sources}",
+            self.db().display()
+        );
+        std::fs::write(self.config(), config).unwrap();
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("idemgate.toml")
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("data").join("idemgate.sqlite3")
+    }
+
+    pub fn start(&self) -> Gateway {
+        Gateway::start(&self.config(), &[])
+    }
+
+    /// Runs `idemgate` with `args` (the config path is added) and returns its output.
+    pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        Command::new(idemgate_bin())
+            .args(args)
+            .arg("--config")
+            .arg(self.config())
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+/// A running gateway.
+pub struct Gateway {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Gateway {
+    pub fn start(config: &Path, env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(idemgate_bin())
+            .args(["serve", "--config"])
+            .arg(config)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("first line {line:?}"));
+        Self {
+            addr: addr.parse().unwrap(),
+            child,
+        }
+    }
+
+    pub fn post(&self, route: &str, headers: &[(String, String)], body: &[u8]) -> Reply {
+        post(self.addr, &format!("/in/{route}"), headers, body)
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        crate::harness::exchange(
+            self.addr,
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+    }
+
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How a test signs for one scheme: the scheme's name, the secret text for the config,
+/// and the signing key.
+#[derive(Clone)]
+pub enum Signer {
+    Standard(Vec<u8>),
+    Ed25519([u8; 32]),
+    GitHub(&'static str),
+    Stripe(&'static str),
+    Shopify(&'static str),
+    Slack(&'static str),
+    Demo([u8; 32]),
+}
+
+impl Signer {
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            Self::Standard(_) => "standard-webhooks",
+            Self::Ed25519(_) => "standard-webhooks-ed25519",
+            Self::GitHub(_) => "github",
+            Self::Stripe(_) => "stripe",
+            Self::Shopify(_) => "shopify",
+            Self::Slack(_) => "slack",
+            Self::Demo(_) => "demo-webhook-v1",
+        }
+    }
+
+    /// The secret as written in the config file.
+    pub fn config_secret(&self) -> String {
+        match self {
+            Self::Standard(key) => format!("whsec_{}", STANDARD.encode(key)),
+            Self::Ed25519(seed) => {
+                let public = ed25519_dalek::SigningKey::from_bytes(seed).verifying_key();
+                format!("whpk_{}", STANDARD.encode(public.as_bytes()))
+            }
+            Self::GitHub(s) | Self::Stripe(s) | Self::Shopify(s) | Self::Slack(s) => (*s).to_owned(),
+            Self::Demo(key) => hex::encode(key),
+        }
+    }
+
+    pub fn has_timestamp(&self) -> bool {
+        !matches!(self, Self::GitHub(_) | Self::Shopify(_))
+    }
+
+    /// Headers of one delivery attempt of event `identity` signed at `timestamp`.
+    pub fn headers(&self, identity: &str, body: &[u8], timestamp: i64) -> Vec<(String, String)> {
+        let ts = timestamp.to_string();
+        let pairs: Vec<(&str, String)> = match self {
+            Self::Standard(key) => vec![
+                (standard::ID_HEADER, identity.into()),
+                (standard::TIMESTAMP_HEADER, ts.clone()),
+                (
+                    standard::SIGNATURE_HEADER,
+                    standard::sign(&Secret::new(key.clone()), identity, timestamp, body),
+                ),
+            ],
+            Self::Ed25519(seed) => vec![
+                (standard::ID_HEADER, identity.into()),
+                (standard::TIMESTAMP_HEADER, ts.clone()),
+                (
+                    standard::SIGNATURE_HEADER,
+                    standard::sign_ed25519(seed, identity, timestamp, body),
+                ),
+            ],
+            Self::GitHub(s) => vec![
+                (github::DELIVERY_HEADER, identity.into()),
+                (github::SIGNATURE_HEADER, github::sign(&secret(s), body)),
+            ],
+            Self::Stripe(s) => vec![(
+                stripe::SIGNATURE_HEADER,
+                stripe::sign(&secret(s), UnixTime(timestamp), body),
+            )],
+            Self::Shopify(s) => vec![
+                (shopify::EVENT_ID_HEADER, identity.into()),
+                (shopify::SIGNATURE_HEADER, shopify::sign(&secret(s), body)),
+            ],
+            Self::Slack(s) => vec![
+                (slack::TIMESTAMP_HEADER, ts.clone()),
+                (slack::SIGNATURE_HEADER, slack::sign(&secret(s), &ts, body)),
+            ],
+            Self::Demo(key) => {
+                let delivery_id = format!("d-{}", unix_now());
+                vec![
+                    (demo::DELIVERY_ID_HEADER, delivery_id.clone()),
+                    (demo::TIMESTAMP_HEADER, ts.clone()),
+                    (
+                        demo::SIGNATURE_HEADER,
+                        demo::sign(&Secret::new(key.to_vec()), &delivery_id, &ts, body),
+                    ),
+                ]
+            }
+        };
+        let mut headers: Vec<(String, String)> = pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        headers.push(("Content-Type".into(), "application/json".into()));
+        headers
+    }
+}
+
+fn secret(text: &str) -> Secret {
+    Secret::new(text.as_bytes().to_vec())
+}
+
+/// A body every scheme's default identity location finds: `/id` (Stripe), `/event_id`
+/// (Slack, demo), or the identity header the signer sets.
+pub fn body(identity: &str, event_type: &str) -> Vec<u8> {
+    format!(r#"{{"id":"{identity}","event_id":"{identity}","type":"{event_type}","data":{{"n":1}}}}"#).into_bytes()
+}
+
+/// What the store holds, read with plain rusqlite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbox {
+    pub receipts: Vec<String>,
+    pub events: Vec<String>,
+    pub jobs: Vec<(String, String, String)>,
+}
+
+pub fn inbox(db: &Path) -> Inbox {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let strings = |sql: &str| -> Vec<String> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    let receipts = strings("SELECT identity FROM receipts ORDER BY identity");
+    let events = strings("SELECT identity FROM events ORDER BY identity");
+    let mut stmt = conn
+        .prepare(
+            "SELECT e.identity, j.destination, j.state FROM jobs j JOIN events e ON e.id = j.event_id ORDER BY 1, 2",
+        )
+        .unwrap();
+    let jobs = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    Inbox { receipts, events, jobs }
+}
