@@ -172,7 +172,7 @@ impl Signer {
         let pairs: Vec<(&str, String)> = match self {
             Self::Standard(key) => vec![
                 (standard::ID_HEADER, identity.into()),
-                (standard::TIMESTAMP_HEADER, ts.clone()),
+                (standard::TIMESTAMP_HEADER, ts),
                 (
                     standard::SIGNATURE_HEADER,
                     standard::sign(&Secret::new(key.clone()), identity, timestamp, body),
@@ -180,7 +180,7 @@ impl Signer {
             ],
             Self::Ed25519(seed) => vec![
                 (standard::ID_HEADER, identity.into()),
-                (standard::TIMESTAMP_HEADER, ts.clone()),
+                (standard::TIMESTAMP_HEADER, ts),
                 (
                     standard::SIGNATURE_HEADER,
                     standard::sign_ed25519(seed, identity, timestamp, body),

@@ -208,7 +208,7 @@ fn a_body_over_the_source_limit_is_413_before_anything_else() {
     let setup = Setup::new(&source("body_limit = 100"));
     let gateway = setup.start();
     let (headers, _) = signed("msg_big", "t.created");
-    let reply = gateway.post("hooks", &headers, &vec![b' '; 101]);
+    let reply = gateway.post("hooks", &headers, &[b' '; 101]);
     assert!(reply.is(413, json!({"error": "body_size"})), "{reply:?}");
     assert!(inbox(&setup.db()).receipts.is_empty());
 }
