@@ -4,12 +4,14 @@
 //! - [`inbound`]: one delivery from raw request to outcome (size, verify, parse, contract,
 //!   store), in that order;
 //! - [`answer`]: the one place where a rejection or an outcome becomes a status and a body;
-//! - [`server`]: the accept loop with graceful shutdown.
+//! - [`server`]: the accept loop with graceful shutdown;
+//! - [`tls`]: TLS termination from PEM files.
 
 pub mod answer;
 pub mod body;
 pub mod inbound;
 pub mod server;
+pub mod tls;
 
 pub use answer::DeliveryAnswer;
 pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, system_now};

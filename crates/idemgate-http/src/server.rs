@@ -1,5 +1,5 @@
-//! The accept loop: HTTP/1.1 with keep-alive, a header timeout, and graceful shutdown
-//! (stop accepting, let in-flight requests finish, close idle connections).
+//! The accept loop: HTTP/1.1 with keep-alive, a header timeout, optional TLS, and graceful
+//! shutdown (stop accepting, let in-flight requests finish, close idle connections).
 //!
 //! It also honours [`CloseWithoutResponse`]: a handler can ask for its connection to be
 //! closed without any answer, which is how tests reproduce "the response was lost after
@@ -13,18 +13,25 @@ use http::Request;
 use hyper::body::Incoming;
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
-    server::graceful::GracefulShutdown,
+    server::graceful::{GracefulShutdown, Watcher},
 };
-use tokio::net::TcpListener;
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    net::{TcpListener, TcpStream},
+};
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
-/// Limits of the accept loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Limits and transport of the accept loop.
+#[derive(Clone)]
 pub struct ServeOptions {
-    /// How long a client may take to send its request head.
+    /// How long a client may take to send its request head (and, with TLS, to finish the
+    /// handshake).
     pub header_timeout: Duration,
     /// How long in-flight requests may take to finish once shutdown begins.
     pub shutdown_grace: Duration,
+    /// Terminate TLS with this acceptor; plain HTTP when `None`.
+    pub tls: Option<TlsAcceptor>,
 }
 
 impl Default for ServeOptions {
@@ -32,7 +39,18 @@ impl Default for ServeOptions {
         Self {
             header_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(30),
+            tls: None,
         }
+    }
+}
+
+impl std::fmt::Debug for ServeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeOptions")
+            .field("header_timeout", &self.header_timeout)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("tls", &self.tls.is_some())
+            .finish()
     }
 }
 
@@ -57,17 +75,7 @@ pub async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    let connection = hyper::server::conn::http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(options.header_timeout)
-                        .serve_connection(TokioIo::new(stream), service(router.clone()));
-                    let connection = graceful.watch(connection);
-                    tokio::spawn(async move {
-                        if let Err(err) = connection.await {
-                            tracing::debug!(error = %err, "connection ended with an error");
-                        }
-                    });
+                    tokio::spawn(connection(stream, router.clone(), options.clone(), graceful.watcher()));
                 }
                 // Out of file descriptors and the like: back off instead of spinning.
                 Err(err) => {
@@ -86,6 +94,32 @@ pub async fn serve(
         tracing::warn!("in-flight requests did not finish within the shutdown grace period");
     }
     Ok(())
+}
+
+/// One accepted connection: the TLS handshake if configured, then HTTP/1.1.
+async fn connection(stream: TcpStream, router: Router, options: ServeOptions, watcher: Watcher) {
+    let _ = stream.set_nodelay(true);
+    let Some(acceptor) = &options.tls else {
+        return http1(stream, router, &options, watcher).await;
+    };
+    match tokio::time::timeout(options.header_timeout, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => http1(tls, router, &options, watcher).await,
+        Ok(Err(err)) => tracing::debug!(error = %err, "tls handshake failed"),
+        Err(_) => tracing::debug!("tls handshake timed out"),
+    }
+}
+
+async fn http1<S>(stream: S, router: Router, options: &ServeOptions, watcher: Watcher)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_timeout)
+        .serve_connection(TokioIo::new(stream), service(router));
+    if let Err(err) = watcher.watch(connection).await {
+        tracing::debug!(error = %err, "connection ended with an error");
+    }
 }
 
 fn service(

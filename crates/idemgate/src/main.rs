@@ -111,8 +111,12 @@ fn serve_gateway(config: Config) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot listen on {}", config.server.listen))?;
         let address = listener.local_addr()?;
         let router = gateway::router(&config, &store);
-        let options =
-            ServeOptions { header_timeout: config.server.header_timeout, shutdown_grace: config.server.shutdown_grace };
+        let options = ServeOptions {
+            header_timeout: config.server.header_timeout,
+            shutdown_grace: config.server.shutdown_grace,
+            tls: config.server.tls.as_ref().map(|tls| tls.acceptor.clone()),
+        };
+
         for source in &config.sources {
             tracing::info!(source = %source.id, scheme = source.scheme.name(), route = %format!("/in/{}", source.route), "source ready");
         }

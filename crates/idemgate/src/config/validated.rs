@@ -15,6 +15,8 @@ use idemgate_core::{
     scheme::{self, IdentityLocation},
 };
 
+use idemgate_http::tls::{self, TlsAcceptor};
+
 use super::{
     ConfigError, ConfigWarning,
     raw::{RawConfig, RawDestination, RawIdentity, RawServer, RawSource, RawStore},
@@ -56,13 +58,24 @@ pub struct ServerConfig {
     pub tls: Option<TlsConfig>,
 }
 
-/// `[server.tls]`.
-#[derive(Debug, Clone)]
+/// `[server.tls]`: the files, already loaded into an acceptor.
+#[derive(Clone)]
 pub struct TlsConfig {
     /// PEM certificate chain.
     pub cert: PathBuf,
     /// PEM private key.
     pub key: PathBuf,
+    /// The rustls acceptor built from them.
+    pub acceptor: TlsAcceptor,
+}
+
+impl std::fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
 }
 
 /// `[store]`.
@@ -165,10 +178,26 @@ fn server(raw: RawServer, base: &Path) -> Result<ServerConfig, ConfigError> {
         header_timeout: duration("server.header_timeout", raw.header_timeout.as_deref(), DEFAULT_TIMEOUT)?,
         body_timeout: duration("server.body_timeout", raw.body_timeout.as_deref(), DEFAULT_TIMEOUT)?,
         shutdown_grace: duration("server.shutdown_grace", raw.shutdown_grace.as_deref(), DEFAULT_TIMEOUT)?,
-        tls: raw.tls.map(|tls| TlsConfig {
-            cert: base.join(tls.cert),
-            key: base.join(tls.key),
-        }),
+        tls: raw
+            .tls
+            .map(|tls| tls_config(&base.join(tls.cert), &base.join(tls.key)))
+            .transpose()?,
+    })
+}
+
+fn tls_config(cert: &Path, key: &Path) -> Result<TlsConfig, ConfigError> {
+    let acceptor = tls::acceptor(cert, key).map_err(|err| {
+        let field = if matches!(err, tls::TlsError::Key { .. }) {
+            "server.tls.key"
+        } else {
+            "server.tls.cert"
+        };
+        ConfigError::new(field, err.to_string())
+    })?;
+    Ok(TlsConfig {
+        cert: cert.to_owned(),
+        key: key.to_owned(),
+        acceptor,
     })
 }
 

@@ -13,3 +13,4 @@ mod counter_process;
 mod counter_rejections;
 mod gateway_inbox;
 mod gateway_schemes;
+mod gateway_tls;
