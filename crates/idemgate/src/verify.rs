@@ -49,11 +49,11 @@ pub fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], n
     let identity = source
         .identity
         .resolve(headers, &event)
-        .map(|id| format!("{id} ({:?})", source.identity));
+        .map(|id| format!("{id} (from {})", source.identity));
     if !push(
         &mut checks,
         "identity",
-        identity.map_err(|err| format!("{err} ({:?})", source.identity)),
+        identity.map_err(|err| format!("{err} (looked in {})", source.identity)),
     ) {
         return checks;
     }

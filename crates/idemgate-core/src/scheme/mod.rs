@@ -96,7 +96,17 @@ pub enum IdentityLocation {
     Body(String),
 }
 
+impl std::fmt::Display for IdentityLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Header(name) => write!(f, "header {name}"),
+            Self::Body(pointer) => write!(f, "body {pointer}"),
+        }
+    }
+}
+
 impl IdentityLocation {
+
     /// Finds the identity in a verified, parsed delivery. A JSON integer is accepted and
     /// used in its decimal form; anything else missing or malformed is a contract rejection.
     pub fn resolve(&self, headers: &HeaderMap, event: &Json) -> Result<Identity, Rejection> {
