@@ -106,7 +106,6 @@ impl std::fmt::Display for IdentityLocation {
 }
 
 impl IdentityLocation {
-
     /// Finds the identity in a verified, parsed delivery. A JSON integer is accepted and
     /// used in its decimal form; anything else missing or malformed is a contract rejection.
     pub fn resolve(&self, headers: &HeaderMap, event: &Json) -> Result<Identity, Rejection> {
