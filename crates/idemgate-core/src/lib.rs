@@ -5,9 +5,13 @@
 //! and never reads the time: callers pass the current time in ([`time::UnixTime`]).
 
 pub mod fingerprint;
+pub mod job;
+
 pub mod json;
 pub mod outcome;
 pub mod receipt;
+pub mod retry;
+
 pub mod scheme;
 pub mod secret;
 pub mod time;
