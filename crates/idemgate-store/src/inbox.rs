@@ -1,7 +1,7 @@
 //! The gateway's inbox: an accepted event and one delivery job per destination, written
 //! inside the receipt's transaction so that a receipt never exists without its work.
 
-use idemgate_core::{ReceiptKey, UnixTime};
+use idemgate_core::{ReceiptKey, UnixTime, job::JobState};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::StoreError;
@@ -15,36 +15,129 @@ pub struct NewEvent<'a> {
     pub event_type: Option<&'a str>,
     /// The original `Content-Type`, passed on to destinations.
     pub content_type: Option<&'a str>,
+    /// The original headers on the source's allowlist, passed on to destinations.
+    pub headers: &'a [(String, String)],
     /// The raw body bytes exactly as received.
     pub body: &'a [u8],
+    /// The ordering key and version, when the source configures an ordering guard.
+    pub ordering: Option<&'a Ordering>,
     /// When it arrived.
     pub received_at: UnixTime,
 }
 
-/// Stores `event` and a `pending` job for each of `destinations`, due at once.
-/// Call it from a handler, on the receipt transaction's connection.
-pub fn accept_event(conn: &Connection, event: &NewEvent<'_>, destinations: &[&str]) -> Result<i64, rusqlite::Error> {
+/// Where an event stands among the events of its ordering key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ordering {
+    /// E.g. the id of the object the event is about.
+    pub key: String,
+    /// E.g. the object's `updated` timestamp or sequence number.
+    pub version: Version,
+}
+
+/// An ordering version: integers compare numerically, strings lexicographically (so
+/// RFC 3339 timestamps of one format compare in time order). The two never compare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Version {
+    /// A JSON integer.
+    Int(i64),
+    /// A JSON string.
+    Text(String),
+}
+
+impl Version {
+    fn is_older_than(&self, seen: &Version) -> bool {
+        match (self, seen) {
+            (Self::Int(a), Self::Int(b)) => a < b,
+            (Self::Text(a), Self::Text(b)) => a < b,
+            _ => false,
+        }
+    }
+}
+
+/// What became of an accepted event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptedEvent {
+    /// The event's row id.
+    pub event_id: i64,
+    /// True when a newer version of its ordering key was already seen: its jobs were
+    /// stored as `superseded` and will not be delivered unless replayed.
+    pub superseded: bool,
+}
+
+/// Stores `event` and a job for each of `destinations`, due at once (or `superseded`).
+/// Call it from a handler, on the receipt transaction's connection: this is also the
+/// outbox for an application's own side effects.
+pub fn accept_event(
+    conn: &Connection,
+    event: &NewEvent<'_>,
+    destinations: &[&str],
+) -> Result<AcceptedEvent, rusqlite::Error> {
+    let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
     conn.execute(
-        "INSERT INTO events (source, identity, event_type, content_type, body, received_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![
             event.key.source.as_str(),
             event.key.identity.as_str(),
             event.event_type,
             event.content_type,
             event.body,
-            event.received_at.0
+            event.received_at.0,
+            headers,
+            event.ordering.map(|o| o.key.as_str()),
         ],
     )?;
     let event_id = conn.last_insert_rowid();
+    let superseded = match event.ordering {
+        Some(ordering) => !advance_version(conn, event.key.source.as_str(), ordering, event_id)?,
+        None => false,
+    };
+    let state = if superseded {
+        JobState::Superseded
+    } else {
+        JobState::Pending
+    };
     let mut insert = conn.prepare_cached(
         "INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
-         VALUES (?1, ?2, 'pending', ?3, ?3, ?3)",
+         VALUES (?1, ?2, ?3, ?4, ?4, ?4)",
     )?;
     for destination in destinations {
-        insert.execute(params![event_id, destination, event.received_at.0])?;
+        insert.execute(params![event_id, destination, state.as_str(), event.received_at.0])?;
     }
-    Ok(event_id)
+    Ok(AcceptedEvent { event_id, superseded })
+}
+
+/// Records `ordering` as the newest version of its key unless a newer one was seen;
+/// returns whether the event is current (not older than what was seen).
+fn advance_version(
+    conn: &Connection,
+    source: &str,
+    ordering: &Ordering,
+    event_id: i64,
+) -> Result<bool, rusqlite::Error> {
+    let seen = conn
+        .query_row(
+            "SELECT version_int, version_text FROM ordering_versions WHERE source = ?1 AND ordering_key = ?2",
+            params![source, ordering.key],
+            |row| Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, Option<String>>(1)?)),
+        )
+        .optional()?;
+    let seen = seen.and_then(|(int, text)| int.map(Version::Int).or(text.map(Version::Text)));
+    if seen.as_ref().is_some_and(|seen| ordering.version.is_older_than(seen)) {
+        return Ok(false);
+    }
+    let (int, text) = match &ordering.version {
+        Version::Int(v) => (Some(*v), None),
+        Version::Text(v) => (None, Some(v.as_str())),
+    };
+    conn.execute(
+        "INSERT INTO ordering_versions (source, ordering_key, version_int, version_text, event_id)
+         VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (source, ordering_key) DO UPDATE SET
+            version_int = excluded.version_int, version_text = excluded.version_text, event_id = excluded.event_id",
+        params![source, ordering.key, int, text, event_id],
+    )?;
+    Ok(true)
 }
 
 /// A stored event as the operator sees it (the body is not included).

@@ -9,12 +9,17 @@
 
 mod error;
 pub mod inbox;
+pub mod jobs;
+
 mod migrations;
 mod reader;
 mod sqlite;
 mod writer;
 
 pub use error::{HandlerError, StoreError};
+/// The schema version this build writes (`PRAGMA user_version`).
+pub use migrations::CURRENT_VERSION as SCHEMA_VERSION;
+
 pub use reader::{ConflictRecord, Receipt, SqliteReader, receipt, receipts};
 pub use sqlite::{StoreOptions, open_connection};
 pub use writer::{ReceiveRequest, SqliteStore};

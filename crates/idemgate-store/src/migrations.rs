@@ -63,10 +63,43 @@ const MIGRATIONS: &[&str] = &[
 
     CREATE INDEX jobs_due ON jobs (state, next_attempt_at);
 ",
+    r"
+    ALTER TABLE events ADD COLUMN headers TEXT CHECK (headers IS NULL OR json_valid(headers));
+    ALTER TABLE events ADD COLUMN ordering_key TEXT;
+    CREATE INDEX events_ordering ON events (source, ordering_key) WHERE ordering_key IS NOT NULL;
+
+    CREATE TABLE attempts (
+        id              INTEGER PRIMARY KEY,
+        job_id          INTEGER NOT NULL REFERENCES jobs (id),
+        attempt         INTEGER NOT NULL,
+        started_at      INTEGER NOT NULL,
+        latency_ms      INTEGER NOT NULL,
+        status          INTEGER,
+        error           TEXT,
+        response_prefix TEXT
+    ) STRICT;
+    CREATE INDEX attempts_job ON attempts (job_id);
+
+    CREATE TABLE destinations (
+        name            TEXT PRIMARY KEY,
+        disabled_at     INTEGER,
+        disabled_reason TEXT
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE ordering_versions (
+        source       TEXT    NOT NULL,
+        ordering_key TEXT    NOT NULL,
+        version_int  INTEGER,
+        version_text TEXT,
+        event_id     INTEGER NOT NULL REFERENCES events (id),
+        CHECK ((version_int IS NULL) != (version_text IS NULL)),
+        PRIMARY KEY (source, ordering_key)
+    ) STRICT, WITHOUT ROWID;
+",
 ];
 
 /// The schema version this build writes.
-pub(crate) const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
+pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
 
 fn version(conn: &Connection) -> Result<u32, StoreError> {
     Ok(conn.pragma_query_value(None, "user_version", |row| row.get(0))?)

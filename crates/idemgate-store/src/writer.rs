@@ -106,10 +106,11 @@ impl SqliteStore {
 
     /// Runs `work` on the writer connection in its own immediate transaction, e.g. to
     /// create an application's tables at start-up. Commits if `work` returns `Ok`.
-    pub async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
+    pub async fn write<T, E, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+        E: Into<StoreError>,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job: Exclusive = Box::new(move |conn| {
@@ -125,7 +126,7 @@ impl SqliteStore {
     /// Whether the store can take its write lock now: the writer is running and no other
     /// process holds the database past `busy_timeout`. Used by readiness checks.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        self.write(|_| Ok(())).await
+        self.write(|_| Ok::<_, StoreError>(())).await
     }
 
     /// Opens a read connection to the same file.
@@ -143,12 +144,13 @@ impl SqliteStore {
     }
 }
 
-fn in_transaction<T>(
+fn in_transaction<T, E: Into<StoreError>>(
     conn: &mut Connection,
-    work: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
+    work: impl FnOnce(&Connection) -> Result<T, E>,
 ) -> Result<T, StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let value = work(&tx)?;
+    let value = work(&tx).map_err(Into::into)?;
+
     tx.commit()?;
     Ok(value)
 }

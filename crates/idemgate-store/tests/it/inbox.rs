@@ -20,6 +20,9 @@ fn accept(
             key: &key,
             event_type: Some("t"),
             content_type: Some("application/json"),
+            headers: &[],
+            ordering: None,
+
             body: b"{}",
             received_at,
         };

@@ -219,7 +219,7 @@ async fn the_write_connection_is_wal_with_full_sync() {
         .write(|conn| {
             let mode = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
             let sync = conn.query_row("PRAGMA synchronous", [], |row| row.get(0))?;
-            Ok((mode, sync))
+            Ok::<_, rusqlite::Error>((mode, sync))
         })
         .await
         .unwrap();

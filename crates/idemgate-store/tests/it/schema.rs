@@ -10,7 +10,7 @@ fn opening_twice_applies_migrations_once() {
     drop(SqliteStore::open(&path, StoreOptions::default()).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
     let version: u32 = conn.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, idemgate_store::SCHEMA_VERSION);
 }
 
 #[test]
@@ -27,7 +27,7 @@ fn a_file_from_a_newer_build_is_refused_and_left_alone() {
             err,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 2
+                supported: idemgate_store::SCHEMA_VERSION
             }
         ),
         "{err}"

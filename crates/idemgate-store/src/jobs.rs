@@ -1,0 +1,309 @@
+//! The delivery queue: claiming due jobs under a lease, completing them with fencing,
+//! replaying finished ones, and disabling destinations that answered `410 Gone`.
+//!
+//! A claim bumps the job's `lease_token`; a completion names the token it was given and
+//! changes the job only if the token is still current and the job still `running`. A worker
+//! whose lease expired and was taken over therefore cannot overwrite the newer attempt.
+
+use std::time::Duration;
+
+use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime, job::JobState, retry::Decision};
+use rusqlite::{Connection, params};
+
+use crate::{SqliteStore, StoreError};
+
+/// Longest error text and response prefix kept per attempt.
+pub const MAX_ATTEMPT_TEXT: usize = 256;
+
+/// A job a worker now holds, with what it needs to deliver it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedJob {
+    /// The job's row id.
+    pub id: i64,
+    /// The fencing token of this claim.
+    pub lease_token: i64,
+    /// This attempt's number, from 1.
+    pub attempt: u32,
+    /// The destination's name.
+    pub destination: String,
+    /// The event's (source, identity).
+    pub key: ReceiptKey,
+    /// The original body bytes.
+    pub body: Vec<u8>,
+    /// The original content type.
+    pub content_type: Option<String>,
+    /// The original headers from the source's allowlist.
+    pub headers: Vec<(String, String)>,
+}
+
+/// What one attempt came to, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRecord {
+    /// When it started.
+    pub started_at: UnixTime,
+    /// How long it took.
+    pub latency: Duration,
+    /// The destination's status, if it answered.
+    pub status: Option<u16>,
+    /// A bounded error text (timeout, connection refused, …).
+    pub error: Option<String>,
+    /// A bounded prefix of the response body.
+    pub response_prefix: Option<String>,
+}
+
+/// Whether a completion took effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// The job moved on.
+    Recorded,
+    /// The lease had been taken over: the attempt is recorded, the job is untouched.
+    Stale,
+}
+
+/// Which finished jobs a replay makes `pending` again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayFilter {
+    /// Only this source.
+    pub source: Option<String>,
+    /// Only this event identity.
+    pub identity: Option<String>,
+    /// Only this destination.
+    pub destination: Option<String>,
+    /// Only jobs in this state (one of the replayable ones); default `dead`.
+    pub state: Option<JobState>,
+    /// Only events received at or after this time.
+    pub since: Option<UnixTime>,
+    /// Only events received before this time.
+    pub until: Option<UnixTime>,
+}
+
+fn bounded(text: Option<&str>) -> Option<String> {
+    text.map(|t| t.chars().take(MAX_ATTEMPT_TEXT).collect())
+}
+
+fn secs(duration: Duration) -> i64 {
+    i64::try_from(duration.as_secs()).unwrap_or(i64::MAX)
+}
+
+/// Claims up to `limit` due jobs at `now` for `lease`. A job is due when it is pending or
+/// retrying and its time has come, or running with an expired lease. Jobs of disabled
+/// destinations wait; for destinations in `fifo`, only the oldest unfinished job of each
+/// ordering key is due.
+pub fn claim(
+    conn: &Connection,
+    now: UnixTime,
+    lease: Duration,
+    limit: usize,
+    fifo: &[String],
+) -> Result<Vec<ClaimedJob>, rusqlite::Error> {
+    let fifo = serde_json::json!(fifo).to_string();
+    let mut due = conn.prepare_cached(
+        "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
+         WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at <= ?1)
+                OR (j.state = 'running' AND j.lease_until <= ?1))
+           AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
+           AND (e.ordering_key IS NULL
+                OR j.destination NOT IN (SELECT value FROM json_each(?3))
+                OR NOT EXISTS (
+                    SELECT 1 FROM jobs j2 JOIN events e2 ON e2.id = j2.event_id
+                    WHERE j2.destination = j.destination AND e2.source = e.source
+                      AND e2.ordering_key = e.ordering_key AND e2.id < e.id
+                      AND j2.state IN ('pending', 'running', 'retrying')))
+         ORDER BY j.next_attempt_at, j.id LIMIT ?2",
+    )?;
+    let ids: Vec<i64> = due
+        .query_map(params![now.0, i64::try_from(limit).unwrap_or(i64::MAX), fifo], |row| {
+            row.get(0)
+        })?
+        .collect::<Result<_, _>>()?;
+    ids.into_iter().map(|id| take(conn, id, now, lease)).collect()
+}
+
+fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<ClaimedJob, rusqlite::Error> {
+    let (lease_token, attempt): (i64, u32) = conn.query_row(
+        "UPDATE jobs SET state = 'running', lease_until = ?2, lease_token = lease_token + 1,
+                attempts = attempts + 1, updated_at = ?3
+         WHERE id = ?1 RETURNING lease_token, attempts",
+        params![id, now.0.saturating_add(secs(lease)), now.0],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    conn.query_row(
+        "SELECT j.destination, e.source, e.identity, e.body, e.content_type, e.headers
+         FROM jobs j JOIN events e ON e.id = j.event_id WHERE j.id = ?1",
+        params![id],
+        |row| {
+            let source: String = row.get(1)?;
+            let identity: String = row.get(2)?;
+            let headers: Option<String> = row.get(5)?;
+            Ok(ClaimedJob {
+                id,
+                lease_token,
+                attempt,
+                destination: row.get(0)?,
+                key: key(&source, &identity).map_err(|_| rusqlite::Error::InvalidQuery)?,
+                body: row.get(3)?,
+                content_type: row.get(4)?,
+                headers: headers
+                    .and_then(|text| serde_json::from_str(&text).ok())
+                    .unwrap_or_default(),
+            })
+        },
+    )
+}
+
+fn key(source: &str, identity: &str) -> Result<ReceiptKey, StoreError> {
+    Ok(ReceiptKey {
+        source: SourceName::new(source).map_err(|_| StoreError::Malformed("source name"))?,
+        identity: Identity::new(identity).map_err(|_| StoreError::Malformed("identity"))?,
+    })
+}
+
+/// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current.
+pub fn complete(
+    conn: &Connection,
+    job: &ClaimedJob,
+    attempt: &AttemptRecord,
+    decision: Decision,
+    now: UnixTime,
+) -> Result<Completion, rusqlite::Error> {
+    conn.execute(
+        "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            job.id,
+            job.attempt,
+            attempt.started_at.0,
+            i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX),
+            attempt.status,
+            bounded(attempt.error.as_deref()),
+            bounded(attempt.response_prefix.as_deref()),
+        ],
+    )?;
+    let (state, next, error) = match decision {
+        Decision::Succeeded => (JobState::Succeeded, now, None),
+        Decision::RetryAfter(delay) => (
+            JobState::Retrying,
+            UnixTime(now.0.saturating_add(secs(delay))),
+            attempt.error.clone(),
+        ),
+        Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
+        Decision::DisableDestination => {
+            disable_destination(conn, &job.destination, "410 Gone", now)?;
+            (
+                JobState::Retrying,
+                now,
+                Some("destination answered 410 Gone and was disabled".to_owned()),
+            )
+        }
+    };
+    let changed = conn.execute(
+        "UPDATE jobs SET state = ?3, next_attempt_at = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
+         WHERE id = ?1 AND lease_token = ?2 AND state = 'running'",
+        params![
+            job.id,
+            job.lease_token,
+            state.as_str(),
+            next.0,
+            bounded(error.as_deref()),
+            now.0
+        ],
+    )?;
+    Ok(if changed == 1 {
+        Completion::Recorded
+    } else {
+        Completion::Stale
+    })
+}
+
+/// Marks `destination` disabled: none of its jobs is claimed until it is enabled again.
+pub fn disable_destination(
+    conn: &Connection,
+    destination: &str,
+    reason: &str,
+    now: UnixTime,
+) -> Result<(), rusqlite::Error> {
+    conn.execute(
+        "INSERT INTO destinations (name, disabled_at, disabled_reason) VALUES (?1, ?2, ?3)
+         ON CONFLICT (name) DO UPDATE SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason",
+        params![destination, now.0, reason],
+    )?;
+    Ok(())
+}
+
+/// Re-enables `destination`; its waiting jobs become due at once. Returns whether it was disabled.
+pub fn enable_destination(conn: &Connection, destination: &str, now: UnixTime) -> Result<bool, rusqlite::Error> {
+    let changed = conn.execute(
+        "UPDATE destinations SET disabled_at = NULL, disabled_reason = NULL WHERE name = ?1 AND disabled_at IS NOT NULL",
+        params![destination],
+    )?;
+    conn.execute(
+        "UPDATE jobs SET next_attempt_at = ?2, updated_at = ?2 WHERE destination = ?1 AND state = 'retrying'",
+        params![destination, now.0],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Makes the finished jobs matching `filter` `pending` again with a fresh schedule; the
+/// event, its identity and so its `webhook-id` stay the same. Returns how many.
+pub fn replay(conn: &Connection, filter: &ReplayFilter, now: UnixTime) -> Result<usize, StoreError> {
+    let state = filter.state.unwrap_or(JobState::Dead);
+    if !state.is_replayable() {
+        return Err(StoreError::Malformed(
+            "only succeeded, dead or superseded jobs can be replayed",
+        ));
+    }
+    let changed = conn.execute(
+        "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at = ?1, last_error = NULL, updated_at = ?1
+         WHERE state = ?2 AND id IN (
+            SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
+            WHERE (?3 IS NULL OR e.source = ?3) AND (?4 IS NULL OR e.identity = ?4)
+              AND (?5 IS NULL OR j.destination = ?5)
+              AND (?6 IS NULL OR e.received_at >= ?6) AND (?7 IS NULL OR e.received_at < ?7))",
+        params![
+            now.0,
+            state.as_str(),
+            filter.source,
+            filter.identity,
+            filter.destination,
+            filter.since.map(|t| t.0),
+            filter.until.map(|t| t.0)
+        ],
+    )?;
+    Ok(changed)
+}
+
+impl SqliteStore {
+    /// [`claim`] on the writer.
+    pub async fn claim_jobs(
+        &self,
+        now: UnixTime,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        self.write(move |conn| claim(conn, now, lease, limit, &fifo)).await
+    }
+
+    /// [`complete`] on the writer.
+    pub async fn complete_job(
+        &self,
+        job: ClaimedJob,
+        attempt: AttemptRecord,
+        decision: Decision,
+        now: UnixTime,
+    ) -> Result<Completion, StoreError> {
+        self.write(move |conn| complete(conn, &job, &attempt, decision, now))
+            .await
+    }
+
+    /// [`replay`] on the writer.
+    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime) -> Result<usize, StoreError> {
+        self.write(move |conn| replay(conn, &filter, now)).await
+    }
+
+    /// [`enable_destination`] on the writer.
+    pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
+        self.write(move |conn| enable_destination(conn, &destination, now))
+            .await
+    }
+}

@@ -1,0 +1,180 @@
+//! The worker loop: claim due jobs, deliver them concurrently, complete each with the
+//! retry policy's decision; sleep briefly when nothing is due; on shutdown, stop claiming
+//! and finish what is in hand.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use idemgate_core::retry::{DeadReason, Decision, RetryPolicy};
+use idemgate_store::{
+    SqliteStore, StoreError,
+    jobs::{AttemptRecord, ClaimedJob, Completion},
+};
+use tokio::sync::watch;
+
+use crate::{AttemptOutcome, Clock, Deliver, SystemClock};
+
+/// One destination as the worker sees it.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// Performs the attempts.
+    pub deliver: Arc<dyn Deliver>,
+    /// Decides what follows a failed attempt.
+    pub policy: RetryPolicy,
+    /// Deliver events of one ordering key strictly one after the other.
+    pub fifo: bool,
+}
+
+/// How the worker claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerOptions {
+    /// How long a claim holds a job; a worker that dies loses its jobs for this long.
+    /// Must exceed the longest destination timeout.
+    pub lease: Duration,
+    /// Most jobs claimed (and delivered concurrently) at once.
+    pub batch: usize,
+    /// Pause between polls when nothing is due.
+    pub poll_interval: Duration,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(60),
+            batch: 32,
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Delivers the store's due jobs to their routes.
+#[derive(Clone)]
+pub struct Worker {
+    store: Arc<SqliteStore>,
+    routes: Arc<HashMap<String, Route>>,
+    options: WorkerOptions,
+    clock: Arc<dyn Clock>,
+    draw: Arc<dyn Fn() -> f64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("routes", &self.routes.keys())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Worker {
+    /// A worker on the system clock with uniform random jitter.
+    #[must_use]
+    pub fn new(store: Arc<SqliteStore>, routes: HashMap<String, Route>, options: WorkerOptions) -> Self {
+        Self {
+            store,
+            routes: Arc::new(routes),
+            options,
+            clock: Arc::new(SystemClock),
+            draw: Arc::new(fastrand::f64),
+        }
+    }
+
+    /// Replaces the clock (tests use a [`crate::ManualClock`]).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Replaces the jitter draw, a function returning values in [0, 1).
+    #[must_use]
+    pub fn with_draw(mut self, draw: Arc<dyn Fn() -> f64 + Send + Sync>) -> Self {
+        self.draw = draw;
+        self
+    }
+
+    /// Claims the jobs due now, delivers them, and returns how many it handled.
+    pub async fn tick(&self) -> Result<usize, StoreError> {
+        let fifo = self
+            .routes
+            .iter()
+            .filter(|(_, r)| r.fifo)
+            .map(|(name, _)| name.clone())
+            .collect();
+        let jobs = self
+            .store
+            .claim_jobs(self.clock.now(), self.options.lease, self.options.batch, fifo)
+            .await?;
+        let count = jobs.len();
+        let handles: Vec<_> = jobs
+            .into_iter()
+            .map(|job| {
+                let worker = self.clone();
+                tokio::spawn(async move { worker.attempt(job).await })
+            })
+            .collect();
+        for handle in handles {
+            if let Ok(Err(err)) = handle.await {
+                tracing::warn!(error = %err, "could not record a delivery attempt; the lease will expire and it is retried");
+            }
+        }
+        Ok(count)
+    }
+
+    async fn attempt(&self, job: ClaimedJob) -> Result<(), StoreError> {
+        let started_at = self.clock.now();
+        let timer = std::time::Instant::now();
+        let (outcome, decision) = match self.routes.get(&job.destination) {
+            Some(route) => {
+                let outcome = route.deliver.deliver(&job, started_at).await;
+                let decision = route.policy.decide(job.attempt, outcome.result, (self.draw)());
+                (outcome, decision)
+            }
+            None => (
+                AttemptOutcome::failed("destination is not configured"),
+                Decision::Dead(DeadReason::AttemptsExhausted),
+            ),
+        };
+        let record = AttemptRecord {
+            started_at,
+            latency: timer.elapsed(),
+            status: match outcome.result {
+                idemgate_core::retry::AttemptResult::Status { status, .. } => Some(status),
+                _ => None,
+            },
+            error: outcome.error,
+            response_prefix: outcome.response_prefix,
+        };
+        let (id, destination, attempt) = (job.id, job.destination.clone(), job.attempt);
+        let identity = job.key.identity.to_string();
+        let completion = self.store.complete_job(job, record, decision, self.clock.now()).await?;
+        match completion {
+            Completion::Recorded => {
+                tracing::info!(job = id, %destination, %identity, attempt, decision = ?decision, "delivery attempt");
+            }
+            Completion::Stale => {
+                tracing::warn!(job = id, %destination, attempt, "lease was taken over; this attempt's result is not applied");
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs until `stop` turns true: then it stops claiming and returns once the jobs in
+    /// hand are completed.
+    pub async fn run(&self, mut stop: watch::Receiver<bool>) {
+        while !*stop.borrow() {
+            let handled = match self.tick().await {
+                Ok(handled) => handled,
+                Err(err) => {
+                    tracing::warn!(error = %err, "claiming jobs failed; retrying");
+                    0
+                }
+            };
+            if handled == 0 {
+                // A dropped sender can never say stop again: treat it as stop.
+                if let Ok(Err(_)) = tokio::time::timeout(self.options.poll_interval, stop.changed()).await {
+                    break;
+                }
+            }
+        }
+    }
+}
