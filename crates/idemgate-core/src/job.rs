@@ -27,14 +27,8 @@ pub enum JobState {
 
 impl JobState {
     /// Every state, in lifecycle order.
-    pub const ALL: [JobState; 6] = [
-        Self::Pending,
-        Self::Running,
-        Self::Succeeded,
-        Self::Retrying,
-        Self::Dead,
-        Self::Superseded,
-    ];
+    pub const ALL: [JobState; 6] =
+        [Self::Pending, Self::Running, Self::Succeeded, Self::Retrying, Self::Dead, Self::Superseded];
 
     /// The state's stored name.
     #[must_use]
@@ -84,10 +78,7 @@ impl FromStr for JobState {
     type Err = UnknownState;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|state| state.as_str() == text)
-            .ok_or(UnknownState)
+        Self::ALL.into_iter().find(|state| state.as_str() == text).ok_or(UnknownState)
     }
 }
 

@@ -165,8 +165,7 @@ impl Json {
             return Some(self);
         }
         let rest = pointer.strip_prefix('/')?;
-        rest.split('/')
-            .try_fold(self, |value, token| value.step(&unescape_pointer_token(token)?))
+        rest.split('/').try_fold(self, |value, token| value.step(&unescape_pointer_token(token)?))
     }
 
     /// A name for this value's type, for error messages: `"null"`, `"boolean"`,
@@ -339,10 +338,7 @@ pub fn parse(bytes: &[u8], limits: Limits) -> Result<Json, JsonError> {
     de.disable_recursion_limit();
     let seed = ValueSeed { ctx: &ctx, depth: 0 };
     let value = seed.deserialize(&mut de).map_err(|e| ctx.to_json_error(&e))?;
-    de.end().map_err(|e| JsonError::TrailingData {
-        line: e.line(),
-        column: e.column(),
-    })?;
+    de.end().map_err(|e| JsonError::TrailingData { line: e.line(), column: e.column() })?;
     Ok(value)
 }
 
@@ -363,10 +359,7 @@ struct Ctx {
 
 impl Ctx {
     fn new(max_depth: usize) -> Self {
-        Self {
-            max_depth,
-            abort: Cell::new(None),
-        }
+        Self { max_depth, abort: Cell::new(None) }
     }
 
     /// Records why parsing stops and returns the error that stops it.
@@ -514,10 +507,7 @@ mod tests {
     fn parses_all_kinds() {
         let doc = ok(r#"{"n":null,"b":true,"i":-5,"f":0.5,"s":"x\n","a":[1,"two"],"o":{}}"#);
         let kinds: Vec<_> = doc.as_object().unwrap().iter().map(|(_, v)| v.kind()).collect();
-        assert_eq!(
-            kinds,
-            ["array", "boolean", "number", "number", "null", "object", "string"]
-        );
+        assert_eq!(kinds, ["array", "boolean", "number", "number", "null", "object", "string"]);
         assert_eq!(doc.get("s").unwrap().as_str(), Some("x\n"));
         assert_eq!(doc.get("i").unwrap().as_i64(), Some(-5));
         assert_eq!(doc.get("b").unwrap().as_bool(), Some(true));
@@ -538,10 +528,7 @@ mod tests {
 
     #[test]
     fn duplicate_key_at_top_level() {
-        assert!(matches!(
-            strict(r#"{"a":1,"a":2}"#),
-            Err(JsonError::DuplicateKey { line: 1, .. })
-        ));
+        assert!(matches!(strict(r#"{"a":1,"a":2}"#), Err(JsonError::DuplicateKey { line: 1, .. })));
     }
 
     #[test]
@@ -569,10 +556,7 @@ mod tests {
 
     #[test]
     fn overflowing_numbers_rejected() {
-        assert!(matches!(
-            strict("1e400"),
-            Err(JsonError::NumberOutOfRange { line: 1, .. })
-        ));
+        assert!(matches!(strict("1e400"), Err(JsonError::NumberOutOfRange { line: 1, .. })));
         assert_eq!(reason("[-1e400]"), "number_out_of_range");
     }
 
@@ -602,10 +586,7 @@ mod tests {
     #[test]
     fn trailing_data_rejected() {
         assert_eq!(reason("{} x"), "trailing_data");
-        assert!(matches!(
-            strict("{}{}"),
-            Err(JsonError::TrailingData { line: 1, column: 3 })
-        ));
+        assert!(matches!(strict("{}{}"), Err(JsonError::TrailingData { line: 1, column: 3 })));
     }
 
     #[test]
@@ -646,15 +627,10 @@ mod tests {
         let limit = MAX_DEPTH_CEILING * 10;
         assert!(with_depth(&nested(MAX_DEPTH_CEILING), limit).is_ok());
         assert!(with_depth(&nested_objects(MAX_DEPTH_CEILING), limit).is_ok());
-        assert_eq!(
-            with_depth(&nested_objects(MAX_DEPTH_CEILING + 1), limit).map_err(|e| e.reason()),
-            Err("too_deep")
-        );
+        assert_eq!(with_depth(&nested_objects(MAX_DEPTH_CEILING + 1), limit).map_err(|e| e.reason()), Err("too_deep"));
         assert_eq!(
             with_depth(&nested(MAX_DEPTH_CEILING + 1), limit),
-            Err(JsonError::TooDeep {
-                limit: MAX_DEPTH_CEILING
-            })
+            Err(JsonError::TooDeep { limit: MAX_DEPTH_CEILING })
         );
     }
 
@@ -682,18 +658,9 @@ mod tests {
         assert_eq!(ok("-0").as_i64(), None);
         let neg_zero_float = ok("-0.0");
         assert!(matches!(neg_zero_float, Json::Number(Number::Float(f)) if f.is_sign_negative()));
-        assert_eq!(
-            ok("18446744073709551615"),
-            Json::Number(Number::Integer(u64::MAX.into()))
-        );
-        assert_eq!(
-            ok("-9223372036854775808"),
-            Json::Number(Number::Integer(i64::MIN.into()))
-        );
-        assert_eq!(
-            ok("18446744073709551616"),
-            Json::Number(Number::Float(18_446_744_073_709_551_616.0))
-        );
+        assert_eq!(ok("18446744073709551615"), Json::Number(Number::Integer(u64::MAX.into())));
+        assert_eq!(ok("-9223372036854775808"), Json::Number(Number::Integer(i64::MIN.into())));
+        assert_eq!(ok("18446744073709551616"), Json::Number(Number::Float(18_446_744_073_709_551_616.0)));
     }
 
     #[test]
@@ -710,9 +677,7 @@ mod tests {
     #[test]
     fn pointer_rejects_invalid() {
         let doc = ok(r#"{"arr":[10,20],"m~n":2}"#);
-        for p in [
-            "arr", "/arr/01", "/arr/2", "/arr/-", "/arr/+1", "/arr/", "/m~2n", "/m~", "/x",
-        ] {
+        for p in ["arr", "/arr/01", "/arr/2", "/arr/-", "/arr/+1", "/arr/", "/m~2n", "/m~", "/x"] {
             assert_eq!(doc.pointer(p), None, "{p}");
         }
         assert_eq!(ok("1").pointer("/0"), None);
@@ -740,10 +705,7 @@ mod tests {
             (JsonError::InvalidUtf8, "invalid_utf8"),
             (JsonError::ByteOrderMark, "byte_order_mark"),
             (JsonError::Syntax { line: 1, column: 1 }, "syntax"),
-            (
-                JsonError::NumberOutOfRange { line: 1, column: 1 },
-                "number_out_of_range",
-            ),
+            (JsonError::NumberOutOfRange { line: 1, column: 1 }, "number_out_of_range"),
             (JsonError::DuplicateKey { line: 1, column: 1 }, "duplicate_key"),
             (JsonError::TooDeep { limit: 1 }, "too_deep"),
             (JsonError::TrailingData { line: 1, column: 1 }, "trailing_data"),

@@ -146,17 +146,11 @@ mod tests {
     use super::*;
 
     fn status(status: u16) -> AttemptResult {
-        AttemptResult::Status {
-            status,
-            retry_after: None,
-        }
+        AttemptResult::Status { status, retry_after: None }
     }
 
     fn no_jitter() -> RetryPolicy {
-        RetryPolicy {
-            jitter: 0.0,
-            ..RetryPolicy::default()
-        }
+        RetryPolicy { jitter: 0.0, ..RetryPolicy::default() }
     }
 
     #[test]
@@ -167,34 +161,15 @@ mod tests {
     #[test]
     fn transient_failures_follow_the_schedule_then_die() {
         let policy = no_jitter();
-        let transient = [
-            status(500),
-            status(503),
-            status(408),
-            status(429),
-            AttemptResult::Timeout,
-            AttemptResult::Connection,
-        ];
+        let transient =
+            [status(500), status(503), status(408), status(429), AttemptResult::Timeout, AttemptResult::Connection];
         for result in transient {
-            assert_eq!(
-                policy.decide(1, result, 0.5),
-                Decision::RetryAfter(Duration::from_secs(5)),
-                "{result:?}"
-            );
+            assert_eq!(policy.decide(1, result, 0.5), Decision::RetryAfter(Duration::from_secs(5)), "{result:?}");
         }
-        assert_eq!(
-            policy.decide(2, status(500), 0.5),
-            Decision::RetryAfter(Duration::from_secs(300))
-        );
-        assert_eq!(
-            policy.decide(9, status(500), 0.5),
-            Decision::RetryAfter(Duration::from_secs(86_400))
-        );
+        assert_eq!(policy.decide(2, status(500), 0.5), Decision::RetryAfter(Duration::from_secs(300)));
+        assert_eq!(policy.decide(9, status(500), 0.5), Decision::RetryAfter(Duration::from_secs(86_400)));
         assert_eq!(policy.max_attempts(), 10);
-        assert_eq!(
-            policy.decide(10, status(500), 0.5),
-            Decision::Dead(DeadReason::AttemptsExhausted)
-        );
+        assert_eq!(policy.decide(10, status(500), 0.5), Decision::Dead(DeadReason::AttemptsExhausted));
     }
 
     #[test]
@@ -205,27 +180,11 @@ mod tests {
 
     #[test]
     fn client_errors_are_final_unless_configured() {
-        assert_eq!(
-            no_jitter().decide(1, status(400), 0.5),
-            Decision::Dead(DeadReason::FinalStatus(400))
-        );
-        assert_eq!(
-            no_jitter().decide(1, status(404), 0.5),
-            Decision::Dead(DeadReason::FinalStatus(404))
-        );
-        let lenient = RetryPolicy {
-            retry_client_errors: true,
-            ..no_jitter()
-        };
-        assert_eq!(
-            lenient.decide(1, status(404), 0.5),
-            Decision::RetryAfter(Duration::from_secs(5))
-        );
-        assert_eq!(
-            lenient.decide(1, status(410), 0.5),
-            Decision::DisableDestination,
-            "410 always disables"
-        );
+        assert_eq!(no_jitter().decide(1, status(400), 0.5), Decision::Dead(DeadReason::FinalStatus(400)));
+        assert_eq!(no_jitter().decide(1, status(404), 0.5), Decision::Dead(DeadReason::FinalStatus(404)));
+        let lenient = RetryPolicy { retry_client_errors: true, ..no_jitter() };
+        assert_eq!(lenient.decide(1, status(404), 0.5), Decision::RetryAfter(Duration::from_secs(5)));
+        assert_eq!(lenient.decide(1, status(410), 0.5), Decision::DisableDestination, "410 always disables");
     }
 
     #[test]
@@ -236,39 +195,22 @@ mod tests {
     #[test]
     fn retry_after_is_honoured_up_to_its_cap() {
         let policy = no_jitter();
-        let asked = |secs| AttemptResult::Status {
-            status: 429,
-            retry_after: Some(Duration::from_secs(secs)),
-        };
-        assert_eq!(
-            policy.decide(1, asked(120), 0.5),
-            Decision::RetryAfter(Duration::from_secs(120))
-        );
+        let asked = |secs| AttemptResult::Status { status: 429, retry_after: Some(Duration::from_secs(secs)) };
+        assert_eq!(policy.decide(1, asked(120), 0.5), Decision::RetryAfter(Duration::from_secs(120)));
         assert_eq!(
             policy.decide(1, asked(1), 0.5),
             Decision::RetryAfter(Duration::from_secs(5)),
             "never sooner than the schedule"
         );
-        assert_eq!(
-            policy.decide(1, asked(86_400 * 30), 0.5),
-            Decision::RetryAfter(Duration::from_secs(6 * 3600))
-        );
+        assert_eq!(policy.decide(1, asked(86_400 * 30), 0.5), Decision::RetryAfter(Duration::from_secs(6 * 3600)));
     }
 
     #[test]
     fn jitter_spreads_the_delay_by_the_draw() {
         let policy = RetryPolicy::default();
-        assert_eq!(
-            policy.decide(2, status(500), 0.0),
-            Decision::RetryAfter(Duration::from_secs(240))
-        );
-        assert_eq!(
-            policy.decide(2, status(500), 0.5),
-            Decision::RetryAfter(Duration::from_secs(300))
-        );
-        let Decision::RetryAfter(high) = policy.decide(2, status(500), 0.999_999) else {
-            unreachable!()
-        };
+        assert_eq!(policy.decide(2, status(500), 0.0), Decision::RetryAfter(Duration::from_secs(240)));
+        assert_eq!(policy.decide(2, status(500), 0.5), Decision::RetryAfter(Duration::from_secs(300)));
+        let Decision::RetryAfter(high) = policy.decide(2, status(500), 0.999_999) else { unreachable!() };
         assert!(high <= Duration::from_secs(360) && high > Duration::from_secs(359));
     }
 

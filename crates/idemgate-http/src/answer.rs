@@ -124,12 +124,7 @@ fn merged(status: &str, result: &Value) -> Value {
     let mut body = Map::new();
     body.insert("status".into(), status.into());
     if let Value::Object(fields) = result {
-        body.extend(
-            fields
-                .iter()
-                .filter(|(k, _)| *k != "status")
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
+        body.extend(fields.iter().filter(|(k, _)| *k != "status").map(|(k, v)| (k.clone(), v.clone())));
     }
     Value::Object(body)
 }
@@ -169,11 +164,7 @@ pub async fn not_found() -> Response {
 
 /// `405 {"error":"method_not_allowed"}`, for method fallbacks.
 pub async fn method_not_allowed() -> Response {
-    (
-        StatusCode::METHOD_NOT_ALLOWED,
-        Json(json!({ "error": "method_not_allowed" })),
-    )
-        .into_response()
+    (StatusCode::METHOD_NOT_ALLOWED, Json(json!({ "error": "method_not_allowed" }))).into_response()
 }
 
 #[cfg(test)]
@@ -185,31 +176,11 @@ mod tests {
     #[test]
     fn each_answer_has_its_one_status_and_body() {
         let cases = [
-            (
-                DeliveryAnswer::Rejected(Rejection::BodyTooLarge { limit: 1 }),
-                413,
-                json!({"error":"body_size"}),
-            ),
-            (
-                DeliveryAnswer::Rejected(AuthError::SignatureMismatch.into()),
-                401,
-                json!({"error":"authentication"}),
-            ),
-            (
-                DeliveryAnswer::Rejected(JsonError::InvalidUtf8.into()),
-                400,
-                json!({"error":"invalid_json"}),
-            ),
-            (
-                DeliveryAnswer::Rejected(Rejection::Contract { reason: "x" }),
-                422,
-                json!({"error":"event_contract"}),
-            ),
-            (
-                DeliveryAnswer::Settled(Outcome::Conflict),
-                409,
-                json!({"error":"event_conflict"}),
-            ),
+            (DeliveryAnswer::Rejected(Rejection::BodyTooLarge { limit: 1 }), 413, json!({"error":"body_size"})),
+            (DeliveryAnswer::Rejected(AuthError::SignatureMismatch.into()), 401, json!({"error":"authentication"})),
+            (DeliveryAnswer::Rejected(JsonError::InvalidUtf8.into()), 400, json!({"error":"invalid_json"})),
+            (DeliveryAnswer::Rejected(Rejection::Contract { reason: "x" }), 422, json!({"error":"event_contract"})),
+            (DeliveryAnswer::Settled(Outcome::Conflict), 409, json!({"error":"event_conflict"})),
             (
                 DeliveryAnswer::Settled(Outcome::Applied { result: json!(3) }),
                 200,
@@ -221,17 +192,11 @@ mod tests {
                 json!({"status":"duplicate","result":3}),
             ),
             (
-                DeliveryAnswer::Settled(Outcome::Failed {
-                    cause: FailureCause::Store,
-                }),
+                DeliveryAnswer::Settled(Outcome::Failed { cause: FailureCause::Store }),
                 503,
                 json!({"error":"temporary_processing_failure"}),
             ),
-            (
-                DeliveryAnswer::Unreadable(BodyError::Timeout),
-                408,
-                json!({"error":"body_timeout"}),
-            ),
+            (DeliveryAnswer::Unreadable(BodyError::Timeout), 408, json!({"error":"body_timeout"})),
         ];
         for (answer, status, body) in cases {
             assert_eq!(answer.status().as_u16(), status, "{answer:?}");
@@ -241,13 +206,7 @@ mod tests {
 
     #[test]
     fn a_failure_asks_for_a_retry_later() {
-        let response = DeliveryAnswer::Settled(Outcome::Failed {
-            cause: FailureCause::Handler,
-        })
-        .into_response();
-        assert_eq!(
-            response.headers().get(header::RETRY_AFTER).map(|v| v.as_bytes()),
-            Some(&b"1"[..])
-        );
+        let response = DeliveryAnswer::Settled(Outcome::Failed { cause: FailureCause::Handler }).into_response();
+        assert_eq!(response.headers().get(header::RETRY_AFTER).map(|v| v.as_bytes()), Some(&b"1"[..]));
     }
 }

@@ -113,10 +113,7 @@ mod tests {
 
     fn with_length(len: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(
-            CONTENT_LENGTH,
-            HeaderValue::from_str(len).unwrap_or_else(|_| unreachable!()),
-        );
+        headers.insert(CONTENT_LENGTH, HeaderValue::from_str(len).unwrap_or_else(|_| unreachable!()));
         headers
     }
 

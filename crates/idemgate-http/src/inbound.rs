@@ -57,9 +57,7 @@ pub struct Delivered {
 /// as a value.
 #[must_use]
 pub fn system_now() -> UnixTime {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     UnixTime(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
@@ -106,23 +104,14 @@ impl Inbound {
             Err(err) => return self.refused(err.into()),
         };
         let accepted = self.check(headers, &raw, now).and_then(|(delivery, event)| {
-            contract(Checked {
-                headers,
-                raw: &raw,
-                delivery: &delivery,
-                event: &event,
-                now,
-            })
+            contract(Checked { headers, raw: &raw, delivery: &delivery, event: &event, now })
         });
         let Accepted { identity, effect } = match accepted {
             Ok(accepted) => accepted,
             Err(rejection) => return self.refused(DeliveryAnswer::Rejected(rejection)),
         };
         let request = ReceiveRequest {
-            key: ReceiptKey {
-                source: self.source.clone(),
-                identity: identity.clone(),
-            },
+            key: ReceiptKey { source: self.source.clone(), identity: identity.clone() },
             body_hash: BodyHash::of(&raw),
             received_at: now,
         };
@@ -132,17 +121,12 @@ impl Inbound {
             AnswerStyle::Settled => DeliveryAnswer::Settled(outcome),
             AnswerStyle::Queued => DeliveryAnswer::Queued(outcome),
         };
-        Delivered {
-            answer,
-            identity: Some(identity),
-        }
+        Delivered { answer, identity: Some(identity) }
     }
 
     /// Verifies the signature on the raw bytes, then parses them strictly.
     fn check(&self, headers: &HeaderMap, raw: &[u8], now: UnixTime) -> Result<(VerifiedDelivery, Json), Rejection> {
-        let delivery = self
-            .scheme
-            .verify(&self.secrets, RawDelivery { headers, body: raw }, now)?;
+        let delivery = self.scheme.verify(&self.secrets, RawDelivery { headers, body: raw }, now)?;
         let event = json::parse(raw, self.json_limits)?;
         Ok((delivery, event))
     }

@@ -36,11 +36,7 @@ pub struct ServeOptions {
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        Self {
-            header_timeout: Duration::from_secs(30),
-            shutdown_grace: Duration::from_secs(30),
-            tls: None,
-        }
+        Self { header_timeout: Duration::from_secs(30), shutdown_grace: Duration::from_secs(30), tls: None }
     }
 }
 
@@ -87,10 +83,7 @@ pub async fn serve(
         }
     }
     drop(listener);
-    if tokio::time::timeout(options.shutdown_grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(options.shutdown_grace, graceful.shutdown()).await.is_err() {
         tracing::warn!("in-flight requests did not finish within the shutdown grace period");
     }
     Ok(())

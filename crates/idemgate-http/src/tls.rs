@@ -35,10 +35,7 @@ pub enum TlsError {
 
 /// An acceptor serving the chain in `cert` with the key in `key` (both PEM).
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, TlsError> {
-    let certificate_error = |reason: String| TlsError::Certificate {
-        path: cert.display().to_string(),
-        reason,
-    };
+    let certificate_error = |reason: String| TlsError::Certificate { path: cert.display().to_string(), reason };
     let chain = CertificateDer::pem_file_iter(cert)
         .map_err(|err| certificate_error(err.to_string()))?
         .collect::<Result<Vec<_>, _>>()
@@ -46,10 +43,8 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, TlsError> {
     if chain.is_empty() {
         return Err(certificate_error("no certificate found".into()));
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|err| TlsError::Key {
-        path: key.display().to_string(),
-        reason: err.to_string(),
-    })?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|err| TlsError::Key { path: key.display().to_string(), reason: err.to_string() })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -92,11 +92,7 @@ pub fn accept_event(
         Some(ordering) => !advance_version(conn, event.key.source.as_str(), ordering, event_id)?,
         None => false,
     };
-    let state = if superseded {
-        JobState::Superseded
-    } else {
-        JobState::Pending
-    };
+    let state = if superseded { JobState::Superseded } else { JobState::Pending };
     let mut insert = conn.prepare_cached(
         "INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?4, ?4)",

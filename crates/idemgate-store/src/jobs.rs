@@ -112,9 +112,7 @@ pub fn claim(
          ORDER BY j.next_attempt_at, j.id LIMIT ?2",
     )?;
     let ids: Vec<i64> = due
-        .query_map(params![now.0, i64::try_from(limit).unwrap_or(i64::MAX), fifo], |row| {
-            row.get(0)
-        })?
+        .query_map(params![now.0, i64::try_from(limit).unwrap_or(i64::MAX), fifo], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
     ids.into_iter().map(|id| take(conn, id, now, lease)).collect()
 }
@@ -143,9 +141,7 @@ fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<Cl
                 key: key(&source, &identity).map_err(|_| rusqlite::Error::InvalidQuery)?,
                 body: row.get(3)?,
                 content_type: row.get(4)?,
-                headers: headers
-                    .and_then(|text| serde_json::from_str(&text).ok())
-                    .unwrap_or_default(),
+                headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),
             })
         },
     )
@@ -181,38 +177,21 @@ pub fn complete(
     )?;
     let (state, next, error) = match decision {
         Decision::Succeeded => (JobState::Succeeded, now, None),
-        Decision::RetryAfter(delay) => (
-            JobState::Retrying,
-            UnixTime(now.0.saturating_add(secs(delay))),
-            attempt.error.clone(),
-        ),
+        Decision::RetryAfter(delay) => {
+            (JobState::Retrying, UnixTime(now.0.saturating_add(secs(delay))), attempt.error.clone())
+        }
         Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
         Decision::DisableDestination => {
             disable_destination(conn, &job.destination, "410 Gone", now)?;
-            (
-                JobState::Retrying,
-                now,
-                Some("destination answered 410 Gone and was disabled".to_owned()),
-            )
+            (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
         }
     };
     let changed = conn.execute(
         "UPDATE jobs SET state = ?3, next_attempt_at = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
          WHERE id = ?1 AND lease_token = ?2 AND state = 'running'",
-        params![
-            job.id,
-            job.lease_token,
-            state.as_str(),
-            next.0,
-            bounded(error.as_deref()),
-            now.0
-        ],
+        params![job.id, job.lease_token, state.as_str(), next.0, bounded(error.as_deref()), now.0],
     )?;
-    Ok(if changed == 1 {
-        Completion::Recorded
-    } else {
-        Completion::Stale
-    })
+    Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
 }
 
 /// Marks `destination` disabled: none of its jobs is claimed until it is enabled again.
@@ -243,30 +222,60 @@ pub fn enable_destination(conn: &Connection, destination: &str, now: UnixTime) -
     Ok(changed == 1)
 }
 
-/// Makes the finished jobs matching `filter` `pending` again with a fresh schedule; the
-/// event, its identity and so its `webhook-id` stay the same. Returns how many.
-pub fn replay(conn: &Connection, filter: &ReplayFilter, now: UnixTime) -> Result<usize, StoreError> {
-    let state = filter.state.unwrap_or(JobState::Dead);
-    if !state.is_replayable() {
-        return Err(StoreError::Malformed(
-            "only succeeded, dead or superseded jobs can be replayed",
-        ));
+/// The jobs a [`ReplayFilter`] selects.
+const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
+    WHERE j.state = ?1 AND (?2 IS NULL OR e.source = ?2) AND (?3 IS NULL OR e.identity = ?3)
+      AND (?4 IS NULL OR j.destination = ?4)
+      AND (?5 IS NULL OR e.received_at >= ?5) AND (?6 IS NULL OR e.received_at < ?6)";
+
+impl ReplayFilter {
+    fn state(&self) -> Result<JobState, StoreError> {
+        let state = self.state.unwrap_or(JobState::Dead);
+        if state.is_replayable() {
+            Ok(state)
+        } else {
+            Err(StoreError::Malformed("only succeeded, dead or superseded jobs can be replayed"))
+        }
     }
-    let changed = conn.execute(
-        "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at = ?1, last_error = NULL, updated_at = ?1
-         WHERE state = ?2 AND id IN (
-            SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
-            WHERE (?3 IS NULL OR e.source = ?3) AND (?4 IS NULL OR e.identity = ?4)
-              AND (?5 IS NULL OR j.destination = ?5)
-              AND (?6 IS NULL OR e.received_at >= ?6) AND (?7 IS NULL OR e.received_at < ?7))",
+}
+
+/// How many jobs `filter` selects now.
+pub fn count_replayable(conn: &Connection, filter: &ReplayFilter) -> Result<usize, StoreError> {
+    let state = filter.state()?;
+    let count: i64 = conn.query_row(
+        &format!("SELECT count(*) FROM ({MATCHING})"),
         params![
-            now.0,
             state.as_str(),
             filter.source,
             filter.identity,
             filter.destination,
             filter.since.map(|t| t.0),
             filter.until.map(|t| t.0)
+        ],
+        |row| row.get(0),
+    )?;
+    Ok(usize::try_from(count).unwrap_or(0))
+}
+
+/// Makes up to `limit` of the finished jobs matching `filter` `pending` again with a fresh
+/// schedule; the event, its identity and so its `webhook-id` stay the same. Returns how
+/// many; a replayed job no longer matches, so calling again continues with the rest.
+pub fn replay(conn: &Connection, filter: &ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+    let state = filter.state()?;
+    let changed = conn.execute(
+        &format!(
+            "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at = ?7, last_error = NULL, updated_at = ?7
+             WHERE id IN ({MATCHING} LIMIT ?8)"
+        ),
+        params![
+            state.as_str(),
+            filter.source,
+            filter.identity,
+            filter.destination,
+            filter.since.map(|t| t.0),
+            filter.until.map(|t| t.0),
+            now.0,
+            i64::try_from(limit).unwrap_or(i64::MAX)
         ],
     )?;
     Ok(changed)
@@ -292,18 +301,16 @@ impl SqliteStore {
         decision: Decision,
         now: UnixTime,
     ) -> Result<Completion, StoreError> {
-        self.write(move |conn| complete(conn, &job, &attempt, decision, now))
-            .await
+        self.write(move |conn| complete(conn, &job, &attempt, decision, now)).await
     }
 
-    /// [`replay`] on the writer.
-    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime) -> Result<usize, StoreError> {
-        self.write(move |conn| replay(conn, &filter, now)).await
+    /// [`replay`] on the writer, for up to `limit` jobs.
+    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+        self.write(move |conn| replay(conn, &filter, now, limit)).await
     }
 
     /// [`enable_destination`] on the writer.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
-        self.write(move |conn| enable_destination(conn, &destination, now))
-            .await
+        self.write(move |conn| enable_destination(conn, &destination, now)).await
     }
 }

@@ -111,10 +111,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let found = version(&tx)?;
         if found > CURRENT_VERSION {
-            return Err(StoreError::NewerSchema {
-                found,
-                supported: CURRENT_VERSION,
-            });
+            return Err(StoreError::NewerSchema { found, supported: CURRENT_VERSION });
         }
         let Some(step) = MIGRATIONS.get(found as usize) else {
             return Ok(());
@@ -129,13 +126,10 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 pub(crate) fn check_current(conn: &Connection) -> Result<(), StoreError> {
     match version(conn)? {
         v if v == CURRENT_VERSION => Ok(()),
-        v if v > CURRENT_VERSION => Err(StoreError::NewerSchema {
-            found: v,
-            supported: CURRENT_VERSION,
-        }),
+        v if v > CURRENT_VERSION => Err(StoreError::NewerSchema { found: v, supported: CURRENT_VERSION }),
         0 => Err(StoreError::Malformed("database has not been initialised by idemgate")),
-        _ => Err(StoreError::Malformed(
-            "database schema is older than this build; start the server once to migrate it",
-        )),
+        _ => {
+            Err(StoreError::Malformed("database schema is older than this build; start the server once to migrate it"))
+        }
     }
 }

@@ -17,10 +17,7 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self {
-            busy_timeout: Duration::from_secs(5),
-            queue_capacity: 1024,
-        }
+        Self { busy_timeout: Duration::from_secs(5), queue_capacity: 1024 }
     }
 }
 
@@ -28,19 +25,14 @@ impl Default for StoreOptions {
 ///
 /// `create` decides whether a missing file is created; readers pass `false`.
 pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Result<Connection, StoreError> {
-    let open_error = |source| StoreError::Open {
-        path: path.to_owned(),
-        source,
-    };
+    let open_error = |source| StoreError::Open { path: path.to_owned(), source };
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
     let conn = Connection::open_with_flags(path, flags).map_err(open_error)?;
     conn.busy_timeout(options.busy_timeout).map_err(open_error)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .map_err(open_error)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(open_error)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::NoWal(mode));
     }

@@ -25,11 +25,7 @@ type Handler = Box<dyn FnOnce(&Connection) -> Result<Value, HandlerError> + Send
 type Exclusive = Box<dyn FnOnce(&mut Connection) + Send>;
 
 enum Command {
-    Receive {
-        request: ReceiveRequest,
-        handler: Handler,
-        reply: oneshot::Sender<Outcome>,
-    },
+    Receive { request: ReceiveRequest, handler: Handler, reply: oneshot::Sender<Outcome> },
     Exclusive(Exclusive),
 }
 
@@ -65,12 +61,7 @@ impl SqliteStore {
             .name("idemgate-sqlite-writer".into())
             .spawn(move || run_writer(conn, inbox))
             .map_err(|_| StoreError::Unavailable)?;
-        Ok(Self {
-            commands,
-            writer: Some(writer),
-            path: path.to_owned(),
-            options,
-        })
+        Ok(Self { commands, writer: Some(writer), path: path.to_owned(), options })
     }
 
     /// The database file.
@@ -90,14 +81,8 @@ impl SqliteStore {
         H: FnOnce(&Connection) -> Result<Value, HandlerError> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let command = Command::Receive {
-            request,
-            handler: Box::new(handler),
-            reply,
-        };
-        let unavailable = Outcome::Failed {
-            cause: FailureCause::Unavailable,
-        };
+        let command = Command::Receive { request, handler: Box::new(handler), reply };
+        let unavailable = Outcome::Failed { cause: FailureCause::Unavailable };
         if self.commands.send(command).await.is_err() {
             return unavailable;
         }
@@ -116,10 +101,7 @@ impl SqliteStore {
         let job: Exclusive = Box::new(move |conn| {
             let _ = reply.send(in_transaction(conn, work));
         });
-        self.commands
-            .send(Command::Exclusive(job))
-            .await
-            .map_err(|_| StoreError::Unavailable)?;
+        self.commands.send(Command::Exclusive(job)).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
@@ -158,11 +140,7 @@ fn in_transaction<T, E: Into<StoreError>>(
 fn run_writer(mut conn: Connection, mut inbox: mpsc::Receiver<Command>) {
     while let Some(command) = inbox.blocking_recv() {
         match command {
-            Command::Receive {
-                request,
-                handler,
-                reply,
-            } => {
+            Command::Receive { request, handler, reply } => {
                 let _ = reply.send(receive(&mut conn, &request, handler));
             }
             Command::Exclusive(job) => job(&mut conn),
@@ -177,9 +155,7 @@ fn receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler) ->
         Ok(outcome) => outcome,
         Err(err) => {
             tracing::warn!(source = %request.key.source, identity = %request.key.identity, error = %err, "receipt transaction failed");
-            Outcome::Failed {
-                cause: FailureCause::Store,
-            }
+            Outcome::Failed { cause: FailureCause::Store }
         }
     }
 }
@@ -192,9 +168,7 @@ fn try_receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler
     if let Some((hash, result)) = existing_receipt(&tx, key)? {
         drop(tx);
         if hash == request.body_hash.0 {
-            return Ok(Outcome::Duplicate {
-                result: parse_result(&result)?,
-            });
+            return Ok(Outcome::Duplicate { result: parse_result(&result)? });
         }
         record_conflict(conn, request);
         return Ok(Outcome::Conflict);
@@ -207,15 +181,11 @@ fn try_receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler
         }
         Ok(Err(err)) => {
             tracing::warn!(source = %key.source, identity = %key.identity, error = %err, "handler failed; rolled back");
-            return Ok(Outcome::Failed {
-                cause: FailureCause::Handler,
-            });
+            return Ok(Outcome::Failed { cause: FailureCause::Handler });
         }
         Err(_) => {
             tracing::error!(source = %key.source, identity = %key.identity, "handler panicked; rolled back");
-            return Ok(Outcome::Failed {
-                cause: FailureCause::Handler,
-            });
+            return Ok(Outcome::Failed { cause: FailureCause::Handler });
         }
     };
     tx.execute(
@@ -257,12 +227,7 @@ fn record_conflict(conn: &Connection, request: &ReceiveRequest) {
          VALUES (?1, ?2, ?3, ?4, ?4, 1)
          ON CONFLICT (source, identity, body_sha256)
          DO UPDATE SET last_seen_at = excluded.last_seen_at, seen_count = seen_count + 1",
-        params![
-            key.source.as_str(),
-            key.identity.as_str(),
-            &request.body_hash.0[..],
-            request.received_at.0
-        ],
+        params![key.source.as_str(), key.identity.as_str(), &request.body_hash.0[..], request.received_at.0],
     );
     match recorded {
         Ok(_) => {

@@ -16,9 +16,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> UnixTime {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         UnixTime(i64::try_from(secs).unwrap_or(i64::MAX))
     }
 }

@@ -25,24 +25,14 @@ impl AttemptOutcome {
     /// A handler's success.
     #[must_use]
     pub fn succeeded() -> Self {
-        Self {
-            result: AttemptResult::Status {
-                status: 200,
-                retry_after: None,
-            },
-            error: None,
-            response_prefix: None,
-        }
+        Self { result: AttemptResult::Status { status: 200, retry_after: None }, error: None, response_prefix: None }
     }
 
     /// A handler's transient failure, retried on the destination's schedule.
     #[must_use]
     pub fn failed(error: impl Into<String>) -> Self {
         Self {
-            result: AttemptResult::Status {
-                status: 503,
-                retry_after: None,
-            },
+            result: AttemptResult::Status { status: 503, retry_after: None },
             error: Some(error.into()),
             response_prefix: None,
         }

@@ -38,11 +38,7 @@ impl HttpDestination {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|err| ClientError(err.to_string()))?;
-        Ok(Self {
-            url: url.to_owned(),
-            secret,
-            client,
-        })
+        Ok(Self { url: url.to_owned(), secret, client })
     }
 
     fn request(&self, job: &ClaimedJob, now: UnixTime) -> reqwest::RequestBuilder {
@@ -56,10 +52,7 @@ impl HttpDestination {
             .header(standard::TIMESTAMP_HEADER, now.0.to_string())
             .header("idempotency-key", delivery_key(&job.key, &job.destination));
         if let Some(secret) = &self.secret {
-            request = request.header(
-                standard::SIGNATURE_HEADER,
-                standard::sign(secret, identity, now.0, &job.body),
-            );
+            request = request.header(standard::SIGNATURE_HEADER, standard::sign(secret, identity, now.0, &job.body));
         }
         for (name, value) in &job.headers {
             request = request.header(name, value);
@@ -81,21 +74,13 @@ impl Deliver for HttpDestination {
 
 async fn answered(mut response: reqwest::Response) -> AttemptOutcome {
     let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_retry_after);
+    let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
     let prefix = match response.chunk().await {
         Ok(Some(chunk)) => Some(String::from_utf8_lossy(&chunk[..chunk.len().min(MAX_ATTEMPT_TEXT)]).into_owned()),
         _ => None,
     };
     let error = (!(200..300).contains(&status)).then(|| format!("status {status}"));
-    AttemptOutcome {
-        result: AttemptResult::Status { status, retry_after },
-        error,
-        response_prefix: prefix,
-    }
+    AttemptOutcome { result: AttemptResult::Status { status, retry_after }, error, response_prefix: prefix }
 }
 
 /// The error text names the kind of failure only: reqwest's own message includes the URL,
@@ -108,9 +93,5 @@ fn not_answered(err: &reqwest::Error) -> AttemptOutcome {
     } else {
         (AttemptResult::Connection, "connection broke before an answer")
     };
-    AttemptOutcome {
-        result,
-        error: Some(error.to_owned()),
-        response_prefix: None,
-    }
+    AttemptOutcome { result, error: Some(error.to_owned()), response_prefix: None }
 }

@@ -38,11 +38,7 @@ pub struct WorkerOptions {
 
 impl Default for WorkerOptions {
     fn default() -> Self {
-        Self {
-            lease: Duration::from_secs(60),
-            batch: 32,
-            poll_interval: Duration::from_millis(500),
-        }
+        Self { lease: Duration::from_secs(60), batch: 32, poll_interval: Duration::from_millis(500) }
     }
 }
 
@@ -58,10 +54,7 @@ pub struct Worker {
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker")
-            .field("routes", &self.routes.keys())
-            .field("options", &self.options)
-            .finish()
+        f.debug_struct("Worker").field("routes", &self.routes.keys()).field("options", &self.options).finish()
     }
 }
 
@@ -69,13 +62,7 @@ impl Worker {
     /// A worker on the system clock with uniform random jitter.
     #[must_use]
     pub fn new(store: Arc<SqliteStore>, routes: HashMap<String, Route>, options: WorkerOptions) -> Self {
-        Self {
-            store,
-            routes: Arc::new(routes),
-            options,
-            clock: Arc::new(SystemClock),
-            draw: Arc::new(fastrand::f64),
-        }
+        Self { store, routes: Arc::new(routes), options, clock: Arc::new(SystemClock), draw: Arc::new(fastrand::f64) }
     }
 
     /// Replaces the clock (tests use a [`crate::ManualClock`]).
@@ -94,16 +81,8 @@ impl Worker {
 
     /// Claims the jobs due now, delivers them, and returns how many it handled.
     pub async fn tick(&self) -> Result<usize, StoreError> {
-        let fifo = self
-            .routes
-            .iter()
-            .filter(|(_, r)| r.fifo)
-            .map(|(name, _)| name.clone())
-            .collect();
-        let jobs = self
-            .store
-            .claim_jobs(self.clock.now(), self.options.lease, self.options.batch, fifo)
-            .await?;
+        let fifo = self.routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
+        let jobs = self.store.claim_jobs(self.clock.now(), self.options.lease, self.options.batch, fifo).await?;
         let count = jobs.len();
         let handles: Vec<_> = jobs
             .into_iter()
@@ -129,10 +108,9 @@ impl Worker {
                 let decision = route.policy.decide(job.attempt, outcome.result, (self.draw)());
                 (outcome, decision)
             }
-            None => (
-                AttemptOutcome::failed("destination is not configured"),
-                Decision::Dead(DeadReason::AttemptsExhausted),
-            ),
+            None => {
+                (AttemptOutcome::failed("destination is not configured"), Decision::Dead(DeadReason::AttemptsExhausted))
+            }
         };
         let record = AttemptRecord {
             started_at,

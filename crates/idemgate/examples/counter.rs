@@ -94,17 +94,11 @@ struct Failure {
 
 impl Failure {
     fn usage(message: impl Into<String>) -> Self {
-        Self {
-            code: 2,
-            message: message.into(),
-        }
+        Self { code: 2, message: message.into() }
     }
 
     fn runtime(message: impl std::fmt::Display) -> Self {
-        Self {
-            code: 1,
-            message: message.to_string(),
-        }
+        Self { code: 1, message: message.to_string() }
     }
 }
 
@@ -119,18 +113,13 @@ fn serve_counter(listen: SocketAddr, db: &Path) -> Result<(), Failure> {
             .await
             .map_err(|err| Failure::runtime(format!("cannot listen on {listen}: {err}")))?;
         let address = listener.local_addr().map_err(Failure::runtime)?;
-        let app = App {
-            inbound: inbound(secret, Arc::clone(&store))?,
-            faults: Arc::new(faults),
-        };
+        let app = App { inbound: inbound(secret, Arc::clone(&store))?, faults: Arc::new(faults) };
         let router = Router::new()
             .route("/webhook", post(webhook).fallback(method_not_allowed))
             .fallback(not_found)
             .with_state(app);
         announce(address)?;
-        serve(listener, router, ServeOptions::default(), termination_signal())
-            .await
-            .map_err(Failure::runtime)?;
+        serve(listener, router, ServeOptions::default(), termination_signal()).await.map_err(Failure::runtime)?;
         // Every connection has finished, so this is the last handle: let the writer finish.
         if let Some(store) = Arc::into_inner(store) {
             store.close().await;
@@ -141,9 +130,7 @@ fn serve_counter(listen: SocketAddr, db: &Path) -> Result<(), Failure> {
 
 fn announce(address: SocketAddr) -> Result<(), Failure> {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "listening on {address}")
-        .and_then(|()| stdout.flush())
-        .map_err(Failure::runtime)
+    writeln!(stdout, "listening on {address}").and_then(|()| stdout.flush()).map_err(Failure::runtime)
 }
 
 fn load_secret() -> Result<Secret, Failure> {
@@ -162,9 +149,7 @@ fn inbound(secret: Secret, store: Arc<SqliteStore>) -> Result<Inbound, Failure> 
         answers: AnswerStyle::Settled,
         // The contract names no depth limit, so allow the deepest nesting the parser ever
         // accepts; only a body nested deeper than that is refused as invalid JSON.
-        json_limits: Limits {
-            max_depth: MAX_DEPTH_CEILING,
-        },
+        json_limits: Limits { max_depth: MAX_DEPTH_CEILING },
         store,
     })
 }
@@ -189,10 +174,7 @@ async fn webhook(State(app): State<App>, request: axum::extract::Request) -> Res
         let (identity, value) = increment_contract(checked.event)?;
         let event_id = identity.clone();
         let fail = move || faults.take(&faults.fail_before_commit, &event_id);
-        Ok(Accepted {
-            identity,
-            effect: move |conn: &Connection| increment(conn, value, fail),
-        })
+        Ok(Accepted { identity, effect: move |conn: &Connection| increment(conn, value, fail) })
     };
     let Delivered { answer, identity } = app.inbound.deliver(&parts.headers, body, system_now(), contract).await;
     let applied = matches!(answer, DeliveryAnswer::Settled(idemgate::core::Outcome::Applied { .. }));
@@ -213,15 +195,10 @@ fn increment_contract(event: &Json) -> Result<(Identity, i64), Rejection> {
     if object.len() != 3 {
         return Err(refuse("body must have exactly event_id, kind and value"));
     }
-    let event_id = object
-        .get("event_id")
-        .and_then(Json::as_str)
-        .ok_or(refuse("event_id must be a string"))?;
+    let event_id = object.get("event_id").and_then(Json::as_str).ok_or(refuse("event_id must be a string"))?;
     let well_formed = event_id.strip_prefix("evt-").is_some_and(|rest| {
         (1..=40).contains(&rest.len())
-            && rest
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && rest.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
     });
     if !well_formed {
         return Err(refuse("event_id must match evt-[a-z0-9-]{1,40}"));
@@ -229,10 +206,7 @@ fn increment_contract(event: &Json) -> Result<(Identity, i64), Rejection> {
     if object.get("kind").and_then(Json::as_str) != Some("increment") {
         return Err(refuse("kind must be \"increment\""));
     }
-    let value = object
-        .get("value")
-        .and_then(Json::as_i64)
-        .ok_or(refuse("value must be an integer"))?;
+    let value = object.get("value").and_then(Json::as_i64).ok_or(refuse("value must be an integer"))?;
     if !(1..=100).contains(&value) {
         return Err(refuse("value must be between 1 and 100"));
     }
@@ -263,9 +237,7 @@ impl Faults {
         let faults = Self::default();
         for item in spec.split(',').map(str::trim).filter(|item| !item.is_empty()) {
             let Some((point, event_id)) = item.split_once('=').filter(|(_, id)| !id.is_empty()) else {
-                return Err(Failure::usage(format!(
-                    "COUNTER_FAULTS: entry {item:?} is not POINT=EVENT_ID"
-                )));
+                return Err(Failure::usage(format!("COUNTER_FAULTS: entry {item:?} is not POINT=EVENT_ID")));
             };
             let set = match point {
                 "fail-before-commit" => &faults.fail_before_commit,
@@ -274,18 +246,14 @@ impl Faults {
                     return Err(Failure::usage(format!("COUNTER_FAULTS: unknown fault point {other:?}")));
                 }
             };
-            set.lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(event_id.to_owned());
+            set.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(event_id.to_owned());
         }
         Ok(faults)
     }
 
     /// True the first time only: a fault point fires once per event.
     fn take(&self, set: &Mutex<HashSet<String>>, identity: &Identity) -> bool {
-        set.lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remove(identity.as_str())
+        set.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).remove(identity.as_str())
     }
 }
 
@@ -308,7 +276,5 @@ fn print_state(db: &Path) -> Result<(), Failure> {
         })
         .map_err(Failure::runtime)?;
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{state}")
-        .and_then(|()| stdout.flush())
-        .map_err(Failure::runtime)
+    writeln!(stdout, "{state}").and_then(|()| stdout.flush()).map_err(Failure::runtime)
 }

@@ -14,8 +14,9 @@ use axum::{
     routing::{get, post},
 };
 use bytes::Bytes;
-use http::{StatusCode, header::CONTENT_TYPE};
-use idemgate_core::{ReceiptKey, Rejection, UnixTime};
+use http::{HeaderName, StatusCode, header::CONTENT_TYPE};
+use idemgate_core::{ReceiptKey, Rejection, UnixTime, json};
+
 use idemgate_http::{
     Accepted, AnswerStyle, Checked, Inbound,
     answer::{method_not_allowed, not_found},
@@ -23,7 +24,7 @@ use idemgate_http::{
 };
 use idemgate_store::{
     Connection, HandlerError, SqliteStore,
-    inbox::{NewEvent, accept_event},
+    inbox::{NewEvent, Ordering, Version, accept_event},
 };
 use serde_json::{Value, json};
 
@@ -49,15 +50,8 @@ struct Gateway {
 
 /// The gateway's router for `config`, writing to `store`.
 pub fn router(config: &Config, store: &Arc<SqliteStore>) -> Router {
-    let routes = config
-        .sources
-        .iter()
-        .map(|source| (source.route.clone(), route(config, source, store)))
-        .collect();
-    let gateway = Arc::new(Gateway {
-        routes,
-        store: Arc::clone(store),
-    });
+    let routes = config.sources.iter().map(|source| (source.route.clone(), route(config, source, store))).collect();
+    let gateway = Arc::new(Gateway { routes, store: Arc::clone(store) });
     Router::new()
         .route("/in/{route}", post(deliver).fallback(method_not_allowed))
         .route("/healthz", get(healthz))
@@ -91,10 +85,7 @@ async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>,
         return not_found().await;
     };
     let (parts, body) = request.into_parts();
-    let delivered = source
-        .inbound
-        .deliver(&parts.headers, body, system_now(), |checked| source.accept(checked))
-        .await;
+    let delivered = source.inbound.deliver(&parts.headers, body, system_now(), |checked| source.accept(checked)).await;
     delivered.answer.into_response()
 }
 
@@ -108,26 +99,43 @@ impl SourceRoute {
     ) -> Result<Accepted<impl FnOnce(&Connection) -> Result<Value, HandlerError> + Send + use<>>, Rejection> {
         let identity = self.config.identity.resolve(checked.headers, checked.event)?;
         let pending = PendingEvent {
-            key: ReceiptKey {
-                source: self.config.id.clone(),
-                identity: identity.clone(),
-            },
+            key: ReceiptKey { source: self.config.id.clone(), identity: identity.clone() },
             event_type: self.event_type(checked),
             content_type: content_type(checked),
+            headers: self.forwarded_headers(checked),
+            ordering: self.ordering(checked),
             body: checked.raw.clone(),
             received_at: checked.now,
             destinations: Arc::clone(&self.destinations),
             allowed_types: self.allowed_types.clone(),
         };
-        Ok(Accepted {
-            identity,
-            effect: move |conn: &Connection| pending.store(conn),
-        })
+        Ok(Accepted { identity, effect: move |conn: &Connection| pending.store(conn) })
     }
 
     fn event_type(&self, checked: Checked<'_>) -> Option<String> {
         let pointer = self.config.event_type.as_deref()?;
         checked.event.pointer(pointer)?.as_str().map(str::to_owned)
+    }
+
+    /// The configured headers present on the request, to pass on to destinations.
+    fn forwarded_headers(&self, checked: Checked<'_>) -> Vec<(String, String)> {
+        let present =
+            |name: &HeaderName| Some((name.to_string(), checked.headers.get(name)?.to_str().ok()?.to_owned()));
+        self.config.forward_headers.iter().filter_map(present).collect()
+    }
+
+    /// The ordering key and version, when the source has a guard and the event has both.
+    fn ordering(&self, checked: Checked<'_>) -> Option<Ordering> {
+        let guard = self.config.ordering.as_ref()?;
+        let key = match checked.event.pointer(&guard.key)? {
+            json::Json::String(text) => text.clone(),
+            number => number.as_i64()?.to_string(),
+        };
+        let version = match checked.event.pointer(&guard.version)? {
+            json::Json::String(text) => Version::Text(text.clone()),
+            number => Version::Int(number.as_i64()?),
+        };
+        Some(Ordering { key, version })
     }
 }
 
@@ -141,6 +149,8 @@ struct PendingEvent {
     key: ReceiptKey,
     event_type: Option<String>,
     content_type: Option<String>,
+    headers: Vec<(String, String)>,
+    ordering: Option<Ordering>,
     body: Bytes,
     received_at: UnixTime,
     destinations: Arc<[String]>,
@@ -158,12 +168,20 @@ impl PendingEvent {
             key: &self.key,
             event_type: self.event_type.as_deref(),
             content_type: self.content_type.as_deref(),
+            headers: &self.headers,
             body: &self.body,
+            ordering: self.ordering.as_ref(),
             received_at: self.received_at,
         };
         let destinations: Vec<&str> = self.destinations.iter().map(String::as_str).collect();
-        accept_event(conn, &event, &destinations)?;
-        tracing::info!(source = %self.key.source, identity = %self.key.identity, jobs = destinations.len(), "event accepted");
+        let accepted = accept_event(conn, &event, &destinations)?;
+        tracing::info!(
+            source = %self.key.source,
+            identity = %self.key.identity,
+            jobs = destinations.len(),
+            superseded = accepted.superseded,
+            "event accepted"
+        );
         Ok(json!({ "event": self.key.identity.as_str() }))
     }
 }
@@ -178,11 +196,7 @@ async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
         Ok(()) => Json(json!({ "status": "ready" })).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "readiness check failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({ "status": "unavailable" })),
-            )
-                .into_response()
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "unavailable" }))).into_response()
         }
     }
 }

@@ -3,15 +3,19 @@
 //! commit is durable, and give every repeat its original answer.
 //!
 //! This crate is the gateway (`idemgate serve`): [`config`] turns the TOML file into typed
-//! settings, [`gateway`] assembles the routes from them, [`verify`] explains offline why a
-//! captured delivery would be refused. It also re-exports the workspace crates so an
-//! application depends on one crate: [`core`] (pure decisions), [`store`] (receipts on
-//! SQLite), [`http`] (the axum edge). `examples/counter.rs` shows the library path.
+//! settings, [`gateway`] assembles the routes from them, [`outbound`] the worker that
+//! forwards stored events, and [`verify`] explains offline why a captured delivery would be
+//! refused. It also re-exports the workspace crates so an application depends on one
+//! crate: [`core`] (pure decisions), [`store`] (receipts on SQLite), [`http`] (the axum
+//! edge), [`worker`] (delivery). `examples/counter.rs` shows the library path.
 
 pub mod config;
 pub mod gateway;
+pub mod outbound;
+
 pub mod verify;
 
 pub use idemgate_core as core;
 pub use idemgate_http as http;
 pub use idemgate_store as store;
+pub use idemgate_worker as worker;

@@ -11,11 +11,14 @@ use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand};
 use idemgate::{
     config::{self, Config},
-    gateway, verify,
+    gateway, outbound, verify,
 };
-use idemgate_core::UnixTime;
+use idemgate_core::{UnixTime, job::JobState};
 use idemgate_http::{ServeOptions, serve, system_now, termination_signal};
+use idemgate_store::jobs::{self, ReplayFilter};
 use idemgate_store::{SqliteStore, StoreOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::watch;
 
 #[derive(Parser)]
 #[command(version, about = "Webhook inbox and idempotency gateway")]
@@ -26,8 +29,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Receive webhooks for the configured sources.
+    /// Receive webhooks for the configured sources (and deliver them, unless
+    /// `[worker] enabled = false`).
     Serve {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+    },
+    /// Deliver stored events to their destinations, without receiving any.
+    Worker {
         /// The TOML configuration file.
         #[arg(long, default_value = "idemgate.toml")]
         config: PathBuf,
@@ -50,18 +60,85 @@ enum Command {
         #[arg(long)]
         at: Option<i64>,
     },
+    /// Work with stored events.
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
+    /// Work with destinations.
+    Destination {
+        #[command(subcommand)]
+        command: DestinationCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum EventsCommand {
+    /// Send finished jobs again (default: the dead ones), with the same `webhook-id`.
+    Replay {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+        #[command(flatten)]
+        filter: ReplayArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct ReplayArgs {
+    /// Only this source id.
+    #[arg(long)]
+    source: Option<String>,
+    /// Only this event identity.
+    #[arg(long)]
+    identity: Option<String>,
+    /// Only this destination.
+    #[arg(long)]
+    destination: Option<String>,
+    /// Jobs in this state: dead (default), superseded (forced delivery) or succeeded (resend).
+    #[arg(long, default_value = "dead")]
+    state: JobState,
+    /// Only events received at or after this unix time.
+    #[arg(long)]
+    since: Option<i64>,
+    /// Only events received before this unix time.
+    #[arg(long)]
+    until: Option<i64>,
+}
+
+#[derive(Subcommand)]
+enum DestinationCommand {
+    /// Resume deliveries to a destination disabled by a `410 Gone`.
+    Enable {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+        /// The destination's name.
+        name: String,
+    },
+}
+
+impl Command {
+    fn config(&self) -> &Path {
+        match self {
+            Self::Serve { config }
+            | Self::Worker { config }
+            | Self::Verify { config, .. }
+            | Self::Events { command: EventsCommand::Replay { config, .. } }
+            | Self::Destination { command: DestinationCommand::Enable { config, .. } } => config,
+        }
+    }
 }
 
 /// Exit codes: 0 success, 1 runtime failure or failed check, 2 bad configuration or usage.
 const EXIT_FAILED: u8 = 1;
 const EXIT_CONFIG: u8 = 2;
+/// Jobs replayed per write transaction.
+const REPLAY_BATCH: usize = 500;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let config_path = match &cli.command {
-        Command::Serve { config } | Command::Verify { config, .. } => config.clone(),
-    };
-    let config = match load_config(&config_path) {
+    let config = match load_config(cli.command.config()) {
         Ok(config) => config,
         Err(err) => {
             eprintln!("idemgate: config error: {err}");
@@ -69,14 +146,11 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Serve { .. } => serve_gateway(config),
-        Command::Verify {
-            source,
-            headers,
-            body,
-            at,
-            ..
-        } => verify_capture(&config, &source, &headers, &body, at),
+        Command::Serve { .. } => serve_gateway(config, true),
+        Command::Worker { .. } => serve_gateway(config, false),
+        Command::Verify { source, headers, body, at, .. } => verify_capture(&config, &source, &headers, &body, at),
+        Command::Events { command: EventsCommand::Replay { filter, .. } } => replay(&config, filter),
+        Command::Destination { command: DestinationCommand::Enable { name, .. } } => enable(&config, name),
     };
     match result {
         Ok(code) => code,
@@ -102,26 +176,30 @@ fn load_config(path: &Path) -> Result<Config, config::ConfigError> {
     Ok(config)
 }
 
-fn serve_gateway(config: Config) -> anyhow::Result<ExitCode> {
+/// Runs the receiving side (`receive`), the worker (if enabled), or the worker alone.
+fn serve_gateway(config: Config, receive: bool) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     runtime.block_on(async move {
         let store = open_store(&config)?;
-        let listener = tokio::net::TcpListener::bind(config.server.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", config.server.listen))?;
-        let address = listener.local_addr()?;
-        let router = gateway::router(&config, &store);
-        let options = ServeOptions {
-            header_timeout: config.server.header_timeout,
-            shutdown_grace: config.server.shutdown_grace,
-            tls: config.server.tls.as_ref().map(|tls| tls.acceptor.clone()),
-        };
-
-        for source in &config.sources {
-            tracing::info!(source = %source.id, scheme = source.scheme.name(), route = %format!("/in/{}", source.route), "source ready");
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(async move {
+            termination_signal().await;
+            let _ = stop.send(true);
+        });
+        let worker = (config.worker.enabled || !receive).then(|| outbound::worker(&config, &store)).transpose()?;
+        let worker = worker.map(|worker| {
+            let stopped = stopped.clone();
+            tokio::spawn(async move { worker.run(stopped).await })
+        });
+        if receive {
+            receive_until_stopped(&config, &store, stopped).await?;
+        } else {
+            tracing::info!(destinations = config.destinations.len(), "worker running");
+            print_line("worker running")?;
         }
-        announce(address)?;
-        serve(listener, router, options, termination_signal()).await?;
+        if let Some(worker) = worker {
+            let _ = worker.await;
+        }
         if let Some(store) = Arc::into_inner(store) {
             store.close().await;
         }
@@ -130,26 +208,100 @@ fn serve_gateway(config: Config) -> anyhow::Result<ExitCode> {
     })
 }
 
+async fn receive_until_stopped(
+    config: &Config,
+    store: &Arc<SqliteStore>,
+    mut stopped: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.server.listen))?;
+    let address = listener.local_addr()?;
+    let router = gateway::router(config, store);
+    let options = ServeOptions {
+        header_timeout: config.server.header_timeout,
+        shutdown_grace: config.server.shutdown_grace,
+        tls: config.server.tls.as_ref().map(|tls| tls.acceptor.clone()),
+    };
+    for source in &config.sources {
+        tracing::info!(source = %source.id, scheme = source.scheme.name(), route = %format!("/in/{}", source.route), "source ready");
+    }
+    print_line(&format!("listening on {address}"))?;
+    let shutdown = async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    serve(listener, router, options, shutdown).await?;
+    Ok(())
+}
+
 fn open_store(config: &Config) -> anyhow::Result<Arc<SqliteStore>> {
     let path = &config.store.path;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    let options = StoreOptions {
-        busy_timeout: config.store.busy_timeout,
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions { busy_timeout: config.store.busy_timeout, ..StoreOptions::default() };
     let store =
         SqliteStore::open(path, options).with_context(|| format!("cannot open the store {}", path.display()))?;
     Ok(Arc::new(store))
 }
 
-/// The first stdout line, so scripts and tests learn the real port of `127.0.0.1:0`.
-fn announce(address: std::net::SocketAddr) -> anyhow::Result<()> {
+/// The first stdout line (`listening on ADDR`, so scripts and tests learn the real port
+/// of `127.0.0.1:0`, or `worker running`).
+fn print_line(line: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "listening on {address}")?;
+    writeln!(stdout, "{line}")?;
     stdout.flush()?;
     Ok(())
+}
+
+/// Replays in batches, so a large replay shows its progress and never holds the write
+/// lock for long.
+fn replay(config: &Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let filter = ReplayFilter {
+        source: args.source,
+        identity: args.identity,
+        destination: args.destination,
+        state: Some(args.state),
+        since: args.since.map(UnixTime),
+        until: args.until.map(UnixTime),
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    runtime.block_on(async move {
+        let store = open_store(config)?;
+        let total = store.reader()?.snapshot(|conn| jobs::count_replayable(conn, &filter))?;
+        let progress = ProgressBar::new(total as u64).with_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} jobs replayed")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let mut replayed = 0;
+        loop {
+            let batch = store.replay_jobs(filter.clone(), system_now(), REPLAY_BATCH).await?;
+            if batch == 0 {
+                break;
+            }
+            replayed += batch;
+            progress.inc(batch as u64);
+        }
+        progress.finish_and_clear();
+        print_line(&format!("replayed {replayed} job(s); the worker delivers them with their original webhook-id"))?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn enable(config: &Config, name: String) -> anyhow::Result<ExitCode> {
+    if !config.destinations.contains_key(&name) {
+        return Err(anyhow!("no destination {name:?} in the configuration"));
+    }
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    runtime.block_on(async move {
+        let store = open_store(config)?;
+        let was_disabled = store.enable_destination(name.clone(), system_now()).await?;
+        print_line(&format!(
+            "{name}: {}",
+            if was_disabled { "enabled; waiting jobs are due now" } else { "was not disabled" }
+        ))?;
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn verify_capture(
@@ -177,9 +329,5 @@ fn verify_capture(
         }
     }
     let passed = checks.iter().all(|c| c.result.is_ok());
-    Ok(if passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_FAILED)
-    })
+    Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) })
 }

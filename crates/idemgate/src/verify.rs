@@ -18,20 +18,11 @@ pub struct Check {
 /// Runs the checks in the gateway's order and stops at the first failure.
 pub fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], now: UnixTime) -> Vec<Check> {
     let mut checks = Vec::new();
-    let delivery = source
-        .scheme
-        .verify(&source.secrets, RawDelivery { headers, body }, now);
+    let delivery = source.scheme.verify(&source.secrets, RawDelivery { headers, body }, now);
     let signed = match &delivery {
         Ok(d) => Ok(match d.timestamp {
-            Some(ts) => format!(
-                "{} signature holds; timestamp {} s from now",
-                source.scheme.name(),
-                ts.0 - now.0
-            ),
-            None => format!(
-                "{} signature holds; the scheme signs no timestamp",
-                source.scheme.name()
-            ),
+            Some(ts) => format!("{} signature holds; timestamp {} s from now", source.scheme.name(), ts.0 - now.0),
+            None => format!("{} signature holds; the scheme signs no timestamp", source.scheme.name()),
         }),
         Err(err) => Err(err.to_string()),
     };
@@ -46,15 +37,8 @@ pub fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], n
         }
     };
     push(&mut checks, "json", Ok("strict JSON".into()));
-    let identity = source
-        .identity
-        .resolve(headers, &event)
-        .map(|id| format!("{id} (from {})", source.identity));
-    if !push(
-        &mut checks,
-        "identity",
-        identity.map_err(|err| format!("{err} (looked in {})", source.identity)),
-    ) {
+    let identity = source.identity.resolve(headers, &event).map(|id| format!("{id} (from {})", source.identity));
+    if !push(&mut checks, "identity", identity.map_err(|err| format!("{err} (looked in {})", source.identity))) {
         return checks;
     }
     push(&mut checks, "type", type_check(source, &event));
@@ -68,11 +52,7 @@ fn push(checks: &mut Vec<Check>, name: &'static str, result: Result<String, Stri
 }
 
 fn type_check(source: &SourceConfig, event: &json::Json) -> Result<String, String> {
-    let found = source
-        .event_type
-        .as_deref()
-        .and_then(|p| event.pointer(p))
-        .and_then(json::Json::as_str);
+    let found = source.event_type.as_deref().and_then(|p| event.pointer(p)).and_then(json::Json::as_str);
     match (&source.allowed_types, found) {
         (None, Some(t)) => Ok(format!("{t} (all types accepted)")),
         (None, None) => Ok("all types accepted".into()),

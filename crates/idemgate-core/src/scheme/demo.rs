@@ -49,14 +49,7 @@ pub fn sign(secret: &Secret, delivery_id: &str, timestamp: &str, body: &[u8]) ->
 fn tag(secret: &Secret, delivery_id: &str, timestamp: &str, body: &[u8]) -> [u8; 32] {
     // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
-    for part in [
-        PURPOSE,
-        delivery_id.as_bytes(),
-        b"\n",
-        timestamp.as_bytes(),
-        b"\n",
-        body,
-    ] {
+    for part in [PURPOSE, delivery_id.as_bytes(), b"\n", timestamp.as_bytes(), b"\n", body] {
         mac.update(part);
     }
     mac.finalize().into_bytes().into()
@@ -73,10 +66,7 @@ fn parse_delivery_id(value: &str) -> Result<&str, AuthError> {
 
 fn parse_timestamp(value: &str) -> Result<UnixTime, AuthError> {
     if value.len() == 10 && value.bytes().all(|b| b.is_ascii_digit()) {
-        value
-            .parse()
-            .map(UnixTime)
-            .map_err(|_| AuthError::MalformedHeader(TIMESTAMP_HEADER))
+        value.parse().map(UnixTime).map_err(|_| AuthError::MalformedHeader(TIMESTAMP_HEADER))
     } else {
         Err(AuthError::MalformedHeader(TIMESTAMP_HEADER))
     }
@@ -146,11 +136,9 @@ mod tests {
 
     fn headers(delivery_id: &str, timestamp: &str, signature: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        for (name, value) in [
-            (DELIVERY_ID_HEADER, delivery_id),
-            (TIMESTAMP_HEADER, timestamp),
-            (SIGNATURE_HEADER, signature),
-        ] {
+        for (name, value) in
+            [(DELIVERY_ID_HEADER, delivery_id), (TIMESTAMP_HEADER, timestamp), (SIGNATURE_HEADER, signature)]
+        {
             headers.insert(name, HeaderValue::from_str(value).unwrap_or_else(|_| unreachable!()));
         }
         headers
@@ -179,11 +167,7 @@ mod tests {
         let ok = verify(&[secret(1)], &signed(&secret(1), "1700000000", body), body);
         assert_eq!(
             ok,
-            Ok(VerifiedDelivery {
-                delivery_id: Some("d-1".into()),
-                event_identity: None,
-                timestamp: Some(NOW)
-            })
+            Ok(VerifiedDelivery { delivery_id: Some("d-1".into()), event_identity: None, timestamp: Some(NOW) })
         );
     }
 
@@ -200,20 +184,12 @@ mod tests {
     #[test]
     fn a_changed_body_byte_fails() {
         let headers = signed(&secret(1), "1700000000", b"{\"a\":1}");
-        assert_eq!(
-            verify(&[secret(1)], &headers, b"{\"a\": 1}"),
-            Err(AuthError::SignatureMismatch)
-        );
+        assert_eq!(verify(&[secret(1)], &headers, b"{\"a\": 1}"), Err(AuthError::SignatureMismatch));
     }
 
     #[test]
     fn the_timestamp_must_be_within_tolerance_both_ways() {
-        for (ts, ok) in [
-            ("1699999700", true),
-            ("1699999699", false),
-            ("1700000300", true),
-            ("1700000301", false),
-        ] {
+        for (ts, ok) in [("1699999700", true), ("1699999699", false), ("1700000300", true), ("1700000301", false)] {
             let result = verify(&[secret(1)], &signed(&secret(1), ts, b"{}"), b"{}");
             assert_eq!(result.is_ok(), ok, "timestamp {ts}");
         }
@@ -232,10 +208,7 @@ mod tests {
             headers("d-1", "1700000000", &good[..63]),
         ];
         for headers in cases {
-            assert!(matches!(
-                verify(&[secret(1)], &headers, b"{}"),
-                Err(AuthError::MalformedHeader(_))
-            ));
+            assert!(matches!(verify(&[secret(1)], &headers, b"{}"), Err(AuthError::MalformedHeader(_))));
         }
     }
 
@@ -243,14 +216,8 @@ mod tests {
     fn missing_and_repeated_headers_are_refused() {
         let mut headers = signed(&secret(1), "1700000000", b"{}");
         headers.append(SIGNATURE_HEADER, HeaderValue::from_static("00"));
-        assert_eq!(
-            verify(&[secret(1)], &headers, b"{}"),
-            Err(AuthError::MalformedHeader(SIGNATURE_HEADER))
-        );
+        assert_eq!(verify(&[secret(1)], &headers, b"{}"), Err(AuthError::MalformedHeader(SIGNATURE_HEADER)));
         headers.remove(SIGNATURE_HEADER);
-        assert_eq!(
-            verify(&[secret(1)], &headers, b"{}"),
-            Err(AuthError::MissingHeader(SIGNATURE_HEADER))
-        );
+        assert_eq!(verify(&[secret(1)], &headers, b"{}"), Err(AuthError::MissingHeader(SIGNATURE_HEADER)));
     }
 }

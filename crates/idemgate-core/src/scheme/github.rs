@@ -88,9 +88,7 @@ impl Scheme for GitHub {
     /// The webhook secret exactly as typed into GitHub; its UTF-8 bytes are the key.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
         if text.is_empty() {
-            return Err(SecretError::Invalid {
-                reason: "the secret is empty",
-            });
+            return Err(SecretError::Invalid { reason: "the secret is empty" });
         }
         Ok(Secret::new(text.as_bytes().to_vec()))
     }
@@ -104,9 +102,8 @@ impl Scheme for GitHub {
         let given = parse_signature(single_header(delivery.headers, SIGNATURE_HEADER)?)?;
         let delivery_id = parse_delivery_id(single_header(delivery.headers, DELIVERY_HEADER)?)?;
         // Every secret is tried, so the time taken does not tell which one matched.
-        let matched = secrets.iter().fold(Choice::from(0), |acc, secret| {
-            acc | tag(secret, delivery.body).ct_eq(&given)
-        });
+        let matched =
+            secrets.iter().fold(Choice::from(0), |acc, secret| acc | tag(secret, delivery.body).ct_eq(&given));
         if !bool::from(matched) {
             return Err(AuthError::SignatureMismatch);
         }
@@ -167,10 +164,7 @@ mod tests {
     #[test]
     fn a_changed_body_or_a_wrong_secret_fails() {
         let signed = headers(DOC_HEADER, DELIVERY);
-        assert_eq!(
-            verify(&[secret(DOC_SECRET)], &signed, b"Hello, World?"),
-            Err(AuthError::SignatureMismatch)
-        );
+        assert_eq!(verify(&[secret(DOC_SECRET)], &signed, b"Hello, World?"), Err(AuthError::SignatureMismatch));
         assert_eq!(
             verify(&[secret("It's a secret to everybody")], &signed, DOC_PAYLOAD),
             Err(AuthError::SignatureMismatch)
@@ -241,12 +235,7 @@ mod tests {
     #[test]
     fn secrets_are_the_bytes_as_typed_and_never_echoed() {
         assert_eq!(secret(DOC_SECRET).expose(), DOC_SECRET.as_bytes());
-        assert_eq!(
-            GitHub.decode_secret("").err(),
-            Some(SecretError::Invalid {
-                reason: "the secret is empty"
-            })
-        );
+        assert_eq!(GitHub.decode_secret("").err(), Some(SecretError::Invalid { reason: "the secret is empty" }));
         let err = verify(&[secret("hunter2")], &headers(DOC_HEADER, DELIVERY), b"x");
         let text = err.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(!text.contains("hunter2") && !text.contains(&DOC_HEADER[PREFIX.len()..]));
@@ -255,9 +244,6 @@ mod tests {
     #[test]
     fn the_scheme_names_itself_and_its_identity_header() {
         assert_eq!(GitHub.name(), "github");
-        assert_eq!(
-            GitHub.default_identity(),
-            IdentityLocation::Header("x-github-delivery".into())
-        );
+        assert_eq!(GitHub.default_identity(), IdentityLocation::Header("x-github-delivery".into()));
     }
 }

@@ -26,15 +26,8 @@ pub use standard::{StandardWebhooks, StandardWebhooksEd25519};
 pub use stripe::Stripe;
 
 /// The configuration names of every scheme, for error messages and docs.
-pub const NAMES: &[&str] = &[
-    "standard-webhooks",
-    "standard-webhooks-ed25519",
-    "github",
-    "stripe",
-    "shopify",
-    "slack",
-    "demo-webhook-v1",
-];
+pub const NAMES: &[&str] =
+    &["standard-webhooks", "standard-webhooks-ed25519", "github", "stripe", "shopify", "slack", "demo-webhook-v1"];
 
 /// The scheme configured as `name`, with `tolerance_secs` replacing the scheme's default
 /// timestamp tolerance where it signs a timestamp. `None` for an unknown name.
@@ -42,23 +35,17 @@ pub const NAMES: &[&str] = &[
 pub fn build(name: &str, tolerance_secs: Option<u64>) -> Option<Arc<dyn Scheme>> {
     let tolerance = |default: u64| tolerance_secs.unwrap_or(default);
     let scheme: Arc<dyn Scheme> = match name {
-        "standard-webhooks" => Arc::new(StandardWebhooks {
-            tolerance_secs: tolerance(StandardWebhooks::default().tolerance_secs),
-        }),
+        "standard-webhooks" => {
+            Arc::new(StandardWebhooks { tolerance_secs: tolerance(StandardWebhooks::default().tolerance_secs) })
+        }
         "standard-webhooks-ed25519" => Arc::new(StandardWebhooksEd25519 {
             tolerance_secs: tolerance(StandardWebhooksEd25519::default().tolerance_secs),
         }),
         "github" => Arc::new(GitHub),
-        "stripe" => Arc::new(Stripe {
-            tolerance_secs: tolerance(Stripe::default().tolerance_secs),
-        }),
+        "stripe" => Arc::new(Stripe { tolerance_secs: tolerance(Stripe::default().tolerance_secs) }),
         "shopify" => Arc::new(Shopify),
-        "slack" => Arc::new(Slack {
-            tolerance_secs: tolerance(Slack::default().tolerance_secs),
-        }),
-        "demo-webhook-v1" => Arc::new(DemoV1 {
-            tolerance_secs: tolerance(DemoV1::default().tolerance_secs),
-        }),
+        "slack" => Arc::new(Slack { tolerance_secs: tolerance(Slack::default().tolerance_secs) }),
+        "demo-webhook-v1" => Arc::new(DemoV1 { tolerance_secs: tolerance(DemoV1::default().tolerance_secs) }),
         _ => return None,
     };
     Some(scheme)
@@ -109,9 +96,7 @@ impl IdentityLocation {
     /// Finds the identity in a verified, parsed delivery. A JSON integer is accepted and
     /// used in its decimal form; anything else missing or malformed is a contract rejection.
     pub fn resolve(&self, headers: &HeaderMap, event: &Json) -> Result<Identity, Rejection> {
-        let missing = Rejection::Contract {
-            reason: "event identity is missing or malformed",
-        };
+        let missing = Rejection::Contract { reason: "event identity is missing or malformed" };
         let text = match self {
             Self::Header(name) => {
                 let mut values = headers.get_all(name.as_str()).iter();

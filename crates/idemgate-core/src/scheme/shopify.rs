@@ -93,14 +93,10 @@ impl Scheme for Shopify {
     /// The app's client secret exactly as Shopify shows it; its UTF-8 bytes are the key.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
         if text.is_empty() {
-            return Err(SecretError::Invalid {
-                reason: "the secret is empty",
-            });
+            return Err(SecretError::Invalid { reason: "the secret is empty" });
         }
         if text.trim() != text {
-            return Err(SecretError::Invalid {
-                reason: "the secret starts or ends with whitespace",
-            });
+            return Err(SecretError::Invalid { reason: "the secret starts or ends with whitespace" });
         }
         Ok(Secret::new(text.as_bytes().to_vec()))
     }
@@ -115,9 +111,8 @@ impl Scheme for Shopify {
         let event_id = parse_id(single_header(delivery.headers, EVENT_ID_HEADER)?, EVENT_ID_HEADER)?;
         let webhook_id = optional_id(delivery.headers, WEBHOOK_ID_HEADER)?;
         // Every secret is tried, so the time taken does not tell which one matched.
-        let matched = secrets.iter().fold(Choice::from(0), |acc, secret| {
-            acc | tag(secret, delivery.body).ct_eq(&given)
-        });
+        let matched =
+            secrets.iter().fold(Choice::from(0), |acc, secret| acc | tag(secret, delivery.body).ct_eq(&given));
         if !bool::from(matched) {
             return Err(AuthError::SignatureMismatch);
         }
@@ -162,11 +157,7 @@ mod tests {
     }
 
     fn signed(signature: &str) -> HeaderMap {
-        headers(&[
-            (SIGNATURE_HEADER, signature),
-            (EVENT_ID_HEADER, EVENT_ID),
-            (WEBHOOK_ID_HEADER, LIB_WEBHOOK_ID),
-        ])
+        headers(&[(SIGNATURE_HEADER, signature), (EVENT_ID_HEADER, EVENT_ID), (WEBHOOK_ID_HEADER, LIB_WEBHOOK_ID)])
     }
 
     fn verify(secrets: &[Secret], headers: &HeaderMap, body: &[u8]) -> Result<VerifiedDelivery, AuthError> {
@@ -247,10 +238,7 @@ mod tests {
     #[test]
     fn malformed_or_repeated_id_headers_are_refused() {
         let spaced = headers(&[(SIGNATURE_HEADER, LIB_HMAC), (EVENT_ID_HEADER, "a b")]);
-        assert_eq!(
-            verify(&[secret(LIB_SECRET)], &spaced, LIB_BODY),
-            Err(AuthError::MalformedHeader(EVENT_ID_HEADER))
-        );
+        assert_eq!(verify(&[secret(LIB_SECRET)], &spaced, LIB_BODY), Err(AuthError::MalformedHeader(EVENT_ID_HEADER)));
         let mut repeated = signed(LIB_HMAC);
         repeated.append(WEBHOOK_ID_HEADER, HeaderValue::from_static("2"));
         assert_eq!(
@@ -259,10 +247,7 @@ mod tests {
         );
         let long = "w".repeat(MAX_ID_LEN + 1);
         let mut too_long = headers(&[(SIGNATURE_HEADER, LIB_HMAC), (EVENT_ID_HEADER, EVENT_ID)]);
-        too_long.append(
-            WEBHOOK_ID_HEADER,
-            HeaderValue::from_str(&long).unwrap_or_else(|_| unreachable!()),
-        );
+        too_long.append(WEBHOOK_ID_HEADER, HeaderValue::from_str(&long).unwrap_or_else(|_| unreachable!()));
         assert_eq!(
             verify(&[secret(LIB_SECRET)], &too_long, LIB_BODY),
             Err(AuthError::MalformedHeader(WEBHOOK_ID_HEADER))
@@ -283,9 +268,6 @@ mod tests {
     #[test]
     fn the_scheme_names_itself_and_its_identity_header() {
         assert_eq!(Shopify.name(), "shopify");
-        assert_eq!(
-            Shopify.default_identity(),
-            IdentityLocation::Header("x-shopify-event-id".into())
-        );
+        assert_eq!(Shopify.default_identity(), IdentityLocation::Header("x-shopify-event-id".into()));
     }
 }

@@ -79,10 +79,7 @@ fn parse_timestamp(value: &str) -> Result<UnixTime, AuthError> {
 
 fn parse_signature(value: &str) -> Result<[u8; 32], AuthError> {
     let malformed = || AuthError::MalformedHeader(SIGNATURE_HEADER);
-    let digest = value
-        .strip_prefix(VERSION)
-        .and_then(|rest| rest.strip_prefix('='))
-        .ok_or_else(malformed)?;
+    let digest = value.strip_prefix(VERSION).and_then(|rest| rest.strip_prefix('=')).ok_or_else(malformed)?;
     let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
     if digest.len() != 64 || !digest.bytes().all(lower_hex) {
         return Err(malformed());
@@ -104,14 +101,10 @@ impl Scheme for Slack {
     /// The app's signing secret exactly as Slack shows it; its UTF-8 bytes are the key.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
         if text.is_empty() {
-            return Err(SecretError::Invalid {
-                reason: "the secret is empty",
-            });
+            return Err(SecretError::Invalid { reason: "the secret is empty" });
         }
         if text.trim() != text {
-            return Err(SecretError::Invalid {
-                reason: "the secret starts or ends with whitespace",
-            });
+            return Err(SecretError::Invalid { reason: "the secret starts or ends with whitespace" });
         }
         Ok(Secret::new(text.as_bytes().to_vec()))
     }
@@ -127,17 +120,13 @@ impl Scheme for Slack {
         let given = parse_signature(single_header(delivery.headers, SIGNATURE_HEADER)?)?;
         check_tolerance(timestamp, now, self.tolerance_secs)?;
         // Every secret is tried, so the time taken does not tell which one matched.
-        let matched = secrets.iter().fold(Choice::from(0), |acc, secret| {
-            acc | tag(secret, timestamp_text, delivery.body).ct_eq(&given)
-        });
+        let matched = secrets
+            .iter()
+            .fold(Choice::from(0), |acc, secret| acc | tag(secret, timestamp_text, delivery.body).ct_eq(&given));
         if !bool::from(matched) {
             return Err(AuthError::SignatureMismatch);
         }
-        Ok(VerifiedDelivery {
-            delivery_id: None,
-            event_identity: None,
-            timestamp: Some(timestamp),
-        })
+        Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(timestamp) })
     }
 }
 
@@ -196,11 +185,7 @@ mod tests {
         let headers = headers(DOC_TIMESTAMP, DOC_SIGNATURE);
         assert_eq!(
             verify_at(DOC_NOW, &[secret(DOC_SECRET)], &headers, DOC_BODY),
-            Ok(VerifiedDelivery {
-                delivery_id: None,
-                event_identity: None,
-                timestamp: Some(DOC_NOW),
-            })
+            Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(DOC_NOW) })
         );
     }
 
@@ -209,10 +194,7 @@ mod tests {
         let headers = headers(DOC_TIMESTAMP, DOC_SIGNATURE);
         // The SDK's own tampering case appends "------" to the body.
         let tampered = [DOC_BODY, b"------"].concat();
-        assert_eq!(
-            verify(&[secret(DOC_SECRET)], &headers, &tampered),
-            Err(AuthError::SignatureMismatch)
-        );
+        assert_eq!(verify(&[secret(DOC_SECRET)], &headers, &tampered), Err(AuthError::SignatureMismatch));
         assert_eq!(
             verify(&[secret("8f742231b10e8888abcd99yyyzzz85a6")], &headers, DOC_BODY),
             Err(AuthError::SignatureMismatch)
@@ -224,10 +206,7 @@ mod tests {
         let body = br#"{"event_id":"Ev1"}"#;
         let signature = sign(&secret(DOC_SECRET), DOC_TIMESTAMP, body);
         let shifted = headers("1531420619", &signature);
-        assert_eq!(
-            verify(&[secret(DOC_SECRET)], &shifted, body),
-            Err(AuthError::SignatureMismatch)
-        );
+        assert_eq!(verify(&[secret(DOC_SECRET)], &shifted, body), Err(AuthError::SignatureMismatch));
     }
 
     #[test]
@@ -245,11 +224,8 @@ mod tests {
         for (offset, ok) in [(300, true), (301, false), (-300, true), (-301, false)] {
             let now = UnixTime(DOC_NOW.0 + offset);
             let result = verify_at(now, &[secret(DOC_SECRET)], &headers, DOC_BODY);
-            let expected = if ok {
-                Ok(Some(DOC_NOW))
-            } else {
-                Err(AuthError::TimestampOutOfTolerance { tolerance_secs: 300 })
-            };
+            let expected =
+                if ok { Ok(Some(DOC_NOW)) } else { Err(AuthError::TimestampOutOfTolerance { tolerance_secs: 300 }) };
             assert_eq!(result.map(|v| v.timestamp), expected, "now = ts + {offset}");
         }
     }
@@ -258,15 +234,9 @@ mod tests {
     fn missing_and_repeated_headers_are_refused() {
         let mut headers = headers(DOC_TIMESTAMP, DOC_SIGNATURE);
         headers.remove(SIGNATURE_HEADER);
-        assert_eq!(
-            verify(&[secret(DOC_SECRET)], &headers, DOC_BODY),
-            Err(AuthError::MissingHeader(SIGNATURE_HEADER))
-        );
+        assert_eq!(verify(&[secret(DOC_SECRET)], &headers, DOC_BODY), Err(AuthError::MissingHeader(SIGNATURE_HEADER)));
         headers.remove(TIMESTAMP_HEADER);
-        assert_eq!(
-            verify(&[secret(DOC_SECRET)], &headers, DOC_BODY),
-            Err(AuthError::MissingHeader(TIMESTAMP_HEADER))
-        );
+        assert_eq!(verify(&[secret(DOC_SECRET)], &headers, DOC_BODY), Err(AuthError::MissingHeader(TIMESTAMP_HEADER)));
         let mut repeated = self::headers(DOC_TIMESTAMP, DOC_SIGNATURE);
         repeated.append(TIMESTAMP_HEADER, HeaderValue::from_static("1531420618"));
         assert_eq!(
@@ -322,9 +292,6 @@ mod tests {
     fn the_scheme_names_itself_and_its_identity_pointer() {
         assert_eq!(Slack::default().name(), "slack");
         assert_eq!(Slack::default().tolerance_secs, 300);
-        assert_eq!(
-            Slack::default().default_identity(),
-            IdentityLocation::Body("/event_id".into())
-        );
+        assert_eq!(Slack::default().default_identity(), IdentityLocation::Body("/event_id".into()));
     }
 }

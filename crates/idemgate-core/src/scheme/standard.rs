@@ -70,17 +70,11 @@ struct HeaderNames {
     signature: &'static str,
 }
 
-static WEBHOOK_NAMES: HeaderNames = HeaderNames {
-    id: ID_HEADER,
-    timestamp: TIMESTAMP_HEADER,
-    signature: SIGNATURE_HEADER,
-};
+static WEBHOOK_NAMES: HeaderNames =
+    HeaderNames { id: ID_HEADER, timestamp: TIMESTAMP_HEADER, signature: SIGNATURE_HEADER };
 
-static SVIX_NAMES: HeaderNames = HeaderNames {
-    id: SVIX_ID_HEADER,
-    timestamp: SVIX_TIMESTAMP_HEADER,
-    signature: SVIX_SIGNATURE_HEADER,
-};
+static SVIX_NAMES: HeaderNames =
+    HeaderNames { id: SVIX_ID_HEADER, timestamp: SVIX_TIMESTAMP_HEADER, signature: SVIX_SIGNATURE_HEADER };
 
 /// The parsed headers of one delivery, before any signature is checked.
 struct Signed<'h> {
@@ -104,15 +98,9 @@ impl Signed<'_> {
 /// those is, else `webhook-*` (so that a bare request reports `webhook-id` missing).
 fn header_names(headers: &HeaderMap) -> &'static HeaderNames {
     let present = |names: &HeaderNames| {
-        [names.id, names.timestamp, names.signature]
-            .iter()
-            .any(|name| headers.contains_key(*name))
+        [names.id, names.timestamp, names.signature].iter().any(|name| headers.contains_key(*name))
     };
-    if !present(&WEBHOOK_NAMES) && present(&SVIX_NAMES) {
-        &SVIX_NAMES
-    } else {
-        &WEBHOOK_NAMES
-    }
+    if !present(&WEBHOOK_NAMES) && present(&SVIX_NAMES) { &SVIX_NAMES } else { &WEBHOOK_NAMES }
 }
 
 fn read_signed(headers: &HeaderMap) -> Result<Signed<'_>, AuthError> {
@@ -120,12 +108,7 @@ fn read_signed(headers: &HeaderMap) -> Result<Signed<'_>, AuthError> {
     let id = parse_id(single_header(headers, names.id)?, names.id)?;
     let timestamp = parse_timestamp(single_header(headers, names.timestamp)?, names.timestamp)?;
     let signatures = single_header(headers, names.signature)?;
-    Ok(Signed {
-        id,
-        timestamp,
-        signatures,
-        signature_header: names.signature,
-    })
+    Ok(Signed { id, timestamp, signatures, signature_header: names.signature })
 }
 
 /// 1 to 256 visible ASCII characters without `.`: the spec forbids `.` in the id so that
@@ -146,10 +129,7 @@ fn parse_timestamp(value: &str, name: &'static str) -> Result<UnixTime, AuthErro
     if !digits || !(1..=18).contains(&value.len()) || value.starts_with('0') {
         return Err(AuthError::MalformedHeader(name));
     }
-    value
-        .parse()
-        .map(UnixTime)
-        .map_err(|_| AuthError::MalformedHeader(name))
+    value.parse().map(UnixTime).map_err(|_| AuthError::MalformedHeader(name))
 }
 
 /// The decoded `version` signatures of the header. Other versions and entries that are not
@@ -211,10 +191,7 @@ impl Default for StandardWebhooks {
 /// ```
 #[must_use]
 pub fn sign(secret: &Secret, msg_id: &str, timestamp: i64, body: &[u8]) -> String {
-    format!(
-        "{SYMMETRIC_VERSION},{}",
-        STANDARD.encode(tag(secret, msg_id, timestamp, body))
-    )
+    format!("{SYMMETRIC_VERSION},{}", STANDARD.encode(tag(secret, msg_id, timestamp, body)))
 }
 
 fn tag(secret: &Secret, msg_id: &str, timestamp: i64, body: &[u8]) -> [u8; 32] {
@@ -241,15 +218,11 @@ impl Scheme for StandardWebhooks {
     /// (Python, JavaScript, Go, Rust) and Svix's own accept it.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
         if text.starts_with(PUBLIC_KEY_PREFIX) || text.starts_with(PRIVATE_KEY_PREFIX) {
-            return Err(SecretError::Invalid {
-                reason: "an ed25519 key belongs to scheme standard-webhooks-ed25519",
-            });
+            return Err(SecretError::Invalid { reason: "an ed25519 key belongs to scheme standard-webhooks-ed25519" });
         }
         let key = decode_key(text, SECRET_PREFIX, "expected whsec_ followed by base64")?;
         if !SECRET_LEN.contains(&key.len()) {
-            return Err(SecretError::Invalid {
-                reason: "the decoded key must be 24 to 64 bytes",
-            });
+            return Err(SecretError::Invalid { reason: "the decoded key must be 24 to 64 bytes" });
         }
         Ok(Secret::new(key))
     }
@@ -315,9 +288,7 @@ fn ed25519_matches(secret: &Secret, message: &[u8], given: &[[u8; 64]]) -> bool 
     let Ok(key) = VerifyingKey::try_from(secret.expose()) else {
         return false;
     };
-    given
-        .iter()
-        .any(|entry| key.verify_strict(message, &Signature::from_bytes(entry)).is_ok())
+    given.iter().any(|entry| key.verify_strict(message, &Signature::from_bytes(entry)).is_ok())
 }
 
 /// `whpk_` + standard base64 (padding optional) of a 32-byte ed25519 public key that is a
@@ -332,14 +303,11 @@ fn decode_public_key(text: &str) -> Result<Secret, SecretError> {
     if !text.starts_with(PUBLIC_KEY_PREFIX) {
         return Err(SecretError::Invalid { reason: REASON });
     }
-    let bytes: [u8; 32] = decode_key(text, PUBLIC_KEY_PREFIX, REASON)?
-        .try_into()
-        .map_err(|_| SecretError::Invalid { reason: REASON })?;
+    let bytes: [u8; 32] =
+        decode_key(text, PUBLIC_KEY_PREFIX, REASON)?.try_into().map_err(|_| SecretError::Invalid { reason: REASON })?;
     match VerifyingKey::from_bytes(&bytes) {
         Ok(key) if !key.is_weak() => Ok(Secret::new(bytes.to_vec())),
-        _ => Err(SecretError::Invalid {
-            reason: "not a usable ed25519 public key",
-        }),
+        _ => Err(SecretError::Invalid { reason: "not a usable ed25519 public key" }),
     }
 }
 
@@ -423,15 +391,11 @@ mod tests {
     const NOW: UnixTime = UnixTime(PY_TS);
 
     fn hmac_key(text: &str) -> Secret {
-        StandardWebhooks::default()
-            .decode_secret(text)
-            .unwrap_or_else(|_| unreachable!())
+        StandardWebhooks::default().decode_secret(text).unwrap_or_else(|_| unreachable!())
     }
 
     fn public_key(text: &str) -> Secret {
-        StandardWebhooksEd25519::default()
-            .decode_secret(text)
-            .unwrap_or_else(|_| unreachable!())
+        StandardWebhooksEd25519::default().decode_secret(text).unwrap_or_else(|_| unreachable!())
     }
 
     fn headers_named(names: [&'static str; 3], values: [&str; 3]) -> HeaderMap {
@@ -522,12 +486,7 @@ mod tests {
     #[test]
     fn one_valid_entry_among_several_verifies() {
         // PY/JS/GO test_multi_sig_payload_is_valid.
-        let py = [
-            &format!("v1,{CEO5}"),
-            &format!("v2,{CEO5}"),
-            PY_SIG,
-            &format!("v1,{CEO5}"),
-        ];
+        let py = [&format!("v1,{CEO5}"), &format!("v2,{CEO5}"), PY_SIG, &format!("v1,{CEO5}")];
         assert!(verify(&py_headers(&py.join(" ")), PY_BODY).is_ok());
         // RS test_verify_with_multiple_signatures and test_no_verify_with_multiple_signatures.
         let wrong = [
@@ -684,10 +643,7 @@ mod tests {
         let bare = scheme.decode_secret(&PY_SECRET[6..]).map(|s| s.expose().to_vec());
         assert_eq!(bare, Ok(hmac_key(PY_SECRET).expose().to_vec()));
         let padded = hmac_key("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwBr==");
-        for unpadded in [
-            "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwBr",
-            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwBr",
-        ] {
+        for unpadded in ["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwBr", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwBr"] {
             assert_eq!(hmac_key(unpadded).expose(), padded.expose());
         }
         assert_eq!(padded.expose().len(), 25);
@@ -697,13 +653,7 @@ mod tests {
     fn decode_secret_refuses_garbage_without_echoing_it() {
         let scheme = StandardWebhooks::default();
         // PY/JS/GO empty secrets, then non-base64, a too-short key and an ed25519 key.
-        for text in [
-            "",
-            "whsec_",
-            "whsec_not*base64!",
-            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS=",
-            ONES_PUBLIC,
-        ] {
+        for text in ["", "whsec_", "whsec_not*base64!", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS=", ONES_PUBLIC] {
             let err = scheme.decode_secret(text).err();
             assert!(matches!(err, Some(SecretError::Invalid { .. })), "{text}");
             let message = err.map(|e| e.to_string()).unwrap_or_default();
@@ -773,10 +723,7 @@ mod tests {
         // JS-v1a "a v1-keyed instance ignores v1a signatures and vice versa".
         let result = verify_ed(&[ONES_PUBLIC], &py_headers(PY_SIG));
         assert_eq!(result, Err(AuthError::SignatureMismatch));
-        assert_eq!(
-            verify(&py_headers(ONES_SIG), PY_BODY),
-            Err(AuthError::SignatureMismatch)
-        );
+        assert_eq!(verify(&py_headers(ONES_SIG), PY_BODY), Err(AuthError::SignatureMismatch));
         // The same bytes relabelled as the other version do not pass either.
         let relabelled = ONES_SIG.replacen("v1a,", "v1,", 1);
         let result = verify(&py_headers(&relabelled), PY_BODY);
@@ -795,10 +742,7 @@ mod tests {
     fn the_ed25519_scheme_checks_headers_and_tolerance() {
         let mut missing = py_headers(ONES_SIG);
         missing.remove(ID_HEADER);
-        assert_eq!(
-            verify_ed(&[ONES_PUBLIC], &missing),
-            Err(AuthError::MissingHeader(ID_HEADER))
-        );
+        assert_eq!(verify_ed(&[ONES_PUBLIC], &missing), Err(AuthError::MissingHeader(ID_HEADER)));
         let late = sign_ed25519(&[1; 32], PY_ID, PY_TS - 301, PY_BODY);
         let result = verify_ed(&[ONES_PUBLIC], &py_headers_at(PY_TS - 301, &late));
         assert_eq!(result, Err(AuthError::TimestampOutOfTolerance { tolerance_secs: 300 }));
@@ -811,10 +755,7 @@ mod tests {
     fn decode_public_key_accepts_whpk_only() {
         let scheme = StandardWebhooksEd25519::default();
         assert_eq!(public_key(ONES_PUBLIC).expose().len(), 32);
-        let weak = format!(
-            "whpk_{}",
-            STANDARD.encode([1u8].iter().chain(&[0; 31]).copied().collect::<Vec<_>>())
-        );
+        let weak = format!("whpk_{}", STANDARD.encode([1u8].iter().chain(&[0; 31]).copied().collect::<Vec<_>>()));
         let private = format!("whsk_{}", STANDARD.encode([1u8; 32]));
         let refused = [
             ONES_PUBLIC[5..].to_owned(),                    // bare base64

@@ -193,11 +193,7 @@ impl Scheme for Stripe {
         if !bool::from(matched) {
             return Err(AuthError::SignatureMismatch);
         }
-        Ok(VerifiedDelivery {
-            delivery_id: None,
-            event_identity: None,
-            timestamp: Some(timestamp),
-        })
+        Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(timestamp) })
     }
 }
 
@@ -263,10 +259,7 @@ mod tests {
 
     fn headers(value: &str) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(
-            SIGNATURE_HEADER,
-            HeaderValue::from_str(value).unwrap_or_else(|_| unreachable!()),
-        );
+        headers.insert(SIGNATURE_HEADER, HeaderValue::from_str(value).unwrap_or_else(|_| unreachable!()));
         headers
     }
 
@@ -279,14 +272,7 @@ mod tests {
     ) -> Result<VerifiedDelivery, AuthError> {
         let set = SecretSet::new(secrets.to_vec()).unwrap_or_else(|_| unreachable!());
         let headers = headers(header);
-        scheme.verify(
-            &set,
-            RawDelivery {
-                headers: &headers,
-                body,
-            },
-            now,
-        )
+        scheme.verify(&set, RawDelivery { headers: &headers, body }, now)
     }
 
     fn verify(secrets: &[Secret], header: &str, body: &[u8]) -> Result<(), AuthError> {
@@ -306,11 +292,7 @@ mod tests {
         let ok = verify_with(Stripe::default(), NOW, &[dotnet_secret()], DOTNET_HEADER, body);
         assert_eq!(
             ok,
-            Ok(VerifiedDelivery {
-                delivery_id: None,
-                event_identity: None,
-                timestamp: Some(DOTNET_TIMESTAMP),
-            })
+            Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(DOTNET_TIMESTAMP) })
         );
     }
 
@@ -318,10 +300,7 @@ mod tests {
     fn a_changed_body_or_a_wrong_secret_fails() {
         // The .NET library's own tampering case appends "this_changes_the_json".
         let tampered = format!("{DOTNET_FIXTURE}this_changes_the_json");
-        assert_eq!(
-            verify(&[dotnet_secret()], DOTNET_HEADER, tampered.as_bytes()),
-            Err(AuthError::SignatureMismatch)
-        );
+        assert_eq!(verify(&[dotnet_secret()], DOTNET_HEADER, tampered.as_bytes()), Err(AuthError::SignatureMismatch));
         assert_eq!(
             verify(&[secret(LIB_SECRET)], DOTNET_HEADER, DOTNET_FIXTURE.as_bytes()),
             Err(AuthError::SignatureMismatch)
@@ -346,10 +325,7 @@ mod tests {
         let body = DOTNET_FIXTURE.as_bytes();
         let at = |now| verify_with(strict, now, &[dotnet_secret()], DOTNET_HEADER, body);
         assert!(at(DOTNET_TIMESTAMP).is_ok());
-        assert_eq!(
-            at(UnixTime(DOTNET_TIMESTAMP.0 + 1)),
-            Err(AuthError::TimestampOutOfTolerance { tolerance_secs: 0 })
-        );
+        assert_eq!(at(UnixTime(DOTNET_TIMESTAMP.0 + 1)), Err(AuthError::TimestampOutOfTolerance { tolerance_secs: 0 }));
     }
 
     #[test]
@@ -363,10 +339,7 @@ mod tests {
         }
         assert!(verify(std::slice::from_ref(&old), &both, b"{}").is_ok());
         assert!(verify(std::slice::from_ref(&new), &both, b"{}").is_ok());
-        assert_eq!(
-            verify(&[secret("whsec_other")], &both, b"{}"),
-            Err(AuthError::SignatureMismatch)
-        );
+        assert_eq!(verify(&[secret("whsec_other")], &both, b"{}"), Err(AuthError::SignatureMismatch));
     }
 
     #[test]
@@ -429,37 +402,17 @@ mod tests {
         let mut headers = headers(DOTNET_HEADER);
         headers.append(SIGNATURE_HEADER, HeaderValue::from_static(DOTNET_HEADER));
         let body = DOTNET_FIXTURE.as_bytes();
-        let result = Stripe::default().verify(
-            &set,
-            RawDelivery {
-                headers: &headers,
-                body,
-            },
-            NOW,
-        );
+        let result = Stripe::default().verify(&set, RawDelivery { headers: &headers, body }, NOW);
         assert_eq!(result, Err(AuthError::MalformedHeader(SIGNATURE_HEADER)));
         headers.remove(SIGNATURE_HEADER);
-        let result = Stripe::default().verify(
-            &set,
-            RawDelivery {
-                headers: &headers,
-                body,
-            },
-            NOW,
-        );
+        let result = Stripe::default().verify(&set, RawDelivery { headers: &headers, body }, NOW);
         assert_eq!(result, Err(AuthError::MissingHeader(SIGNATURE_HEADER)));
     }
 
     #[test]
     fn secrets_keep_their_prefix_and_bad_ones_are_not_echoed() {
         assert_eq!(secret(LIB_SECRET).expose(), LIB_SECRET.as_bytes());
-        for text in [
-            "",
-            "whsec_",
-            "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
-            "whsec_abc\n",
-            "whsec_a b",
-        ] {
+        for text in ["", "whsec_", "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "whsec_abc\n", "whsec_a b"] {
             let err = Stripe::default().decode_secret(text).err();
             assert!(matches!(err, Some(SecretError::Invalid { .. })), "{text:?}");
             let message = err.map(|e| e.to_string()).unwrap_or_default();
@@ -471,9 +424,6 @@ mod tests {
     fn the_scheme_names_itself_and_its_identity_pointer() {
         assert_eq!(Stripe::default().name(), "stripe");
         assert_eq!(Stripe::default().tolerance_secs, 300);
-        assert_eq!(
-            Stripe::default().default_identity(),
-            IdentityLocation::Body("/id".into())
-        );
+        assert_eq!(Stripe::default().default_identity(), IdentityLocation::Body("/id".into()));
     }
 }

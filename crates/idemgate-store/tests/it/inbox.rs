@@ -36,20 +36,12 @@ async fn an_accepted_event_has_one_pending_job_per_destination() {
     let t = open_store();
     let req = request("e1", b"{}");
     let outcome = t.store.receive(req.clone(), accept(&req, &["app", "audit"])).await;
-    assert_eq!(
-        outcome,
-        Outcome::Applied {
-            result: json!({"event": "e1"})
-        }
-    );
+    assert_eq!(outcome, Outcome::Applied { result: json!({"event": "e1"}) });
     let repeat = t.store.receive(req.clone(), accept(&req, &["app", "audit"])).await;
     assert!(matches!(repeat, Outcome::Duplicate { .. }));
     let reader = t.store.reader().unwrap();
     let jobs = reader.jobs(&req.key).unwrap();
-    let states: Vec<_> = jobs
-        .iter()
-        .map(|j| (j.destination.as_str(), j.state.as_str()))
-        .collect();
+    let states: Vec<_> = jobs.iter().map(|j| (j.destination.as_str(), j.state.as_str())).collect();
     assert_eq!(states, [("app", "pending"), ("audit", "pending")]);
     assert_eq!(reader.event(&req.key).unwrap().map(|e| e.body_len), Some(2));
 }
@@ -64,12 +56,7 @@ async fn a_refusal_after_the_insert_leaves_neither_event_nor_jobs() {
         Err(HandlerError::Refused("type not allowed"))
     };
     let outcome = t.store.receive(req.clone(), refusing).await;
-    assert_eq!(
-        outcome,
-        Outcome::Refused {
-            reason: "type not allowed"
-        }
-    );
+    assert_eq!(outcome, Outcome::Refused { reason: "type not allowed" });
     let reader = t.store.reader().unwrap();
     assert_eq!(reader.event(&req.key).unwrap(), None);
     assert!(reader.jobs(&req.key).unwrap().is_empty());

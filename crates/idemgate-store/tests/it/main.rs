@@ -27,10 +27,7 @@ pub fn open_store() -> TestStore {
 
 pub fn request(identity: &str, body: &[u8]) -> ReceiveRequest {
     ReceiveRequest {
-        key: ReceiptKey {
-            source: SourceName::new("test").unwrap(),
-            identity: Identity::new(identity).unwrap(),
-        },
+        key: ReceiptKey { source: SourceName::new("test").unwrap(), identity: Identity::new(identity).unwrap() },
         body_hash: BodyHash::of(body),
         received_at: UnixTime(1_700_000_000),
     }

@@ -16,10 +16,7 @@ use serde_json::json;
 use crate::{TestStore, open_store, request};
 
 async fn with_effects_table(store: &SqliteStore) {
-    store
-        .write(|conn| conn.execute_batch("CREATE TABLE effects (identity TEXT NOT NULL)"))
-        .await
-        .unwrap();
+    store.write(|conn| conn.execute_batch("CREATE TABLE effects (identity TEXT NOT NULL)")).await.unwrap();
 }
 
 fn record_effect(identity: &'static str) -> impl FnOnce(&Connection) -> Result<serde_json::Value, HandlerError> {
@@ -39,22 +36,9 @@ async fn first_delivery_applies_and_a_repeat_gets_the_original_result() {
     let t = open_store();
     with_effects_table(&t.store).await;
     let applied = t.store.receive(request("e1", b"body"), record_effect("e1")).await;
-    assert_eq!(
-        applied,
-        Outcome::Applied {
-            result: json!({"effect": "e1"})
-        }
-    );
-    let repeat = t
-        .store
-        .receive(request("e1", b"body"), |_| Ok(json!("never stored")))
-        .await;
-    assert_eq!(
-        repeat,
-        Outcome::Duplicate {
-            result: json!({"effect": "e1"})
-        }
-    );
+    assert_eq!(applied, Outcome::Applied { result: json!({"effect": "e1"}) });
+    let repeat = t.store.receive(request("e1", b"body"), |_| Ok(json!("never stored"))).await;
+    assert_eq!(repeat, Outcome::Duplicate { result: json!({"effect": "e1"}) });
     assert_eq!(count(&t, "SELECT count(*) FROM effects"), 1);
     assert_eq!(count(&t, "SELECT count(*) FROM receipts"), 1);
 }
@@ -69,16 +53,10 @@ async fn other_bytes_under_the_same_identity_conflict_and_are_recorded() {
     }
     let reader = t.store.reader().unwrap();
     let receipt = reader.receipt(&request("e1", b"").key).unwrap().unwrap();
-    assert_eq!(
-        (receipt.result, receipt.body_hash),
-        (json!(1), request("e1", b"one").body_hash)
-    );
+    assert_eq!((receipt.result, receipt.body_hash), (json!(1), request("e1", b"one").body_hash));
     let conflicts = reader.conflicts(&request("e1", b"").key.source).unwrap();
     assert_eq!(conflicts.len(), 1);
-    assert_eq!(
-        (conflicts[0].seen_count, conflicts[0].body_hash),
-        (2, request("e1", b"two").body_hash)
-    );
+    assert_eq!((conflicts[0].seen_count, conflicts[0].body_hash), (2, request("e1", b"two").body_hash));
 }
 
 #[tokio::test]
@@ -90,12 +68,7 @@ async fn a_failing_handler_rolls_back_its_effect_and_stores_no_receipt() {
         Err(HandlerError::new("refused after writing"))
     };
     let outcome = t.store.receive(request("e1", b"body"), failing).await;
-    assert_eq!(
-        outcome,
-        Outcome::Failed {
-            cause: FailureCause::Handler
-        }
-    );
+    assert_eq!(outcome, Outcome::Failed { cause: FailureCause::Handler });
     assert_eq!(count(&t, "SELECT count(*) FROM effects"), 0);
     assert_eq!(count(&t, "SELECT count(*) FROM receipts"), 0);
     let retry = t.store.receive(request("e1", b"body"), record_effect("e1")).await;
@@ -111,12 +84,7 @@ async fn a_panicking_handler_rolls_back_and_the_writer_keeps_working() {
         panic!("handler bug");
     };
     let outcome = t.store.receive(request("e1", b"body"), panicking).await;
-    assert_eq!(
-        outcome,
-        Outcome::Failed {
-            cause: FailureCause::Handler
-        }
-    );
+    assert_eq!(outcome, Outcome::Failed { cause: FailureCause::Handler });
     assert_eq!(count(&t, "SELECT count(*) FROM effects"), 0);
     let next = t.store.receive(request("e2", b"body"), record_effect("e2")).await;
     assert!(matches!(next, Outcome::Applied { .. }), "{next:?}");
@@ -159,11 +127,7 @@ async fn two_stores_on_one_file_still_apply_each_event_once() {
     let runs = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for i in 0..40 {
-        let store = if i % 2 == 0 {
-            Arc::clone(&t.store)
-        } else {
-            Arc::clone(&second)
-        };
+        let store = if i % 2 == 0 { Arc::clone(&t.store) } else { Arc::clone(&second) };
         let runs = Arc::clone(&runs);
         let identity = format!("e{}", i % 10);
         tasks.push(tokio::spawn(async move {
@@ -179,10 +143,7 @@ async fn two_stores_on_one_file_still_apply_each_event_once() {
     }
     for task in tasks {
         let outcome = task.await.unwrap();
-        assert!(
-            matches!(outcome, Outcome::Applied { .. } | Outcome::Duplicate { .. }),
-            "{outcome:?}"
-        );
+        assert!(matches!(outcome, Outcome::Applied { .. } | Outcome::Duplicate { .. }), "{outcome:?}");
     }
     assert_eq!(runs.load(Ordering::SeqCst), 10);
     assert_eq!(count(&t, "SELECT count(*) FROM receipts"), 10);
@@ -192,20 +153,12 @@ async fn two_stores_on_one_file_still_apply_each_event_once() {
 async fn a_lock_held_past_busy_timeout_fails_the_delivery_and_then_service_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("locked.sqlite3");
-    let options = StoreOptions {
-        busy_timeout: Duration::from_millis(100),
-        ..StoreOptions::default()
-    };
+    let options = StoreOptions { busy_timeout: Duration::from_millis(100), ..StoreOptions::default() };
     let store = SqliteStore::open(&path, options).unwrap();
     let holder = rusqlite::Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
     let blocked = store.receive(request("e1", b"body"), |_| Ok(json!(1))).await;
-    assert_eq!(
-        blocked,
-        Outcome::Failed {
-            cause: FailureCause::Store
-        }
-    );
+    assert_eq!(blocked, Outcome::Failed { cause: FailureCause::Store });
     holder.execute_batch("ROLLBACK").unwrap();
     let resumed = store.receive(request("e1", b"body"), |_| Ok(json!(1))).await;
     assert_eq!(resumed, Outcome::Applied { result: json!(1) });

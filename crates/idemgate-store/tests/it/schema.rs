@@ -17,45 +17,21 @@ fn opening_twice_applies_migrations_once() {
 fn a_file_from_a_newer_build_is_refused_and_left_alone() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.sqlite3");
-    rusqlite::Connection::open(&path)
-        .unwrap()
-        .execute_batch("PRAGMA user_version = 99")
-        .unwrap();
+    rusqlite::Connection::open(&path).unwrap().execute_batch("PRAGMA user_version = 99").unwrap();
     let err = SqliteStore::open(&path, StoreOptions::default()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::NewerSchema {
-                found: 99,
-                supported: idemgate_store::SCHEMA_VERSION
-            }
-        ),
-        "{err}"
-    );
-    assert!(matches!(
-        SqliteReader::open(&path).unwrap_err(),
-        StoreError::NewerSchema { .. }
-    ));
+    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: idemgate_store::SCHEMA_VERSION }), "{err}");
+    assert!(matches!(SqliteReader::open(&path).unwrap_err(), StoreError::NewerSchema { .. }));
 }
 
 #[test]
 fn a_reader_needs_an_existing_initialised_file() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.sqlite3");
-    assert!(matches!(
-        SqliteReader::open(&missing).unwrap_err(),
-        StoreError::Open { .. }
-    ));
+    assert!(matches!(SqliteReader::open(&missing).unwrap_err(), StoreError::Open { .. }));
     assert!(!missing.exists(), "a reader must not create the file");
     let blank = dir.path().join("blank.sqlite3");
-    rusqlite::Connection::open(&blank)
-        .unwrap()
-        .execute_batch("CREATE TABLE t (x)")
-        .unwrap();
-    assert!(matches!(
-        SqliteReader::open(&blank).unwrap_err(),
-        StoreError::Malformed(_)
-    ));
+    rusqlite::Connection::open(&blank).unwrap().execute_batch("CREATE TABLE t (x)").unwrap();
+    assert!(matches!(SqliteReader::open(&blank).unwrap_err(), StoreError::Malformed(_)));
 }
 
 #[test]

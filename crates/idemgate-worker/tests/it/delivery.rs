@@ -31,20 +31,13 @@ pub struct Rig {
 }
 
 pub fn key(identity: &str) -> ReceiptKey {
-    ReceiptKey {
-        source: SourceName::new("src").unwrap(),
-        identity: Identity::new(identity).unwrap(),
-    }
+    ReceiptKey { source: SourceName::new("src").unwrap(), identity: Identity::new(identity).unwrap() }
 }
 
 /// Stores one event `identity` with a job for destination `app`, as the gateway would.
 pub async fn enqueue(store: &SqliteStore, identity: &str) {
     let key = key(identity);
-    let request = ReceiveRequest {
-        key: key.clone(),
-        body_hash: BodyHash::of(BODY),
-        received_at: T0,
-    };
+    let request = ReceiveRequest { key: key.clone(), body_hash: BodyHash::of(BODY), received_at: T0 };
     let outcome = store
         .receive(request, move |conn| {
             let event = NewEvent {
@@ -66,43 +59,24 @@ pub async fn enqueue(store: &SqliteStore, identity: &str) {
 pub fn rig_with(destination: &Destination, schedule: &[u64], timeout: Duration) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(&dir.path().join("s.sqlite3"), StoreOptions::default()).unwrap());
-    let http = HttpDestination::new(
-        &destination.url(),
-        Some(Secret::new(SECRET.to_vec())),
-        Duration::from_secs(1),
-        timeout,
-    )
-    .unwrap();
+    let http =
+        HttpDestination::new(&destination.url(), Some(Secret::new(SECRET.to_vec())), Duration::from_secs(1), timeout)
+            .unwrap();
     let policy = RetryPolicy {
         schedule: schedule.iter().copied().map(Duration::from_secs).collect(),
         jitter: 0.0,
         ..RetryPolicy::default()
     };
-    let routes = HashMap::from([(
-        "app".to_owned(),
-        Route {
-            deliver: Arc::new(http),
-            policy,
-            fifo: false,
-        },
-    )]);
+    let routes = HashMap::from([("app".to_owned(), Route { deliver: Arc::new(http), policy, fifo: false })]);
     let clock = Arc::new(ManualClock::at(T0));
     let worker = Worker::new(
         Arc::clone(&store),
         routes,
-        WorkerOptions {
-            lease: Duration::from_secs(30),
-            ..WorkerOptions::default()
-        },
+        WorkerOptions { lease: Duration::from_secs(30), ..WorkerOptions::default() },
     )
     .with_clock(clock.clone())
     .with_draw(Arc::new(|| 0.5));
-    Rig {
-        store,
-        clock,
-        worker,
-        _dir: dir,
-    }
+    Rig { store, clock, worker, _dir: dir }
 }
 
 pub fn job_state(rig: &Rig, identity: &str) -> (JobState, u32, UnixTime) {
@@ -114,10 +88,7 @@ pub fn job_state(rig: &Rig, identity: &str) -> (JobState, u32, UnixTime) {
 fn attempts(rig: &Rig) -> Vec<(Option<u16>, Option<String>)> {
     let conn = rusqlite::Connection::open(rig.store.path()).unwrap();
     let mut stmt = conn.prepare("SELECT status, error FROM attempts ORDER BY id").unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
 }
 
 #[tokio::test]
@@ -150,18 +121,9 @@ async fn fails_twice_then_succeeds_with_the_same_identity_and_a_valid_signature(
         assert_eq!(request.headers["x-original"], "kept");
         assert_eq!(&request.body[..], BODY);
         let ts: i64 = request.headers["webhook-timestamp"].to_str().unwrap().parse().unwrap();
-        let verified = scheme.verify(
-            &secrets,
-            RawDelivery {
-                headers: &request.headers,
-                body: &request.body,
-            },
-            UnixTime(ts),
-        );
-        assert!(
-            verified.is_ok(),
-            "the destination secret verifies every attempt: {verified:?}"
-        );
+        let verified =
+            scheme.verify(&secrets, RawDelivery { headers: &request.headers, body: &request.body }, UnixTime(ts));
+        assert!(verified.is_ok(), "the destination secret verifies every attempt: {verified:?}");
     }
     let statuses: Vec<_> = attempts(&rig).into_iter().map(|(s, _)| s).collect();
     assert_eq!(statuses, [Some(500), Some(503), Some(200)]);
@@ -180,10 +142,7 @@ async fn a_timeout_and_a_closed_connection_are_retried() {
     assert_eq!(job_state(&rig, "evt_1").0, JobState::Succeeded);
     let errors: Vec<_> = attempts(&rig).into_iter().map(|(_, e)| e).collect();
     assert_eq!(errors[0].as_deref(), Some("timed out"));
-    assert!(
-        errors[1].as_deref().is_some_and(|e| e.starts_with("connection")),
-        "{errors:?}"
-    );
+    assert!(errors[1].as_deref().is_some_and(|e| e.starts_with("connection")), "{errors:?}");
     assert_eq!(errors[2], None);
 }
 
@@ -212,19 +171,10 @@ async fn gone_disables_the_destination_until_it_is_enabled_again() {
     assert!((1..=2).contains(&after_gone));
     for _ in 0..3 {
         rig.clock.advance(3600);
-        assert_eq!(
-            rig.worker.tick().await.unwrap(),
-            0,
-            "a disabled destination gets nothing"
-        );
+        assert_eq!(rig.worker.tick().await.unwrap(), 0, "a disabled destination gets nothing");
     }
     assert_eq!(destination.received().len(), after_gone);
-    assert!(
-        rig.store
-            .enable_destination("app".into(), rig.clock.now())
-            .await
-            .unwrap()
-    );
+    assert!(rig.store.enable_destination("app".into(), rig.clock.now()).await.unwrap());
     rig.worker.tick().await.unwrap();
     assert_eq!(job_state(&rig, "evt_1").0, JobState::Succeeded);
     assert_eq!(job_state(&rig, "evt_2").0, JobState::Succeeded);
@@ -244,18 +194,11 @@ async fn a_destination_that_never_recovers_ends_dead_and_replay_delivers_later()
     assert_eq!(rig.worker.tick().await.unwrap(), 0);
 
     destination.otherwise(Behaviour::Status(200));
-    let filter = ReplayFilter {
-        source: Some("src".into()),
-        ..ReplayFilter::default()
-    };
-    assert_eq!(rig.store.replay_jobs(filter, rig.clock.now()).await.unwrap(), 1);
+    let filter = ReplayFilter { source: Some("src".into()), ..ReplayFilter::default() };
+    assert_eq!(rig.store.replay_jobs(filter, rig.clock.now(), 100).await.unwrap(), 1);
     assert_eq!(rig.worker.tick().await.unwrap(), 1);
     assert_eq!(job_state(&rig, "evt_1").0, JobState::Succeeded);
-    let ids: Vec<_> = destination
-        .received()
-        .iter()
-        .map(|r| r.headers["webhook-id"].clone())
-        .collect();
+    let ids: Vec<_> = destination.received().iter().map(|r| r.headers["webhook-id"].clone()).collect();
     assert!(ids.iter().all(|id| id == "evt_1") && ids.len() == 4, "{ids:?}");
 }
 

@@ -50,10 +50,7 @@ pub struct Destination {
 impl Destination {
     /// Answers by `script` in order, then `otherwise` (200 if not set).
     pub async fn start(script: Vec<Behaviour>) -> Self {
-        let shared = Arc::new(Shared {
-            script: Mutex::new(script.into()),
-            ..Shared::default()
-        });
+        let shared = Arc::new(Shared { script: Mutex::new(script.into()), ..Shared::default() });
         let router = Router::new().route("/hook", post(hook)).with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -77,17 +74,12 @@ impl Destination {
 async fn hook(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     shared.received.lock().unwrap().push(Received { headers, body });
     let next = shared.script.lock().unwrap().pop_front();
-    let behaviour = next
-        .or_else(|| shared.otherwise.lock().unwrap().clone())
-        .unwrap_or(Behaviour::Status(200));
+    let behaviour = next.or_else(|| shared.otherwise.lock().unwrap().clone()).unwrap_or(Behaviour::Status(200));
     match behaviour {
         Behaviour::Status(status) => (StatusCode::from_u16(status).unwrap(), "answer body").into_response(),
-        Behaviour::StatusRetryAfter(status, secs) => (
-            StatusCode::from_u16(status).unwrap(),
-            [("retry-after", secs.to_string())],
-            "slow down",
-        )
-            .into_response(),
+        Behaviour::StatusRetryAfter(status, secs) => {
+            (StatusCode::from_u16(status).unwrap(), [("retry-after", secs.to_string())], "slow down").into_response()
+        }
         Behaviour::Sleep(duration) => {
             tokio::time::sleep(duration).await;
             StatusCode::OK.into_response()

@@ -28,30 +28,15 @@ async fn a_completion_after_its_lease_was_taken_over_changes_nothing() {
     let destination = Destination::start(vec![]).await;
     let rig = rig_with(&destination, &[5], Duration::from_secs(1));
     enqueue(&rig.store, "evt_1").await;
-    let first = rig
-        .store
-        .claim_jobs(T0, Duration::from_secs(10), 10, vec![])
-        .await
-        .unwrap();
+    let first = rig.store.claim_jobs(T0, Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert_eq!(first.len(), 1);
-    let not_yet = rig
-        .store
-        .claim_jobs(UnixTime(T0.0 + 9), Duration::from_secs(10), 10, vec![])
-        .await
-        .unwrap();
+    let not_yet = rig.store.claim_jobs(UnixTime(T0.0 + 9), Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert!(not_yet.is_empty(), "the lease still holds");
-    let second = rig
-        .store
-        .claim_jobs(UnixTime(T0.0 + 10), Duration::from_secs(10), 10, vec![])
-        .await
-        .unwrap();
+    let second = rig.store.claim_jobs(UnixTime(T0.0 + 10), Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert_eq!(second.len(), 1, "an expired lease is taken over");
     assert_eq!(second[0].attempt, 2);
 
-    let newer = rig
-        .store
-        .complete_job(second[0].clone(), record(), Decision::Succeeded, UnixTime(T0.0 + 11))
-        .await;
+    let newer = rig.store.complete_job(second[0].clone(), record(), Decision::Succeeded, UnixTime(T0.0 + 11)).await;
     assert_eq!(newer.unwrap(), Completion::Recorded);
     let late = rig
         .store
@@ -79,11 +64,7 @@ impl Deliver for Recorder {
         Box::pin(async move {
             let mut seen = self.0.lock().unwrap();
             seen.push(job.key.identity.to_string());
-            if seen.len() == 1 {
-                AttemptOutcome::failed("first call fails")
-            } else {
-                AttemptOutcome::succeeded()
-            }
+            if seen.len() == 1 { AttemptOutcome::failed("first call fails") } else { AttemptOutcome::succeeded() }
         })
     }
 }
@@ -94,19 +75,9 @@ async fn a_rust_handler_registered_for_a_destination_gets_its_jobs_with_retries(
     let rig = rig_with(&destination, &[5], Duration::from_secs(1));
     enqueue(&rig.store, "evt_1").await;
     let recorder = Arc::new(Recorder::default());
-    let policy = idemgate_core::retry::RetryPolicy {
-        schedule: vec![Duration::from_secs(5)],
-        jitter: 0.0,
-        ..Default::default()
-    };
-    let routes = HashMap::from([(
-        "app".to_owned(),
-        Route {
-            deliver: recorder.clone(),
-            policy,
-            fifo: false,
-        },
-    )]);
+    let policy =
+        idemgate_core::retry::RetryPolicy { schedule: vec![Duration::from_secs(5)], jitter: 0.0, ..Default::default() };
+    let routes = HashMap::from([("app".to_owned(), Route { deliver: recorder.clone(), policy, fifo: false })]);
     let worker = Worker::new(Arc::clone(&rig.store), routes, WorkerOptions::default()).with_clock(rig.clock.clone());
     worker.tick().await.unwrap();
     rig.clock.advance(10);

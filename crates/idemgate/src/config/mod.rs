@@ -9,7 +9,9 @@ pub mod validated;
 
 use std::path::Path;
 
-pub use validated::{Config, DestinationConfig, ServerConfig, SourceConfig, StoreConfig, TlsConfig};
+pub use validated::{
+    Config, DestinationConfig, OrderingConfig, ServerConfig, SourceConfig, StoreConfig, TlsConfig, WorkerConfig,
+};
 
 /// A configuration problem, located by its dotted key. Never contains a secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,10 +25,7 @@ pub struct ConfigError {
 
 impl ConfigError {
     pub(crate) fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            key: key.into(),
-            message: message.into(),
-        }
+        Self { key: key.into(), message: message.into() }
     }
 }
 

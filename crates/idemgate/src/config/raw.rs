@@ -26,6 +26,23 @@ pub struct RawConfig {
     /// `[destinations.<name>]`.
     #[serde(default)]
     pub destinations: BTreeMap<String, RawDestination>,
+    /// `[worker]`.
+    #[serde(default)]
+    pub worker: RawWorker,
+}
+
+/// `[worker]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorker {
+    /// Run the worker inside `idemgate serve`.
+    pub enabled: Option<bool>,
+    /// How long a claim holds a job.
+    pub lease: Option<String>,
+    /// Most jobs claimed at once.
+    pub batch: Option<usize>,
+    /// Pause between polls when nothing is due.
+    pub poll_interval: Option<String>,
 }
 
 /// `[server]`.
@@ -90,6 +107,21 @@ pub struct RawSource {
     /// Names of the destinations each event is forwarded to.
     #[serde(default)]
     pub destinations: Vec<String>,
+    /// Original request headers passed on to destinations.
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
+    /// The ordering guard: JSON pointers to the ordering key and the version.
+    pub ordering: Option<RawOrdering>,
+}
+
+/// `ordering = { key = "/data/id", version = "/data/version" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOrdering {
+    /// JSON pointer to the ordering key (a string or an integer).
+    pub key: String,
+    /// JSON pointer to the version (an integer, or a string compared lexicographically).
+    pub version: String,
 }
 
 /// `identity = { header = "..." }` or `identity = { pointer = "/..." }`.
@@ -112,6 +144,18 @@ pub struct RawDestination {
     pub secret: Option<String>,
     /// Total timeout of one attempt.
     pub timeout: Option<String>,
+    /// Timeout for establishing the connection.
+    pub connect_timeout: Option<String>,
+    /// Delays between attempts, e.g. `["5s", "5m", "30m"]`.
+    pub retry_schedule: Option<Vec<String>>,
+    /// Spread of each delay, 0.0 to 1.0.
+    pub jitter: Option<f64>,
+    /// Longest `Retry-After` honoured.
+    pub retry_after_cap: Option<String>,
+    /// Retry 4xx answers other than 408, 410 and 429 too.
+    pub retry_client_errors: Option<bool>,
+    /// Deliver the events of one ordering key strictly one after the other.
+    pub fifo: Option<bool>,
 }
 
 /// Parses the TOML text, overlays the environment, and deserialises.
@@ -122,10 +166,7 @@ pub fn parse(text: &str, env: impl IntoIterator<Item = (String, String)>) -> Res
     }
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| {
         let key = err.path().to_string();
-        ConfigError::new(
-            if key == "." { "config".into() } else { key },
-            err.into_inner().message().to_owned(),
-        )
+        ConfigError::new(if key == "." { "config".into() } else { key }, err.into_inner().message().to_owned())
     })
 }
 
@@ -148,12 +189,8 @@ fn apply_override(table: &mut toml::Table, name: &str, value: &str) -> Result<()
     let (last, parents) = keys.split_last().ok_or_else(|| ConfigError::new(name, "empty key"))?;
     let mut node = table;
     for key in parents {
-        let entry = node
-            .entry(key.clone())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        node = entry
-            .as_table_mut()
-            .ok_or_else(|| ConfigError::new(name, format!("{key} is not a table")))?;
+        let entry = node.entry(key.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = entry.as_table_mut().ok_or_else(|| ConfigError::new(name, format!("{key} is not a table")))?;
     }
     node.insert(last.clone(), env_value(value));
     Ok(())

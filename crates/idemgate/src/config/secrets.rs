@@ -19,10 +19,7 @@ pub fn resolve(
     if let Some(file) = reference.strip_prefix("file:") {
         let path = base.join(file);
         let text = std::fs::read_to_string(&path).map_err(|err| {
-            ConfigError::new(
-                key,
-                format!("cannot read secret file {}: {}", path.display(), err.kind()),
-            )
+            ConfigError::new(key, format!("cannot read secret file {}: {}", path.display(), err.kind()))
         })?;
         return Ok(text.trim_end_matches(['\r', '\n']).to_owned());
     }
@@ -45,18 +42,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("s.txt"), "from-file\n").unwrap();
         let mut warnings = Vec::new();
-        assert_eq!(
-            resolve("k", "file:s.txt", dir.path(), &mut warnings).unwrap(),
-            "from-file"
-        );
+        assert_eq!(resolve("k", "file:s.txt", dir.path(), &mut warnings).unwrap(), "from-file");
         assert!(warnings.is_empty());
         assert_eq!(resolve("k", "plain", dir.path(), &mut warnings).unwrap(), "plain");
         assert_eq!(warnings.len(), 1);
         assert!(!warnings[0].0.contains("plain"), "a warning must not show the secret");
         let missing = resolve("k", "env:IDEMGATE_TEST_SURELY_UNSET", dir.path(), &mut warnings).unwrap_err();
-        assert_eq!(
-            missing.to_string(),
-            "k: environment variable IDEMGATE_TEST_SURELY_UNSET is not set"
-        );
+        assert_eq!(missing.to_string(), "k: environment variable IDEMGATE_TEST_SURELY_UNSET is not set");
     }
 }

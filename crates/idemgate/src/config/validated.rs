@@ -15,11 +15,13 @@ use idemgate_core::{
     scheme::{self, IdentityLocation},
 };
 
+use idemgate_core::retry::RetryPolicy;
 use idemgate_http::tls::{self, TlsAcceptor};
+use idemgate_worker::WorkerOptions;
 
 use super::{
     ConfigError, ConfigWarning,
-    raw::{RawConfig, RawDestination, RawIdentity, RawServer, RawSource, RawStore},
+    raw::{RawConfig, RawDestination, RawIdentity, RawServer, RawSource, RawStore, RawWorker},
     secrets,
 };
 
@@ -41,6 +43,26 @@ pub struct Config {
     pub sources: Vec<SourceConfig>,
     /// `[destinations.*]`, by name.
     pub destinations: BTreeMap<String, DestinationConfig>,
+    /// `[worker]`.
+    pub worker: WorkerConfig,
+}
+
+/// `[worker]`.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerConfig {
+    /// Run the worker inside `idemgate serve`.
+    pub enabled: bool,
+    /// Lease, batch and poll interval.
+    pub options: WorkerOptions,
+}
+
+/// The ordering guard of a source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderingConfig {
+    /// JSON pointer to the ordering key.
+    pub key: String,
+    /// JSON pointer to the version.
+    pub version: String,
 }
 
 /// `[server]`.
@@ -71,10 +93,7 @@ pub struct TlsConfig {
 
 impl std::fmt::Debug for TlsConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsConfig")
-            .field("cert", &self.cert)
-            .field("key", &self.key)
-            .finish_non_exhaustive()
+        f.debug_struct("TlsConfig").field("cert", &self.cert).field("key", &self.key).finish_non_exhaustive()
     }
 }
 
@@ -110,6 +129,10 @@ pub struct SourceConfig {
     pub allowed_types: Option<BTreeSet<String>>,
     /// Destination names.
     pub destinations: Vec<String>,
+    /// Original headers passed on to destinations (lowercase names).
+    pub forward_headers: Vec<http::HeaderName>,
+    /// The ordering guard, if configured.
+    pub ordering: Option<OrderingConfig>,
 }
 
 /// One `[destinations.<name>]`.
@@ -121,6 +144,12 @@ pub struct DestinationConfig {
     pub secret: Option<Secret>,
     /// Total timeout of one attempt.
     pub timeout: Duration,
+    /// Timeout for establishing the connection.
+    pub connect_timeout: Duration,
+    /// What follows a failed attempt.
+    pub policy: RetryPolicy,
+    /// Deliver the events of one ordering key strictly one after the other.
+    pub fifo: bool,
 }
 
 /// Turns what the file says into what the gateway runs with. `base` is the config file's
@@ -143,25 +172,31 @@ pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarnin
         return Err(ConfigError::new("sources", "at least one source is required"));
     }
     unique_routes(&sources)?;
-    Ok((
-        Config {
-            server,
-            store,
-            sources,
-            destinations,
-        },
-        warnings,
-    ))
+    let worker = worker(&raw.worker, &destinations)?;
+    Ok((Config { server, store, sources, destinations, worker }, warnings))
+}
+
+fn worker(raw: &RawWorker, destinations: &BTreeMap<String, DestinationConfig>) -> Result<WorkerConfig, ConfigError> {
+    let defaults = WorkerOptions::default();
+    let options = WorkerOptions {
+        lease: duration("worker.lease", raw.lease.as_deref(), defaults.lease)?,
+        batch: raw.batch.unwrap_or(defaults.batch).max(1),
+        poll_interval: duration("worker.poll_interval", raw.poll_interval.as_deref(), defaults.poll_interval)?,
+    };
+    if let Some((name, _)) = destinations.iter().find(|(_, d)| d.timeout >= options.lease) {
+        return Err(ConfigError::new(
+            "worker.lease",
+            format!("must be longer than destinations.{name}.timeout, or a slow attempt would be taken over"),
+        ));
+    }
+    Ok(WorkerConfig { enabled: raw.enabled.unwrap_or(true), options })
 }
 
 fn duration(key: &str, text: Option<&str>, default: Duration) -> Result<Duration, ConfigError> {
     match text {
         None => Ok(default),
         Some(text) => humantime::parse_duration(text).map_err(|_| {
-            ConfigError::new(
-                key,
-                format!("invalid duration {text:?} (use e.g. \"30s\", \"5m\", \"2h\")"),
-            )
+            ConfigError::new(key, format!("invalid duration {text:?} (use e.g. \"30s\", \"5m\", \"2h\")"))
         }),
     }
 }
@@ -170,45 +205,27 @@ fn server(raw: RawServer, base: &Path) -> Result<ServerConfig, ConfigError> {
     let listen = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
     Ok(ServerConfig {
         listen: listen.parse().map_err(|_| {
-            ConfigError::new(
-                "server.listen",
-                format!("{listen:?} is not HOST:PORT with an IP address"),
-            )
+            ConfigError::new("server.listen", format!("{listen:?} is not HOST:PORT with an IP address"))
         })?,
         header_timeout: duration("server.header_timeout", raw.header_timeout.as_deref(), DEFAULT_TIMEOUT)?,
         body_timeout: duration("server.body_timeout", raw.body_timeout.as_deref(), DEFAULT_TIMEOUT)?,
         shutdown_grace: duration("server.shutdown_grace", raw.shutdown_grace.as_deref(), DEFAULT_TIMEOUT)?,
-        tls: raw
-            .tls
-            .map(|tls| tls_config(&base.join(tls.cert), &base.join(tls.key)))
-            .transpose()?,
+        tls: raw.tls.map(|tls| tls_config(&base.join(tls.cert), &base.join(tls.key))).transpose()?,
     })
 }
 
 fn tls_config(cert: &Path, key: &Path) -> Result<TlsConfig, ConfigError> {
     let acceptor = tls::acceptor(cert, key).map_err(|err| {
-        let field = if matches!(err, tls::TlsError::Key { .. }) {
-            "server.tls.key"
-        } else {
-            "server.tls.cert"
-        };
+        let field = if matches!(err, tls::TlsError::Key { .. }) { "server.tls.key" } else { "server.tls.cert" };
         ConfigError::new(field, err.to_string())
     })?;
-    Ok(TlsConfig {
-        cert: cert.to_owned(),
-        key: key.to_owned(),
-        acceptor,
-    })
+    Ok(TlsConfig { cert: cert.to_owned(), key: key.to_owned(), acceptor })
 }
 
 fn store(raw: RawStore) -> Result<StoreConfig, ConfigError> {
     Ok(StoreConfig {
         path: PathBuf::from(raw.path.as_deref().unwrap_or(DEFAULT_STORE)),
-        busy_timeout: duration(
-            "store.busy_timeout",
-            raw.busy_timeout.as_deref(),
-            Duration::from_secs(5),
-        )?,
+        busy_timeout: duration("store.busy_timeout", raw.busy_timeout.as_deref(), Duration::from_secs(5))?,
     })
 }
 
@@ -219,16 +236,11 @@ fn destination(
     warnings: &mut Vec<ConfigWarning>,
 ) -> Result<DestinationConfig, ConfigError> {
     let key = format!("destinations.{name}");
-    let url: http::Uri = raw
-        .url
-        .parse()
-        .map_err(|_| ConfigError::new(format!("{key}.url"), "not a valid URL"))?;
+    let url: http::Uri = raw.url.parse().map_err(|_| ConfigError::new(format!("{key}.url"), "not a valid URL"))?;
     if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
-        return Err(ConfigError::new(
-            format!("{key}.url"),
-            "must be an http:// or https:// URL with a host",
-        ));
+        return Err(ConfigError::new(format!("{key}.url"), "must be an http:// or https:// URL with a host"));
     }
+    let policy = retry_policy(&key, &raw)?;
     let secret = match raw.secret {
         None => None,
         Some(reference) => {
@@ -238,12 +250,35 @@ fn destination(
             Some(decoded.map_err(|err| ConfigError::new(secret_key, err.to_string()))?)
         }
     };
-    let timeout = duration(
-        &format!("{key}.timeout"),
-        raw.timeout.as_deref(),
-        DEFAULT_DESTINATION_TIMEOUT,
-    )?;
-    Ok(DestinationConfig { url, secret, timeout })
+    let timeout = duration(&format!("{key}.timeout"), raw.timeout.as_deref(), DEFAULT_DESTINATION_TIMEOUT)?;
+    let connect_timeout = duration(&format!("{key}.connect_timeout"), raw.connect_timeout.as_deref(), timeout)?;
+    Ok(DestinationConfig { url, secret, timeout, connect_timeout, policy, fifo: raw.fifo.unwrap_or(false) })
+}
+
+fn retry_policy(key: &str, raw: &RawDestination) -> Result<RetryPolicy, ConfigError> {
+    let defaults = RetryPolicy::default();
+    let schedule = match &raw.retry_schedule {
+        None => defaults.schedule,
+        Some(delays) => delays
+            .iter()
+            .enumerate()
+            .map(|(i, d)| duration(&format!("{key}.retry_schedule[{i}]"), Some(d), Duration::ZERO))
+            .collect::<Result<_, _>>()?,
+    };
+    let jitter = raw.jitter.unwrap_or(defaults.jitter);
+    if !(0.0..=1.0).contains(&jitter) {
+        return Err(ConfigError::new(format!("{key}.jitter"), "must be between 0.0 and 1.0"));
+    }
+    Ok(RetryPolicy {
+        schedule,
+        jitter,
+        retry_after_cap: duration(
+            &format!("{key}.retry_after_cap"),
+            raw.retry_after_cap.as_deref(),
+            defaults.retry_after_cap,
+        )?,
+        retry_client_errors: raw.retry_client_errors.unwrap_or(defaults.retry_client_errors),
+    })
 }
 
 fn source(
@@ -257,10 +292,7 @@ fn source(
     let name = SourceName::new(id).map_err(|err| ConfigError::new(&key, err.to_string()))?;
     let route = raw.route.unwrap_or_else(|| id.to_owned());
     if SourceName::new(route.as_str()).is_err() {
-        return Err(ConfigError::new(
-            format!("{key}.route"),
-            "must match [a-z0-9][a-z0-9_-]{0,62}",
-        ));
+        return Err(ConfigError::new(format!("{key}.route"), "must match [a-z0-9][a-z0-9_-]{0,62}"));
     }
     let tolerance = match raw.tolerance.as_deref() {
         Some(text) => Some(duration(&format!("{key}.tolerance"), Some(text), Duration::ZERO)?.as_secs()),
@@ -275,23 +307,33 @@ fn source(
     let secrets = source_secrets(&key, &raw.secrets, scheme.as_ref(), base, warnings)?;
     for (i, dest) in raw.destinations.iter().enumerate() {
         if !destinations.contains_key(dest) {
-            return Err(ConfigError::new(
-                format!("{key}.destinations[{i}]"),
-                format!("no destination named {dest:?}"),
-            ));
+            return Err(ConfigError::new(format!("{key}.destinations[{i}]"), format!("no destination named {dest:?}")));
         }
     }
+    let forward_headers = raw
+        .forward_headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            http::HeaderName::try_from(h.as_str())
+                .map_err(|_| ConfigError::new(format!("{key}.forward_headers[{i}]"), "not a valid header name"))
+        })
+        .collect::<Result<_, _>>()?;
+    let ordering = match raw.ordering {
+        None => None,
+        Some(o) => Some(OrderingConfig {
+            key: pointer(&format!("{key}.ordering.key"), o.key)?,
+            version: pointer(&format!("{key}.ordering.version"), o.version)?,
+        }),
+    };
     Ok(SourceConfig {
+        forward_headers,
+        ordering,
         identity: identity(&key, raw.identity, scheme.as_ref())?,
-        event_type: raw
-            .event_type
-            .map(|p| pointer(&format!("{key}.event_type"), p))
-            .transpose()?,
+        event_type: raw.event_type.map(|p| pointer(&format!("{key}.event_type"), p)).transpose()?,
         allowed_types: raw.allowed_types.map(|types| types.into_iter().collect()),
         body_limit: raw.body_limit.unwrap_or(DEFAULT_BODY_LIMIT),
-        json_limits: Limits {
-            max_depth: raw.max_depth.unwrap_or(Limits::default().max_depth),
-        },
+        json_limits: Limits { max_depth: raw.max_depth.unwrap_or(Limits::default().max_depth) },
         destinations: raw.destinations,
         id: name,
         route,
@@ -311,11 +353,7 @@ fn source_secrets(
     for (i, reference) in references.iter().enumerate() {
         let item = format!("{key}.secrets[{i}]");
         let text = secrets::resolve(&item, reference, base, warnings)?;
-        decoded.push(
-            scheme
-                .decode_secret(&text)
-                .map_err(|err| ConfigError::new(&item, err.to_string()))?,
-        );
+        decoded.push(scheme.decode_secret(&text).map_err(|err| ConfigError::new(&item, err.to_string()))?);
     }
     SecretSet::new(decoded).map_err(|err| ConfigError::new(format!("{key}.secrets"), err.to_string()))
 }
@@ -324,18 +362,12 @@ fn identity(key: &str, raw: Option<RawIdentity>, scheme: &dyn Scheme) -> Result<
     let key = format!("{key}.identity");
     match raw {
         None => Ok(scheme.default_identity()),
-        Some(RawIdentity {
-            header: Some(header),
-            pointer: None,
-        }) => {
+        Some(RawIdentity { header: Some(header), pointer: None }) => {
             http::HeaderName::try_from(header.as_str())
                 .map_err(|_| ConfigError::new(&key, "not a valid header name"))?;
             Ok(IdentityLocation::Header(header.to_ascii_lowercase()))
         }
-        Some(RawIdentity {
-            header: None,
-            pointer: Some(p),
-        }) => Ok(IdentityLocation::Body(pointer(&key, p)?)),
+        Some(RawIdentity { header: None, pointer: Some(p) }) => Ok(IdentityLocation::Body(pointer(&key, p)?)),
         Some(_) => Err(ConfigError::new(key, "give exactly one of header or pointer")),
     }
 }

@@ -81,14 +81,8 @@ fn sixteen_parallel_identical_deliveries_have_one_effect_and_one_receipt() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let applied = replies
-        .iter()
-        .filter(|r| r.is(200, json!({"status": "applied", "result": 5})))
-        .count();
-    let duplicate = replies
-        .iter()
-        .filter(|r| r.is(200, json!({"status": "duplicate", "result": 5})))
-        .count();
+    let applied = replies.iter().filter(|r| r.is(200, json!({"status": "applied", "result": 5}))).count();
+    let duplicate = replies.iter().filter(|r| r.is(200, json!({"status": "duplicate", "result": 5}))).count();
     assert_eq!((applied, duplicate), (1, 15), "{replies:?}");
     let after = state(&db);
     assert_eq!((after.total, after.receipts.len()), (5, 1));
@@ -112,10 +106,7 @@ fn other_paths_and_methods_get_json_errors_and_store_nothing() {
     let delivery = Delivery::signed(event("evt-a", 3).as_bytes());
     let elsewhere = crate::harness::post(counter.addr, "/other", &delivery.headers(), &delivery.body);
     assert!(elsewhere.is(404, json!({"error": "not_found"})), "{elsewhere:?}");
-    let get = crate::harness::exchange(
-        counter.addr,
-        b"GET /webhook HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-    );
+    let get = crate::harness::exchange(counter.addr, b"GET /webhook HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(get.is(405, json!({"error": "method_not_allowed"})), "{get:?}");
     assert_eq!(state(&db).total, 0);
     assert!(state(&db).receipts.is_empty());

@@ -10,17 +10,11 @@ fn a_failure_before_commit_rolls_back_and_the_retry_applies() {
     let counter = Counter::start_with(&db, "fail-before-commit=evt-f");
     counter.deliver(&event("evt-a", 3));
     let reply = counter.deliver(&event("evt-f", 4));
-    assert!(
-        reply.is(503, json!({"error": "temporary_processing_failure"})),
-        "{reply:?}"
-    );
+    assert!(reply.is(503, json!({"error": "temporary_processing_failure"})), "{reply:?}");
     assert!(reply.header("retry-after").is_some());
     let after_failure = state(&db);
     assert_eq!(after_failure.total, 3, "the counter update was rolled back");
-    assert!(
-        !after_failure.receipts.contains_key("evt-f"),
-        "no receipt for a failed delivery"
-    );
+    assert!(!after_failure.receipts.contains_key("evt-f"), "no receipt for a failed delivery");
     let retry = counter.deliver(&event("evt-f", 4));
     assert!(retry.is(200, json!({"status": "applied", "result": 7})), "{retry:?}");
     assert_eq!(state(&db).receipts.get("evt-f"), Some(&7));

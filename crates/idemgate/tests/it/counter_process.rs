@@ -13,10 +13,7 @@ use crate::harness::{Counter, Delivery, counter_bin, event, temp_db};
 fn start_fails(secret: Option<&str>, faults: Option<&str>) -> (bool, String) {
     let (_dir, db) = temp_db();
     let mut command = Command::new(counter_bin());
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
-        .arg(&db)
-        .env_remove("COUNTER_SECRET");
+    command.args(["serve", "--listen", "127.0.0.1:0", "--db"]).arg(&db).env_remove("COUNTER_SECRET");
     if let Some(secret) = secret {
         command.env("COUNTER_SECRET", secret);
     }
@@ -24,11 +21,7 @@ fn start_fails(secret: Option<&str>, faults: Option<&str>) -> (bool, String) {
         command.env("COUNTER_FAULTS", faults);
     }
     let output = command.stdin(Stdio::null()).output().unwrap();
-    assert!(
-        output.stdout.is_empty(),
-        "printed {:?} before failing",
-        String::from_utf8_lossy(&output.stdout)
-    );
+    assert!(output.stdout.is_empty(), "printed {:?} before failing", String::from_utf8_lossy(&output.stdout));
     (output.status.success(), String::from_utf8(output.stderr).unwrap())
 }
 
@@ -58,11 +51,7 @@ fn an_uppercase_secret_is_accepted() {
     let (_dir, db) = temp_db();
     let upper = crate::harness::SECRET_HEX.to_uppercase();
     let counter = Counter::start_env(&db, &[("COUNTER_SECRET", &upper)]);
-    assert_eq!(
-        counter.deliver(&event("evt-a", 3)).status(),
-        200,
-        "the same key, written in capitals"
-    );
+    assert_eq!(counter.deliver(&event("evt-a", 3)).status(), 200, "the same key, written in capitals");
 }
 
 #[test]
@@ -80,27 +69,16 @@ fn state_prints_one_json_line_without_a_server() {
     counter.deliver(&event("evt-b", 4));
     counter.deliver(&event("evt-a", 3));
     assert!(counter.sigterm().success(), "SIGTERM exits 0");
-    let output = Command::new(counter_bin())
-        .args(["state", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
+    let output = Command::new(counter_bin()).args(["state", "--db"]).arg(&db).output().unwrap();
     assert!(output.status.success());
-    assert_eq!(
-        String::from_utf8(output.stdout).unwrap(),
-        "{\"total\":7,\"receipts\":{\"evt-a\":7,\"evt-b\":4}}\n"
-    );
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "{\"total\":7,\"receipts\":{\"evt-a\":7,\"evt-b\":4}}\n");
 }
 
 #[test]
 fn state_on_a_missing_file_fails_and_creates_nothing() {
     let (dir, _) = temp_db();
     let missing = dir.path().join("nope.sqlite3");
-    let output = Command::new(counter_bin())
-        .args(["state", "--db"])
-        .arg(&missing)
-        .output()
-        .unwrap();
+    let output = Command::new(counter_bin()).args(["state", "--db"]).arg(&missing).output().unwrap();
     assert!(!output.status.success());
     assert!(!missing.exists());
 }
@@ -134,10 +112,7 @@ fn a_request_in_flight_at_sigterm_is_finished_before_exit() {
     std::thread::sleep(Duration::from_millis(200));
     counter.signal("TERM");
     std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        TcpStream::connect(counter.addr).is_err(),
-        "still accepting after SIGTERM"
-    );
+    assert!(TcpStream::connect(counter.addr).is_err(), "still accepting after SIGTERM");
     stream.write_all(&delivery.body[10..]).unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();

@@ -27,10 +27,7 @@ fn counter_with_one_event() -> (tempfile::TempDir, Counter, State) {
 
 fn assert_refused(counter: &Counter, before: &State, delivery: &Delivery, status: u16, body: Value, case: &str) {
     let reply = counter.post(delivery);
-    assert!(
-        reply.is(status, body.clone()),
-        "{case}: expected {status} {body}, got {reply:?}"
-    );
+    assert!(reply.is(status, body.clone()), "{case}: expected {status} {body}, got {reply:?}");
     assert_eq!(&state(&counter.db), before, "{case}: state changed");
 }
 
@@ -49,14 +46,8 @@ fn authentication_failures_are_401_and_change_nothing() {
         ("wrong signature", wrong),
         ("uppercase signature", upper),
         ("malformed delivery id", bad_id),
-        (
-            "stale timestamp",
-            Delivery::signed_at(body.as_bytes(), unix_now() - 301),
-        ),
-        (
-            "future timestamp",
-            Delivery::signed_at(body.as_bytes(), unix_now() + 301),
-        ),
+        ("stale timestamp", Delivery::signed_at(body.as_bytes(), unix_now() - 301)),
+        ("future timestamp", Delivery::signed_at(body.as_bytes(), unix_now() + 301)),
     ];
     for (case, delivery) in cases {
         assert_refused(&counter, &before, &delivery, 401, authentication(), case);
@@ -78,35 +69,14 @@ fn bodies_that_are_not_strict_json_are_400_and_change_nothing() {
     let (_dir, counter, before) = counter_with_one_event();
     let cases: [(&str, &[u8]); 10] = [
         ("broken json", br#"{"event_id":"evt-x","kind":"increment","value":1"#),
-        (
-            "duplicate key",
-            br#"{"event_id":"evt-x","kind":"increment","value":1,"value":2}"#,
-        ),
-        (
-            "invalid utf-8",
-            b"{\"event_id\":\"evt-x\xff\",\"kind\":\"increment\",\"value\":1}",
-        ),
+        ("duplicate key", br#"{"event_id":"evt-x","kind":"increment","value":1,"value":2}"#),
+        ("invalid utf-8", b"{\"event_id\":\"evt-x\xff\",\"kind\":\"increment\",\"value\":1}"),
         ("NaN", br#"{"event_id":"evt-x","kind":"increment","value":NaN}"#),
-        (
-            "Infinity",
-            br#"{"event_id":"evt-x","kind":"increment","value":Infinity}"#,
-        ),
-        (
-            "-Infinity",
-            br#"{"event_id":"evt-x","kind":"increment","value":-Infinity}"#,
-        ),
-        (
-            "overflowing number",
-            br#"{"event_id":"evt-x","kind":"increment","value":1e400}"#,
-        ),
-        (
-            "byte order mark",
-            b"\xef\xbb\xbf{\"event_id\":\"evt-x\",\"kind\":\"increment\",\"value\":1}",
-        ),
-        (
-            "trailing data",
-            br#"{"event_id":"evt-x","kind":"increment","value":1} {}"#,
-        ),
+        ("Infinity", br#"{"event_id":"evt-x","kind":"increment","value":Infinity}"#),
+        ("-Infinity", br#"{"event_id":"evt-x","kind":"increment","value":-Infinity}"#),
+        ("overflowing number", br#"{"event_id":"evt-x","kind":"increment","value":1e400}"#),
+        ("byte order mark", b"\xef\xbb\xbf{\"event_id\":\"evt-x\",\"kind\":\"increment\",\"value\":1}"),
+        ("trailing data", br#"{"event_id":"evt-x","kind":"increment","value":1} {}"#),
         ("empty body", b""),
     ];
     for (case, body) in cases {
@@ -118,49 +88,21 @@ fn bodies_that_are_not_strict_json_are_400_and_change_nothing() {
 fn bodies_that_break_the_event_contract_are_422_and_change_nothing() {
     let (_dir, counter, before) = counter_with_one_event();
     let cases = [
-        (
-            "boolean value",
-            r#"{"event_id":"evt-x","kind":"increment","value":true}"#,
-        ),
+        ("boolean value", r#"{"event_id":"evt-x","kind":"increment","value":true}"#),
         ("string value", r#"{"event_id":"evt-x","kind":"increment","value":"5"}"#),
         ("float value", r#"{"event_id":"evt-x","kind":"increment","value":3.0}"#),
-        (
-            "exponent value",
-            r#"{"event_id":"evt-x","kind":"increment","value":1e1}"#,
-        ),
+        ("exponent value", r#"{"event_id":"evt-x","kind":"increment","value":1e1}"#),
         ("value zero", r#"{"event_id":"evt-x","kind":"increment","value":0}"#),
         ("value 101", r#"{"event_id":"evt-x","kind":"increment","value":101}"#),
         ("unknown kind", r#"{"event_id":"evt-x","kind":"decrement","value":1}"#),
-        (
-            "extra field",
-            r#"{"event_id":"evt-x","kind":"increment","value":1,"tenant":"t"}"#,
-        ),
+        ("extra field", r#"{"event_id":"evt-x","kind":"increment","value":1,"tenant":"t"}"#),
         ("missing field", r#"{"event_id":"evt-x","kind":"increment"}"#),
-        (
-            "malformed event_id",
-            r#"{"event_id":"EVT-x","kind":"increment","value":1}"#,
-        ),
-        (
-            "long event_id",
-            &format!(
-                r#"{{"event_id":"evt-{}","kind":"increment","value":1}}"#,
-                "a".repeat(41)
-            ),
-        ),
-        (
-            "not an object",
-            r#"[{"event_id":"evt-x","kind":"increment","value":1}]"#,
-        ),
+        ("malformed event_id", r#"{"event_id":"EVT-x","kind":"increment","value":1}"#),
+        ("long event_id", &format!(r#"{{"event_id":"evt-{}","kind":"increment","value":1}}"#, "a".repeat(41))),
+        ("not an object", r#"[{"event_id":"evt-x","kind":"increment","value":1}]"#),
     ];
     for (case, body) in cases {
-        assert_refused(
-            &counter,
-            &before,
-            &Delivery::signed(body.as_bytes()),
-            422,
-            event_contract(),
-            case,
-        );
+        assert_refused(&counter, &before, &Delivery::signed(body.as_bytes()), 422, event_contract(), case);
     }
 }
 
@@ -171,14 +113,7 @@ fn an_8193_byte_body_is_413_by_length_and_by_bytes_read() {
     body.push_str(&" ".repeat(8193 - body.len()));
     // Declared by Content-Length: refused before it is read, even though it is signed.
     let delivery = Delivery::signed(body.as_bytes());
-    assert_refused(
-        &counter,
-        &before,
-        &delivery,
-        413,
-        json!({"error": "body_size"}),
-        "content-length",
-    );
+    assert_refused(&counter, &before, &delivery, 413, json!({"error": "body_size"}), "content-length");
     // Chunked, no length up front: refused once the bytes read pass the limit.
     let mut request =
         String::from("POST /webhook HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n");
@@ -187,11 +122,7 @@ fn an_8193_byte_body_is_413_by_length_and_by_bytes_read() {
     }
     request.push_str("\r\n");
     for chunk in body.as_bytes().chunks(1000) {
-        request.push_str(&format!(
-            "{:x}\r\n{}\r\n",
-            chunk.len(),
-            std::str::from_utf8(chunk).unwrap()
-        ));
+        request.push_str(&format!("{:x}\r\n{}\r\n", chunk.len(), std::str::from_utf8(chunk).unwrap()));
     }
     request.push_str("0\r\n\r\n");
     let reply = exchange(counter.addr, request.as_bytes());

@@ -33,40 +33,26 @@ fn config_error(sources: &str, env: &[(&str, &str)]) -> String {
 #[test]
 fn a_missing_secret_variable_names_the_key_and_the_variable() {
     let stderr = config_error(SOURCE, &[]);
-    assert!(
-        stderr.contains("sources.hooks.secrets[0]: environment variable HOOKS_SECRET is not set"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("sources.hooks.secrets[0]: environment variable HOOKS_SECRET is not set"), "{stderr}");
 }
 
 #[test]
 fn an_unknown_scheme_lists_the_known_ones() {
     let stderr = config_error("[sources.a]\nscheme = \"stripey\"\nsecrets = [\"x\"]\n", &[]);
-    assert!(
-        stderr.contains("sources.a.scheme: unknown scheme \"stripey\""),
-        "{stderr}"
-    );
+    assert!(stderr.contains("sources.a.scheme: unknown scheme \"stripey\""), "{stderr}");
     assert!(stderr.contains("standard-webhooks"), "{stderr}");
 }
 
 #[test]
 fn an_unknown_key_is_named() {
-    let stderr = config_error(
-        "[sources.a]\nscheme = \"github\"\nsecrets = [\"x\"]\ntolerence = \"5m\"\n",
-        &[],
-    );
-    assert!(
-        stderr.contains("sources.a.tolerence: unknown field `tolerence`"),
-        "{stderr}"
-    );
+    let stderr = config_error("[sources.a]\nscheme = \"github\"\nsecrets = [\"x\"]\ntolerence = \"5m\"\n", &[]);
+    assert!(stderr.contains("sources.a.tolerence: unknown field `tolerence`"), "{stderr}");
 }
 
 #[test]
 fn a_bad_duration_is_named() {
-    let stderr = config_error(
-        "[sources.a]\nscheme = \"slack\"\nsecrets = [\"x\"]\ntolerance = \"5 minutes-ish\"\n",
-        &[],
-    );
+    let stderr =
+        config_error("[sources.a]\nscheme = \"slack\"\nsecrets = [\"x\"]\ntolerance = \"5 minutes-ish\"\n", &[]);
     assert!(stderr.contains("sources.a.tolerance: invalid duration"), "{stderr}");
 }
 
@@ -79,13 +65,7 @@ fn a_malformed_secret_is_refused_without_echoing_it() {
 
 #[test]
 fn an_environment_override_replaces_a_file_value() {
-    let stderr = config_error(
-        SOURCE,
-        &[
-            ("HOOKS_SECRET", &secret()),
-            ("IDEMGATE_SERVER__LISTEN", "not-an-address"),
-        ],
-    );
+    let stderr = config_error(SOURCE, &[("HOOKS_SECRET", &secret()), ("IDEMGATE_SERVER__LISTEN", "not-an-address")]);
     assert!(stderr.contains("server.listen"), "{stderr}");
 }
 
@@ -95,15 +75,7 @@ fn verify(setup: &Setup, headers: &[(String, String)], body: &[u8], at: Option<i
     std::fs::write(dir.join("head.txt"), format!("POST /in/hooks HTTP/1.1\n{head}")).unwrap();
     std::fs::write(dir.join("body.bin"), body).unwrap();
     let (h, b) = (dir.join("head.txt"), dir.join("body.bin"));
-    let mut args = vec![
-        "verify",
-        "--source",
-        "hooks",
-        "--headers",
-        h.to_str().unwrap(),
-        "--body",
-        b.to_str().unwrap(),
-    ];
+    let mut args = vec!["verify", "--source", "hooks", "--headers", h.to_str().unwrap(), "--body", b.to_str().unwrap()];
     let at = at.map(|t| t.to_string());
     if let Some(at) = &at {
         args.extend(["--at", at]);
@@ -123,17 +95,11 @@ fn verify_passes_a_good_capture_and_names_the_failing_check_otherwise() {
 
     let (ok, stdout) = verify(&setup, &headers, &good, None);
     assert!(ok.status.success(), "{stdout}");
-    assert!(
-        stdout.contains("signature ok") && stdout.contains("identity  ok      msg_1"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("signature ok") && stdout.contains("identity  ok      msg_1"), "{stdout}");
 
     let (tampered, stdout) = verify(&setup, &headers, &body("msg_1", "t.createX"), None);
     assert_eq!(tampered.status.code(), Some(1));
-    assert!(
-        stdout.contains("signature FAILED  signature does not match"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("signature FAILED  signature does not match"), "{stdout}");
 
     let (late, stdout) = verify(&setup, &headers, &good, Some(now + 3600));
     assert_eq!(late.status.code(), Some(1));
@@ -144,10 +110,7 @@ fn verify_passes_a_good_capture_and_names_the_failing_check_otherwise() {
     let other_type = body("msg_2", "t.deleted");
     let (refused, stdout) = verify(&setup, &signer.headers("msg_2", &other_type, now), &other_type, None);
     assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        stdout.contains("type      FAILED  t.deleted is not in allowed_types"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("type      FAILED  t.deleted is not in allowed_types"), "{stdout}");
 
     let broken = b"{\"id\":1,\"id\":2}".to_vec();
     let (json, stdout) = verify(&setup, &signer.headers("msg_3", &broken, now), &broken, None);

@@ -85,17 +85,9 @@ impl Gateway {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("first line {line:?}"));
-        Self {
-            addr: addr.parse().unwrap(),
-            child,
-        }
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line {line:?}"));
+        Self { addr: addr.parse().unwrap(), child }
     }
 
     pub fn post(&self, route: &str, headers: &[(String, String)], body: &[u8]) -> Reply {
@@ -173,27 +165,18 @@ impl Signer {
             Self::Standard(key) => vec![
                 (standard::ID_HEADER, identity.into()),
                 (standard::TIMESTAMP_HEADER, ts),
-                (
-                    standard::SIGNATURE_HEADER,
-                    standard::sign(&Secret::new(key.clone()), identity, timestamp, body),
-                ),
+                (standard::SIGNATURE_HEADER, standard::sign(&Secret::new(key.clone()), identity, timestamp, body)),
             ],
             Self::Ed25519(seed) => vec![
                 (standard::ID_HEADER, identity.into()),
                 (standard::TIMESTAMP_HEADER, ts),
-                (
-                    standard::SIGNATURE_HEADER,
-                    standard::sign_ed25519(seed, identity, timestamp, body),
-                ),
+                (standard::SIGNATURE_HEADER, standard::sign_ed25519(seed, identity, timestamp, body)),
             ],
             Self::GitHub(s) => vec![
                 (github::DELIVERY_HEADER, identity.into()),
                 (github::SIGNATURE_HEADER, github::sign(&secret(s), body)),
             ],
-            Self::Stripe(s) => vec![(
-                stripe::SIGNATURE_HEADER,
-                stripe::sign(&secret(s), UnixTime(timestamp), body),
-            )],
+            Self::Stripe(s) => vec![(stripe::SIGNATURE_HEADER, stripe::sign(&secret(s), UnixTime(timestamp), body))],
             Self::Shopify(s) => vec![
                 (shopify::EVENT_ID_HEADER, identity.into()),
                 (shopify::SIGNATURE_HEADER, shopify::sign(&secret(s), body)),
@@ -207,10 +190,7 @@ impl Signer {
                 vec![
                     (demo::DELIVERY_ID_HEADER, delivery_id.clone()),
                     (demo::TIMESTAMP_HEADER, ts.clone()),
-                    (
-                        demo::SIGNATURE_HEADER,
-                        demo::sign(&Secret::new(key.to_vec()), &delivery_id, &ts, body),
-                    ),
+                    (demo::SIGNATURE_HEADER, demo::sign(&Secret::new(key.to_vec()), &delivery_id, &ts, body)),
                 ]
             }
         };
@@ -251,10 +231,6 @@ pub fn inbox(db: &Path) -> Inbox {
             "SELECT e.identity, j.destination, j.state FROM jobs j JOIN events e ON e.id = j.event_id ORDER BY 1, 2",
         )
         .unwrap();
-    let jobs = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let jobs = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
     Inbox { receipts, events, jobs }
 }

@@ -38,10 +38,7 @@ url = "http://127.0.0.1:9/audit"
 
 fn signed(identity: &str, event_type: &str) -> (Vec<(String, String)>, Vec<u8>) {
     let body = body(identity, event_type);
-    (
-        Signer::Standard(KEY.to_vec()).headers(identity, &body, unix_now()),
-        body,
-    )
+    (Signer::Standard(KEY.to_vec()).headers(identity, &body, unix_now()), body)
 }
 
 #[test]
@@ -61,20 +58,11 @@ fn sixteen_concurrent_identical_deliveries_give_one_receipt_and_one_job_per_dest
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let accepted = replies
-        .iter()
-        .filter(|r| r.is(202, json!({"status": "accepted", "event": "msg_same"})))
-        .count();
-    let duplicate = replies
-        .iter()
-        .filter(|r| r.is(200, json!({"status": "duplicate", "event": "msg_same"})))
-        .count();
+    let accepted = replies.iter().filter(|r| r.is(202, json!({"status": "accepted", "event": "msg_same"}))).count();
+    let duplicate = replies.iter().filter(|r| r.is(200, json!({"status": "duplicate", "event": "msg_same"}))).count();
     assert_eq!((accepted, duplicate), (1, 15), "{replies:?}");
     let stored = inbox(&setup.db());
-    assert_eq!(
-        (stored.receipts.len(), stored.events.len(), stored.jobs.len()),
-        (1, 1, 2)
-    );
+    assert_eq!((stored.receipts.len(), stored.events.len(), stored.jobs.len()), (1, 1, 2));
 }
 
 #[test]
@@ -92,10 +80,7 @@ fn a_restart_keeps_every_receipt_and_pending_job() {
     assert_eq!(before.jobs.len(), 10);
     let (headers, body) = signed("msg_3", "t.created");
     let again = restarted.post("hooks", &headers, &body);
-    assert!(
-        again.is(200, json!({"status": "duplicate", "event": "msg_3"})),
-        "{again:?}"
-    );
+    assert!(again.is(200, json!({"status": "duplicate", "event": "msg_3"})), "{again:?}");
 }
 
 #[test]
@@ -112,17 +97,10 @@ fn a_repeat_stays_a_duplicate_after_the_allowlist_drops_its_type() {
     setup.write_config(&source(r#"allowed_types = ["t.deleted"]"#));
     let upgraded = setup.start();
     let repeat = upgraded.post("hooks", &headers, &body);
-    assert!(
-        repeat.is(200, json!({"status": "duplicate", "event": "msg_old"})),
-        "{repeat:?}"
-    );
+    assert!(repeat.is(200, json!({"status": "duplicate", "event": "msg_old"})), "{repeat:?}");
     let (headers_new, body_new) = signed("msg_new", "t.created");
     assert_eq!(upgraded.post("hooks", &headers_new, &body_new).status(), 422);
-    assert_eq!(
-        inbox(&setup.db()).receipts,
-        ["msg_old"],
-        "a refused event stores nothing"
-    );
+    assert_eq!(inbox(&setup.db()).receipts, ["msg_old"], "a refused event stores nothing");
 }
 
 #[test]
@@ -134,16 +112,9 @@ fn renaming_the_route_keeps_the_receipts_of_the_source_id() {
     gateway.stop();
     setup.write_config(&source(r#"route = "renamed""#));
     let renamed = setup.start();
-    assert_eq!(
-        renamed.post("hooks", &headers, &body).status(),
-        404,
-        "the old route is gone"
-    );
+    assert_eq!(renamed.post("hooks", &headers, &body).status(), 404, "the old route is gone");
     let repeat = renamed.post("renamed", &headers, &body);
-    assert!(
-        repeat.is(200, json!({"status": "duplicate", "event": "msg_1"})),
-        "{repeat:?}"
-    );
+    assert!(repeat.is(200, json!({"status": "duplicate", "event": "msg_1"})), "{repeat:?}");
 }
 
 #[test]
@@ -152,10 +123,7 @@ fn an_identity_can_be_configured_as_a_json_pointer() {
     let gateway = setup.start();
     let (headers, body) = signed("msg_a", "t.created");
     let reply = gateway.post("hooks", &headers, &body);
-    assert!(
-        reply.is(202, json!({"status": "accepted", "event": "1"})),
-        "integer identity: {reply:?}"
-    );
+    assert!(reply.is(202, json!({"status": "accepted", "event": "1"})), "integer identity: {reply:?}");
     let (headers, body) = signed("msg_b", "t.created");
     let same_identity_other_bytes = gateway.post("hooks", &headers, &body);
     assert_eq!(same_identity_other_bytes.status(), 409);
@@ -180,27 +148,15 @@ fn health_and_readiness() {
     assert!(gateway.get("/healthz").is(200, json!({"status": "ok"})));
     assert!(gateway.get("/readyz").is(200, json!({"status": "ready"})));
     let holder = rusqlite::Connection::open(setup.db()).unwrap();
-    holder
-        .execute_batch("PRAGMA busy_timeout = 0; BEGIN IMMEDIATE")
-        .unwrap();
-    assert!(
-        gateway.get("/readyz").is(503, json!({"status": "unavailable"})),
-        "store locked elsewhere"
-    );
+    holder.execute_batch("PRAGMA busy_timeout = 0; BEGIN IMMEDIATE").unwrap();
+    assert!(gateway.get("/readyz").is(503, json!({"status": "unavailable"})), "store locked elsewhere");
     let (headers, body) = signed("msg_locked", "t.created");
     let blocked = gateway.post("hooks", &headers, &body);
-    assert!(
-        blocked.is(503, json!({"error": "temporary_processing_failure"})),
-        "{blocked:?}"
-    );
+    assert!(blocked.is(503, json!({"error": "temporary_processing_failure"})), "{blocked:?}");
     assert!(blocked.header("retry-after").is_some());
     holder.execute_batch("ROLLBACK").unwrap();
     assert!(gateway.get("/readyz").is(200, json!({"status": "ready"})));
-    assert_eq!(
-        gateway.post("hooks", &headers, &body).status(),
-        202,
-        "service resumes by itself"
-    );
+    assert_eq!(gateway.post("hooks", &headers, &body).status(), 202, "service resumes by itself");
 }
 
 #[test]
@@ -218,17 +174,12 @@ fn a_body_trickled_past_the_body_timeout_is_refused() {
     let setup = Setup::new(&source(""));
     std::fs::write(
         setup.config(),
-        std::fs::read_to_string(setup.config())
-            .unwrap()
-            .replace("body_timeout = \"5s\"", "body_timeout = \"300ms\""),
+        std::fs::read_to_string(setup.config()).unwrap().replace("body_timeout = \"5s\"", "body_timeout = \"300ms\""),
     )
     .unwrap();
     let gateway = setup.start();
     let (headers, body) = signed("msg_slow", "t.created");
-    let mut head = format!(
-        "POST /in/hooks HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+    let mut head = format!("POST /in/hooks HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in &headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }

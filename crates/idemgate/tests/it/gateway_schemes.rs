@@ -41,25 +41,16 @@ fn exercise(case: &Case) {
     let (first, second) = (body("evt_1", "t.created"), body("evt_2", "t.created"));
 
     let accepted = gateway.post("src", &case.old.headers("evt_1", &first, now), &first);
-    assert!(
-        accepted.is(202, json!({"status": "accepted", "event": "evt_1"})),
-        "{accepted:?}"
-    );
+    assert!(accepted.is(202, json!({"status": "accepted", "event": "evt_1"})), "{accepted:?}");
     let rotated = gateway.post("src", &case.new.headers("evt_2", &second, now), &second);
-    assert!(
-        rotated.is(202, json!({"status": "accepted", "event": "evt_2"})),
-        "new secret: {rotated:?}"
-    );
+    assert!(rotated.is(202, json!({"status": "accepted", "event": "evt_2"})), "new secret: {rotated:?}");
     let stored = inbox(&setup.db());
     assert_eq!(stored.receipts, ["evt_1", "evt_2"]);
     assert_eq!(stored.jobs.len(), 4, "one job per destination: {:?}", stored.jobs);
     assert!(stored.jobs.iter().all(|(_, _, state)| state == "pending"));
 
     let redelivery = gateway.post("src", &case.new.headers("evt_1", &first, now + 1), &first);
-    assert!(
-        redelivery.is(200, json!({"status": "duplicate", "event": "evt_1"})),
-        "{redelivery:?}"
-    );
+    assert!(redelivery.is(200, json!({"status": "duplicate", "event": "evt_1"})), "{redelivery:?}");
     let other = body("evt_1", "t.updated");
     let conflict = gateway.post("src", &case.old.headers("evt_1", &other, now), &other);
     assert!(conflict.is(409, json!({"error": "event_conflict"})), "{conflict:?}");
@@ -69,35 +60,18 @@ fn exercise(case: &Case) {
     let mut missing = case.old.headers("evt_3", &third, now);
     missing.retain(|(name, _)| !name.contains("signature") && !name.contains("hmac"));
     let mut rejections = vec![
-        (
-            "unknown secret",
-            case.unknown.headers("evt_3", &third, now),
-            third.clone(),
-        ),
+        ("unknown secret", case.unknown.headers("evt_3", &third, now), third.clone()),
         ("tampered body", case.old.headers("evt_3", &third, now), tampered),
         ("missing signature header", missing, third.clone()),
     ];
     if case.old.has_timestamp() {
-        rejections.push((
-            "stale timestamp",
-            case.old.headers("evt_3", &third, now - 3600),
-            third.clone(),
-        ));
+        rejections.push(("stale timestamp", case.old.headers("evt_3", &third, now - 3600), third.clone()));
     }
     for (what, headers, sent) in rejections {
         let reply = gateway.post("src", &headers, &sent);
-        assert!(
-            reply.is(401, json!({"error": "authentication"})),
-            "{}: {what}: {reply:?}",
-            case.old.scheme()
-        );
+        assert!(reply.is(401, json!({"error": "authentication"})), "{}: {what}: {reply:?}", case.old.scheme());
     }
-    assert_eq!(
-        inbox(&setup.db()),
-        stored,
-        "{}: a rejection or a repeat changed the store",
-        case.old.scheme()
-    );
+    assert_eq!(inbox(&setup.db()), stored, "{}: a rejection or a repeat changed the store", case.old.scheme());
 }
 
 #[test]
@@ -111,11 +85,7 @@ fn standard_webhooks() {
 
 #[test]
 fn standard_webhooks_ed25519() {
-    exercise(&Case {
-        old: Signer::Ed25519([1; 32]),
-        new: Signer::Ed25519([2; 32]),
-        unknown: Signer::Ed25519([3; 32]),
-    });
+    exercise(&Case { old: Signer::Ed25519([1; 32]), new: Signer::Ed25519([2; 32]), unknown: Signer::Ed25519([3; 32]) });
 }
 
 #[test]
@@ -138,27 +108,15 @@ fn stripe() {
 
 #[test]
 fn shopify() {
-    exercise(&Case {
-        old: Signer::Shopify("old"),
-        new: Signer::Shopify("new"),
-        unknown: Signer::Shopify("other"),
-    });
+    exercise(&Case { old: Signer::Shopify("old"), new: Signer::Shopify("new"), unknown: Signer::Shopify("other") });
 }
 
 #[test]
 fn slack() {
-    exercise(&Case {
-        old: Signer::Slack("old"),
-        new: Signer::Slack("new"),
-        unknown: Signer::Slack("other"),
-    });
+    exercise(&Case { old: Signer::Slack("old"), new: Signer::Slack("new"), unknown: Signer::Slack("other") });
 }
 
 #[test]
 fn demo_webhook_v1() {
-    exercise(&Case {
-        old: Signer::Demo([1; 32]),
-        new: Signer::Demo([2; 32]),
-        unknown: Signer::Demo([3; 32]),
-    });
+    exercise(&Case { old: Signer::Demo([1; 32]), new: Signer::Demo([2; 32]), unknown: Signer::Demo([3; 32]) });
 }

@@ -22,20 +22,14 @@ fn tls_setup() -> (Setup, String) {
     std::fs::write(setup.dir.path().join("cert.pem"), certified.cert.pem()).unwrap();
     std::fs::write(setup.dir.path().join("key.pem"), certified.signing_key.serialize_pem()).unwrap();
     let config = std::fs::read_to_string(setup.config()).unwrap();
-    let with_tls = config.replacen(
-        "[store]",
-        "[server.tls]\ncert = \"cert.pem\"\nkey = \"key.pem\"\n[store]",
-        1,
-    );
+    let with_tls = config.replacen("[store]", "[server.tls]\ncert = \"cert.pem\"\nkey = \"key.pem\"\n[store]", 1);
     std::fs::write(setup.config(), with_tls).unwrap();
     (setup, certified.cert.pem())
 }
 
 fn https_request(gateway: &Gateway, ca_pem: &str, request: &[u8]) -> String {
     let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap())
-        .unwrap();
+    roots.add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap()).unwrap();
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
@@ -56,11 +50,7 @@ fn https_request(gateway: &Gateway, ca_pem: &str, request: &[u8]) -> String {
 fn the_gateway_terminates_tls_with_the_configured_certificate() {
     let (setup, ca) = tls_setup();
     let gateway = setup.start();
-    let health = https_request(
-        &gateway,
-        &ca,
-        b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-    );
+    let health = https_request(&gateway, &ca, b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     assert!(health.starts_with("HTTP/1.1 200"), "{health:?}");
 
     let event = body("msg_tls", "t.created");
@@ -79,9 +69,7 @@ fn the_gateway_terminates_tls_with_the_configured_certificate() {
     assert_eq!(inbox(&setup.db()).receipts, ["msg_tls"]);
 
     let mut plain = TcpStream::connect(gateway.addr).unwrap();
-    plain
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .unwrap();
+    plain.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
     let mut answer = Vec::new();
     let _ = plain.read_to_end(&mut answer);
     assert!(!answer.starts_with(b"HTTP/1.1 200"), "plain HTTP must not be served");

@@ -21,11 +21,7 @@ pub fn counter_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
     let bin = profile_dir.join("examples").join("counter");
-    assert!(
-        bin.exists(),
-        "{} is missing: run the tests with `cargo test`",
-        bin.display()
-    );
+    assert!(bin.exists(), "{} is missing: run the tests with `cargo test`", bin.display());
     bin
 }
 
@@ -59,20 +55,14 @@ impl Counter {
             .stderr(Stdio::null());
         let mut child = command.spawn().unwrap();
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let addr = line
             .trim()
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .parse()
             .unwrap();
-        Self {
-            child,
-            addr,
-            db: db.to_owned(),
-        }
+        Self { child, addr, db: db.to_owned() }
     }
 
     /// Sends a signed delivery with a fresh delivery id and the current time.
@@ -92,13 +82,7 @@ impl Counter {
 
     pub fn signal(&self, signal: &str) {
         let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args([&format!("-{signal}"), &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
+        assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());
     }
 
     pub fn wait(mut self) -> ExitStatus {
@@ -144,12 +128,7 @@ impl Delivery {
         let delivery_id = format!("d-{:x}", rand_u64());
         let timestamp = timestamp.to_string();
         let signature = sign(&delivery_id, &timestamp, body);
-        Self {
-            body: body.to_vec(),
-            delivery_id,
-            timestamp,
-            signature,
-        }
+        Self { body: body.to_vec(), delivery_id, timestamp, signature }
     }
 
     pub fn headers(&self) -> Vec<(String, String)> {
@@ -182,11 +161,7 @@ pub fn event(event_id: &str, value: i64) -> String {
 /// What came back: an answer, or a connection closed without one.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    Answer {
-        status: u16,
-        headers: BTreeMap<String, String>,
-        body: serde_json::Value,
-    },
+    Answer { status: u16, headers: BTreeMap<String, String>, body: serde_json::Value },
     Dropped,
 }
 
@@ -219,10 +194,8 @@ impl Reply {
 
 /// One HTTP/1.1 request on a fresh connection (`Connection: close`).
 pub fn post(addr: SocketAddr, path: &str, headers: &[(String, String)], body: &[u8]) -> Reply {
-    let mut head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
+    let mut head =
+        format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -261,11 +234,7 @@ fn parse_reply(raw: &[u8]) -> Reply {
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect::<BTreeMap<_, _>>();
     let body = &raw[split + 4..];
-    let body = if body.is_empty() {
-        serde_json::Value::Null
-    } else {
-        serde_json::from_slice(body).unwrap()
-    };
+    let body = if body.is_empty() { serde_json::Value::Null } else { serde_json::from_slice(body).unwrap() };
     Reply::Answer { status, headers, body }
 }
 
@@ -280,9 +249,7 @@ pub struct State {
 pub fn state(db: &Path) -> State {
     let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE).unwrap();
     let total = conn.query_row("SELECT total FROM counter", [], |r| r.get(0)).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT identity, result FROM receipts WHERE source = 'demo-source'")
-        .unwrap();
+    let mut stmt = conn.prepare("SELECT identity, result FROM receipts WHERE source = 'demo-source'").unwrap();
     let receipts = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
         .unwrap()
@@ -291,14 +258,8 @@ pub fn state(db: &Path) -> State {
             (id, result.parse().unwrap())
         })
         .collect();
-    let conflicts = conn
-        .query_row("SELECT coalesce(sum(seen_count), 0) FROM conflicts", [], |r| r.get(0))
-        .unwrap();
-    State {
-        total,
-        receipts,
-        conflicts,
-    }
+    let conflicts = conn.query_row("SELECT coalesce(sum(seen_count), 0) FROM conflicts", [], |r| r.get(0)).unwrap();
+    State { total, receipts, conflicts }
 }
 
 pub fn temp_db() -> (tempfile::TempDir, PathBuf) {

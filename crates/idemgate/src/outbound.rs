@@ -1,0 +1,25 @@
+//! The worker as configured: one HTTP route per `[destinations.*]`, with its timeouts,
+//! retry policy and FIFO setting.
+
+use std::{collections::HashMap, sync::Arc};
+
+use idemgate_store::SqliteStore;
+use idemgate_worker::{HttpDestination, Route, Worker, http::ClientError};
+
+use crate::config::Config;
+
+/// The worker that delivers `store`'s jobs to `config`'s destinations.
+pub fn worker(config: &Config, store: &Arc<SqliteStore>) -> Result<Worker, ClientError> {
+    let mut routes = HashMap::new();
+    for (name, destination) in &config.destinations {
+        let http = HttpDestination::new(
+            &destination.url.to_string(),
+            destination.secret.clone(),
+            destination.connect_timeout,
+            destination.timeout,
+        )?;
+        let route = Route { deliver: Arc::new(http), policy: destination.policy.clone(), fifo: destination.fifo };
+        routes.insert(name.clone(), route);
+    }
+    Ok(Worker::new(Arc::clone(store), routes, config.worker.options))
+}
