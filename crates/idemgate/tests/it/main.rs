@@ -4,8 +4,10 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod gateway_cli;
+mod gateway_delivery;
 mod gateway_harness;
 mod harness;
+mod recorder;
 
 mod counter_contract;
 mod counter_faults;
