@@ -153,3 +153,24 @@ fn a_dead_job_is_delivered_by_replay_once_the_destination_is_back() {
     assert_eq!(ids(&recorder.received()), BTreeSet::from(["msg_dead".to_owned()]));
     drop(gateway);
 }
+
+#[test]
+fn a_separate_worker_process_delivers_what_a_receive_only_gateway_accepted() {
+    let recorder = Recorder::start(&[]);
+    let setup = Setup::new(&config(&recorder, "", "").replace("[worker]\n", "[worker]\nenabled = false\n"));
+    let gateway = setup.start();
+    assert_eq!(send(&gateway, "msg_w", r#"{"n":1}"#), 202);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(recorder.received().is_empty(), "serve with the worker disabled delivers nothing");
+    let mut worker = std::process::Command::new(crate::gateway_harness::idemgate_bin())
+        .args(["worker", "--config"])
+        .arg(setup.config())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_state(&setup, "succeeded", 1);
+    assert_eq!(ids(&recorder.received()), BTreeSet::from(["msg_w".to_owned()]));
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+}
