@@ -5,6 +5,8 @@
 //! and never reads the time: callers pass the current time in ([`time::UnixTime`]).
 
 pub mod fingerprint;
+pub mod idempotency;
+
 pub mod job;
 
 pub mod json;
@@ -21,4 +23,4 @@ pub use outcome::{Outcome, Rejection};
 pub use receipt::{Identity, ReceiptKey, SourceName};
 pub use scheme::{AuthError, Scheme, VerifiedDelivery};
 pub use secret::{Secret, SecretSet};
-pub use time::UnixTime;
+pub use time::{Clock, ManualClock, SystemClock, UnixTime};

@@ -167,6 +167,46 @@ pub async fn method_not_allowed() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, Json(json!({ "error": "method_not_allowed" }))).into_response()
 }
 
+/// The `Idempotency-Key` layer's own answers, as `application/problem+json` (RFC 9457).
+impl IntoResponse for crate::idempotency::Refusal {
+    fn into_response(self) -> Response {
+        use crate::idempotency::Refusal;
+        let (status, title) = match &self {
+            Refusal::MissingKey => (StatusCode::BAD_REQUEST, "this route requires an Idempotency-Key"),
+            Refusal::BadKey(_) => (StatusCode::BAD_REQUEST, "the Idempotency-Key is malformed"),
+            Refusal::BodyTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large"),
+            Refusal::BodyUnreadable => (StatusCode::BAD_REQUEST, "the request body could not be read"),
+            Refusal::Mismatch => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "the Idempotency-Key was used for a different request")
+            }
+            Refusal::InFlight { .. } => (StatusCode::CONFLICT, "a request with this Idempotency-Key is in progress"),
+            Refusal::StoreUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "idempotency is unavailable; retry later"),
+        };
+        let detail = match &self {
+            Refusal::BadKey(err) => Some(err.to_string()),
+            _ => None,
+        };
+        let mut body = json!({ "type": "about:blank", "title": title, "status": status.as_u16() });
+        if let Some(detail) = detail {
+            body["detail"] = detail.into();
+        }
+        let mut response = (status, Json(body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        match self {
+            Refusal::InFlight { retry_after } => {
+                let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+            }
+            Refusal::StoreUnavailable => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use idemgate_core::{AuthError, json::JsonError, outcome::FailureCause};

@@ -57,8 +57,7 @@ pub struct Delivered {
 /// as a value.
 #[must_use]
 pub fn system_now() -> UnixTime {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    UnixTime(i64::try_from(secs).unwrap_or(i64::MAX))
+    idemgate_core::Clock::now(&idemgate_core::SystemClock)
 }
 
 /// How a first delivery is answered: the effect is done, or it is stored for a worker.

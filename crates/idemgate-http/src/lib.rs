@@ -1,6 +1,8 @@
 //! The HTTP edge of idemgate: the only crate that knows status codes and JSON wire shapes.
 //!
 //! - [`body`]: reads a request body under a size limit, never buffering more than it allows;
+//! - [`idempotency`]: the `Idempotency-Key` tower layer for HTTP APIs;
+
 //! - [`inbound`]: one delivery from raw request to outcome (size, verify, parse, contract,
 //!   store), in that order;
 //! - [`answer`]: the one place where a rejection or an outcome becomes a status and a body;
@@ -9,6 +11,8 @@
 
 pub mod answer;
 pub mod body;
+pub mod idempotency;
+
 pub mod inbound;
 pub mod server;
 pub mod tls;

@@ -8,7 +8,9 @@
 //! This is the only crate that writes SQL for idemgate's own tables.
 
 mod error;
+pub mod idempotency;
 pub mod inbox;
+
 pub mod jobs;
 
 mod migrations;

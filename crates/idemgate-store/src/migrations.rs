@@ -96,6 +96,24 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (source, ordering_key)
     ) STRICT, WITHOUT ROWID;
 ",
+    r"
+    CREATE TABLE idempotency_records (
+        scope           TEXT    NOT NULL,
+        key             TEXT    NOT NULL,
+        fingerprint     BLOB    NOT NULL CHECK (length(fingerprint) = 32),
+        state           TEXT    NOT NULL CHECK (state IN ('in_flight', 'completed')),
+        lock_token      INTEGER NOT NULL,
+        locked_until_ms INTEGER,
+        status          INTEGER,
+        headers         TEXT CHECK (headers IS NULL OR json_valid(headers)),
+        body            BLOB,
+        body_omitted    INTEGER NOT NULL DEFAULT 0,
+        created_at_ms   INTEGER NOT NULL,
+        expires_at_ms   INTEGER NOT NULL,
+        PRIMARY KEY (scope, key)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX idempotency_expiry ON idempotency_records (expires_at_ms);
+",
 ];
 
 /// The schema version this build writes.

@@ -1,0 +1,189 @@
+//! [`Idempotency`]: the service the layer builds. One request, in order: does the key
+//! apply, parse it, read the body under its limit, fingerprint, `begin` in the store, and
+//! then replay, refuse, or run the inner service and store or release by its status.
+
+use std::{
+    convert::Infallible,
+    future::Future,
+    pin::Pin,
+    sync::{Arc, atomic::Ordering},
+    task::{Context, Poll},
+};
+
+use axum::{
+    body::Body,
+    response::{IntoResponse, Response},
+};
+use http::{HeaderName, HeaderValue, Request, request::Parts};
+use http_body_util::BodyExt;
+use idemgate_core::idempotency::{AfterResponse, Fingerprint, after_response, parse_key};
+use idemgate_store::idempotency::{Begin, Lifetimes, RecordKey, StoredResponse};
+use sha2::{Digest, Sha256};
+use tower::{Service, ServiceExt};
+
+use super::{IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAY, Refusal, Scope, WhenUnavailable, layer::Shared};
+use crate::body::{BODY_TIMEOUT, BodyError, read_limited};
+
+/// Wraps `S` with `Idempotency-Key` semantics; built by [`super::IdempotencyLayer`].
+#[derive(Debug, Clone)]
+pub struct Idempotency<S> {
+    pub(super) inner: S,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl<S> Service<Request<Body>> for Idempotency<S>
+where
+    S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        // The clone may not be ready; the one that was polled ready is taken.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move { Ok(shared.handle(inner, request).await) })
+    }
+}
+
+impl Shared {
+    async fn handle<S>(&self, inner: S, request: Request<Body>) -> Response
+    where
+        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send,
+        S::Future: Send,
+    {
+        if !self.config.methods.contains(request.method()) {
+            return run(inner, request).await;
+        }
+        let key = match request.headers().get(IDEMPOTENCY_KEY).map(|v| parse_key(v.as_bytes())) {
+            None if self.config.require_key => return Refusal::MissingKey.into_response(),
+            None => return run(inner, request).await,
+            Some(Err(err)) => return Refusal::BadKey(err).into_response(),
+            Some(Ok(key)) => key,
+        };
+        let (parts, body) = request.into_parts();
+        let body = match read_limited(&parts.headers, body, self.config.max_request_body, BODY_TIMEOUT).await {
+            Ok(body) => body,
+            Err(BodyError::TooLarge { .. }) => return Refusal::BodyTooLarge.into_response(),
+            Err(_) => return Refusal::BodyUnreadable.into_response(),
+        };
+        let fingerprint =
+            Fingerprint::of(parts.method.as_str(), parts.uri.path(), parts.uri.query().unwrap_or(""), &body);
+        let record = RecordKey { scope: self.scope(&parts), key };
+        let request = Request::from_parts(parts, Body::from(body));
+        let lifetimes = Lifetimes { lock: self.config.lock, retention: self.config.retention };
+        match self.store.begin_idempotent(record.clone(), fingerprint, self.clock.now_ms(), lifetimes).await {
+            Ok(Begin::Proceed { token }) => self.run_once(inner, request, record, token).await,
+            Ok(Begin::Replay(stored)) => replay(stored),
+            Ok(Begin::InFlight { retry_after }) => Refusal::InFlight { retry_after }.into_response(),
+            Ok(Begin::Mismatch) => Refusal::Mismatch.into_response(),
+            Err(err) => self.unavailable(inner, request, &err).await,
+        }
+    }
+
+    fn scope(&self, parts: &Parts) -> String {
+        match &self.config.scope {
+            Scope::HeaderHash(name) => match parts.headers.get(name) {
+                Some(value) => hex::encode(Sha256::digest(value.as_bytes())),
+                None => "anonymous".to_owned(),
+            },
+            Scope::Custom(scope) => scope(parts),
+        }
+    }
+
+    async fn run_once<S>(&self, inner: S, request: Request<Body>, record: RecordKey, token: i64) -> Response
+    where
+        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send,
+        S::Future: Send,
+    {
+        let response = run(inner, request).await;
+        let status = response.status().as_u16();
+        if after_response(status, self.config.store_client_errors) == AfterResponse::Release {
+            if let Err(err) = self.store.release_idempotent(record, token).await {
+                tracing::warn!(error = %err, "could not release an idempotency key; it frees when its lock expires");
+            }
+            return response;
+        }
+        let (parts, body) = response.into_parts();
+        let bytes = match body.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(err) => {
+                tracing::warn!(error = %err, "the handler's response body broke off; the key is released");
+                let _ = self.store.release_idempotent(record, token).await;
+                return Response::from_parts(parts, Body::empty());
+            }
+        };
+        let stored = self.stored(&parts, &bytes);
+        match self.store.complete_idempotent(record, token, stored).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("the lock expired and was taken over; this response is not stored"),
+            Err(err) => tracing::warn!(error = %err, "could not store a response; the key stays locked until expiry"),
+        }
+        Response::from_parts(parts, Body::from(bytes))
+    }
+
+    fn stored(&self, parts: &http::response::Parts, body: &[u8]) -> StoredResponse {
+        let headers = self
+            .config
+            .stored_headers
+            .iter()
+            .flat_map(|name| parts.headers.get_all(name).iter().map(move |v| (name, v)))
+            .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+            .collect();
+        let body_omitted = body.len() > self.config.max_stored_body;
+        let body = if body_omitted { Vec::new() } else { body.to_vec() };
+        StoredResponse { status: parts.status.as_u16(), headers, body, body_omitted }
+    }
+
+    async fn unavailable<S>(&self, inner: S, request: Request<Body>, err: &idemgate_store::StoreError) -> Response
+    where
+        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send,
+        S::Future: Send,
+    {
+        match self.config.when_unavailable {
+            WhenUnavailable::Refuse => {
+                tracing::warn!(error = %err, "idempotency store unavailable; request refused");
+                Refusal::StoreUnavailable.into_response()
+            }
+            WhenUnavailable::PassThrough => {
+                let count = self.unprotected.fetch_add(1, Ordering::Relaxed) + 1;
+                tracing::warn!(error = %err, unprotected = count, "idempotency store unavailable; request runs unprotected");
+                run(inner, request).await
+            }
+        }
+    }
+}
+
+async fn run<S>(inner: S, request: Request<Body>) -> Response
+where
+    S: Service<Request<Body>, Response = Response, Error = Infallible> + Send,
+    S::Future: Send,
+{
+    match inner.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+fn replay(stored: StoredResponse) -> Response {
+    let mut response = Response::new(Body::from(stored.body));
+    *response.status_mut() = http::StatusCode::from_u16(stored.status).unwrap_or(http::StatusCode::OK);
+    let headers = response.headers_mut();
+    for (name, value) in &stored.headers {
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name.as_str()), HeaderValue::from_str(value)) {
+            headers.append(name, value);
+        }
+    }
+    headers.insert(IDEMPOTENCY_REPLAY, HeaderValue::from_static("true"));
+    if stored.body_omitted {
+        headers.insert(HeaderName::from_static("idempotency-replay-body"), HeaderValue::from_static("omitted"));
+    }
+    response
+}

@@ -1,0 +1,233 @@
+//! Idempotency records: the store behind the `Idempotency-Key` layer.
+//!
+//! A record is unique on (scope, key) by its primary key. `begin` either creates an
+//! `in_flight` record holding a lock with an expiry, or reports what exists: the stored
+//! response, a lock still held, or a fingerprint mismatch. A lock that expired is taken
+//! over with a new `lock_token`; `complete` and `release` name the token they were given
+//! and change nothing once it is stale, so a late holder cannot overwrite the newer one.
+
+use std::time::Duration;
+
+use idemgate_core::idempotency::Fingerprint;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::{SqliteStore, StoreError};
+
+/// Where a record lives: the caller's scope (from configuration) and the client's key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RecordKey {
+    /// The caller, e.g. a hash of its credentials; one caller never sees another's records.
+    pub scope: String,
+    /// The client's `Idempotency-Key`.
+    pub key: String,
+}
+
+/// A response kept for replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// The original status.
+    pub status: u16,
+    /// The configured response headers, as sent.
+    pub headers: Vec<(String, String)>,
+    /// The original body, unless it was over the size limit.
+    pub body: Vec<u8>,
+    /// True when the body was too large to keep: the replay has an empty body.
+    pub body_omitted: bool,
+}
+
+/// What `begin` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begin {
+    /// No live record: this request holds the lock with `token` and should run.
+    Proceed {
+        /// The fencing token for `complete` and `release`.
+        token: i64,
+    },
+    /// A completed record with the same fingerprint: replay it.
+    Replay(StoredResponse),
+    /// Another request holds the lock for about this much longer.
+    InFlight {
+        /// Time left on the lock.
+        retry_after: Duration,
+    },
+    /// The key was used for a request with another fingerprint.
+    Mismatch,
+}
+
+/// How long a lock holds and how long a record lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifetimes {
+    /// The `in_flight` lock's duration.
+    pub lock: Duration,
+    /// How long a record is kept after it was created.
+    pub retention: Duration,
+}
+
+fn ms(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Starts (or looks up) the operation named by `record` at `now_ms`.
+pub fn begin(
+    conn: &Connection,
+    record: &RecordKey,
+    fingerprint: &Fingerprint,
+    now_ms: i64,
+    lifetimes: Lifetimes,
+) -> Result<Begin, rusqlite::Error> {
+    conn.execute(
+        "DELETE FROM idempotency_records WHERE scope = ?1 AND key = ?2 AND expires_at_ms <= ?3",
+        params![record.scope, record.key, now_ms],
+    )?;
+    let existing = conn
+        .query_row(
+            "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted
+             FROM idempotency_records WHERE scope = ?1 AND key = ?2",
+            params![record.scope, record.key],
+            |row| {
+                Ok(Existing {
+                    fingerprint: row.get(0)?,
+                    state: row.get(1)?,
+                    lock_token: row.get(2)?,
+                    locked_until_ms: row.get(3)?,
+                    status: row.get(4)?,
+                    headers: row.get(5)?,
+                    body: row.get(6)?,
+                    body_omitted: row.get(7)?,
+                })
+            },
+        )
+        .optional()?;
+    let lock_until = now_ms.saturating_add(ms(lifetimes.lock));
+    let Some(existing) = existing else {
+        conn.execute(
+            "INSERT INTO idempotency_records
+                 (scope, key, fingerprint, state, lock_token, locked_until_ms, created_at_ms, expires_at_ms)
+             VALUES (?1, ?2, ?3, 'in_flight', 1, ?4, ?5, ?6)",
+            params![
+                record.scope,
+                record.key,
+                &fingerprint.0[..],
+                lock_until,
+                now_ms,
+                now_ms.saturating_add(ms(lifetimes.retention))
+            ],
+        )?;
+        return Ok(Begin::Proceed { token: 1 });
+    };
+    if existing.fingerprint != fingerprint.0 {
+        return Ok(Begin::Mismatch);
+    }
+    if existing.state == "completed" {
+        return Ok(Begin::Replay(existing.response()));
+    }
+    let locked_until = existing.locked_until_ms.unwrap_or(0);
+    if locked_until > now_ms {
+        return Ok(Begin::InFlight {
+            retry_after: Duration::from_millis(u64::try_from(locked_until - now_ms).unwrap_or(0)),
+        });
+    }
+    let token = existing.lock_token + 1;
+    conn.execute(
+        "UPDATE idempotency_records SET lock_token = ?3, locked_until_ms = ?4 WHERE scope = ?1 AND key = ?2",
+        params![record.scope, record.key, token, lock_until],
+    )?;
+    Ok(Begin::Proceed { token })
+}
+
+struct Existing {
+    fingerprint: Vec<u8>,
+    state: String,
+    lock_token: i64,
+    locked_until_ms: Option<i64>,
+    status: Option<u16>,
+    headers: Option<String>,
+    body: Option<Vec<u8>>,
+    body_omitted: bool,
+}
+
+impl Existing {
+    fn response(self) -> StoredResponse {
+        StoredResponse {
+            status: self.status.unwrap_or(200),
+            headers: self.headers.and_then(|h| serde_json::from_str(&h).ok()).unwrap_or_default(),
+            body: self.body.unwrap_or_default(),
+            body_omitted: self.body_omitted,
+        }
+    }
+}
+
+/// Stores `response` for `record` if `token` still holds the lock. Returns whether it did.
+pub fn complete(
+    conn: &Connection,
+    record: &RecordKey,
+    token: i64,
+    response: &StoredResponse,
+) -> Result<bool, rusqlite::Error> {
+    let changed = conn.execute(
+        "UPDATE idempotency_records
+         SET state = 'completed', locked_until_ms = NULL, status = ?4, headers = ?5, body = ?6, body_omitted = ?7
+         WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND state = 'in_flight'",
+        params![
+            record.scope,
+            record.key,
+            token,
+            response.status,
+            serde_json::json!(response.headers).to_string(),
+            response.body,
+            response.body_omitted
+        ],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Forgets `record` if `token` still holds its lock, so the key can be used again.
+pub fn release(conn: &Connection, record: &RecordKey, token: i64) -> Result<bool, rusqlite::Error> {
+    let changed = conn.execute(
+        "DELETE FROM idempotency_records WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND state = 'in_flight'",
+        params![record.scope, record.key, token],
+    )?;
+    Ok(changed == 1)
+}
+
+/// Deletes up to `limit` records expired at `now_ms`; returns how many.
+pub fn purge_expired(conn: &Connection, now_ms: i64, limit: usize) -> Result<usize, rusqlite::Error> {
+    conn.execute(
+        "DELETE FROM idempotency_records WHERE (scope, key) IN (
+             SELECT scope, key FROM idempotency_records WHERE expires_at_ms <= ?1 LIMIT ?2)",
+        params![now_ms, i64::try_from(limit).unwrap_or(i64::MAX)],
+    )
+}
+
+impl SqliteStore {
+    /// [`begin`] on the writer.
+    pub async fn begin_idempotent(
+        &self,
+        record: RecordKey,
+        fingerprint: Fingerprint,
+        now_ms: i64,
+        lifetimes: Lifetimes,
+    ) -> Result<Begin, StoreError> {
+        self.write(move |conn| begin(conn, &record, &fingerprint, now_ms, lifetimes)).await
+    }
+
+    /// [`complete`] on the writer.
+    pub async fn complete_idempotent(
+        &self,
+        record: RecordKey,
+        token: i64,
+        response: StoredResponse,
+    ) -> Result<bool, StoreError> {
+        self.write(move |conn| complete(conn, &record, token, &response)).await
+    }
+
+    /// [`release`] on the writer.
+    pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
+        self.write(move |conn| release(conn, &record, token)).await
+    }
+
+    /// [`purge_expired`] on the writer.
+    pub async fn purge_idempotency(&self, now_ms: i64, limit: usize) -> Result<usize, StoreError> {
+        self.write(move |conn| purge_expired(conn, now_ms, limit)).await
+    }
+}
