@@ -15,7 +15,7 @@ use axum::{
 };
 use bytes::Bytes;
 use http::{HeaderName, StatusCode, header::CONTENT_TYPE};
-use idemgate_core::{ReceiptKey, Rejection, UnixTime, json};
+use idemgate_core::{ReceiptKey, Rejection, SystemClock, UnixTime, json};
 
 use idemgate_http::{
     Accepted, AnswerStyle, Checked, Inbound,
@@ -28,7 +28,10 @@ use idemgate_store::{
 };
 use serde_json::{Value, json};
 
-use crate::config::{Config, SourceConfig};
+use crate::{
+    config::{Config, SourceConfig},
+    proxy,
+};
 
 /// Longest content type kept with an event; longer ones are not stored.
 const MAX_CONTENT_TYPE: usize = 255;
@@ -48,16 +51,19 @@ struct Gateway {
     store: Arc<SqliteStore>,
 }
 
-/// The gateway's router for `config`, writing to `store`.
-pub fn router(config: &Config, store: &Arc<SqliteStore>) -> Router {
+/// The gateway's router for `config`, writing to `store`: the sources' routes, health,
+/// and each `[[proxy]]` under its prefix.
+pub fn router(config: &Config, store: &Arc<SqliteStore>) -> Result<Router, reqwest::Error> {
     let routes = config.sources.iter().map(|source| (source.route.clone(), route(config, source, store))).collect();
     let gateway = Arc::new(Gateway { routes, store: Arc::clone(store) });
-    Router::new()
+    let mut router = Router::new()
         .route("/in/{route}", post(deliver).fallback(method_not_allowed))
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .fallback(not_found)
-        .with_state(gateway)
+        .route("/readyz", get(readyz));
+    for proxy in &config.proxies {
+        router = router.nest_service(&proxy.prefix, proxy::router(proxy, store, Arc::new(SystemClock))?);
+    }
+    Ok(router.fallback(not_found).with_state(gateway))
 }
 
 fn route(config: &Config, source: &SourceConfig, store: &Arc<SqliteStore>) -> SourceRoute {

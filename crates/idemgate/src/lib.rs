@@ -12,6 +12,7 @@
 pub mod config;
 pub mod gateway;
 pub mod outbound;
+pub mod proxy;
 
 pub mod verify;
 

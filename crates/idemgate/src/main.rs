@@ -5,6 +5,7 @@ use std::{
     path::{Path, PathBuf},
     process::ExitCode,
     sync::Arc,
+    time::Duration,
 };
 
 use anyhow::{Context, anyhow};
@@ -13,8 +14,9 @@ use idemgate::{
     config::{self, Config},
     gateway, outbound, verify,
 };
-use idemgate_core::{UnixTime, job::JobState};
-use idemgate_http::{ServeOptions, serve, system_now, termination_signal};
+use idemgate_core::{SystemClock, UnixTime, job::JobState};
+
+use idemgate_http::{ServeOptions, idempotency, serve, system_now, termination_signal};
 use idemgate_store::jobs::{self, ReplayFilter};
 use idemgate_store::{SqliteStore, StoreOptions};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -217,7 +219,11 @@ async fn receive_until_stopped(
         .await
         .with_context(|| format!("cannot listen on {}", config.server.listen))?;
     let address = listener.local_addr()?;
-    let router = gateway::router(config, store);
+    let router = gateway::router(config, store).context("cannot build the proxy's http client")?;
+    if !config.proxies.is_empty() {
+        let purge = idempotency::purge_expired_every(Arc::clone(store), Arc::new(SystemClock), Duration::from_secs(60));
+        tokio::spawn(purge);
+    }
     let options = ServeOptions {
         header_timeout: config.server.header_timeout,
         shutdown_grace: config.server.shutdown_grace,

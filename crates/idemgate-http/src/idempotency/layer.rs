@@ -60,16 +60,19 @@ impl IdempotencyLayer {
 
     /// Deletes expired records every `interval`, forever; spawn it next to the server.
     pub fn purge_expired_every(&self, interval: Duration) -> impl Future<Output = ()> + Send + 'static {
-        let shared = Arc::clone(&self.shared);
-        async move {
-            loop {
-                tokio::time::sleep(interval).await;
-                match shared.store.purge_idempotency(shared.clock.now_ms(), 1000).await {
-                    Ok(0) => {}
-                    Ok(purged) => tracing::debug!(purged, "expired idempotency records purged"),
-                    Err(err) => tracing::warn!(error = %err, "purging idempotency records failed"),
-                }
-            }
+        purge_expired_every(Arc::clone(&self.shared.store), Arc::clone(&self.shared.clock), interval)
+    }
+}
+
+/// Deletes `store`'s expired idempotency records every `interval`, forever. One task per
+/// store is enough, whatever the number of layers on it.
+pub async fn purge_expired_every(store: Arc<SqliteStore>, clock: Arc<dyn Clock>, interval: Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        match store.purge_idempotency(clock.now_ms(), 1000).await {
+            Ok(0) => {}
+            Ok(purged) => tracing::debug!(purged, "expired idempotency records purged"),
+            Err(err) => tracing::warn!(error = %err, "purging idempotency records failed"),
         }
     }
 }

@@ -34,7 +34,8 @@ use std::{sync::Arc, time::Duration};
 use http::{HeaderName, Method, header};
 use idemgate_core::idempotency::KeyError;
 
-pub use layer::IdempotencyLayer;
+pub use layer::{IdempotencyLayer, purge_expired_every};
+
 pub use service::Idempotency;
 
 /// The request header carrying the key.

@@ -10,7 +10,8 @@ pub mod validated;
 use std::path::Path;
 
 pub use validated::{
-    Config, DestinationConfig, OrderingConfig, ServerConfig, SourceConfig, StoreConfig, TlsConfig, WorkerConfig,
+    Config, DestinationConfig, OrderingConfig, ProxyConfig, ServerConfig, SourceConfig, StoreConfig, TlsConfig,
+    WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.

@@ -29,6 +29,41 @@ pub struct RawConfig {
     /// `[worker]`.
     #[serde(default)]
     pub worker: RawWorker,
+    /// `[[proxy]]`: idempotency in front of HTTP APIs.
+    #[serde(default)]
+    pub proxy: Vec<RawProxy>,
+}
+
+/// One `[[proxy]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProxy {
+    /// Path prefix served, e.g. `/api`; stripped before forwarding.
+    pub prefix: String,
+    /// Base URL of the API behind it.
+    pub upstream: String,
+    /// Total timeout of one upstream request.
+    pub timeout: Option<String>,
+    /// Methods the `Idempotency-Key` applies to.
+    pub methods: Option<Vec<String>>,
+    /// Refuse requests of those methods without a key.
+    pub require_key: Option<bool>,
+    /// In-flight lock.
+    pub lock: Option<String>,
+    /// How long a stored response is replayed.
+    pub retention: Option<String>,
+    /// Largest request body, in bytes.
+    pub max_body: Option<usize>,
+    /// Largest response body stored for replay, in bytes.
+    pub max_stored_body: Option<usize>,
+    /// Response headers stored and replayed.
+    pub stored_headers: Option<Vec<String>>,
+    /// Store 4xx answers instead of releasing the key.
+    pub store_client_errors: Option<bool>,
+    /// `refuse` (503) or `pass-through` when the store is unavailable.
+    pub when_unavailable: Option<String>,
+    /// Header whose SHA-256 scopes keys to a caller.
+    pub scope_header: Option<String>,
 }
 
 /// `[worker]`.

@@ -16,12 +16,16 @@ use idemgate_core::{
 };
 
 use idemgate_core::retry::RetryPolicy;
-use idemgate_http::tls::{self, TlsAcceptor};
+use idemgate_http::{
+    idempotency::{IdempotencyConfig, Scope, WhenUnavailable},
+    tls::{self, TlsAcceptor},
+};
+
 use idemgate_worker::WorkerOptions;
 
 use super::{
     ConfigError, ConfigWarning,
-    raw::{RawConfig, RawDestination, RawIdentity, RawServer, RawSource, RawStore, RawWorker},
+    raw::{RawConfig, RawDestination, RawIdentity, RawProxy, RawServer, RawSource, RawStore, RawWorker},
     secrets,
 };
 
@@ -45,6 +49,21 @@ pub struct Config {
     pub destinations: BTreeMap<String, DestinationConfig>,
     /// `[worker]`.
     pub worker: WorkerConfig,
+    /// `[[proxy]]` entries.
+    pub proxies: Vec<ProxyConfig>,
+}
+
+/// One `[[proxy]]`: idempotency in front of an HTTP API.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Path prefix served (stripped before forwarding).
+    pub prefix: String,
+    /// Base URL of the API.
+    pub upstream: http::Uri,
+    /// Total timeout of one upstream request.
+    pub timeout: Duration,
+    /// The layer's settings.
+    pub idempotency: IdempotencyConfig,
 }
 
 /// `[worker]`.
@@ -168,12 +187,75 @@ pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarnin
         .into_iter()
         .map(|(id, src)| source(&id, src, &destinations, base, &mut warnings))
         .collect::<Result<Vec<_>, _>>()?;
-    if sources.is_empty() {
-        return Err(ConfigError::new("sources", "at least one source is required"));
+    if sources.is_empty() && raw.proxy.is_empty() {
+        return Err(ConfigError::new("sources", "at least one source (or one [[proxy]]) is required"));
     }
+
     unique_routes(&sources)?;
     let worker = worker(&raw.worker, &destinations)?;
-    Ok((Config { server, store, sources, destinations, worker }, warnings))
+    let proxies =
+        raw.proxy.into_iter().enumerate().map(|(i, p)| proxy(&format!("proxy[{i}]"), p)).collect::<Result<_, _>>()?;
+    Ok((Config { server, store, sources, destinations, worker, proxies }, warnings))
+}
+
+fn proxy(key: &str, raw: RawProxy) -> Result<ProxyConfig, ConfigError> {
+    let reserved = ["/in", "/healthz", "/readyz"];
+    if !raw.prefix.starts_with('/') || raw.prefix.len() < 2 || raw.prefix.ends_with('/') {
+        return Err(ConfigError::new(format!("{key}.prefix"), "must start with / and not end with / (e.g. \"/api\")"));
+    }
+    if reserved.iter().any(|r| raw.prefix == *r || raw.prefix.starts_with(&format!("{r}/"))) {
+        return Err(ConfigError::new(format!("{key}.prefix"), "is taken by the gateway's own routes"));
+    }
+    let upstream: http::Uri =
+        raw.upstream.parse().map_err(|_| ConfigError::new(format!("{key}.upstream"), "not a valid URL"))?;
+    if !matches!(upstream.scheme_str(), Some("http" | "https")) || upstream.host().is_none() {
+        return Err(ConfigError::new(format!("{key}.upstream"), "must be an http:// or https:// URL with a host"));
+    }
+    let defaults = IdempotencyConfig::default();
+    let header_names = |field: &str, names: Option<Vec<String>>, default: Vec<http::HeaderName>| match names {
+        None => Ok(default),
+        Some(names) => names
+            .iter()
+            .map(|n| http::HeaderName::try_from(n.as_str()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| ConfigError::new(format!("{key}.{field}"), "not a valid header name")),
+    };
+    let methods = match raw.methods {
+        None => defaults.methods,
+        Some(methods) => methods
+            .iter()
+            .map(|m| http::Method::from_bytes(m.to_ascii_uppercase().as_bytes()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| ConfigError::new(format!("{key}.methods"), "not a valid method"))?,
+    };
+    let when_unavailable = match raw.when_unavailable.as_deref() {
+        None | Some("refuse") => WhenUnavailable::Refuse,
+        Some("pass-through") => WhenUnavailable::PassThrough,
+        Some(_) => {
+            return Err(ConfigError::new(format!("{key}.when_unavailable"), "must be \"refuse\" or \"pass-through\""));
+        }
+    };
+    let scope = match raw.scope_header {
+        None => defaults.scope,
+        Some(name) => Scope::HeaderHash(
+            http::HeaderName::try_from(name.as_str())
+                .map_err(|_| ConfigError::new(format!("{key}.scope_header"), "not a valid header name"))?,
+        ),
+    };
+    let idempotency = IdempotencyConfig {
+        methods,
+        require_key: raw.require_key.unwrap_or(defaults.require_key),
+        lock: duration(&format!("{key}.lock"), raw.lock.as_deref(), defaults.lock)?,
+        retention: duration(&format!("{key}.retention"), raw.retention.as_deref(), defaults.retention)?,
+        max_request_body: raw.max_body.unwrap_or(defaults.max_request_body),
+        max_stored_body: raw.max_stored_body.unwrap_or(defaults.max_stored_body),
+        stored_headers: header_names("stored_headers", raw.stored_headers, defaults.stored_headers)?,
+        store_client_errors: raw.store_client_errors.unwrap_or(defaults.store_client_errors),
+        when_unavailable,
+        scope,
+    };
+    let timeout = duration(&format!("{key}.timeout"), raw.timeout.as_deref(), DEFAULT_TIMEOUT)?;
+    Ok(ProxyConfig { prefix: raw.prefix, upstream, timeout, idempotency })
 }
 
 fn worker(raw: &RawWorker, destinations: &BTreeMap<String, DestinationConfig>) -> Result<WorkerConfig, ConfigError> {
