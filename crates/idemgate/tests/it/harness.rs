@@ -233,8 +233,12 @@ fn parse_reply(raw: &[u8]) -> Reply {
         .filter_map(|line| line.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect::<BTreeMap<_, _>>();
-    let body = &raw[split + 4..];
-    let body = if body.is_empty() { serde_json::Value::Null } else { serde_json::from_slice(body).unwrap() };
+    let mut body = raw[split + 4..].to_vec();
+    if headers.get("transfer-encoding").is_some_and(|te| te.eq_ignore_ascii_case("chunked")) {
+        body = dechunk(&body);
+    }
+    let body = if body.is_empty() { serde_json::Value::Null } else { serde_json::from_slice(&body).unwrap() };
+
     Reply::Answer { status, headers, body }
 }
 
@@ -266,4 +270,20 @@ pub fn temp_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("counter.sqlite3");
     (dir, db)
+}
+
+/// Decodes a chunked body (sizes in hex, each chunk followed by CRLF, a zero chunk last).
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let line_end = raw.windows(2).position(|w| w == b"\r\n").expect("chunk size line");
+        let size_text = std::str::from_utf8(&raw[..line_end]).unwrap().split(';').next().unwrap().trim();
+        let size = usize::from_str_radix(size_text, 16).unwrap();
+        if size == 0 {
+            return body;
+        }
+        let start = line_end + 2;
+        body.extend_from_slice(&raw[start..start + size]);
+        raw = &raw[start + size + 2..];
+    }
 }
