@@ -24,7 +24,7 @@ pub use migrations::CURRENT_VERSION as SCHEMA_VERSION;
 
 pub use reader::{ConflictRecord, Receipt, SqliteReader, receipt, receipts};
 pub use sqlite::{StoreOptions, open_connection};
-pub use writer::{ReceiveRequest, SqliteStore};
+pub use writer::{ReceiveRequest, SqliteStore, WriterStats};
 
 /// rusqlite, re-exported so handlers use the same version the store does.
 pub use rusqlite;

@@ -13,11 +13,16 @@ pub struct StoreOptions {
     pub busy_timeout: Duration,
     /// Capacity of the writer's queue; senders wait (backpressure) when it is full.
     pub queue_capacity: usize,
+    /// Most deliveries committed together in one transaction (group commit).
+    pub max_batch: usize,
+    /// How long the writer waits for more deliveries to join a batch; zero adds no wait
+    /// (a lone delivery commits at once, and batches form only from what is queued).
+    pub batch_wait: Duration,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { busy_timeout: Duration::from_secs(5), queue_capacity: 1024 }
+        Self { busy_timeout: Duration::from_secs(5), queue_capacity: 1024, max_batch: 128, batch_wait: Duration::ZERO }
     }
 }
 

@@ -8,11 +8,16 @@
 use std::{
     panic::{AssertUnwindSafe, catch_unwind},
     path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     thread,
+    time::{Duration, Instant},
 };
 
 use idemgate_core::{BodyHash, Outcome, ReceiptKey, UnixTime, outcome::FailureCause};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -48,6 +53,7 @@ pub struct SqliteStore {
     writer: Option<thread::JoinHandle<()>>,
     path: PathBuf,
     options: StoreOptions,
+    stats: Arc<WriterStats>,
 }
 
 impl SqliteStore {
@@ -57,11 +63,19 @@ impl SqliteStore {
         let mut conn = open_connection(path, true, &options)?;
         migrations::migrate(&mut conn)?;
         let (commands, inbox) = mpsc::channel(options.queue_capacity.max(1));
+        let stats = Arc::new(WriterStats::default());
+        let writer_stats = Arc::clone(&stats);
         let writer = thread::Builder::new()
             .name("idemgate-sqlite-writer".into())
-            .spawn(move || run_writer(conn, inbox))
+            .spawn(move || run_writer(conn, inbox, options, &writer_stats))
             .map_err(|_| StoreError::Unavailable)?;
-        Ok(Self { commands, writer: Some(writer), path: path.to_owned(), options })
+        Ok(Self { commands, writer: Some(writer), path: path.to_owned(), options, stats })
+    }
+
+    /// What the writer has committed so far.
+    #[must_use]
+    pub fn stats(&self) -> &WriterStats {
+        &self.stats
     }
 
     /// The database file.
@@ -137,43 +151,125 @@ fn in_transaction<T, E: Into<StoreError>>(
     Ok(value)
 }
 
-fn run_writer(mut conn: Connection, mut inbox: mpsc::Receiver<Command>) {
-    while let Some(command) = inbox.blocking_recv() {
+/// Counts of what the writer committed, for tests and benchmarks.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    batches: AtomicU64,
+    deliveries: AtomicU64,
+}
+
+impl WriterStats {
+    /// Receipt transactions committed (each holds one or more deliveries).
+    pub fn batches(&self) -> u64 {
+        self.batches.load(Ordering::Relaxed)
+    }
+
+    /// Deliveries answered from committed batches.
+    pub fn deliveries(&self) -> u64 {
+        self.deliveries.load(Ordering::Relaxed)
+    }
+}
+
+/// One delivery waiting for its batch.
+struct Work {
+    request: ReceiveRequest,
+    handler: Handler,
+    reply: oneshot::Sender<Outcome>,
+}
+
+fn run_writer(mut conn: Connection, mut inbox: mpsc::Receiver<Command>, options: StoreOptions, stats: &WriterStats) {
+    let mut next = None;
+    while let Some(command) = next.take().or_else(|| inbox.blocking_recv()) {
         match command {
-            Command::Receive { request, handler, reply } => {
-                let _ = reply.send(receive(&mut conn, &request, handler));
-            }
             Command::Exclusive(job) => job(&mut conn),
+            Command::Receive { request, handler, reply } => {
+                let mut batch = vec![Work { request, handler, reply }];
+                next = gather(&mut inbox, &mut batch, &options);
+                commit_batch(&mut conn, batch, stats);
+            }
         }
     }
 }
 
-/// The receipt transaction for one delivery. Errors become `Failed { Store }`: the
-/// transaction was dropped, so SQLite rolled it back.
-fn receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler) -> Outcome {
-    match try_receive(conn, request, handler) {
+/// Adds the deliveries already waiting (up to `max_batch`, waiting at most `batch_wait`
+/// for more) to `batch`. Returns a non-delivery command met on the way, to run after it.
+fn gather(inbox: &mut mpsc::Receiver<Command>, batch: &mut Vec<Work>, options: &StoreOptions) -> Option<Command> {
+    let deadline = Instant::now() + options.batch_wait;
+    while batch.len() < options.max_batch.max(1) {
+        match inbox.try_recv() {
+            Ok(Command::Receive { request, handler, reply }) => batch.push(Work { request, handler, reply }),
+            Ok(other) => return Some(other),
+            Err(mpsc::error::TryRecvError::Empty) if Instant::now() < deadline => {
+                thread::sleep(Duration::from_micros(50));
+            }
+            Err(_) => break,
+        }
+    }
+    None
+}
+
+/// Group commit: one transaction and one fsync for the whole batch, one savepoint per
+/// delivery so that a failing or refusing handler rolls back its own delivery only. No
+/// answer leaves before the commit returned; if the commit fails, every delivery of the
+/// batch is answered as failed (nothing of it is stored).
+fn commit_batch(conn: &mut Connection, batch: Vec<Work>, stats: &WriterStats) {
+    let size = batch.len() as u64;
+    let mut answers = Vec::with_capacity(batch.len());
+    let committed = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(mut tx) => {
+            for Work { request, handler, reply } in batch {
+                answers.push((reply, receive_in_savepoint(&mut tx, &request, handler)));
+            }
+            tx.commit().map_err(|err| tracing::warn!(error = %err, "batch commit failed; every delivery in it failed"))
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot begin the receipt transaction");
+            answers.extend(batch.into_iter().map(|work| (work.reply, failed())));
+            Err(())
+        }
+    };
+    if committed.is_ok() {
+        stats.batches.fetch_add(1, Ordering::Relaxed);
+        stats.deliveries.fetch_add(size, Ordering::Relaxed);
+    }
+    for (reply, outcome) in answers {
+        let _ = reply.send(if committed.is_ok() { outcome } else { failed() });
+    }
+}
+
+fn failed() -> Outcome {
+    Outcome::Failed { cause: FailureCause::Store }
+}
+
+/// One delivery inside the batch's transaction. Errors become `Failed { Store }`: the
+/// savepoint was dropped, so SQLite rolled this delivery back.
+fn receive_in_savepoint(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Outcome {
+    // Some errors (a full disk, an I/O error) end the whole transaction. Running the rest
+    // would then commit them one by one outside the batch; they fail instead.
+    if tx.is_autocommit() {
+        return failed();
+    }
+    match try_receive(tx, request, handler) {
         Ok(outcome) => outcome,
         Err(err) => {
-            tracing::warn!(source = %request.key.source, identity = %request.key.identity, error = %err, "receipt transaction failed");
-            Outcome::Failed { cause: FailureCause::Store }
+            tracing::warn!(source = %request.key.source, identity = %request.key.identity, error = %err, "receipt savepoint failed");
+            failed()
         }
     }
 }
 
-fn try_receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler) -> Result<Outcome, StoreError> {
+fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Result<Outcome, StoreError> {
     let key = &request.key;
-    // IMMEDIATE takes the write lock now: no other connection can insert this receipt
-    // between the lookup below and our insert.
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if let Some((hash, result)) = existing_receipt(&tx, key)? {
-        drop(tx);
+    let savepoint = tx.savepoint()?;
+    if let Some((hash, result)) = existing_receipt(&savepoint, key)? {
         if hash == request.body_hash.0 {
             return Ok(Outcome::Duplicate { result: parse_result(&result)? });
         }
-        record_conflict(conn, request);
+        record_conflict(&savepoint, request);
+        savepoint.commit()?;
         return Ok(Outcome::Conflict);
     }
-    let result = match catch_unwind(AssertUnwindSafe(|| handler(&tx))) {
+    let result = match catch_unwind(AssertUnwindSafe(|| handler(&savepoint))) {
         Ok(Ok(result)) => result,
         Ok(Err(HandlerError::Refused(reason))) => {
             tracing::info!(source = %key.source, identity = %key.identity, reason, "handler refused the event; rolled back");
@@ -188,7 +284,7 @@ fn try_receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler
             return Ok(Outcome::Failed { cause: FailureCause::Handler });
         }
     };
-    tx.execute(
+    savepoint.execute(
         "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
          VALUES (?1, ?2, ?3, 'applied', ?4, ?5)",
         params![
@@ -199,7 +295,7 @@ fn try_receive(conn: &mut Connection, request: &ReceiveRequest, handler: Handler
             request.received_at.0
         ],
     )?;
-    tx.commit()?;
+    savepoint.commit()?;
     Ok(Outcome::Applied { result })
 }
 

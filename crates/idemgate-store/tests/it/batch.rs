@@ -1,0 +1,111 @@
+//! Group commit: deliveries queued together commit in one transaction, and each keeps its
+//! own exact outcome.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicUsize, Ordering},
+};
+
+use idemgate_core::{Outcome, outcome::FailureCause};
+use idemgate_store::{HandlerError, SqliteStore, StoreError};
+use serde_json::json;
+
+use crate::{open_store, request};
+
+/// Holds the writer until `release` is sent, so that deliveries queue up behind it.
+async fn hold_writer(store: &Arc<SqliteStore>) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let (started, running) = tokio::sync::oneshot::channel();
+    let store = Arc::clone(store);
+    let holder = tokio::spawn(async move {
+        store
+            .write(move |_| {
+                let _ = started.send(());
+                let _ = wait.recv();
+                Ok::<_, StoreError>(())
+            })
+            .await
+            .unwrap();
+    });
+    running.await.unwrap();
+    (release, holder)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poisoned_delivery_rolls_back_alone_and_its_batch_neighbours_commit_together() {
+    let t = open_store();
+    t.store.write(|conn| conn.execute_batch("CREATE TABLE effects (identity TEXT NOT NULL)")).await.unwrap();
+    let (release, holder) = hold_writer(&t.store).await;
+    let before = t.store.stats().batches();
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let store = Arc::clone(&t.store);
+        tasks.push(tokio::spawn(async move {
+            let identity = format!("e{i}");
+            let effect = identity.clone();
+            store
+                .receive(request(&identity, b"body"), move |conn| {
+                    conn.execute("INSERT INTO effects VALUES (?1)", [&effect])?;
+                    match i {
+                        7 => Err(HandlerError::new("poisoned")),
+                        13 => Err(HandlerError::Refused("refused")),
+                        _ => Ok(json!(i)),
+                    }
+                })
+                .await
+        }));
+        tokio::task::yield_now().await;
+    }
+    // Let every delivery reach the queue before the writer is released.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    release.send(()).unwrap();
+    holder.await.unwrap();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    for (i, outcome) in outcomes.iter().enumerate() {
+        let expected = match i {
+            7 => Outcome::Failed { cause: FailureCause::Handler },
+            13 => Outcome::Refused { reason: "refused" },
+            _ => Outcome::Applied { result: json!(i) },
+        };
+        assert_eq!(*outcome, expected, "delivery {i}");
+    }
+    assert_eq!(t.store.stats().batches() - before, 1, "all twenty committed in one transaction");
+    let conn = rusqlite::Connection::open(&t.path).unwrap();
+    let effects: i64 = conn.query_row("SELECT count(*) FROM effects", [], |r| r.get(0)).unwrap();
+    let receipts: i64 = conn.query_row("SELECT count(*) FROM receipts", [], |r| r.get(0)).unwrap();
+    assert_eq!((effects, receipts), (18, 18), "the poisoned and the refused delivery left nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_event_twice_in_one_batch_resolves_as_in_separate_transactions() {
+    let t = open_store();
+    let (release, holder) = hold_writer(&t.store).await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for body in [&b"same"[..], b"same", b"other"] {
+        let (store, runs) = (Arc::clone(&t.store), Arc::clone(&runs));
+        tasks.push(tokio::spawn(async move {
+            store
+                .receive(request("twice", body), move |_| {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok(json!("first"))
+                })
+                .await
+        }));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    release.send(()).unwrap();
+    holder.await.unwrap();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    assert_eq!(
+        outcomes,
+        [Outcome::Applied { result: json!("first") }, Outcome::Duplicate { result: json!("first") }, Outcome::Conflict]
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
