@@ -26,12 +26,53 @@ use crate::{HandlerError, StoreError, StoreOptions, migrations, sqlite::open_con
 /// The effect of a first delivery, run inside the receipt's transaction. Whatever it
 /// writes through the connection commits together with the receipt, or not at all.
 type Handler = Box<dyn FnOnce(&Connection) -> Result<Value, HandlerError> + Send>;
-/// Arbitrary write work, e.g. creating an application's own tables.
-type Exclusive = Box<dyn FnOnce(&mut Connection) + Send>;
+/// Other write work (queue moves, idempotency records, an application's own tables). It
+/// runs on its own savepoint of the batch's transaction, or is aborted if the batch cannot
+/// run it; either way its caller is answered once the batch's fate is known.
+trait WriteJob: Send {
+    /// Runs the work; says whether it succeeded, and returns how to answer its caller
+    /// given whether its changes are durable.
+    fn run(self: Box<Self>, conn: &Connection) -> (bool, Finish);
+    /// Answers the caller without running.
+    fn abort(self: Box<Self>);
+}
+
+type Write = Box<dyn WriteJob>;
+/// Sends a write's answer; called with whether its changes are durable.
+type Finish = Box<dyn FnOnce(bool) + Send>;
+
+struct Job<F, T> {
+    work: F,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<F, T, E> WriteJob for Job<F, T>
+where
+    F: FnOnce(&Connection) -> Result<T, E> + Send,
+    T: Send + 'static,
+    E: Into<StoreError>,
+{
+    fn run(self: Box<Self>, conn: &Connection) -> (bool, Finish) {
+        let Job { work, reply } = *self;
+        let result = work(conn).map_err(Into::into);
+        let succeeded = result.is_ok();
+        let finish: Finish = Box::new(move |durable| {
+            let _ = reply.send(match result {
+                Ok(_) if !durable => Err(StoreError::NotCommitted),
+                other => other,
+            });
+        });
+        (succeeded, finish)
+    }
+
+    fn abort(self: Box<Self>) {
+        let _ = self.reply.send(Err(StoreError::NotCommitted));
+    }
+}
 
 enum Command {
-    Receive { request: ReceiveRequest, handler: Handler, reply: oneshot::Sender<Outcome> },
-    Exclusive(Exclusive),
+    Receive(Work),
+    Write(Write),
 }
 
 /// One authenticated, parsed delivery offered to the store.
@@ -95,7 +136,7 @@ impl SqliteStore {
         H: FnOnce(&Connection) -> Result<Value, HandlerError> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let command = Command::Receive { request, handler: Box::new(handler), reply };
+        let command = Command::Receive(Work { request, handler: Box::new(handler), reply });
         let unavailable = Outcome::Failed { cause: FailureCause::Unavailable };
         if self.commands.send(command).await.is_err() {
             return unavailable;
@@ -103,8 +144,9 @@ impl SqliteStore {
         answer.await.unwrap_or(unavailable)
     }
 
-    /// Runs `work` on the writer connection in its own immediate transaction, e.g. to
-    /// create an application's tables at start-up. Commits if `work` returns `Ok`.
+    /// Runs `work` on the writer connection, e.g. to create an application's tables at
+    /// start-up. It commits with the writer's current batch if `work` returns `Ok`, and is
+    /// rolled back alone if it returns an error; the answer comes once the commit is durable.
     pub async fn write<T, E, F>(&self, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -112,10 +154,8 @@ impl SqliteStore {
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job: Exclusive = Box::new(move |conn| {
-            let _ = reply.send(in_transaction(conn, work));
-        });
-        self.commands.send(Command::Exclusive(job)).await.map_err(|_| StoreError::Unavailable)?;
+        let job: Write = Box::new(Job { work, reply });
+        self.commands.send(Command::Write(job)).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
@@ -138,17 +178,6 @@ impl SqliteStore {
             let _ = tokio::task::spawn_blocking(move || writer.join()).await;
         }
     }
-}
-
-fn in_transaction<T, E: Into<StoreError>>(
-    conn: &mut Connection,
-    work: impl FnOnce(&Connection) -> Result<T, E>,
-) -> Result<T, StoreError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let value = work(&tx).map_err(Into::into)?;
-
-    tx.commit()?;
-    Ok(value)
 }
 
 /// Counts of what the writer committed, for tests and benchmarks.
@@ -178,62 +207,102 @@ struct Work {
 }
 
 fn run_writer(mut conn: Connection, mut inbox: mpsc::Receiver<Command>, options: StoreOptions, stats: &WriterStats) {
-    let mut next = None;
-    while let Some(command) = next.take().or_else(|| inbox.blocking_recv()) {
-        match command {
-            Command::Exclusive(job) => job(&mut conn),
-            Command::Receive { request, handler, reply } => {
-                let mut batch = vec![Work { request, handler, reply }];
-                next = gather(&mut inbox, &mut batch, &options);
-                commit_batch(&mut conn, batch, stats);
-            }
-        }
+    while let Some(first) = inbox.blocking_recv() {
+        let mut batch = vec![first];
+        gather(&mut inbox, &mut batch, &options);
+        commit_batch(&mut conn, batch, stats);
     }
 }
 
-/// Adds the deliveries already waiting (up to `max_batch`, waiting at most `batch_wait`
-/// for more) to `batch`. Returns a non-delivery command met on the way, to run after it.
-fn gather(inbox: &mut mpsc::Receiver<Command>, batch: &mut Vec<Work>, options: &StoreOptions) -> Option<Command> {
+/// Adds the commands already waiting (up to `max_batch`, waiting at most `batch_wait` for
+/// more) to `batch`.
+fn gather(inbox: &mut mpsc::Receiver<Command>, batch: &mut Vec<Command>, options: &StoreOptions) {
     let deadline = Instant::now() + options.batch_wait;
     while batch.len() < options.max_batch.max(1) {
         match inbox.try_recv() {
-            Ok(Command::Receive { request, handler, reply }) => batch.push(Work { request, handler, reply }),
-            Ok(other) => return Some(other),
+            Ok(command) => batch.push(command),
             Err(mpsc::error::TryRecvError::Empty) if Instant::now() < deadline => {
                 thread::sleep(Duration::from_micros(50));
             }
             Err(_) => break,
         }
     }
-    None
+}
+
+/// A batch member's answer, held until the batch's commit has returned.
+enum Pending {
+    Receive(oneshot::Sender<Outcome>, Outcome),
+    Write(Finish, bool),
 }
 
 /// Group commit: one transaction and one fsync for the whole batch, one savepoint per
-/// delivery so that a failing or refusing handler rolls back its own delivery only. No
-/// answer leaves before the commit returned; if the commit fails, every delivery of the
-/// batch is answered as failed (nothing of it is stored).
-fn commit_batch(conn: &mut Connection, batch: Vec<Work>, stats: &WriterStats) {
-    let size = batch.len() as u64;
-    let mut answers = Vec::with_capacity(batch.len());
+/// command so that a failing handler or write rolls back alone. No answer leaves before
+/// the commit returned; if the commit fails, nothing of the batch is stored and every
+/// member is answered as failed.
+fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats) {
+    let deliveries = batch.iter().filter(|c| matches!(c, Command::Receive(_))).count() as u64;
+    let mut pending = Vec::with_capacity(batch.len());
     let committed = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(mut tx) => {
-            for Work { request, handler, reply } in batch {
-                answers.push((reply, receive_in_savepoint(&mut tx, &request, handler)));
+            for command in batch {
+                pending.push(match command {
+                    Command::Receive(Work { request, handler, reply }) => {
+                        Pending::Receive(reply, receive_in_savepoint(&mut tx, &request, handler))
+                    }
+                    Command::Write(job) => write_in_savepoint(&mut tx, job),
+                });
             }
-            tx.commit().map_err(|err| tracing::warn!(error = %err, "batch commit failed; every delivery in it failed"))
+            tx.commit().map_err(|err| tracing::warn!(error = %err, "batch commit failed; nothing of it is stored"))
         }
         Err(err) => {
-            tracing::warn!(error = %err, "cannot begin the receipt transaction");
-            answers.extend(batch.into_iter().map(|work| (work.reply, failed())));
+            tracing::warn!(error = %err, "cannot begin the writer's transaction; the batch fails");
+            for command in batch {
+                match command {
+                    Command::Receive(work) => pending.push(Pending::Receive(work.reply, failed())),
+                    Command::Write(job) => job.abort(),
+                }
+            }
             Err(())
         }
     };
-    if committed.is_ok() {
+    if committed.is_ok() && deliveries > 0 {
         stats.batches.fetch_add(1, Ordering::Relaxed);
-        stats.deliveries.fetch_add(size, Ordering::Relaxed);
+        stats.deliveries.fetch_add(deliveries, Ordering::Relaxed);
     }
-    for (reply, outcome) in answers {
-        let _ = reply.send(if committed.is_ok() { outcome } else { failed() });
+    for member in pending {
+        match member {
+            Pending::Receive(reply, outcome) => {
+                let _ = reply.send(if committed.is_ok() { outcome } else { failed() });
+            }
+            Pending::Write(finish, released) => finish(committed.is_ok() && released),
+        }
+    }
+}
+
+/// Runs one write on its own savepoint. A write that fails, panics or cannot be released
+/// is rolled back alone. A write that cannot run at all is dropped, and its caller learns
+/// that the store is unavailable.
+fn write_in_savepoint(tx: &mut Transaction<'_>, job: Write) -> Pending {
+    let aborted = |job: Write| {
+        job.abort();
+        Pending::Write(Box::new(|_| {}), false)
+    };
+    if tx.is_autocommit() {
+        return aborted(job);
+    }
+    let Ok(savepoint) = tx.savepoint() else { return aborted(job) };
+    match catch_unwind(AssertUnwindSafe(|| job.run(&savepoint))) {
+        Ok((true, finish)) => {
+            let released = savepoint.commit().is_ok();
+            Pending::Write(finish, released)
+        }
+        Ok((false, finish)) => Pending::Write(finish, false),
+        Err(_) => {
+            // The job and its reply are gone with the panic: the caller sees the writer's
+            // channel closed, which it reports as unavailable.
+            tracing::error!("a write on the store panicked; rolled back");
+            Pending::Write(Box::new(|_| {}), false)
+        }
     }
 }
 
@@ -284,29 +353,29 @@ fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Hand
             return Ok(Outcome::Failed { cause: FailureCause::Handler });
         }
     };
-    savepoint.execute(
-        "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+    // Cached statements: the writer runs these for every delivery, so they are parsed once.
+    savepoint
+        .prepare_cached(
+            "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
          VALUES (?1, ?2, ?3, 'applied', ?4, ?5)",
-        params![
+        )?
+        .execute(params![
             key.source.as_str(),
             key.identity.as_str(),
             &request.body_hash.0[..],
             result.to_string(),
             request.received_at.0
-        ],
-    )?;
+        ])?;
     savepoint.commit()?;
     Ok(Outcome::Applied { result })
 }
 
 fn existing_receipt(conn: &Connection, key: &ReceiptKey) -> Result<Option<(Vec<u8>, String)>, StoreError> {
     let row = conn
-        .query_row(
-            "SELECT body_sha256, result FROM receipts WHERE source = ?1 AND identity = ?2",
-            params![key.source.as_str(), key.identity.as_str()],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
+        .prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = ?1 AND identity = ?2")?
+        .query_row(params![key.source.as_str(), key.identity.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
+
     Ok(row)
 }
 

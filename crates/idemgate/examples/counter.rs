@@ -217,8 +217,10 @@ fn increment_contract(event: &Json) -> Result<(Identity, i64), Rejection> {
 /// The effect: add `value`, report the new total. Runs inside the receipt's transaction,
 /// so `fail_before_commit` (the fault point, checked after the update) rolls it back.
 fn increment(conn: &Connection, value: i64, fail_before_commit: impl FnOnce() -> bool) -> Result<Value, HandlerError> {
-    conn.execute("UPDATE counter SET total = total + ?1 WHERE id = 1", [value])?;
-    let total: i64 = conn.query_row("SELECT total FROM counter WHERE id = 1", [], |row| row.get(0))?;
+    let total: i64 = conn
+        .prepare_cached("UPDATE counter SET total = total + ?1 WHERE id = 1 RETURNING total")?
+        .query_row([value], |row| row.get(0))?;
+
     if fail_before_commit() {
         return Err(HandlerError::new("fault point fail-before-commit"));
     }

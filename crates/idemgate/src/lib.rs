@@ -9,7 +9,9 @@
 //! crate: [`core`] (pure decisions), [`store`] (receipts on SQLite), [`http`] (the axum
 //! edge), [`worker`] (delivery). `examples/counter.rs` shows the library path.
 
+pub mod bench;
 pub mod config;
+
 pub mod gateway;
 pub mod outbound;
 pub mod proxy;

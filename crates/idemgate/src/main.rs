@@ -11,10 +11,11 @@ use std::{
 use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand};
 use idemgate::{
+    bench,
     config::{self, Config},
     gateway, outbound, verify,
 };
-use idemgate_core::{SystemClock, UnixTime, job::JobState};
+use idemgate_core::{Secret, SystemClock, UnixTime, job::JobState};
 
 use idemgate_http::{ServeOptions, idempotency, serve, system_now, termination_signal};
 use idemgate_store::jobs::{self, ReplayFilter};
@@ -72,6 +73,61 @@ enum Command {
         #[command(subcommand)]
         command: DestinationCommand,
     },
+    /// Drive a server with load over real HTTP and report throughput and latency.
+    Bench {
+        #[command(subcommand)]
+        workload: BenchWorkload,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchWorkload {
+    /// Signed increments against a server speaking the counter contract
+    /// (`shared/contracts/counter-example.md`); checks exactly-once at the end.
+    Counter {
+        /// The webhook URL, e.g. http://127.0.0.1:8081/webhook.
+        #[arg(long)]
+        target: String,
+        /// Environment variable holding the 64-hex-character secret.
+        #[arg(long, default_value = "COUNTER_SECRET")]
+        secret_env: String,
+        /// Distinct events.
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+        /// Redeliveries, as a share of the events (0.2 = one in five is sent twice).
+        #[arg(long, default_value_t = 0.2)]
+        redeliver: f64,
+        #[command(flatten)]
+        run: BenchRun,
+    },
+    /// POSTs against an API, optionally with Idempotency-Keys.
+    Api {
+        /// The URL to POST to, e.g. http://127.0.0.1:7000/orders.
+        #[arg(long)]
+        target: String,
+        /// Requests in the measured round.
+        #[arg(long, default_value_t = 10_000)]
+        requests: usize,
+        /// `none`: no key; `unique`: a fresh key each; `replay`: the keys of an unmeasured
+        /// first round, sent again.
+        #[arg(long, default_value = "unique")]
+        keys: String,
+        #[command(flatten)]
+        run: BenchRun,
+    },
+}
+
+#[derive(clap::Args)]
+struct BenchRun {
+    /// Keep-alive connections sending at once.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Seed for event ids, keys and shuffling (change it to run again on the same store).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -121,14 +177,16 @@ enum DestinationCommand {
 }
 
 impl Command {
-    fn config(&self) -> &Path {
-        match self {
+    /// The configuration file, for the commands that read one.
+    fn config(&self) -> Option<&Path> {
+        Some(match self {
             Self::Serve { config }
             | Self::Worker { config }
             | Self::Verify { config, .. }
             | Self::Events { command: EventsCommand::Replay { config, .. } }
             | Self::Destination { command: DestinationCommand::Enable { config, .. } } => config,
-        }
+            Self::Bench { .. } => return None,
+        })
     }
 }
 
@@ -139,20 +197,16 @@ const EXIT_CONFIG: u8 = 2;
 const REPLAY_BATCH: usize = 500;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let config = match load_config(cli.command.config()) {
-        Ok(config) => config,
-        Err(err) => {
-            eprintln!("idemgate: config error: {err}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
-    };
-    let result = match cli.command {
-        Command::Serve { .. } => serve_gateway(config, true),
-        Command::Worker { .. } => serve_gateway(config, false),
-        Command::Verify { source, headers, body, at, .. } => verify_capture(&config, &source, &headers, &body, at),
-        Command::Events { command: EventsCommand::Replay { filter, .. } } => replay(&config, filter),
-        Command::Destination { command: DestinationCommand::Enable { name, .. } } => enable(&config, name),
+    let command = Cli::parse().command;
+    let result = match command.config() {
+        None => run(command, None),
+        Some(path) => match load_config(path) {
+            Ok(config) => run(command, Some(config)),
+            Err(err) => {
+                eprintln!("idemgate: config error: {err}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
     };
     match result {
         Ok(code) => code,
@@ -160,6 +214,19 @@ fn main() -> ExitCode {
             eprintln!("idemgate: {err:#}");
             ExitCode::from(EXIT_FAILED)
         }
+    }
+}
+
+/// Runs `command`; `config` is loaded for every command that names one.
+fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
+    let config = || config.ok_or_else(|| anyhow!("this command needs --config"));
+    match command {
+        Command::Serve { .. } => serve_gateway(config()?, true),
+        Command::Worker { .. } => serve_gateway(config()?, false),
+        Command::Verify { source, headers, body, at, .. } => verify_capture(&config()?, &source, &headers, &body, at),
+        Command::Events { command: EventsCommand::Replay { filter, .. } } => replay(&config()?, filter),
+        Command::Destination { command: DestinationCommand::Enable { name, .. } } => enable(&config()?, name),
+        Command::Bench { workload } => bench(workload),
     }
 }
 
@@ -336,4 +403,31 @@ fn verify_capture(
     }
     let passed = checks.iter().all(|c| c.result.is_ok());
     Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) })
+}
+
+/// Builds the workload, drives it, prints the report; exit 1 if exactly-once failed.
+fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
+    let (target, work, run) = match workload {
+        BenchWorkload::Counter { target, secret_env, events, redeliver, run } => {
+            let text = std::env::var(&secret_env).with_context(|| format!("{secret_env} is not set"))?;
+            let secret = Secret::from_hex(&text, 32).map_err(|err| anyhow!("{secret_env}: {err}"))?;
+            (target, bench::counter_workload(&secret, events, redeliver, run.seed), run)
+        }
+        BenchWorkload::Api { target, requests, keys, run } => {
+            let work = match keys.as_str() {
+                "none" => bench::api_workload(requests, false, run.seed),
+                "unique" | "replay" => bench::api_workload(requests, true, run.seed),
+                other => return Err(anyhow!("--keys must be none, unique or replay, not {other:?}")),
+            };
+            if keys == "replay" {
+                let runtime = tokio::runtime::Runtime::new()?;
+                runtime.block_on(bench::drive(&target, work.clone(), run.concurrency, !run.json))?;
+            }
+            (target, work, run)
+        }
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let report = runtime.block_on(bench::drive(&target, work, run.concurrency, !run.json))?;
+    print_line(&if run.json { report.to_json().to_string() } else { report.to_text() })?;
+    Ok(if report.exactly_once == Some(false) { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS })
 }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The counter benchmark, side by side in one run on one machine: the seed's own Python
+# receiver (shared/ref/seed_counter.py), idemgate's counter example, and a bare hyper
+# server answering 200 without a store (the ceiling HTTP alone allows). Same N, same C,
+# alternating, ROUNDS times, each server started on a fresh database per round.
+#
+#   bench/counter_vs_seed.sh [EVENTS] [CONCURRENCY] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+events=${1:-10000}
+concurrency=${2:-64}
+rounds=${3:-3}
+seed_events=$(( events / 10 ))   # the seed receiver is slow: a tenth of the events, same C
+ref=../shared/ref/seed_counter.py
+cargo build --release --quiet --bin idemgate --example counter --example bare
+bin=target/release
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+export COUNTER_SECRET=$(printf 'ab%.0s' $(seq 32))
+
+start() { # name command... ; prints the port
+  "${@:2}" > "$work/$1.out" 2> "$work/$1.err" &
+  for _ in $(seq 100); do grep -q listening "$work/$1.out" 2>/dev/null && break; sleep 0.1; done
+  sed -n 's/.*:\([0-9]*\)$/\1/p' "$work/$1.out" | head -1
+}
+
+results="$work/results.jsonl"
+for round in $(seq "$rounds"); do
+  for target in seed counter bare; do
+    case $target in
+      seed)    port=$(start seed python3 "$ref" serve --listen 127.0.0.1:0 --db "$work/seed-$round.db"); n=$seed_events ;;
+      counter) port=$(start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$work/counter-$round.db"); n=$events ;;
+      bare)    port=$(start bare $bin/examples/bare 127.0.0.1:0); n=$events ;;
+    esac
+    json=$($bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$n" \
+           --redeliver 0.2 --concurrency "$concurrency" --seed "$round" --json || true)
+    echo "{\"round\":$round,\"target\":\"$target\",\"report\":$json}" >> "$results"
+    kill %% 2>/dev/null || true; wait 2>/dev/null || true
+  done
+done
+
+python3 - "$results" "$events" "$concurrency" <<'PY'
+import json, sys, statistics
+rows = [json.loads(line) for line in open(sys.argv[1])]
+print(f"counter benchmark: {sys.argv[2]} events (+20% redeliveries), C={sys.argv[3]}, {max(r['round'] for r in rows)} rounds")
+print(f"{'round':>5} {'target':>8} {'req/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  outcomes / exactly once")
+for r in rows:
+    x = r["report"]
+    print(f"{r['round']:>5} {r['target']:>8} {x['throughput']:>10.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} {x['max_ms']:>8.2f}  {x['outcomes']} {x['exactly_once']}")
+med = lambda t, k: statistics.median(r["report"][k] for r in rows if r["target"] == t)
+print(f"median throughput: counter/seed = {med('counter','throughput')/med('seed','throughput'):.1f}x, "
+      f"counter/bare = {100*med('counter','throughput')/med('bare','throughput'):.0f}%")
+print(f"median p99: seed/counter = {med('seed','p99_ms')/med('counter','p99_ms'):.1f}x lower for the counter")
+PY
