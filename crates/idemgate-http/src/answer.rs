@@ -162,6 +162,29 @@ pub async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, Json(json!({ "error": "not_found" }))).into_response()
 }
 
+/// `200 {"status":"ok"}`: the process answers.
+pub async fn healthy() -> Response {
+    Json(json!({ "status": "ok" })).into_response()
+}
+
+/// `200 {"status":"ready"}` or `503 {"status":"unavailable"}`: whether the store can write.
+#[must_use]
+pub fn readiness(ready: bool) -> Response {
+    if ready {
+        Json(json!({ "status": "ready" })).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "unavailable" }))).into_response()
+    }
+}
+
+/// `504` when the upstream did not answer in time, else `502`, with
+/// `{"error":"upstream_unavailable"}`: proxy mode's answer when the API behind it fails.
+#[must_use]
+pub fn upstream_failed(timed_out: bool) -> Response {
+    let status = if timed_out { StatusCode::GATEWAY_TIMEOUT } else { StatusCode::BAD_GATEWAY };
+    (status, Json(json!({ "error": "upstream_unavailable" }))).into_response()
+}
+
 /// `405 {"error":"method_not_allowed"}`, for method fallbacks.
 pub async fn method_not_allowed() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, Json(json!({ "error": "method_not_allowed" }))).into_response()

@@ -8,18 +8,18 @@ use std::{
 };
 
 use axum::{
-    Json, Router,
+    Router,
     extract::{Path, Request, State},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
 use bytes::Bytes;
-use http::{HeaderName, StatusCode, header::CONTENT_TYPE};
+use http::{HeaderName, header::CONTENT_TYPE};
 use idemgate_core::{ReceiptKey, Rejection, SystemClock, UnixTime, json};
 
 use idemgate_http::{
     Accepted, AnswerStyle, Checked, Inbound,
-    answer::{method_not_allowed, not_found},
+    answer::{healthy, method_not_allowed, not_found, readiness},
     system_now,
 };
 use idemgate_store::{
@@ -58,7 +58,7 @@ pub fn router(config: &Config, store: &Arc<SqliteStore>) -> Result<Router, reqwe
     let gateway = Arc::new(Gateway { routes, store: Arc::clone(store) });
     let mut router = Router::new()
         .route("/in/{route}", post(deliver).fallback(method_not_allowed))
-        .route("/healthz", get(healthz))
+        .route("/healthz", get(healthy))
         .route("/readyz", get(readyz));
     for proxy in &config.proxies {
         router = router.nest_service(&proxy.prefix, proxy::router(proxy, store, Arc::new(SystemClock))?);
@@ -192,17 +192,11 @@ impl PendingEvent {
     }
 }
 
-async fn healthz() -> Response {
-    Json(json!({ "status": "ok" })).into_response()
-}
-
 /// Ready when the store's writer can take the write lock now.
 async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
-    match gateway.store.ping().await {
-        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
-        Err(err) => {
-            tracing::warn!(error = %err, "readiness check failed");
-            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "unavailable" }))).into_response()
-        }
+    let ready = gateway.store.ping().await;
+    if let Err(err) = &ready {
+        tracing::warn!(error = %err, "readiness check failed");
     }
+    readiness(ready.is_ok())
 }

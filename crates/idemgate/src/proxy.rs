@@ -10,9 +10,10 @@ use axum::{
     extract::{Request, State},
     response::{IntoResponse, Response},
 };
-use http::{HeaderMap, HeaderName, StatusCode, header};
+use http::{HeaderMap, HeaderName, header};
 use idemgate_core::Clock;
 use idemgate_http::{
+    answer::upstream_failed,
     body::read_limited,
     idempotency::{IdempotencyLayer, Refusal},
 };
@@ -77,9 +78,8 @@ async fn forward(State(upstream): State<Arc<Upstream>>, request: Request) -> Res
             response
         }
         Err(err) => {
-            let status = if err.is_timeout() { StatusCode::GATEWAY_TIMEOUT } else { StatusCode::BAD_GATEWAY };
-            tracing::warn!(%status, "upstream request failed");
-            (status, axum::Json(serde_json::json!({ "error": "upstream_unavailable" }))).into_response()
+            tracing::warn!(timed_out = err.is_timeout(), "upstream request failed");
+            upstream_failed(err.is_timeout())
         }
     }
 }

@@ -122,3 +122,20 @@ fn a_request_in_flight_at_sigterm_is_finished_before_exit() {
     assert!(counter.wait().success());
     assert_eq!(crate::harness::state(&db).receipts.get("evt-slow"), Some(&4));
 }
+
+#[test]
+fn the_benchmark_smoke_run_applies_every_event_exactly_once() {
+    let (_dir, db) = temp_db();
+    let counter = Counter::start(&db);
+    let output = Command::new(crate::gateway_harness::idemgate_bin())
+        .args(["bench", "counter", "--events", "300", "--redeliver", "0.5", "--concurrency", "8", "--json", "--target"])
+        .arg(format!("http://{}/webhook", counter.addr))
+        .env("COUNTER_SECRET", crate::harness::SECRET_HEX)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["exactly_once"], true);
+    assert_eq!(report["outcomes"], serde_json::json!({"applied": 300, "duplicate": 150}));
+    assert_eq!(crate::harness::state(&db).receipts.len(), 300);
+}
