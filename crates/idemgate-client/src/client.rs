@@ -1,0 +1,206 @@
+//! Sending with retries: one operation, attempted until it gets a final answer or the
+//! attempts run out, every attempt carrying the same key or event identity.
+
+use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+
+use idemgate_core::{
+    Clock, SystemClock,
+    retry::{AttemptResult, Decision, RetryPolicy, parse_retry_after},
+};
+use reqwest::header::RETRY_AFTER;
+
+use crate::{Request, request::generate_id};
+
+/// Waits between attempts; injectable so tests need not sleep.
+pub trait Sleeper: Send + Sync + std::fmt::Debug {
+    /// Waits `duration`.
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
+/// Sleeps on the tokio timer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// How a client retries.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Attempts in all, the first included.
+    pub max_attempts: u32,
+    /// The first retry's delay; each further one doubles, up to `max_delay`.
+    pub base_delay: Duration,
+    /// The longest delay between attempts (and the longest `Retry-After` honoured).
+    pub max_delay: Duration,
+    /// Timeout of one attempt.
+    pub timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ClientOptions {
+    /// The retry policy these options describe: exponential delays with ±20 % jitter,
+    /// `Retry-After` honoured up to `max_delay`, other 4xx final.
+    #[must_use]
+    pub fn policy(&self) -> RetryPolicy {
+        let retries = self.max_attempts.saturating_sub(1);
+        let schedule =
+            (0..retries).map(|n| self.base_delay.saturating_mul(2u32.saturating_pow(n)).min(self.max_delay)).collect();
+        RetryPolicy { schedule, jitter: 0.2, retry_after_cap: self.max_delay, retry_client_errors: false }
+    }
+}
+
+/// One attempt as it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// The status, if an answer came.
+    pub status: Option<u16>,
+    /// Why not, if none came.
+    pub error: Option<String>,
+    /// How long the client waited before the next attempt, if there was one.
+    pub waited: Option<Duration>,
+}
+
+/// How the operation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Final {
+    /// A 2xx.
+    Succeeded,
+    /// A final non-2xx answer (a 4xx or a 3xx): retrying cannot change it.
+    Rejected,
+    /// Every attempt failed transiently.
+    GaveUp,
+}
+
+/// The operation's last answer and its history.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    /// How it ended.
+    pub outcome: Final,
+    /// The last status (0 when no answer ever came).
+    pub status: u16,
+    /// The last answer's body.
+    pub body: bytes::Bytes,
+    /// The key every attempt carried, if any.
+    pub idempotency_key: Option<String>,
+    /// Every attempt.
+    pub attempts: Vec<Attempt>,
+}
+
+/// The request could not be sent at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The HTTP client could not be built.
+    #[error("cannot build the http client: {0}")]
+    Client(String),
+    /// A header name or value, or the URL, is not valid.
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+/// Sends [`Request`]s with retries.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    policy: RetryPolicy,
+    clock: Arc<dyn Clock>,
+    sleeper: Arc<dyn Sleeper>,
+}
+
+impl Client {
+    /// A client with `options`, the system clock and real sleeping.
+    pub fn new(options: ClientOptions) -> Result<Self, SendError> {
+        let http = reqwest::Client::builder()
+            .timeout(options.timeout)
+            .build()
+            .map_err(|err| SendError::Client(err.to_string()))?;
+        Ok(Self { http, policy: options.policy(), clock: Arc::new(SystemClock), sleeper: Arc::new(TokioSleeper) })
+    }
+
+    /// Replaces the sleeper (tests record the waits instead of sleeping).
+    #[must_use]
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+
+    /// Sends `request` until it gets a final answer or the attempts run out.
+    pub async fn send(&self, request: Request) -> Result<Sent, SendError> {
+        let key = request.idempotency_key.clone().or_else(|| request.is_mutation().then(|| generate_id("idg-")));
+        let mut attempts = Vec::new();
+        let mut attempt = 1;
+        loop {
+            let (result, status, body) = self.attempt(&request, key.as_deref(), attempt).await?;
+            let decision = self.policy.decide(attempt, result, fastrand::f64());
+            let error = match result {
+                AttemptResult::Timeout => Some("timed out".to_owned()),
+                AttemptResult::Connection => Some("connection failed".to_owned()),
+                AttemptResult::Status { .. } => None,
+            };
+            let outcome = match decision {
+                Decision::Succeeded => Some(Final::Succeeded),
+                Decision::RetryAfter(_) => None,
+                Decision::Dead(idemgate_core::retry::DeadReason::AttemptsExhausted) => Some(Final::GaveUp),
+                Decision::Dead(_) | Decision::DisableDestination => Some(Final::Rejected),
+            };
+            let waited = match decision {
+                Decision::RetryAfter(delay) => Some(delay),
+                _ => None,
+            };
+            attempts.push(Attempt { status: (status != 0).then_some(status), error, waited });
+            if let Some(outcome) = outcome {
+                return Ok(Sent { outcome, status, body, idempotency_key: key, attempts });
+            }
+            if let Some(delay) = waited {
+                self.sleeper.sleep(delay).await;
+            }
+            attempt += 1;
+        }
+    }
+
+    async fn attempt(
+        &self,
+        request: &Request,
+        key: Option<&str>,
+        attempt: u32,
+    ) -> Result<(AttemptResult, u16, bytes::Bytes), SendError> {
+        let mut builder = self.http.request(request.method.clone(), &request.url);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(key) = key {
+            builder = builder.header("idempotency-key", key);
+        }
+        if let Some((signer, identity)) = &request.webhook {
+            for (name, value) in signer.headers(identity, attempt, self.clock.now(), &request.body) {
+                builder = builder.header(name, value);
+            }
+        }
+        let built = builder.body(request.body.clone()).build().map_err(|err| SendError::Invalid(err.to_string()))?;
+        match self.http.execute(built).await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let retry_after =
+                    response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+                let body = response.bytes().await.unwrap_or_default();
+                Ok((AttemptResult::Status { status, retry_after }, status, body))
+            }
+            Err(err) if err.is_timeout() => Ok((AttemptResult::Timeout, 0, bytes::Bytes::new())),
+            Err(_) => Ok((AttemptResult::Connection, 0, bytes::Bytes::new())),
+        }
+    }
+}

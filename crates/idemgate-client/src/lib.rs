@@ -1,0 +1,27 @@
+//! The sending side: requests that can be retried safely because every attempt names the
+//! same operation.
+//!
+//! - An API mutation (POST, PATCH, DELETE) gets an `Idempotency-Key` generated once, or
+//!   the one given, and keeps it on every retry.
+//! - A webhook is signed with a scheme ([`WebhookSigner`]): its event identity is chosen
+//!   once and kept on every retry, while each attempt gets a fresh timestamp and signature.
+//! - Connection errors, timeouts, 5xx, 408 and 429 are retried with exponential backoff
+//!   and jitter, honouring `Retry-After`; other 4xx are final.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), idemgate_client::SendError> {
+//! use idemgate_client::{Client, Request};
+//! let client = Client::new(Default::default())?;
+//! let request = Request::post("http://127.0.0.1:7000/orders").json_body(&br#"{"qty":1}"#[..]);
+//! let sent = client.send(request).await?;
+//! println!("{} after {} attempt(s)", sent.status, sent.attempts.len());
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod request;
+mod signing;
+
+pub use client::{Attempt, Client, ClientOptions, Final, SendError, Sent, Sleeper, TokioSleeper};
+pub use request::Request;
+pub use signing::WebhookSigner;
