@@ -15,6 +15,7 @@ pub mod config;
 pub mod gateway;
 pub mod outbound;
 pub mod proxy;
+pub mod send;
 
 pub mod verify;
 

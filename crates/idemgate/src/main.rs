@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 use idemgate::{
     bench,
     config::{self, Config},
-    gateway, outbound, verify,
+    gateway, outbound, send, verify,
 };
 use idemgate_core::{Secret, SystemClock, UnixTime, job::JobState};
 
@@ -73,11 +73,61 @@ enum Command {
         #[command(subcommand)]
         command: DestinationCommand,
     },
+    /// Send one request and retry it safely (or, with --repeat, many).
+    Send(SendArgs),
     /// Drive a server with load over real HTTP and report throughput and latency.
     Bench {
         #[command(subcommand)]
         workload: BenchWorkload,
     },
+}
+
+#[derive(clap::Args)]
+struct SendArgs {
+    /// Where to send it.
+    url: String,
+    /// The HTTP method.
+    #[arg(long, short = 'X', default_value = "POST")]
+    method: String,
+    /// A header, `Name: value` (repeatable).
+    #[arg(long = "header", short = 'H')]
+    headers: Vec<String>,
+    /// The body, sent byte for byte.
+    #[arg(long, short = 'd', conflicts_with = "data_file")]
+    data: Option<String>,
+    /// Read the body from this file (`-` for standard input).
+    #[arg(long)]
+    data_file: Option<PathBuf>,
+    /// Sign as a webhook with this scheme (standard-webhooks, demo-webhook-v1, github,
+    /// stripe, shopify, slack).
+    #[arg(long, requires = "secret")]
+    scheme: Option<String>,
+    /// The signing secret: `env:NAME` or `file:PATH` (a literal works but shows in `ps`).
+    #[arg(long)]
+    secret: Option<String>,
+    /// The webhook's event identity (`webhook-id`, `X-GitHub-Delivery`, ...); generated
+    /// once when absent, and kept on every retry.
+    #[arg(long)]
+    event_id: Option<String>,
+    /// The Idempotency-Key, so separate invocations share one operation; generated once
+    /// per operation for POST, PATCH and DELETE when absent.
+    #[arg(long)]
+    idempotency_key: Option<String>,
+    /// Attempts in all, the first included.
+    #[arg(long, default_value_t = 5)]
+    max_attempts: u32,
+    /// Timeout of one attempt.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Show every attempt on stderr.
+    #[arg(long, short)]
+    verbose: bool,
+    /// Send this many operations (each with its own key or event id unless one is given).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+    /// Operations in flight at once with --repeat.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
 }
 
 #[derive(Subcommand)]
@@ -185,7 +235,7 @@ impl Command {
             | Self::Verify { config, .. }
             | Self::Events { command: EventsCommand::Replay { config, .. } }
             | Self::Destination { command: DestinationCommand::Enable { config, .. } } => config,
-            Self::Bench { .. } => return None,
+            Self::Bench { .. } | Self::Send(_) => return None,
         })
     }
 }
@@ -227,6 +277,7 @@ fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
         Command::Events { command: EventsCommand::Replay { filter, .. } } => replay(&config()?, filter),
         Command::Destination { command: DestinationCommand::Enable { name, .. } } => enable(&config()?, name),
         Command::Bench { workload } => bench(workload),
+        Command::Send(args) => send_command(args),
     }
 }
 
@@ -430,4 +481,77 @@ fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
     let report = runtime.block_on(bench::drive(&target, work, run.concurrency, !run.json))?;
     print_line(&if run.json { report.to_json().to_string() } else { report.to_text() })?;
     Ok(if report.exactly_once == Some(false) { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS })
+}
+
+fn send_command(args: SendArgs) -> anyhow::Result<ExitCode> {
+    let body = match (&args.data, &args.data_file) {
+        (Some(data), _) => data.clone().into_bytes(),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut body = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut body).context("cannot read standard input")?;
+            body
+        }
+        (None, Some(path)) => std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    let method = http::Method::from_bytes(args.method.to_ascii_uppercase().as_bytes())
+        .map_err(|_| anyhow!("{:?} is not an HTTP method", args.method))?;
+    let headers = args.headers.iter().map(|h| send::header(h)).collect::<Result<Vec<_>, _>>()?;
+    let signer = match (&args.scheme, &args.secret) {
+        (Some(scheme), Some(reference)) => {
+            let mut warnings = Vec::new();
+            let text = config::secrets::resolve("--secret", reference, Path::new("."), &mut warnings)?;
+            Some(send::signer(scheme, &text)?)
+        }
+        _ => None,
+    };
+    let client = idemgate_client::Client::new(idemgate_client::ClientOptions {
+        max_attempts: args.max_attempts.max(1),
+        timeout: args.timeout,
+        ..Default::default()
+    })?;
+    let (url, key, event_id) = (args.url.clone(), args.idempotency_key.clone(), args.event_id.clone());
+    let make = Arc::new(move |i: usize| {
+        let mut request = idemgate_client::Request::new(method.clone(), url.clone()).body(body.clone());
+        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) && !body.is_empty() {
+            request = request.header("content-type", "application/json");
+        }
+        for (name, value) in &headers {
+            request = request.header(name.clone(), value.clone());
+        }
+        if let Some(key) = &key {
+            request = request.idempotency_key(key.clone());
+        }
+        if let Some(signer) = &signer {
+            let identity =
+                event_id.clone().unwrap_or_else(|| format!("evt_{:016x}{:04x}", fastrand::u64(..), i % 0xffff));
+            request = request.webhook(signer.clone(), identity);
+        }
+        request
+    });
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    if args.repeat > 1 {
+        let (outcomes, statuses, elapsed) =
+            runtime.block_on(send::repeat(&client, make, args.repeat, args.concurrency));
+        let rate = args.repeat as f64 / elapsed.as_secs_f64().max(f64::EPSILON);
+        print_line(&format!(
+            "{} operations in {:.2} s ({rate:.0}/s): {outcomes:?}, statuses {statuses:?}",
+            args.repeat,
+            elapsed.as_secs_f64()
+        ))?;
+        let worst = if outcomes.contains_key("gave up") {
+            send::EXIT_GAVE_UP
+        } else if outcomes.contains_key("rejected") {
+            send::EXIT_REJECTED
+        } else {
+            0
+        };
+        return Ok(ExitCode::from(worst));
+    }
+    let sent = runtime.block_on(client.send(make(0)))?;
+    if args.verbose {
+        eprint!("{}", send::describe_attempts(&sent));
+    }
+    print_line(&format!("{}\n{}", sent.status, String::from_utf8_lossy(&sent.body)))?;
+    Ok(ExitCode::from(send::exit_code(sent.outcome)))
 }

@@ -9,10 +9,8 @@ use std::{
 };
 
 use base64::{Engine, engine::general_purpose::STANDARD};
-use idemgate::core::{
-    Secret, UnixTime,
-    scheme::{demo, github, shopify, slack, standard, stripe},
-};
+use idemgate::core::{Secret, UnixTime, scheme::standard};
+use idemgate_client::WebhookSigner;
 
 use crate::harness::{Reply, post, unix_now};
 
@@ -160,48 +158,37 @@ impl Signer {
 
     /// Headers of one delivery attempt of event `identity` signed at `timestamp`.
     pub fn headers(&self, identity: &str, body: &[u8], timestamp: i64) -> Vec<(String, String)> {
-        let ts = timestamp.to_string();
-        let pairs: Vec<(&str, String)> = match self {
-            Self::Standard(key) => vec![
-                (standard::ID_HEADER, identity.into()),
-                (standard::TIMESTAMP_HEADER, ts),
-                (standard::SIGNATURE_HEADER, standard::sign(&Secret::new(key.clone()), identity, timestamp, body)),
-            ],
-            Self::Ed25519(seed) => vec![
-                (standard::ID_HEADER, identity.into()),
-                (standard::TIMESTAMP_HEADER, ts),
+        let pairs = match (self, self.webhook_signer()) {
+            (_, Some(signer)) => {
+                let attempt = u32::try_from(unix_now() % 1000).unwrap_or(0);
+                signer.headers(identity, attempt, UnixTime(timestamp), body)
+            }
+            // The client signs with secrets it holds; ed25519 needs the private seed here.
+            (Self::Ed25519(seed), None) => vec![
+                (standard::ID_HEADER, identity.to_owned()),
+                (standard::TIMESTAMP_HEADER, timestamp.to_string()),
                 (standard::SIGNATURE_HEADER, standard::sign_ed25519(seed, identity, timestamp, body)),
             ],
-            Self::GitHub(s) => vec![
-                (github::DELIVERY_HEADER, identity.into()),
-                (github::SIGNATURE_HEADER, github::sign(&secret(s), body)),
-            ],
-            Self::Stripe(s) => vec![(stripe::SIGNATURE_HEADER, stripe::sign(&secret(s), UnixTime(timestamp), body))],
-            Self::Shopify(s) => vec![
-                (shopify::EVENT_ID_HEADER, identity.into()),
-                (shopify::SIGNATURE_HEADER, shopify::sign(&secret(s), body)),
-            ],
-            Self::Slack(s) => vec![
-                (slack::TIMESTAMP_HEADER, ts.clone()),
-                (slack::SIGNATURE_HEADER, slack::sign(&secret(s), &ts, body)),
-            ],
-            Self::Demo(key) => {
-                let delivery_id = format!("d-{}", unix_now());
-                vec![
-                    (demo::DELIVERY_ID_HEADER, delivery_id.clone()),
-                    (demo::TIMESTAMP_HEADER, ts.clone()),
-                    (demo::SIGNATURE_HEADER, demo::sign(&Secret::new(key.to_vec()), &delivery_id, &ts, body)),
-                ]
-            }
+            (_, None) => Vec::new(),
         };
         let mut headers: Vec<(String, String)> = pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         headers.push(("Content-Type".into(), "application/json".into()));
         headers
     }
-}
 
-fn secret(text: &str) -> Secret {
-    Secret::new(text.as_bytes().to_vec())
+    /// The client library's signer for this scheme and key (none for ed25519).
+    fn webhook_signer(&self) -> Option<WebhookSigner> {
+        let text = |s: &str| Secret::new(s.as_bytes().to_vec());
+        Some(match self {
+            Self::Standard(key) => WebhookSigner::StandardWebhooks(Secret::new(key.clone())),
+            Self::Demo(key) => WebhookSigner::Demo(Secret::new(key.to_vec())),
+            Self::GitHub(s) => WebhookSigner::GitHub(text(s)),
+            Self::Stripe(s) => WebhookSigner::Stripe(text(s)),
+            Self::Shopify(s) => WebhookSigner::Shopify(text(s)),
+            Self::Slack(s) => WebhookSigner::Slack(text(s)),
+            Self::Ed25519(_) => return None,
+        })
+    }
 }
 
 /// A body every scheme's default identity location finds: `/id` (Stripe), `/event_id`

@@ -104,6 +104,10 @@ impl Api {
         exchange(self.addr, request.as_bytes())
     }
 
+    pub fn base_url(&self) -> String {
+        format!("http://{}{}", self.addr, self.prefix)
+    }
+
     pub fn calls(&self, handler: &str) -> u64 {
         self.get("/calls", None).body()[handler].as_u64().unwrap_or(0)
     }

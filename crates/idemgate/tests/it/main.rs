@@ -9,6 +9,7 @@ mod gateway_harness;
 mod harness;
 mod idempotency_suite;
 mod recorder;
+mod send_cli;
 
 mod counter_contract;
 mod counter_faults;
