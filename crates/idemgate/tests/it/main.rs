@@ -15,6 +15,7 @@ mod counter_contract;
 mod counter_faults;
 mod counter_process;
 mod counter_rejections;
+mod crash_soak;
 mod gateway_inbox;
 mod gateway_schemes;
 mod gateway_tls;
