@@ -5,11 +5,10 @@
 //! `Demo-Delivery-Id` and unix seconds in `Demo-Timestamp`. The event identity lives in the
 //! body (`event_id`), so this scheme reports none.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::{Choice, ConstantTimeEq};
-
-use super::{AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, check_tolerance, single_header};
+use super::{
+    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, check_tolerance, hmac_sha256,
+    single_header,
+};
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
 /// Header carrying the per-attempt delivery id, `[a-z0-9-]{1,64}`.
@@ -47,12 +46,7 @@ pub fn sign(secret: &Secret, delivery_id: &str, timestamp: &str, body: &[u8]) ->
 }
 
 fn tag(secret: &Secret, delivery_id: &str, timestamp: &str, body: &[u8]) -> [u8; 32] {
-    // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
-    for part in [PURPOSE, delivery_id.as_bytes(), b"\n", timestamp.as_bytes(), b"\n", body] {
-        mac.update(part);
-    }
-    mac.finalize().into_bytes().into()
+    hmac_sha256(secret, &[PURPOSE, delivery_id.as_bytes(), b"\n", timestamp.as_bytes(), b"\n", body])
 }
 
 fn parse_delivery_id(value: &str) -> Result<&str, AuthError> {
@@ -107,11 +101,7 @@ impl Scheme for DemoV1 {
         let timestamp = parse_timestamp(timestamp_text)?;
         let given = parse_signature(single_header(delivery.headers, SIGNATURE_HEADER)?)?;
         check_tolerance(timestamp, now, self.tolerance_secs)?;
-        // Every secret is tried, so the time taken does not tell which one matched.
-        let matched = secrets.iter().fold(Choice::from(0), |acc, secret| {
-            acc | tag(secret, delivery_id, timestamp_text, delivery.body).ct_eq(&given)
-        });
-        if !bool::from(matched) {
+        if !any_tag_matches(secrets, &[given], |secret| tag(secret, delivery_id, timestamp_text, delivery.body)) {
             return Err(AuthError::SignatureMismatch);
         }
         Ok(VerifiedDelivery {

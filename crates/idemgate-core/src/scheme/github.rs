@@ -16,11 +16,10 @@
 //! `"sha256=" + hexdigest`, so an uppercase digest fails there too; here it is refused as
 //! malformed before any MAC is computed.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::{Choice, ConstantTimeEq};
-
-use super::{AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, single_header};
+use super::{
+    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, hmac_sha256, plain_secret,
+    single_header,
+};
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
 /// Header carrying `sha256=` and the lowercase hex HMAC-SHA256 of the body.
@@ -49,10 +48,7 @@ pub fn sign(secret: &Secret, body: &[u8]) -> String {
 }
 
 fn tag(secret: &Secret, body: &[u8]) -> [u8; 32] {
-    // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
-    mac.update(body);
-    mac.finalize().into_bytes().into()
+    hmac_sha256(secret, &[body])
 }
 
 fn parse_signature(value: &str) -> Result<[u8; 32], AuthError> {
@@ -87,10 +83,7 @@ impl Scheme for GitHub {
 
     /// The webhook secret exactly as typed into GitHub; its UTF-8 bytes are the key.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
-        if text.is_empty() {
-            return Err(SecretError::Invalid { reason: "the secret is empty" });
-        }
-        Ok(Secret::new(text.as_bytes().to_vec()))
+        plain_secret(text)
     }
 
     fn verify(
@@ -101,10 +94,7 @@ impl Scheme for GitHub {
     ) -> Result<VerifiedDelivery, AuthError> {
         let given = parse_signature(single_header(delivery.headers, SIGNATURE_HEADER)?)?;
         let delivery_id = parse_delivery_id(single_header(delivery.headers, DELIVERY_HEADER)?)?;
-        // Every secret is tried, so the time taken does not tell which one matched.
-        let matched =
-            secrets.iter().fold(Choice::from(0), |acc, secret| acc | tag(secret, delivery.body).ct_eq(&given));
-        if !bool::from(matched) {
+        if !any_tag_matches(secrets, &[given], |secret| tag(secret, delivery.body)) {
             return Err(AuthError::SignatureMismatch);
         }
         Ok(VerifiedDelivery {

@@ -14,7 +14,10 @@ pub mod stripe;
 
 use std::sync::Arc;
 
+use hmac::{Hmac, Mac};
 use http::HeaderMap;
+use sha2::Sha256;
+use subtle::{Choice, ConstantTimeEq};
 
 use crate::{Identity, Rejection, Secret, SecretSet, UnixTime, json::Json, secret::SecretError};
 
@@ -180,6 +183,38 @@ pub(crate) fn single_header<'h>(headers: &'h HeaderMap, name: &'static str) -> R
         return Err(AuthError::MalformedHeader(name));
     }
     value.to_str().map_err(|_| AuthError::MalformedHeader(name))
+}
+
+/// HMAC-SHA256 under `secret` of the concatenation of `parts`.
+pub(crate) fn hmac_sha256(secret: &Secret, parts: &[&[u8]]) -> [u8; 32] {
+    // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
+}
+
+/// Whether any of `secrets` produces any of the `given` tags. Every secret meets every
+/// tag, in constant time, so the time taken tells neither which matched nor how far.
+pub(crate) fn any_tag_matches(secrets: &SecretSet, given: &[[u8; 32]], tag: impl Fn(&Secret) -> [u8; 32]) -> bool {
+    let matched = secrets.iter().fold(Choice::from(0), |acc, secret| {
+        let expected = tag(secret);
+        given.iter().fold(acc, |acc, candidate| acc | expected.ct_eq(candidate))
+    });
+    bool::from(matched)
+}
+
+/// A secret as the provider shows it (GitHub, Shopify, Slack): its UTF-8 bytes are the
+/// key. Empty ones, and ones with surrounding whitespace (a copy-paste slip), are refused.
+pub(crate) fn plain_secret(text: &str) -> Result<Secret, SecretError> {
+    if text.is_empty() {
+        return Err(SecretError::Invalid { reason: "the secret is empty" });
+    }
+    if text.trim() != text {
+        return Err(SecretError::Invalid { reason: "the secret starts or ends with whitespace" });
+    }
+    Ok(Secret::new(text.as_bytes().to_vec()))
 }
 
 /// Whether `now` lies within `tolerance_secs` of `signed`, in either direction.

@@ -16,11 +16,10 @@
 //! and interactivity payloads (form-encoded) carry none, so sources receiving those must
 //! configure another identity.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::{Choice, ConstantTimeEq};
-
-use super::{AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, check_tolerance, single_header};
+use super::{
+    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, check_tolerance, hmac_sha256,
+    plain_secret, single_header,
+};
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
 /// Header carrying `v0=` and the lowercase hex HMAC-SHA256.
@@ -60,12 +59,7 @@ pub fn sign(secret: &Secret, timestamp: &str, body: &[u8]) -> String {
 }
 
 fn tag(secret: &Secret, timestamp: &str, body: &[u8]) -> [u8; 32] {
-    // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
-    for part in [VERSION.as_bytes(), b":", timestamp.as_bytes(), b":", body] {
-        mac.update(part);
-    }
-    mac.finalize().into_bytes().into()
+    hmac_sha256(secret, &[VERSION.as_bytes(), b":", timestamp.as_bytes(), b":", body])
 }
 
 fn parse_timestamp(value: &str) -> Result<UnixTime, AuthError> {
@@ -100,13 +94,7 @@ impl Scheme for Slack {
 
     /// The app's signing secret exactly as Slack shows it; its UTF-8 bytes are the key.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
-        if text.is_empty() {
-            return Err(SecretError::Invalid { reason: "the secret is empty" });
-        }
-        if text.trim() != text {
-            return Err(SecretError::Invalid { reason: "the secret starts or ends with whitespace" });
-        }
-        Ok(Secret::new(text.as_bytes().to_vec()))
+        plain_secret(text)
     }
 
     fn verify(
@@ -119,11 +107,7 @@ impl Scheme for Slack {
         let timestamp = parse_timestamp(timestamp_text)?;
         let given = parse_signature(single_header(delivery.headers, SIGNATURE_HEADER)?)?;
         check_tolerance(timestamp, now, self.tolerance_secs)?;
-        // Every secret is tried, so the time taken does not tell which one matched.
-        let matched = secrets
-            .iter()
-            .fold(Choice::from(0), |acc, secret| acc | tag(secret, timestamp_text, delivery.body).ct_eq(&given));
-        if !bool::from(matched) {
+        if !any_tag_matches(secrets, &[given], |secret| tag(secret, timestamp_text, delivery.body)) {
             return Err(AuthError::SignatureMismatch);
         }
         Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(timestamp) })

@@ -26,11 +26,9 @@
 //! For bounded work the header may be at most 4096 bytes and 16 entries. The event's
 //! identity lives in the body (`id`, `evt_...`), so this scheme reports none.
 
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::{Choice, ConstantTimeEq};
-
-use super::{AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, single_header};
+use super::{
+    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, hmac_sha256, single_header,
+};
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
 /// Header carrying the timestamp and the signatures.
@@ -72,12 +70,7 @@ pub fn sign(secret: &Secret, timestamp: UnixTime, body: &[u8]) -> String {
 }
 
 fn tag(secret: &Secret, timestamp: UnixTime, body: &[u8]) -> [u8; 32] {
-    // HMAC accepts keys of any length, so `new_from_slice` cannot fail here.
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose()).unwrap_or_else(|_| unreachable!());
-    mac.update(timestamp.0.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    mac.finalize().into_bytes().into()
+    hmac_sha256(secret, &[timestamp.0.to_string().as_bytes(), b".", body])
 }
 
 fn malformed() -> AuthError {
@@ -186,11 +179,7 @@ impl Scheme for Stripe {
         check_age(timestamp, now, self.tolerance_secs)?;
         // Every secret and every signature is tried, so the time taken does not tell which
         // one matched.
-        let matched = secrets.iter().fold(Choice::from(0), |acc, secret| {
-            let expected = tag(secret, timestamp, delivery.body);
-            given.iter().fold(acc, |acc, sig| acc | expected.ct_eq(sig))
-        });
-        if !bool::from(matched) {
+        if !any_tag_matches(secrets, &given, |secret| tag(secret, timestamp, delivery.body)) {
             return Err(AuthError::SignatureMismatch);
         }
         Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(timestamp) })
