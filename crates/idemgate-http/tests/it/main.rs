@@ -21,15 +21,28 @@ use idemgate_http::{
 use idemgate_store::{SqliteStore, StoreOptions};
 
 async fn start(clock: Arc<ManualClock>) -> (SocketAddr, Arc<AtomicU64>, Arc<SqliteStore>, tempfile::TempDir) {
+    start_with(clock, IdempotencyConfig::default()).await
+}
+
+async fn start_with(
+    clock: Arc<ManualClock>,
+    config: IdempotencyConfig,
+) -> (SocketAddr, Arc<AtomicU64>, Arc<SqliteStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(&dir.path().join("i.sqlite3"), StoreOptions::default()).unwrap());
     let calls = Arc::new(AtomicU64::new(0));
-    let layer = IdempotencyLayer::with_clock(Arc::clone(&store), IdempotencyConfig::default(), clock);
+    let layer = IdempotencyLayer::with_clock(Arc::clone(&store), config, clock);
+    let count = |calls: Arc<AtomicU64>| calls.fetch_add(1, Ordering::SeqCst);
     let app = Router::new()
+        .route("/orders", post(move |State(calls): State<Arc<AtomicU64>>| async move { count(calls).to_string() }))
         .route(
-            "/orders",
-            post(|State(calls): State<Arc<AtomicU64>>| async move { calls.fetch_add(1, Ordering::SeqCst).to_string() }),
+            "/invalid",
+            post(move |State(calls): State<Arc<AtomicU64>>| async move {
+                count(calls);
+                (axum::http::StatusCode::UNPROCESSABLE_ENTITY, "invalid")
+            }),
         )
+        .route("/big", post(|| async { "x".repeat(2048) }))
         .with_state(Arc::clone(&calls))
         .layer(layer);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -39,9 +52,12 @@ async fn start(clock: Arc<ManualClock>) -> (SocketAddr, Arc<AtomicU64>, Arc<Sqli
 }
 
 async fn post_with_key(addr: SocketAddr, key: &str) -> String {
-    let request = format!(
-        "POST /orders HTTP/1.1\r\nHost: x\r\nConnection: close\r\nIdempotency-Key: {key}\r\nContent-Length: 2\r\n\r\n{{}}"
-    );
+    post_to(addr, "/orders", Some(key)).await
+}
+
+async fn post_to(addr: SocketAddr, path: &str, key: Option<&str>) -> String {
+    let key = key.map(|k| format!("Idempotency-Key: {k}\r\n")).unwrap_or_default();
+    let request = format!("POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{key}Content-Length: 2\r\n\r\n{{}}");
     tokio::task::spawn_blocking(move || {
         let mut stream = TcpStream::connect(addr).unwrap();
         stream.write_all(request.as_bytes()).unwrap();
@@ -76,4 +92,40 @@ async fn after_the_retention_a_request_with_the_same_key_is_a_new_operation() {
         1,
         "the purge removes expired records"
     );
+}
+
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::at(UnixTime(1_800_000_000)))
+}
+
+#[tokio::test]
+async fn a_route_that_requires_a_key_refuses_a_request_without_one() {
+    let config = IdempotencyConfig { require_key: true, ..IdempotencyConfig::default() };
+    let (addr, calls, _store, _dir) = start_with(clock(), config).await;
+    let refused = post_to(addr, "/orders", None).await;
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    assert!(refused.contains("application/problem+json"), "{refused}");
+    assert!(post_to(addr, "/orders", Some("k")).await.starts_with("HTTP/1.1 200"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn client_errors_can_be_stored_like_stripe_does() {
+    let config = IdempotencyConfig { store_client_errors: true, ..IdempotencyConfig::default() };
+    let (addr, calls, _store, _dir) = start_with(clock(), config).await;
+    assert!(post_to(addr, "/invalid", Some("k")).await.starts_with("HTTP/1.1 422"));
+    let replay = post_to(addr, "/invalid", Some("k")).await;
+    assert!(replay.starts_with("HTTP/1.1 422") && replay.to_ascii_lowercase().contains("idempotency-replay: true"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_response_over_the_stored_limit_is_sent_whole_and_replayed_without_its_body() {
+    let config = IdempotencyConfig { max_stored_body: 1024, ..IdempotencyConfig::default() };
+    let (addr, _calls, _store, _dir) = start_with(clock(), config).await;
+    let first = post_to(addr, "/big", Some("k")).await;
+    assert!(first.ends_with(&"x".repeat(2048)), "the client gets the whole body");
+    let replay = post_to(addr, "/big", Some("k")).await.to_ascii_lowercase();
+    assert!(replay.contains("idempotency-replay-body: omitted"), "{replay}");
+    assert!(!replay.contains("xxxx"));
 }
