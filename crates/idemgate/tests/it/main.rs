@@ -7,6 +7,7 @@ mod gateway_cli;
 mod gateway_delivery;
 mod gateway_harness;
 mod harness;
+mod hostile_clients;
 mod idempotency_suite;
 mod recorder;
 mod send_cli;
