@@ -11,6 +11,7 @@ mod hostile_clients;
 mod idempotency_suite;
 mod recorder;
 mod send_cli;
+mod store_faults;
 
 mod counter_contract;
 mod counter_faults;
