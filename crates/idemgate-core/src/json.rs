@@ -739,4 +739,16 @@ mod tests {
         assert_eq!(value, expected);
         assert_eq!(value.to_string(), text);
     }
+
+    #[test]
+    fn large_numbers_parse_to_the_correctly_rounded_float() {
+        // Found by the json fuzz target: without serde_json's float_roundtrip, this
+        // integer literal beyond u64 parsed to a neighbouring float, so re-serialising
+        // the parsed value gave a different number than the sender wrote.
+        let text = " 444444444444044444444444444444";
+        let Json::Number(Number::Float(f)) = strict(text).unwrap() else { panic!("not a float") };
+        assert_eq!(f, 444444444444044444444444444444f64);
+        assert_eq!(f.to_string().parse::<f64>().unwrap(), f);
+    }
+
 }
