@@ -750,5 +750,4 @@ mod tests {
         assert_eq!(f, 444444444444044444444444444444f64);
         assert_eq!(f.to_string().parse::<f64>().unwrap(), f);
     }
-
 }

@@ -113,6 +113,12 @@ impl SqliteStore {
         Ok(Self { commands, writer: Some(writer), path: path.to_owned(), options, stats })
     }
 
+    /// Commands waiting for the writer right now.
+    #[must_use]
+    pub fn queued(&self) -> usize {
+        self.commands.max_capacity() - self.commands.capacity()
+    }
+
     /// What the writer has committed so far.
     #[must_use]
     pub fn stats(&self) -> &WriterStats {

@@ -12,6 +12,17 @@ use serde_json::json;
 
 use crate::{open_store, request};
 
+/// Waits (bounded) until `count` commands are queued behind the held writer.
+async fn wait_for_queue(store: &SqliteStore, count: usize) {
+    for _ in 0..2000 {
+        if store.queued() >= count {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    panic!("only {} commands queued", store.queued());
+}
+
 /// Holds the writer until `release` is sent, so that deliveries queue up behind it.
 async fn hold_writer(store: &Arc<SqliteStore>) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
     let (release, wait) = std::sync::mpsc::channel::<()>();
@@ -56,8 +67,7 @@ async fn a_poisoned_delivery_rolls_back_alone_and_its_batch_neighbours_commit_to
         }));
         tokio::task::yield_now().await;
     }
-    // Let every delivery reach the queue before the writer is released.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    wait_for_queue(&t.store, 20).await;
     release.send(()).unwrap();
     holder.await.unwrap();
     let mut outcomes = Vec::new();
@@ -95,7 +105,8 @@ async fn the_same_event_twice_in_one_batch_resolves_as_in_separate_transactions(
                 })
                 .await
         }));
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        // One at a time, so the three enter the queue in this order.
+        wait_for_queue(&t.store, tasks.len()).await;
     }
     release.send(()).unwrap();
     holder.await.unwrap();
