@@ -31,6 +31,9 @@ pub enum StoreError {
     /// A stored row does not have the shape this build expects.
     #[error("stored row is malformed: {0}")]
     Malformed(&'static str),
+    /// A maintenance command refused to run (the reason says why).
+    #[error("store maintenance refused: {0}")]
+    Maintenance(&'static str),
     /// The write ran but the transaction holding it could not be committed.
     #[error("the write could not be committed")]
     NotCommitted,

@@ -224,7 +224,7 @@ pub fn enable_destination(conn: &Connection, destination: &str, now: UnixTime) -
 
 /// The jobs a [`ReplayFilter`] selects.
 const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
-    WHERE j.state = ?1 AND (?2 IS NULL OR e.source = ?2) AND (?3 IS NULL OR e.identity = ?3)
+    WHERE j.state = ?1 AND e.payload_purged = 0 AND (?2 IS NULL OR e.source = ?2) AND (?3 IS NULL OR e.identity = ?3)
       AND (?4 IS NULL OR j.destination = ?4)
       AND (?5 IS NULL OR e.received_at >= ?5) AND (?6 IS NULL OR e.received_at < ?6)";
 

@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod inbox;
 
 pub mod jobs;
+pub mod maintenance;
 
 mod migrations;
 mod reader;

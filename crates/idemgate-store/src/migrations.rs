@@ -114,6 +114,11 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX idempotency_expiry ON idempotency_records (expires_at_ms);
 ",
+    r"
+    ALTER TABLE events ADD COLUMN payload_purged INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX receipts_age ON receipts (source, received_at);
+    CREATE INDEX events_age ON events (source, received_at);
+",
 ];
 
 /// The schema version this build writes.

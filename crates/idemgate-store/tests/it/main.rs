@@ -5,6 +5,7 @@
 
 mod batch;
 mod inbox;
+mod maintenance;
 mod receive;
 mod schema;
 

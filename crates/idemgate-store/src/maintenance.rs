@@ -1,0 +1,181 @@
+//! Keeping the store the right size and safe: retention (what may be forgotten, and when)
+//! and consistent backups.
+//!
+//! A receipt is what makes a late redelivery a harmless duplicate, so it is kept at least
+//! as long as its source can redeliver, and never while its event still has work to do.
+//! Payloads may go sooner: the receipt (identity and hash) stays, the event can no longer
+//! be replayed. An event that holds the newest version of an ordering key is kept, or an
+//! older event of that key could be delivered after it.
+
+use std::{path::Path, time::Duration};
+
+use idemgate_core::UnixTime;
+use rusqlite::{Connection, params};
+
+use crate::{StoreError, StoreOptions, migrations, sqlite::open_connection};
+
+/// How long one source's receipts and payloads are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    /// The source id.
+    pub source: String,
+    /// Receipts (and their events, jobs and attempts) older than this may be purged.
+    pub receipts: Duration,
+    /// Payload bytes of finished events older than this are dropped.
+    pub payloads: Duration,
+}
+
+/// What a purge removed (or, in a dry run, would remove).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PurgeReport {
+    /// Receipts deleted.
+    pub receipts: usize,
+    /// Events deleted with their jobs and attempts.
+    pub events: usize,
+    /// Payloads dropped from events that stay.
+    pub payloads: usize,
+    /// Conflict records deleted with their receipts' age.
+    pub conflicts: usize,
+}
+
+fn cutoff(now: UnixTime, keep: Duration) -> i64 {
+    now.0.saturating_sub(i64::try_from(keep.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Events of `?1` received before `?2` whose jobs are all finished and that hold no
+/// ordering version.
+const PURGEABLE_EVENTS: &str = "SELECT e.id FROM events e
+    WHERE e.source = ?1 AND e.received_at < ?2
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state IN ('pending', 'running', 'retrying'))
+      AND NOT EXISTS (SELECT 1 FROM ordering_versions o WHERE o.event_id = e.id)";
+
+/// Applies `policies` at `now` on `conn`, inside the caller's transaction.
+pub fn purge(conn: &Connection, now: UnixTime, policies: &[Retention]) -> Result<PurgeReport, rusqlite::Error> {
+    let mut report = PurgeReport::default();
+    for policy in policies {
+        let receipts_before = cutoff(now, policy.receipts);
+        let payloads_before = cutoff(now, policy.payloads);
+        let source = policy.source.as_str();
+        report.payloads += conn.execute(
+            &format!("UPDATE events SET body = X'', payload_purged = 1 WHERE payload_purged = 0 AND id IN ({PURGEABLE_EVENTS})"),
+            params![source, payloads_before],
+        )?;
+        conn.execute(
+            &format!(
+                "DELETE FROM attempts WHERE job_id IN (SELECT id FROM jobs WHERE event_id IN ({PURGEABLE_EVENTS}))"
+            ),
+            params![source, receipts_before],
+        )?;
+        conn.execute(
+            &format!("DELETE FROM jobs WHERE event_id IN ({PURGEABLE_EVENTS})"),
+            params![source, receipts_before],
+        )?;
+        report.events += conn.execute(
+            &format!("DELETE FROM events WHERE id IN ({PURGEABLE_EVENTS})"),
+            params![source, receipts_before],
+        )?;
+        report.receipts += conn.execute(
+            "DELETE FROM receipts WHERE source = ?1 AND received_at < ?2
+               AND NOT EXISTS (SELECT 1 FROM events e WHERE e.source = receipts.source AND e.identity = receipts.identity)",
+            params![source, receipts_before],
+        )?;
+        report.conflicts += conn.execute(
+            "DELETE FROM conflicts WHERE source = ?1 AND last_seen_at < ?2
+               AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.source = conflicts.source AND r.identity = conflicts.identity)",
+            params![source, receipts_before],
+        )?;
+    }
+    Ok(report)
+}
+
+/// [`purge`] on a connection of its own (for the command line): committed, or rolled back
+/// after counting when `dry_run`.
+pub fn purge_file(
+    path: &Path,
+    now: UnixTime,
+    policies: &[Retention],
+    dry_run: bool,
+) -> Result<PurgeReport, StoreError> {
+    let mut conn = open_connection(path, false, &StoreOptions::default())?;
+    migrations::check_current(&conn)?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let report = purge(&tx, now, policies)?;
+    if dry_run {
+        tx.rollback()?;
+    } else {
+        tx.commit()?;
+    }
+    Ok(report)
+}
+
+/// Counts in a backup, to show that it holds what it should.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackupSummary {
+    /// Receipts in the copy.
+    pub receipts: u64,
+    /// Events in the copy.
+    pub events: u64,
+    /// Jobs in the copy.
+    pub jobs: u64,
+}
+
+/// Writes a consistent copy of the whole store at `path` to the new file `to`, while
+/// servers keep writing: `VACUUM INTO` reads one snapshot, so receipts, events, jobs,
+/// idempotency records and an application's own tables in it belong together.
+pub fn backup(path: &Path, to: &Path) -> Result<BackupSummary, StoreError> {
+    if to.exists() {
+        return Err(StoreError::Maintenance("the backup file already exists; choose a new name"));
+    }
+    let conn = open_connection(path, false, &StoreOptions::default())?;
+    migrations::check_current(&conn)?;
+    conn.execute("VACUUM INTO ?1", params![to.to_string_lossy()])?;
+    summary(to)
+}
+
+fn summary(path: &Path) -> Result<BackupSummary, StoreError> {
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
+    let count = |table: &str| conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| row.get::<_, u64>(0));
+    Ok(BackupSummary { receipts: count("receipts")?, events: count("events")?, jobs: count("jobs")? })
+}
+
+/// Replaces the store at `to` with the backup `from`; every idemgate process on `to` must
+/// be stopped. The current file is kept beside it as `<name>.before-restore`. Receipts
+/// newer than the backup are forgotten by this: see the README on closing that gap.
+pub fn restore(from: &Path, to: &Path) -> Result<BackupSummary, StoreError> {
+    let checked = Connection::open_with_flags(from, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|source| StoreError::Open { path: from.to_owned(), source })?;
+    migrations::check_current(&checked)?;
+    let integrity: String = checked.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
+    if integrity != "ok" {
+        return Err(StoreError::Maintenance("the backup fails SQLite's integrity check"));
+    }
+    drop(checked);
+    let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
+    if to.exists() {
+        std::fs::rename(to, to.with_extension("before-restore")).map_err(io)?;
+    }
+    for suffix in ["-wal", "-shm"] {
+        let side = std::path::PathBuf::from(format!("{}{suffix}", to.display()));
+        if side.exists() {
+            std::fs::remove_file(side).map_err(io)?;
+        }
+    }
+    std::fs::copy(from, to).map_err(io)?;
+    summary(to)
+}
+
+fn io_reason(err: &std::io::Error) -> &'static str {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => "a file was not found",
+        std::io::ErrorKind::PermissionDenied => "permission denied",
+        _ => "a file operation failed",
+    }
+}
+
+impl crate::SqliteStore {
+    /// [`purge`] on the writer, committed.
+    pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+        self.write(move |conn| purge(conn, now, &policies)).await
+    }
+}
