@@ -18,8 +18,11 @@ use idemgate::{
 use idemgate_core::{Secret, SystemClock, UnixTime, job::JobState};
 
 use idemgate_http::{ServeOptions, idempotency, serve, system_now, termination_signal};
-use idemgate_store::jobs::{self, ReplayFilter};
 use idemgate_store::{SqliteStore, StoreOptions};
+use idemgate_store::{
+    jobs::{self, ReplayFilter},
+    maintenance,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
 
@@ -72,6 +75,11 @@ enum Command {
     Destination {
         #[command(subcommand)]
         command: DestinationCommand,
+    },
+    /// Retention and backups.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
     },
     /// Send one request and retry it safely (or, with --repeat, many).
     Send(SendArgs),
@@ -215,6 +223,37 @@ struct ReplayArgs {
 }
 
 #[derive(Subcommand)]
+enum StoreCommand {
+    /// Forget what every source's retention allows (never unfinished work).
+    Purge {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+        /// Only count what would go.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Write a consistent copy of the store to a new file, while servers run.
+    Backup {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+        /// The new file.
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Replace the store with a backup (stop every idemgate process on it first).
+    Restore {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+        /// The backup file.
+        #[arg(long)]
+        from: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
 enum DestinationCommand {
     /// Resume deliveries to a destination disabled by a `410 Gone`.
     Enable {
@@ -234,7 +273,10 @@ impl Command {
             | Self::Worker { config }
             | Self::Verify { config, .. }
             | Self::Events { command: EventsCommand::Replay { config, .. } }
-            | Self::Destination { command: DestinationCommand::Enable { config, .. } } => config,
+            | Self::Destination { command: DestinationCommand::Enable { config, .. } }
+            | Self::Store { command: StoreCommand::Purge { config, .. } }
+            | Self::Store { command: StoreCommand::Backup { config, .. } }
+            | Self::Store { command: StoreCommand::Restore { config, .. } } => config,
             Self::Bench { .. } | Self::Send(_) => return None,
         })
     }
@@ -278,6 +320,7 @@ fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
         Command::Destination { command: DestinationCommand::Enable { name, .. } } => enable(&config()?, name),
         Command::Bench { workload } => bench(workload),
         Command::Send(args) => send_command(args),
+        Command::Store { command } => store_command(&config()?, command),
     }
 }
 
@@ -338,6 +381,7 @@ async fn receive_until_stopped(
         .with_context(|| format!("cannot listen on {}", config.server.listen))?;
     let address = listener.local_addr()?;
     let router = gateway::router(config, store).context("cannot build the proxy's http client")?;
+    tokio::spawn(purge_every(Arc::clone(store), config.retention(), config.store.purge_interval));
     if !config.proxies.is_empty() {
         let purge = idempotency::purge_expired_every(Arc::clone(store), Arc::new(SystemClock), Duration::from_secs(60));
         tokio::spawn(purge);
@@ -554,4 +598,50 @@ fn send_command(args: SendArgs) -> anyhow::Result<ExitCode> {
     }
     print_line(&format!("{}\n{}", sent.status, String::from_utf8_lossy(&sent.body)))?;
     Ok(ExitCode::from(send::exit_code(sent.outcome)))
+}
+
+/// Purges what retention allows, every `interval`, for as long as the server runs.
+async fn purge_every(store: Arc<SqliteStore>, policies: Vec<maintenance::Retention>, interval: Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        match store.purge(system_now(), policies.clone()).await {
+            Ok(report) => tracing::info!(?report, "retention purge"),
+            Err(err) => tracing::warn!(error = %err, "retention purge failed"),
+        }
+    }
+}
+
+fn store_command(config: &Config, command: StoreCommand) -> anyhow::Result<ExitCode> {
+    let path = &config.store.path;
+    let line = match command {
+        StoreCommand::Purge { dry_run, .. } => {
+            let report = maintenance::purge_file(path, system_now(), &config.retention(), dry_run)?;
+            let verb = if dry_run { "would purge" } else { "purged" };
+            format!(
+                "{verb} {} receipt(s), {} event(s) with their jobs, {} payload(s), {} conflict record(s)",
+                report.receipts, report.events, report.payloads, report.conflicts
+            )
+        }
+        StoreCommand::Backup { to, .. } => {
+            let summary = maintenance::backup(path, &to)?;
+            format!(
+                "backup {}: {} receipt(s), {} event(s), {} job(s), one consistent snapshot",
+                to.display(),
+                summary.receipts,
+                summary.events,
+                summary.jobs
+            )
+        }
+        StoreCommand::Restore { from, .. } => {
+            let summary = maintenance::restore(&from, path)?;
+            format!(
+                "restored {} from {}: {} receipt(s); events received after the backup are forgotten (see the README)",
+                path.display(),
+                from.display(),
+                summary.receipts
+            )
+        }
+    };
+    print_line(&line)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -114,6 +114,8 @@ pub struct RawStore {
     pub path: Option<String>,
     /// How long a write waits for a lock held elsewhere.
     pub busy_timeout: Option<String>,
+    /// How often `serve` purges what retention allows to forget.
+    pub purge_interval: Option<String>,
 }
 
 /// `[sources.<id>]`.
@@ -142,6 +144,10 @@ pub struct RawSource {
     /// Names of the destinations each event is forwarded to.
     #[serde(default)]
     pub destinations: Vec<String>,
+    /// How long receipts are kept (at least as long as the source can redeliver).
+    pub retention: Option<String>,
+    /// How long payloads of finished events are kept (may be shorter).
+    pub payload_retention: Option<String>,
     /// Original request headers passed on to destinations.
     #[serde(default)]
     pub forward_headers: Vec<String>,

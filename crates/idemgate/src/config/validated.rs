@@ -35,6 +35,10 @@ const DEFAULT_STORE: &str = "data/idemgate.sqlite3";
 const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_DESTINATION_TIMEOUT: Duration = Duration::from_secs(15);
+/// Receipts outlive every provider's redelivery window by a wide margin: Stripe retries for
+/// up to 3 days, Svix/Standard Webhooks' schedule spans about 28 hours, GitHub redelivers
+/// on request for 3 days.
+const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 86_400);
 
 /// The validated configuration.
 #[derive(Debug, Clone)]
@@ -123,6 +127,8 @@ pub struct StoreConfig {
     pub path: PathBuf,
     /// Lock wait.
     pub busy_timeout: Duration,
+    /// How often `serve` purges.
+    pub purge_interval: Duration,
 }
 
 /// One `[sources.<id>]`.
@@ -148,6 +154,10 @@ pub struct SourceConfig {
     pub allowed_types: Option<BTreeSet<String>>,
     /// Destination names.
     pub destinations: Vec<String>,
+    /// How long receipts are kept.
+    pub retention: Duration,
+    /// How long payloads of finished events are kept.
+    pub payload_retention: Duration,
     /// Original headers passed on to destinations (lowercase names).
     pub forward_headers: Vec<http::HeaderName>,
     /// The ordering guard, if configured.
@@ -308,6 +318,7 @@ fn store(raw: RawStore) -> Result<StoreConfig, ConfigError> {
     Ok(StoreConfig {
         path: PathBuf::from(raw.path.as_deref().unwrap_or(DEFAULT_STORE)),
         busy_timeout: duration("store.busy_timeout", raw.busy_timeout.as_deref(), Duration::from_secs(5))?,
+        purge_interval: duration("store.purge_interval", raw.purge_interval.as_deref(), Duration::from_secs(3600))?,
     })
 }
 
@@ -408,7 +419,10 @@ fn source(
             version: pointer(&format!("{key}.ordering.version"), o.version)?,
         }),
     };
+    let retention = duration(&format!("{key}.retention"), raw.retention.as_deref(), DEFAULT_RETENTION)?;
     Ok(SourceConfig {
+        payload_retention: duration(&format!("{key}.payload_retention"), raw.payload_retention.as_deref(), retention)?,
+        retention,
         forward_headers,
         ordering,
         identity: identity(&key, raw.identity, scheme.as_ref())?,
@@ -473,4 +487,19 @@ fn unique_routes(sources: &[SourceConfig]) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+impl Config {
+    /// The retention policies of every source, for the purge.
+    #[must_use]
+    pub fn retention(&self) -> Vec<idemgate_store::maintenance::Retention> {
+        self.sources
+            .iter()
+            .map(|s| idemgate_store::maintenance::Retention {
+                source: s.id.to_string(),
+                receipts: s.retention,
+                payloads: s.payload_retention,
+            })
+            .collect()
+    }
 }

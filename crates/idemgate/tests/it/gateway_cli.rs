@@ -4,7 +4,7 @@
 use std::process::Output;
 
 use crate::{
-    gateway_harness::{Setup, Signer, body},
+    gateway_harness::{Setup, Signer, body, inbox},
     harness::unix_now,
 };
 
@@ -117,4 +117,36 @@ fn verify_passes_a_good_capture_and_names_the_failing_check_otherwise() {
     assert_eq!(json.status.code(), Some(1));
     assert!(stdout.contains("json      FAILED  duplicate object key"), "{stdout}");
     assert!(!stdout.contains(&secret()), "the secret was printed");
+}
+
+#[test]
+fn store_backup_restore_and_purge_from_the_command_line() {
+    let setup = Setup::new(&format!("{SOURCE}retention = \"1s\"\n").replace("allowed_types = [\"t.created\"]\n", ""));
+    let secret = secret();
+    let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &[("HOOKS_SECRET", &secret)]);
+    let signer = Signer::Standard(vec![9; 32]);
+    for i in 0..5 {
+        let event = body(&format!("msg_{i}"), "t.created");
+        assert_eq!(
+            gateway.post("hooks", &signer.headers(&format!("msg_{i}"), &event, unix_now()), &event).status(),
+            202
+        );
+    }
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let copy = setup.dir.path().join("backup.sqlite3");
+    let backup = setup.run(&["store", "backup", "--to", copy.to_str().unwrap()], &env);
+    assert!(backup.status.success(), "{backup:?}");
+    assert!(String::from_utf8_lossy(&backup.stdout).contains("5 receipt(s), 5 event(s), 0 job(s)"), "{backup:?}");
+    // Older than the 1 s retention at a whole-second granularity.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let dry = setup.run(&["store", "purge", "--dry-run"], &env);
+    assert!(String::from_utf8_lossy(&dry.stdout).starts_with("would purge 5 receipt(s)"), "{dry:?}");
+    assert_eq!(inbox(&setup.db()).receipts.len(), 5, "a dry run purges nothing");
+    drop(gateway);
+    let restore = setup.run(&["store", "restore", "--from", copy.to_str().unwrap()], &env);
+    assert!(restore.status.success(), "{restore:?}");
+    assert_eq!(inbox(&setup.db()).receipts.len(), 5);
+    let purge = setup.run(&["store", "purge"], &env);
+    assert!(String::from_utf8_lossy(&purge.stdout).starts_with("purged 5 receipt(s), 5 event(s)"), "{purge:?}");
+    assert!(inbox(&setup.db()).receipts.is_empty());
 }
