@@ -132,10 +132,16 @@ impl Inbound {
 
     fn refused(&self, answer: DeliveryAnswer) -> Delivered {
         tracing::info!(source = %self.source, reason = answer.label(), "delivery rejected");
+        let source = self.source.to_string();
+        metrics::counter!("idemgate_deliveries_total", "source" => source.clone(), "outcome" => "rejected")
+            .increment(1);
+        metrics::counter!("idemgate_rejections_total", "source" => source, "reason" => answer.label()).increment(1);
         Delivered { answer, identity: None }
     }
 
     fn settled(&self, identity: &Identity, outcome: &Outcome) {
         tracing::debug!(source = %self.source, %identity, outcome = outcome.name(), "delivery settled");
+        metrics::counter!("idemgate_deliveries_total", "source" => self.source.to_string(), "outcome" => outcome.name())
+            .increment(1);
     }
 }

@@ -89,6 +89,23 @@ impl SqliteReader {
         crate::inbox::jobs(&self.conn, key)
     }
 
+    /// How many jobs are in each state.
+    pub fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")?;
+        let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// When the oldest job still waiting to be delivered (pending or retrying) was created.
+    pub fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
+        let oldest: Option<i64> = self.conn.query_row(
+            "SELECT min(created_at) FROM jobs WHERE state IN ('pending', 'retrying')",
+            [],
+            |row| row.get(0),
+        )?;
+        Ok(oldest.map(UnixTime))
+    }
+
     /// Every recorded conflict of `source`, ordered by identity.
     pub fn conflicts(&self, source: &SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
         let mut stmt = self.conn.prepare(

@@ -247,6 +247,8 @@ enum Pending {
 /// member is answered as failed.
 fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats) {
     let deliveries = batch.iter().filter(|c| matches!(c, Command::Receive(_))).count() as u64;
+    let started = Instant::now();
+    metrics::histogram!("idemgate_commit_batch_size").record(batch.len() as f64);
     let mut pending = Vec::with_capacity(batch.len());
     let committed = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(mut tx) => {
@@ -271,6 +273,10 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats)
             Err(())
         }
     };
+    metrics::histogram!("idemgate_commit_seconds").record(started.elapsed().as_secs_f64());
+    if committed.is_err() {
+        metrics::counter!("idemgate_store_errors_total").increment(1);
+    }
     if committed.is_ok() && deliveries > 0 {
         stats.batches.fetch_add(1, Ordering::Relaxed);
         stats.deliveries.fetch_add(deliveries, Ordering::Relaxed);

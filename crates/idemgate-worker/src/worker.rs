@@ -122,6 +122,20 @@ impl Worker {
             error: outcome.error,
             response_prefix: outcome.response_prefix,
         };
+        let class = match outcome.result {
+            idemgate_core::retry::AttemptResult::Status { status, .. } => match status {
+                200..=299 => "2xx",
+                300..=399 => "3xx",
+                400..=499 => "4xx",
+                _ => "5xx",
+            },
+            idemgate_core::retry::AttemptResult::Timeout => "timeout",
+            idemgate_core::retry::AttemptResult::Connection => "connection",
+        };
+        metrics::counter!("idemgate_attempts_total", "destination" => job.destination.clone(), "result" => class)
+            .increment(1);
+        metrics::histogram!("idemgate_delivery_seconds", "destination" => job.destination.clone())
+            .record(record.latency.as_secs_f64());
         let (id, destination, attempt) = (job.id, job.destination.clone(), job.attempt);
         let identity = job.key.identity.to_string();
         let completion = self.store.complete_job(job, record, decision, self.clock.now()).await?;

@@ -26,6 +26,7 @@ use idemgate_store::{
     Connection, HandlerError, SqliteStore,
     inbox::{NewEvent, Ordering, Version, accept_event},
 };
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::{Value, json};
 
 use crate::{
@@ -49,17 +50,23 @@ struct SourceRoute {
 struct Gateway {
     routes: HashMap<String, SourceRoute>,
     store: Arc<SqliteStore>,
+    metrics: Option<PrometheusHandle>,
 }
 
 /// The gateway's router for `config`, writing to `store`: the sources' routes, health,
 /// and each `[[proxy]]` under its prefix.
-pub fn router(config: &Config, store: &Arc<SqliteStore>) -> Result<Router, reqwest::Error> {
+pub fn router(
+    config: &Config,
+    store: &Arc<SqliteStore>,
+    metrics: Option<PrometheusHandle>,
+) -> Result<Router, reqwest::Error> {
     let routes = config.sources.iter().map(|source| (source.route.clone(), route(config, source, store))).collect();
-    let gateway = Arc::new(Gateway { routes, store: Arc::clone(store) });
+    let gateway = Arc::new(Gateway { routes, store: Arc::clone(store), metrics });
     let mut router = Router::new()
         .route("/in/{route}", post(deliver).fallback(method_not_allowed))
         .route("/healthz", get(healthy))
-        .route("/readyz", get(readyz));
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(scrape));
     for proxy in &config.proxies {
         router = router.nest_service(&proxy.prefix, proxy::router(proxy, store, Arc::new(SystemClock))?);
     }
@@ -190,6 +197,29 @@ impl PendingEvent {
         );
         Ok(json!({ "event": self.key.identity.as_str() }))
     }
+}
+
+/// Prometheus text: the counters and histograms recorded so far, and gauges read from the
+/// store now (jobs by state, the age of the oldest waiting job).
+async fn scrape(State(gateway): State<Arc<Gateway>>) -> Response {
+    let Some(handle) = &gateway.metrics else { return not_found().await };
+    if let Err(err) = record_store_gauges(&gateway.store) {
+        tracing::warn!(error = %err, "could not read job gauges");
+    }
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()).into_response()
+}
+
+fn record_store_gauges(store: &SqliteStore) -> Result<(), idemgate_store::StoreError> {
+    let reader = store.reader()?;
+    for state in idemgate_core::job::JobState::ALL {
+        metrics::gauge!("idemgate_jobs", "state" => state.as_str()).set(0.0);
+    }
+    for (state, count) in reader.job_states()? {
+        metrics::gauge!("idemgate_jobs", "state" => state).set(count as f64);
+    }
+    let age = reader.oldest_waiting_job()?.map_or(0, |oldest| (system_now().0 - oldest.0).max(0));
+    metrics::gauge!("idemgate_oldest_waiting_job_seconds").set(age as f64);
+    Ok(())
 }
 
 /// Ready when the store's writer can take the write lock now.

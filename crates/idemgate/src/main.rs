@@ -380,7 +380,10 @@ async fn receive_until_stopped(
         .await
         .with_context(|| format!("cannot listen on {}", config.server.listen))?;
     let address = listener.local_addr()?;
-    let router = gateway::router(config, store).context("cannot build the proxy's http client")?;
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .context("cannot install the metrics recorder")?;
+    let router = gateway::router(config, store, Some(metrics)).context("cannot build the proxy's http client")?;
     tokio::spawn(purge_every(Arc::clone(store), config.retention(), config.store.purge_interval));
     if !config.proxies.is_empty() {
         let purge = idempotency::purge_expired_every(Arc::clone(store), Arc::new(SystemClock), Duration::from_secs(60));

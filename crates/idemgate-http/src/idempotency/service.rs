@@ -154,6 +154,7 @@ impl Shared {
             }
             WhenUnavailable::PassThrough => {
                 let count = self.unprotected.fetch_add(1, Ordering::Relaxed) + 1;
+                metrics::counter!("idemgate_idempotency_unprotected_total").increment(1);
                 tracing::warn!(error = %err, unprotected = count, "idempotency store unavailable; request runs unprotected");
                 run(inner, request).await
             }

@@ -99,6 +99,16 @@ impl Gateway {
         )
     }
 
+    /// A GET's raw body, for non-JSON answers.
+    pub fn get_text(&self, path: &str) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(self.addr).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -19,5 +19,6 @@ mod counter_process;
 mod counter_rejections;
 mod crash_soak;
 mod gateway_inbox;
+mod gateway_metrics;
 mod gateway_schemes;
 mod gateway_tls;
