@@ -17,6 +17,7 @@ pub mod maintenance;
 mod migrations;
 mod reader;
 mod sqlite;
+pub mod views;
 mod writer;
 
 pub use error::{HandlerError, StoreError};

@@ -61,6 +61,12 @@ impl SqliteReader {
         Ok(Self { conn })
     }
 
+    /// The read connection, for the [`crate::views`].
+    #[must_use]
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
     /// Runs `read` in one read transaction: everything it sees is one consistent snapshot.
     pub fn snapshot<T>(&mut self, read: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let tx = self.conn.transaction()?;

@@ -13,6 +13,7 @@ pub mod bench;
 pub mod config;
 
 pub mod gateway;
+pub mod operator;
 pub mod outbound;
 pub mod proxy;
 pub mod send;

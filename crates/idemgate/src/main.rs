@@ -13,15 +13,14 @@ use clap::{Parser, Subcommand};
 use idemgate::{
     bench,
     config::{self, Config},
-    gateway, outbound, send, verify,
+    gateway, operator, outbound, send, verify,
 };
 use idemgate_core::{Secret, SystemClock, UnixTime, job::JobState};
-
 use idemgate_http::{ServeOptions, idempotency, serve, system_now, termination_signal};
-use idemgate_store::{SqliteStore, StoreOptions};
 use idemgate_store::{
+    SqliteReader, SqliteStore, StoreOptions,
     jobs::{self, ReplayFilter},
-    maintenance,
+    maintenance, views,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
@@ -190,6 +189,61 @@ struct BenchRun {
 
 #[derive(Subcommand)]
 enum EventsCommand {
+    /// List events, newest first, with their jobs' states.
+    List {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+        /// Only this source id.
+        #[arg(long)]
+        source: Option<String>,
+        /// Only events with a job in this state (e.g. dead).
+        #[arg(long)]
+        state: Option<JobState>,
+        /// Only events with a job for this destination.
+        #[arg(long)]
+        destination: Option<String>,
+        /// Received at or after this unix time.
+        #[arg(long)]
+        since: Option<i64>,
+        /// Received before this unix time.
+        #[arg(long)]
+        until: Option<i64>,
+        /// The next page: events with an id below this.
+        #[arg(long)]
+        before: Option<i64>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One event: its receipt, jobs and every delivery attempt.
+    Show {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+        /// The source id.
+        source: String,
+        /// The event identity.
+        identity: String,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Counts per source: receipts, conflicts, jobs by state.
+    Stats {
+        /// The TOML configuration file.
+        #[arg(long, default_value = "idemgate.toml")]
+        config: PathBuf,
+        /// Only what arrived at or after this unix time.
+        #[arg(long)]
+        since: Option<i64>,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Send finished jobs again (default: the dead ones), with the same `webhook-id`.
     Replay {
         /// The TOML configuration file.
@@ -273,6 +327,9 @@ impl Command {
             | Self::Worker { config }
             | Self::Verify { config, .. }
             | Self::Events { command: EventsCommand::Replay { config, .. } }
+            | Self::Events { command: EventsCommand::List { config, .. } }
+            | Self::Events { command: EventsCommand::Show { config, .. } }
+            | Self::Events { command: EventsCommand::Stats { config, .. } }
             | Self::Destination { command: DestinationCommand::Enable { config, .. } }
             | Self::Store { command: StoreCommand::Purge { config, .. } }
             | Self::Store { command: StoreCommand::Backup { config, .. } }
@@ -292,7 +349,7 @@ fn main() -> ExitCode {
     let command = Cli::parse().command;
     let result = match command.config() {
         None => run(command, None),
-        Some(path) => match load_config(path) {
+        Some(path) => match load_config(path, matches!(command, Command::Serve { .. } | Command::Worker { .. })) {
             Ok(config) => run(command, Some(config)),
             Err(err) => {
                 eprintln!("idemgate: config error: {err}");
@@ -317,6 +374,7 @@ fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
         Command::Worker { .. } => serve_gateway(config()?, false),
         Command::Verify { source, headers, body, at, .. } => verify_capture(&config()?, &source, &headers, &body, at),
         Command::Events { command: EventsCommand::Replay { filter, .. } } => replay(&config()?, filter),
+        Command::Events { command } => events_view(&config()?, command),
         Command::Destination { command: DestinationCommand::Enable { name, .. } } => enable(&config()?, name),
         Command::Bench { workload } => bench(workload),
         Command::Send(args) => send_command(args),
@@ -324,7 +382,9 @@ fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn load_config(path: &Path) -> Result<Config, config::ConfigError> {
+/// Loads the configuration; `long_running` commands log its warnings (the short ones
+/// would repeat them on every invocation).
+fn load_config(path: &Path, long_running: bool) -> Result<Config, config::ConfigError> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -333,7 +393,7 @@ fn load_config(path: &Path) -> Result<Config, config::ConfigError> {
         )
         .init();
     let (config, warnings) = config::load(path, std::env::vars())?;
-    for warning in warnings {
+    for warning in warnings.iter().filter(|_| long_running) {
         tracing::warn!("{}", warning.0);
     }
     Ok(config)
@@ -646,5 +706,34 @@ fn store_command(config: &Config, command: StoreCommand) -> anyhow::Result<ExitC
         }
     };
     print_line(&line)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn events_view(config: &Config, command: EventsCommand) -> anyhow::Result<ExitCode> {
+    let reader = SqliteReader::open(&config.store.path)
+        .with_context(|| format!("cannot read the store {}", config.store.path.display()))?;
+    let text = match command {
+        EventsCommand::List { source, state, destination, since, until, before, limit, json, .. } => {
+            let filter = views::EventFilter {
+                source,
+                state: state.map(|s| s.as_str().to_owned()),
+                destination,
+                since: since.map(UnixTime),
+                until: until.map(UnixTime),
+                before_id: before,
+                limit: limit.max(1),
+            };
+            operator::list(&reader, &filter, json)?
+        }
+        EventsCommand::Show { source, identity, json, .. } => {
+            match operator::show(&reader, &source, &identity, json)? {
+                Some(text) => text,
+                None => return Err(anyhow!("no event {identity:?} from source {source:?}")),
+            }
+        }
+        EventsCommand::Stats { since, json, .. } => operator::stats(&reader, since.map(UnixTime), json)?,
+        EventsCommand::Replay { .. } => return Err(anyhow!("replay is not a view")),
+    };
+    print_line(text.trim_end())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -150,3 +150,42 @@ fn store_backup_restore_and_purge_from_the_command_line() {
     assert!(String::from_utf8_lossy(&purge.stdout).starts_with("purged 5 receipt(s), 5 event(s)"), "{purge:?}");
     assert!(inbox(&setup.db()).receipts.is_empty());
 }
+
+#[test]
+fn events_list_show_and_stats_describe_what_arrived() {
+    let setup = Setup::new(SOURCE);
+    let secret = secret();
+    let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &[("HOOKS_SECRET", &secret)]);
+    let signer = Signer::Standard(vec![9; 32]);
+    for i in 0..3 {
+        let event = body(&format!("msg_{i}"), "t.created");
+        assert_eq!(
+            gateway.post("hooks", &signer.headers(&format!("msg_{i}"), &event, unix_now()), &event).status(),
+            202
+        );
+    }
+    let conflicting = body("msg_0", "t.created2");
+    assert_eq!(gateway.post("hooks", &signer.headers("msg_0", &conflicting, unix_now()), &conflicting).status(), 409);
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let json = |args: &[&str]| -> serde_json::Value {
+        let output = setup.run(args, &env);
+        assert!(output.status.success(), "{output:?}");
+        assert!(output.stderr.is_empty(), "short commands stay quiet: {output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let page = json(&["events", "list", "--limit", "2", "--json"]);
+    let ids: Vec<_> = page["events"].as_array().unwrap().iter().map(|e| e["identity"].clone()).collect();
+    assert_eq!(ids, ["msg_2", "msg_1"], "newest first");
+    let before = page["next_before"].to_string();
+    let rest = json(&["events", "list", "--limit", "2", "--before", &before, "--json"]);
+    assert_eq!(rest["events"][0]["identity"], "msg_0");
+    assert_eq!(rest["next_before"], serde_json::Value::Null);
+    let shown = json(&["events", "show", "hooks", "msg_1", "--json"]);
+    assert_eq!(shown["outcome"], "applied");
+    assert_eq!(shown["result"], serde_json::json!({"event": "msg_1"}));
+    let stats = json(&["events", "stats", "--json"]);
+    assert_eq!(stats["sources"][0]["receipts"], 3);
+    assert_eq!(stats["sources"][0]["conflicts"], 1);
+    let missing = setup.run(&["events", "show", "hooks", "nope"], &env);
+    assert_eq!(missing.status.code(), Some(1));
+}
