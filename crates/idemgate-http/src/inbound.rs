@@ -60,6 +60,26 @@ pub fn system_now() -> UnixTime {
     idemgate_core::Clock::now(&idemgate_core::SystemClock)
 }
 
+/// Rejections counted by source and bounded reason: what the operator sees instead of
+/// stored payloads (nothing is stored for a rejected delivery).
+#[derive(Debug, Default)]
+pub struct RejectionCounts(std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>>);
+
+impl RejectionCounts {
+    /// Counts one rejection.
+    pub fn record(&self, source: &SourceName, reason: &'static str) {
+        let mut counts = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *counts.entry((source.to_string(), reason)).or_insert(0) += 1;
+    }
+
+    /// Every (source, reason, count), in order.
+    #[must_use]
+    pub fn snapshot(&self) -> Vec<(String, &'static str, u64)> {
+        let counts = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        counts.iter().map(|((source, reason), count)| (source.clone(), *reason, *count)).collect()
+    }
+}
+
 /// How a first delivery is answered: the effect is done, or it is stored for a worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnswerStyle {
@@ -86,6 +106,8 @@ pub struct Inbound {
     pub json_limits: json::Limits,
     /// Whether the effect completes in the transaction or is queued as jobs.
     pub answers: AnswerStyle,
+    /// Where rejections are counted for the operator.
+    pub rejections: Arc<RejectionCounts>,
     /// Where receipts go.
     pub store: Arc<SqliteStore>,
 }
@@ -132,6 +154,7 @@ impl Inbound {
 
     fn refused(&self, answer: DeliveryAnswer) -> Delivered {
         tracing::info!(source = %self.source, reason = answer.label(), "delivery rejected");
+        self.rejections.record(&self.source, answer.label());
         let source = self.source.to_string();
         metrics::counter!("idemgate_deliveries_total", "source" => source.clone(), "outcome" => "rejected")
             .increment(1);

@@ -9,6 +9,7 @@
 //! - [`server`]: the accept loop with graceful shutdown;
 //! - [`tls`]: TLS termination from PEM files.
 
+pub mod admin;
 pub mod answer;
 pub mod body;
 pub mod idempotency;
@@ -18,5 +19,5 @@ pub mod server;
 pub mod tls;
 
 pub use answer::DeliveryAnswer;
-pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, system_now};
+pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts, system_now};
 pub use server::{CloseWithoutResponse, ServeOptions, serve, termination_signal};

@@ -147,6 +147,7 @@ fn inbound(secret: Secret, store: Arc<SqliteStore>) -> Result<Inbound, Failure> 
         body_limit: BODY_LIMIT,
         body_timeout: BODY_TIMEOUT,
         answers: AnswerStyle::Settled,
+        rejections: Arc::default(),
         // The contract names no depth limit, so allow the deepest nesting the parser ever
         // accepts; only a body nested deeper than that is refused as invalid JSON.
         json_limits: Limits { max_depth: MAX_DEPTH_CEILING },

@@ -18,7 +18,7 @@ use http::{HeaderName, header::CONTENT_TYPE};
 use idemgate_core::{ReceiptKey, Rejection, SystemClock, UnixTime, json};
 
 use idemgate_http::{
-    Accepted, AnswerStyle, Checked, Inbound,
+    Accepted, AnswerStyle, Checked, Inbound, RejectionCounts,
     answer::{healthy, method_not_allowed, not_found, readiness},
     system_now,
 };
@@ -55,12 +55,10 @@ struct Gateway {
 
 /// The gateway's router for `config`, writing to `store`: the sources' routes, health,
 /// and each `[[proxy]]` under its prefix.
-pub fn router(
-    config: &Config,
-    store: &Arc<SqliteStore>,
-    metrics: Option<PrometheusHandle>,
-) -> Result<Router, reqwest::Error> {
-    let routes = config.sources.iter().map(|source| (source.route.clone(), route(config, source, store))).collect();
+pub fn router(config: &Config, store: &Arc<SqliteStore>, observers: Observers) -> Result<Router, reqwest::Error> {
+    let Observers { metrics, rejections } = observers;
+    let routes =
+        config.sources.iter().map(|source| (source.route.clone(), route(config, source, store, &rejections))).collect();
     let gateway = Arc::new(Gateway { routes, store: Arc::clone(store), metrics });
     let mut router = Router::new()
         .route("/in/{route}", post(deliver).fallback(method_not_allowed))
@@ -73,7 +71,22 @@ pub fn router(
     Ok(router.fallback(not_found).with_state(gateway))
 }
 
-fn route(config: &Config, source: &SourceConfig, store: &Arc<SqliteStore>) -> SourceRoute {
+/// What the routes report to: the metrics recorder's handle (for `/metrics`) and the
+/// rejection counts (for the admin API).
+#[derive(Debug, Clone, Default)]
+pub struct Observers {
+    /// Renders `/metrics`; `None` answers it with 404.
+    pub metrics: Option<PrometheusHandle>,
+    /// Rejections by source and reason.
+    pub rejections: Arc<RejectionCounts>,
+}
+
+fn route(
+    config: &Config,
+    source: &SourceConfig,
+    store: &Arc<SqliteStore>,
+    rejections: &Arc<RejectionCounts>,
+) -> SourceRoute {
     let inbound = Inbound {
         source: source.id.clone(),
         scheme: Arc::clone(&source.scheme),
@@ -82,6 +95,7 @@ fn route(config: &Config, source: &SourceConfig, store: &Arc<SqliteStore>) -> So
         body_timeout: config.server.body_timeout,
         json_limits: source.json_limits,
         answers: AnswerStyle::Queued,
+        rejections: Arc::clone(rejections),
         store: Arc::clone(store),
     };
     SourceRoute {

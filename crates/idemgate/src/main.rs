@@ -443,7 +443,9 @@ async fn receive_until_stopped(
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .context("cannot install the metrics recorder")?;
-    let router = gateway::router(config, store, Some(metrics)).context("cannot build the proxy's http client")?;
+    let rejections: Arc<idemgate_http::RejectionCounts> = Arc::default();
+    let observers = gateway::Observers { metrics: Some(metrics), rejections: Arc::clone(&rejections) };
+    let router = gateway::router(config, store, observers).context("cannot build the proxy's http client")?;
     tokio::spawn(purge_every(Arc::clone(store), config.retention(), config.store.purge_interval));
     if !config.proxies.is_empty() {
         let purge = idempotency::purge_expired_every(Arc::clone(store), Arc::new(SystemClock), Duration::from_secs(60));
@@ -458,11 +460,39 @@ async fn receive_until_stopped(
         tracing::info!(source = %source.id, scheme = source.scheme.name(), route = %format!("/in/{}", source.route), "source ready");
     }
     print_line(&format!("listening on {address}"))?;
+    let admin = match &config.admin {
+        Some(admin) => Some(serve_admin(admin, store, rejections, stopped.clone()).await?),
+        None => {
+            tracing::info!("admin API off: no [admin] token configured");
+            None
+        }
+    };
     let shutdown = async move {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
     serve(listener, router, options, shutdown).await?;
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
     Ok(())
+}
+
+/// Starts the admin API on its own listener; prints `admin listening on ADDR` second.
+async fn serve_admin(
+    admin: &config::AdminConfig,
+    store: &Arc<SqliteStore>,
+    rejections: Arc<idemgate_http::RejectionCounts>,
+    mut stopped: watch::Receiver<bool>,
+) -> anyhow::Result<tokio::task::JoinHandle<std::io::Result<()>>> {
+    let listener = tokio::net::TcpListener::bind(admin.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (admin)", admin.listen))?;
+    print_line(&format!("admin listening on {}", listener.local_addr()?))?;
+    let state = idemgate_http::admin::AdminState { store: Arc::clone(store), token: admin.token.clone(), rejections };
+    let shutdown = async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    Ok(tokio::spawn(serve(listener, idemgate_http::admin::router(state), ServeOptions::default(), shutdown)))
 }
 
 fn open_store(config: &Config) -> anyhow::Result<Arc<SqliteStore>> {

@@ -10,8 +10,8 @@ pub mod validated;
 use std::path::Path;
 
 pub use validated::{
-    Config, DestinationConfig, OrderingConfig, ProxyConfig, ServerConfig, SourceConfig, StoreConfig, TlsConfig,
-    WorkerConfig,
+    AdminConfig, Config, DestinationConfig, OrderingConfig, ProxyConfig, ServerConfig, SourceConfig, StoreConfig,
+    TlsConfig, WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.

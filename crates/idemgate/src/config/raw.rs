@@ -29,9 +29,21 @@ pub struct RawConfig {
     /// `[worker]`.
     #[serde(default)]
     pub worker: RawWorker,
+    /// `[admin]`.
+    pub admin: Option<RawAdmin>,
     /// `[[proxy]]`: idempotency in front of HTTP APIs.
     #[serde(default)]
     pub proxy: Vec<RawProxy>,
+}
+
+/// `[admin]`: the admin API and its token.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdmin {
+    /// Listen address, `HOST:PORT`.
+    pub listen: Option<String>,
+    /// Bearer token: `env:NAME`, `file:PATH` or a literal. No token: the admin API is off.
+    pub token: Option<String>,
 }
 
 /// One `[[proxy]]` entry.

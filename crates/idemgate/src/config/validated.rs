@@ -25,7 +25,7 @@ use idemgate_worker::WorkerOptions;
 
 use super::{
     ConfigError, ConfigWarning,
-    raw::{RawConfig, RawDestination, RawIdentity, RawProxy, RawServer, RawSource, RawStore, RawWorker},
+    raw::{RawAdmin, RawConfig, RawDestination, RawIdentity, RawProxy, RawServer, RawSource, RawStore, RawWorker},
     secrets,
 };
 
@@ -55,6 +55,17 @@ pub struct Config {
     pub worker: WorkerConfig,
     /// `[[proxy]]` entries.
     pub proxies: Vec<ProxyConfig>,
+    /// `[admin]`, when a token is configured.
+    pub admin: Option<AdminConfig>,
+}
+
+/// `[admin]`.
+#[derive(Debug, Clone)]
+pub struct AdminConfig {
+    /// Where the admin API listens.
+    pub listen: SocketAddr,
+    /// The bearer token.
+    pub token: Secret,
 }
 
 /// One `[[proxy]]`: idempotency in front of an HTTP API.
@@ -205,7 +216,21 @@ pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarnin
     let worker = worker(&raw.worker, &destinations)?;
     let proxies =
         raw.proxy.into_iter().enumerate().map(|(i, p)| proxy(&format!("proxy[{i}]"), p)).collect::<Result<_, _>>()?;
-    Ok((Config { server, store, sources, destinations, worker, proxies }, warnings))
+    let admin = raw.admin.map(|a| admin(a, base, &mut warnings)).transpose()?.flatten();
+    Ok((Config { server, store, sources, destinations, worker, proxies, admin }, warnings))
+}
+
+fn admin(raw: RawAdmin, base: &Path, warnings: &mut Vec<ConfigWarning>) -> Result<Option<AdminConfig>, ConfigError> {
+    let Some(reference) = raw.token else { return Ok(None) };
+    let token = secrets::resolve("admin.token", &reference, base, warnings)?;
+    if token.len() < 16 {
+        return Err(ConfigError::new("admin.token", "must be at least 16 characters"));
+    }
+    let listen = raw.listen.as_deref().unwrap_or("127.0.0.1:8081");
+    let listen = listen
+        .parse()
+        .map_err(|_| ConfigError::new("admin.listen", format!("{listen:?} is not HOST:PORT with an IP address")))?;
+    Ok(Some(AdminConfig { listen, token: Secret::new(token.into_bytes()) }))
 }
 
 fn proxy(key: &str, raw: RawProxy) -> Result<ProxyConfig, ConfigError> {

@@ -69,6 +69,7 @@ impl Setup {
 pub struct Gateway {
     child: Child,
     pub addr: SocketAddr,
+    stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Gateway {
@@ -82,10 +83,22 @@ impl Gateway {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        stdout.read_line(&mut line).unwrap();
         let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line {line:?}"));
-        Self { addr: addr.parse().unwrap(), child }
+        Self { addr: addr.parse().unwrap(), child, stdout }
+    }
+
+    /// The admin API's address, from the second stdout line.
+    pub fn admin_addr(&mut self) -> SocketAddr {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim()
+            .strip_prefix("admin listening on ")
+            .unwrap_or_else(|| panic!("second line {line:?}"))
+            .parse()
+            .unwrap()
     }
 
     pub fn post(&self, route: &str, headers: &[(String, String)], body: &[u8]) -> Reply {

@@ -18,6 +18,9 @@ struct Case {
 fn config(case: &Case) -> String {
     format!(
         r#"
+[worker]
+# What is stored is compared exactly, so nothing may be delivered meanwhile.
+enabled = false
 [sources.src]
 scheme = "{}"
 secrets = [{:?}, {:?}]

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod gateway_admin;
 mod gateway_cli;
 mod gateway_delivery;
 mod gateway_harness;

@@ -1,0 +1,414 @@
+//! The admin API under `/admin/v1`, for operators and their tools: events with filters and
+//! cursor pagination, one event's history, replays, counts, rejections by reason, and
+//! re-enabling a destination. Every route needs `Authorization: Bearer <token>` (compared
+//! in constant time); the OpenAPI document at `/admin/v1/openapi.json` is generated from
+//! these handlers, so it cannot drift from them.
+
+use std::sync::Arc;
+
+use axum::{
+    Json, Router,
+    extract::{Path, Query, Request, State},
+    http::{HeaderValue, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use idemgate_core::{Identity, ReceiptKey, Secret, SourceName, UnixTime, job::JobState};
+use idemgate_store::{
+    SqliteStore, StoreError,
+    jobs::ReplayFilter,
+    views::{self, EventFilter},
+};
+use serde::{Deserialize, Serialize};
+use subtle::ConstantTimeEq;
+use utoipa::{IntoParams, OpenApi, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{RejectionCounts, system_now};
+
+/// What the admin routes work on.
+#[derive(Debug, Clone)]
+pub struct AdminState {
+    /// The store.
+    pub store: Arc<SqliteStore>,
+    /// The bearer token.
+    pub token: Secret,
+    /// Rejections counted by the inbound routes.
+    pub rejections: Arc<RejectionCounts>,
+}
+
+#[derive(OpenApi)]
+#[openapi(info(
+    title = "idemgate admin API",
+    description = "Events, jobs, replays and counts of an idemgate gateway."
+))]
+struct AdminDoc;
+
+/// The admin router (mount it on its own listener).
+pub fn router(state: AdminState) -> Router {
+    let (api, doc) = OpenApiRouter::with_openapi(AdminDoc::openapi())
+        .routes(routes!(list_events))
+        .routes(routes!(show_event))
+        .routes(routes!(replay_event))
+        .routes(routes!(replay_bulk))
+        .routes(routes!(stats))
+        .routes(routes!(rejections))
+        .routes(routes!(enable_destination))
+        .split_for_parts();
+    let protected = api.route_layer(middleware::from_fn_with_state(state.clone(), require_token)).with_state(state);
+    let doc: Arc<str> = doc.to_json().unwrap_or_else(|_| "{}".to_owned()).into();
+    let serve_doc = move || {
+        let doc = Arc::clone(&doc);
+        async move { ([(header::CONTENT_TYPE, "application/json")], doc.to_string()).into_response() }
+    };
+    Router::new().route("/admin/v1/openapi.json", get(serve_doc)).merge(protected).fallback(crate::answer::not_found)
+}
+
+/// Refuses requests without the right bearer token; says nothing about why.
+async fn require_token(State(state): State<AdminState>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if bool::from(given.as_bytes().ct_eq(state.token.expose())) {
+        return next.run(request).await;
+    }
+    let mut response = (StatusCode::UNAUTHORIZED, Json(serde_json::json!({ "error": "unauthorized" }))).into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// An admin error: one status each.
+#[derive(Debug)]
+enum AdminError {
+    NotFound,
+    BadRequest(&'static str),
+    Store(StoreError),
+}
+
+impl From<StoreError> for AdminError {
+    fn from(err: StoreError) -> Self {
+        Self::Store(err)
+    }
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        let (status, error) = match self {
+            Self::NotFound => (StatusCode::NOT_FOUND, "not_found".to_owned()),
+            Self::BadRequest(why) => (StatusCode::BAD_REQUEST, why.to_owned()),
+            Self::Store(err) => {
+                tracing::warn!(error = %err, "admin request failed");
+                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable".to_owned())
+            }
+        };
+        (status, Json(serde_json::json!({ "error": error }))).into_response()
+    }
+}
+
+/// Filters of the event listing.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListQuery {
+    /// Only this source.
+    source: Option<String>,
+    /// Only events with a job in this state.
+    state: Option<String>,
+    /// Only events with a job for this destination.
+    destination: Option<String>,
+    /// Received at or after (unix seconds).
+    since: Option<i64>,
+    /// Received before (unix seconds).
+    until: Option<i64>,
+    /// The cursor: `next_before` of the previous page.
+    before: Option<i64>,
+    /// Page size (1 to 500, default 50).
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct EventSummary {
+    id: i64,
+    source: String,
+    identity: String,
+    event_type: Option<String>,
+    received_at: i64,
+    /// Destination to job state.
+    jobs: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct EventsPage {
+    events: Vec<EventSummary>,
+    /// Pass as `before` for the next page; absent on the last one.
+    next_before: Option<i64>,
+}
+
+/// List events, newest first.
+#[utoipa::path(get, path = "/admin/v1/events", params(ListQuery), responses((status = 200, body = EventsPage), (status = 401)))]
+async fn list_events(
+    State(state): State<AdminState>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<EventsPage>, AdminError> {
+    if let Some(s) = &query.state
+        && s.parse::<JobState>().is_err()
+    {
+        return Err(AdminError::BadRequest("unknown_state"));
+    }
+    let limit = query.limit.unwrap_or(50).clamp(1, 500);
+    let filter = EventFilter {
+        source: query.source,
+        state: query.state,
+        destination: query.destination,
+        since: query.since.map(UnixTime),
+        until: query.until.map(UnixTime),
+        before_id: query.before,
+        limit,
+    };
+    let reader = state.store.reader()?;
+    let rows = views::list_events(reader.connection(), &filter)?;
+    let next_before = rows.last().filter(|_| rows.len() == limit).map(|e| e.id);
+    let events = rows
+        .into_iter()
+        .map(|e| EventSummary {
+            id: e.id,
+            source: e.source,
+            identity: e.identity,
+            event_type: e.event_type,
+            received_at: e.received_at.0,
+            jobs: e.jobs.into_iter().collect(),
+        })
+        .collect();
+    Ok(Json(EventsPage { events, next_before }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct JobView {
+    destination: String,
+    state: String,
+    attempts: u32,
+    next_attempt_at: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct AttemptView {
+    destination: String,
+    attempt: u32,
+    started_at: i64,
+    latency_ms: u64,
+    status: Option<u16>,
+    error: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct EventDetail {
+    source: String,
+    identity: String,
+    body_sha256: String,
+    outcome: String,
+    #[schema(value_type = Object)]
+    result: serde_json::Value,
+    received_at: i64,
+    jobs: Vec<JobView>,
+    attempts: Vec<AttemptView>,
+}
+
+fn key(source: &str, identity: &str) -> Result<ReceiptKey, AdminError> {
+    let source = SourceName::new(source).map_err(|_| AdminError::NotFound)?;
+    let identity = Identity::new(identity).map_err(|_| AdminError::NotFound)?;
+    Ok(ReceiptKey { source, identity })
+}
+
+/// One event: its receipt, jobs and every delivery attempt.
+#[utoipa::path(get, path = "/admin/v1/events/{source}/{identity}",
+    params(("source" = String, Path), ("identity" = String, Path)),
+    responses((status = 200, body = EventDetail), (status = 404), (status = 401)))]
+async fn show_event(
+    State(state): State<AdminState>,
+    Path((source, identity)): Path<(String, String)>,
+) -> Result<Json<EventDetail>, AdminError> {
+    let key = key(&source, &identity)?;
+    let reader = state.store.reader()?;
+    let receipt = reader.receipt(&key)?.ok_or(AdminError::NotFound)?;
+    let jobs = reader
+        .jobs(&key)?
+        .into_iter()
+        .map(|j| JobView {
+            destination: j.destination,
+            state: j.state,
+            attempts: j.attempts,
+            next_attempt_at: j.next_attempt_at.0,
+        })
+        .collect();
+    let attempts = views::attempts(reader.connection(), &source, &identity)?
+        .into_iter()
+        .map(|a| AttemptView {
+            destination: a.destination,
+            attempt: a.attempt,
+            started_at: a.started_at.0,
+            latency_ms: a.latency_ms,
+            status: a.status,
+            error: a.error,
+        })
+        .collect();
+    Ok(Json(EventDetail {
+        source,
+        identity,
+        body_sha256: receipt.body_hash.to_hex(),
+        outcome: receipt.outcome,
+        result: receipt.result,
+        received_at: receipt.received_at.0,
+        jobs,
+        attempts,
+    }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct Replayed {
+    replayed: usize,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ReplayQuery {
+    /// Jobs in this state are replayed: dead (default), superseded or succeeded.
+    state: Option<String>,
+}
+
+fn replay_state(state: Option<&str>) -> Result<Option<JobState>, AdminError> {
+    match state.map(str::parse::<JobState>) {
+        None => Ok(None),
+        Some(Ok(state)) if state.is_replayable() => Ok(Some(state)),
+        Some(_) => Err(AdminError::BadRequest("state_not_replayable")),
+    }
+}
+
+/// Replay one event's finished jobs (same `webhook-id`).
+#[utoipa::path(post, path = "/admin/v1/events/{source}/{identity}/replay",
+    params(("source" = String, Path), ("identity" = String, Path), ReplayQuery),
+    responses((status = 200, body = Replayed), (status = 404), (status = 401)))]
+async fn replay_event(
+    State(state): State<AdminState>,
+    Path((source, identity)): Path<(String, String)>,
+    Query(query): Query<ReplayQuery>,
+) -> Result<Json<Replayed>, AdminError> {
+    let filter = ReplayFilter {
+        source: Some(source),
+        identity: Some(identity),
+        state: replay_state(query.state.as_deref())?,
+        ..ReplayFilter::default()
+    };
+    let replayed = state.store.replay_jobs(filter, system_now(), 10_000).await?;
+    Ok(Json(Replayed { replayed }))
+}
+
+/// A bulk replay's filter.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+struct ReplayRequest {
+    source: Option<String>,
+    destination: Option<String>,
+    /// dead (default), superseded or succeeded.
+    state: Option<String>,
+    since: Option<i64>,
+    until: Option<i64>,
+}
+
+/// Replay every finished job matching the filter.
+#[utoipa::path(post, path = "/admin/v1/replay", request_body = ReplayRequest, responses((status = 200, body = Replayed), (status = 401)))]
+async fn replay_bulk(
+    State(state): State<AdminState>,
+    Json(request): Json<ReplayRequest>,
+) -> Result<Json<Replayed>, AdminError> {
+    let filter = ReplayFilter {
+        source: request.source,
+        destination: request.destination,
+        state: replay_state(request.state.as_deref())?,
+        since: request.since.map(UnixTime),
+        until: request.until.map(UnixTime),
+        identity: None,
+    };
+    let mut replayed = 0;
+    loop {
+        let batch = state.store.replay_jobs(filter.clone(), system_now(), 500).await?;
+        replayed += batch;
+        if batch == 0 {
+            return Ok(Json(Replayed { replayed }));
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct StatsQuery {
+    /// Only what arrived at or after (unix seconds).
+    since: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct SourceCounts {
+    source: String,
+    receipts: u64,
+    conflicts: u64,
+    jobs: std::collections::BTreeMap<String, u64>,
+}
+
+/// Counts per source: receipts, conflicts, jobs by state.
+#[utoipa::path(get, path = "/admin/v1/stats", params(StatsQuery), responses((status = 200, body = Vec<SourceCounts>), (status = 401)))]
+async fn stats(
+    State(state): State<AdminState>,
+    Query(query): Query<StatsQuery>,
+) -> Result<Json<Vec<SourceCounts>>, AdminError> {
+    let reader = state.store.reader()?;
+    let all = views::stats(reader.connection(), query.since.map(UnixTime))?;
+    Ok(Json(
+        all.into_iter()
+            .map(|s| SourceCounts {
+                source: s.source,
+                receipts: s.receipts,
+                conflicts: s.conflicts,
+                jobs: s.jobs.into_iter().collect(),
+            })
+            .collect(),
+    ))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct RejectionCount {
+    source: String,
+    reason: String,
+    count: u64,
+}
+
+/// Rejected deliveries by source and bounded reason since the process started (counts
+/// only: nothing of a rejected delivery is stored).
+#[utoipa::path(get, path = "/admin/v1/rejections", responses((status = 200, body = Vec<RejectionCount>), (status = 401)))]
+async fn rejections(State(state): State<AdminState>) -> Json<Vec<RejectionCount>> {
+    Json(
+        state
+            .rejections
+            .snapshot()
+            .into_iter()
+            .map(|(source, reason, count)| RejectionCount { source, reason: reason.to_owned(), count })
+            .collect(),
+    )
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct Enabled {
+    /// False when the destination was not disabled.
+    was_disabled: bool,
+}
+
+/// Resume deliveries to a destination disabled by a `410 Gone`.
+#[utoipa::path(post, path = "/admin/v1/destinations/{name}/enable", params(("name" = String, Path)),
+    responses((status = 200, body = Enabled), (status = 401)))]
+async fn enable_destination(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<Json<Enabled>, AdminError> {
+    let was_disabled = state.store.enable_destination(name, system_now()).await?;
+    Ok(Json(Enabled { was_disabled }))
+}
