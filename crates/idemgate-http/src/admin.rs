@@ -56,13 +56,18 @@ pub fn router(state: AdminState) -> Router {
         .routes(routes!(rejections))
         .routes(routes!(enable_destination))
         .split_for_parts();
+    let state_for_ui = state.clone();
     let protected = api.route_layer(middleware::from_fn_with_state(state.clone(), require_token)).with_state(state);
     let doc: Arc<str> = doc.to_json().unwrap_or_else(|_| "{}".to_owned()).into();
     let serve_doc = move || {
         let doc = Arc::clone(&doc);
         async move { ([(header::CONTENT_TYPE, "application/json")], doc.to_string()).into_response() }
     };
-    Router::new().route("/admin/v1/openapi.json", get(serve_doc)).merge(protected).fallback(crate::answer::not_found)
+    Router::new()
+        .route("/admin/v1/openapi.json", get(serve_doc))
+        .merge(protected)
+        .merge(crate::dashboard::router(state_for_ui))
+        .fallback(crate::answer::not_found)
 }
 
 /// Refuses requests without the right bearer token; says nothing about why.

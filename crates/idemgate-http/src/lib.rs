@@ -12,6 +12,7 @@
 pub mod admin;
 pub mod answer;
 pub mod body;
+pub mod dashboard;
 pub mod idempotency;
 
 pub mod inbound;

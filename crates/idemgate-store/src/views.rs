@@ -121,6 +121,100 @@ pub fn attempts(conn: &Connection, source: &str, identity: &str) -> Result<Vec<A
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// A job that gave up, for the operator's attention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadJob {
+    /// The source id.
+    pub source: String,
+    /// The event identity.
+    pub identity: String,
+    /// The destination.
+    pub destination: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Why it is dead (bounded).
+    pub reason: Option<String>,
+}
+
+/// The most recently updated dead jobs.
+pub fn dead_jobs(conn: &Connection, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT e.source, e.identity, j.destination, j.attempts, j.last_error FROM jobs j JOIN events e ON e.id = j.event_id
+         WHERE j.state = 'dead' ORDER BY j.updated_at DESC, j.id DESC LIMIT ?1",
+    )?;
+    let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+        Ok(DeadJob {
+            source: row.get(0)?,
+            identity: row.get(1)?,
+            destination: row.get(2)?,
+            attempts: row.get(3)?,
+            reason: row.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A conflicting repeat, for the operator's attention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecentConflict {
+    /// The source id.
+    pub source: String,
+    /// The identity whose receipt the repeat contradicts.
+    pub identity: String,
+    /// How many deliveries carried those other bytes.
+    pub seen_count: u64,
+    /// The last time.
+    pub last_seen_at: UnixTime,
+}
+
+/// The most recent conflicts.
+pub fn recent_conflicts(conn: &Connection, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT source, identity, seen_count, last_seen_at FROM conflicts ORDER BY last_seen_at DESC LIMIT ?1",
+    )?;
+    let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+        Ok(RecentConflict {
+            source: row.get(0)?,
+            identity: row.get(1)?,
+            seen_count: row.get(2)?,
+            last_seen_at: UnixTime(row.get(3)?),
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A destination's health: its jobs by state, and whether a `410` disabled it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DestinationHealth {
+    /// The destination's name.
+    pub name: String,
+    /// Jobs per state.
+    pub jobs: Vec<(String, u64)>,
+    /// Why it is disabled, if it is.
+    pub disabled: Option<String>,
+}
+
+/// Every destination that has jobs or was disabled.
+pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT name FROM (SELECT DISTINCT destination AS name FROM jobs UNION SELECT name FROM destinations) ORDER BY name",
+    )?;
+    let names: Vec<String> = stmt.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
+    let mut jobs =
+        conn.prepare("SELECT state, count(*) FROM jobs WHERE destination = ?1 GROUP BY state ORDER BY state")?;
+    let mut disabled =
+        conn.prepare("SELECT disabled_reason FROM destinations WHERE name = ?1 AND disabled_at IS NOT NULL")?;
+    names
+        .into_iter()
+        .map(|name| {
+            let counts = jobs.query_map([&name], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
+            let reason: Option<Option<String>> =
+                rusqlite::OptionalExtension::optional(disabled.query_row([&name], |row| row.get(0)))?;
+            Ok(DestinationHealth { name, jobs: counts, disabled: reason.map(|r| r.unwrap_or_default()) })
+        })
+        .collect()
+}
+
 /// Counts for one source.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SourceStats {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The dashboard's browser test: starts idemgate with a dead job, then drives the page in
+# headless Chromium (Debian's package, installed here if missing).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if ! command -v chromium >/dev/null; then
+  echo "== installing Debian's chromium for the browser test"
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+command -v chromium >/dev/null || { echo "browser test: chromium is not available" >&2; exit 1; }
+(cd tests/browser && npm ci --no-audit --no-fund --silent)
+cargo build --quiet --bin idemgate
+bin=target/debug/idemgate
+
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+dest_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export ADMIN_TOKEN=browser-test-admin-token
+export HOOK_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
+cat > "$work/idemgate.toml" <<TOML
+[server]
+listen = "127.0.0.1:0"
+[store]
+path = "$work/store.sqlite3"
+[worker]
+poll_interval = "50ms"
+[admin]
+listen = "127.0.0.1:0"
+token = "env:ADMIN_TOKEN"
+[sources.hooks]
+scheme = "standard-webhooks"
+secrets = ["env:HOOK_SECRET"]
+destinations = ["app"]
+[destinations.app]
+url = "http://127.0.0.1:$dest_port/hook"
+timeout = "1s"
+retry_schedule = []
+TOML
+$bin serve --config "$work/idemgate.toml" > "$work/out" 2> "$work/err" &
+for _ in $(seq 100); do [ "$(wc -l < "$work/out")" -ge 2 ] && break; sleep 0.1; done
+gateway=$(sed -n 's/^listening on //p' "$work/out")
+admin=$(sed -n 's/^admin listening on //p' "$work/out")
+[ -n "$gateway" ] && [ -n "$admin" ] || { cat "$work/err" >&2; exit 1; }
+$bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOOK_SECRET \
+    --event-id msg_browser -d '{"type":"t"}' > /dev/null
+for _ in $(seq 100); do
+  $bin events list --config "$work/idemgate.toml" --state dead --json | grep -q msg_browser && break
+  sleep 0.1
+done
+ADMIN_URL="http://$admin" DEST_PORT=$dest_port SCREENSHOT="${SCREENSHOT:-}" node tests/browser/dashboard.mjs
