@@ -385,13 +385,15 @@ fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
 /// Loads the configuration; `long_running` commands log its warnings (the short ones
 /// would repeat them on every invocation).
 fn load_config(path: &Path, long_running: bool) -> Result<Config, config::ConfigError> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("IDEMGATE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("IDEMGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
+    // IDEMGATE_LOG_FORMAT=json: one JSON object per line, for log pipelines.
+    if std::env::var("IDEMGATE_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
     let (config, warnings) = config::load(path, std::env::vars())?;
     for warning in warnings.iter().filter(|_| long_running) {
         tracing::warn!("{}", warning.0);
