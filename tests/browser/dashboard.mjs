@@ -42,7 +42,7 @@ try {
   if (delivered < 1) fail('the destination received nothing');
   if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT, fullPage: true });
   receiver.close();
-  console.log('browser test: 1 passed, 0 failed');
+  console.log('browser: 1 passed, 0 failed');
 } finally {
   await browser.close();
 }

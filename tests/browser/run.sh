@@ -36,6 +36,7 @@ url = "http://127.0.0.1:$dest_port/hook"
 timeout = "1s"
 retry_schedule = []
 TOML
+touch "$work/out"
 $bin serve --config "$work/idemgate.toml" > "$work/out" 2> "$work/err" &
 for _ in $(seq 100); do [ "$(wc -l < "$work/out")" -ge 2 ] && break; sleep 0.1; done
 gateway=$(sed -n 's/^listening on //p' "$work/out")

@@ -179,3 +179,31 @@ impl crate::SqliteStore {
         self.write(move |conn| purge(conn, now, &policies)).await
     }
 }
+
+/// Fills the store at `path` with `count` synthetic receipts of `source` (identities
+/// `seed-0`, `seed-1`, …), in batches of one transaction each: for measuring how
+/// throughput holds up on a large store, not for production data.
+pub fn seed_receipts(path: &Path, source: &str, count: u64, now: UnixTime) -> Result<u64, StoreError> {
+    let mut conn = open_connection(path, true, &StoreOptions::default())?;
+    migrations::migrate(&mut conn)?;
+    conn.pragma_update(None, "synchronous", "OFF")?;
+    let mut written = 0;
+    while written < count {
+        let tx = conn.transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR IGNORE INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+                 VALUES (?1, ?2, ?3, 'applied', '0', ?4)",
+            )?;
+            for i in written..count.min(written + 100_000) {
+                let mut hash = [0u8; 32];
+                hash[..8].copy_from_slice(&i.to_be_bytes());
+                insert.execute(params![source, format!("seed-{i}"), &hash[..], now.0])?;
+            }
+        }
+        tx.commit()?;
+        written = count.min(written + 100_000);
+    }
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(written)
+}

@@ -157,6 +157,18 @@ enum BenchWorkload {
         #[command(flatten)]
         run: BenchRun,
     },
+    /// Fill a store with synthetic receipts, to measure throughput on a large store.
+    Seed {
+        /// The SQLite file (created if missing).
+        #[arg(long)]
+        db: PathBuf,
+        /// The source id the receipts belong to.
+        #[arg(long, default_value = "demo-source")]
+        source: String,
+        /// How many.
+        #[arg(long, default_value_t = 10_000_000)]
+        receipts: u64,
+    },
     /// POSTs against an API, optionally with Idempotency-Keys.
     Api {
         /// The URL to POST to, e.g. http://127.0.0.1:7000/orders.
@@ -598,6 +610,12 @@ fn verify_capture(
 /// Builds the workload, drives it, prints the report; exit 1 if exactly-once failed.
 fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
     let (target, work, run) = match workload {
+        BenchWorkload::Seed { db, source, receipts } => {
+            let started = std::time::Instant::now();
+            let written = maintenance::seed_receipts(&db, &source, receipts, system_now())?;
+            print_line(&format!("seeded {written} receipts of {source} in {:.1} s", started.elapsed().as_secs_f64()))?;
+            return Ok(ExitCode::SUCCESS);
+        }
         BenchWorkload::Counter { target, secret_env, events, redeliver, run } => {
             let text = std::env::var(&secret_env).with_context(|| format!("{secret_env} is not set"))?;
             let secret = Secret::from_hex(&text, 32).map_err(|err| anyhow!("{secret_env}: {err}"))?;
