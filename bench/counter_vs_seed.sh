@@ -7,6 +7,7 @@
 #   bench/counter_vs_seed.sh [EVENTS] [CONCURRENCY] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 events=${1:-10000}
 concurrency=${2:-64}
 rounds=${3:-3}
@@ -18,24 +19,19 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export COUNTER_SECRET=$(printf 'ab%.0s' $(seq 32))
 
-start() { # name command... ; prints the port
-  "${@:2}" > "$work/$1.out" 2> "$work/$1.err" &
-  for _ in $(seq 100); do grep -q listening "$work/$1.out" 2>/dev/null && break; sleep 0.1; done
-  sed -n 's/.*:\([0-9]*\)$/\1/p' "$work/$1.out" | head -1
-}
 
 results="$work/results.jsonl"
 for round in $(seq "$rounds"); do
   for target in seed counter bare; do
     case $target in
-      seed)    port=$(start seed python3 "$ref" serve --listen 127.0.0.1:0 --db "$work/seed-$round.db"); n=$seed_events ;;
-      counter) port=$(start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$work/counter-$round.db"); n=$events ;;
-      bare)    port=$(start bare $bin/examples/bare 127.0.0.1:0); n=$events ;;
+      seed)    start seed python3 "$ref" serve --listen 127.0.0.1:0 --db "$work/seed-$round.db"; n=$seed_events ;;
+      counter) start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$work/counter-$round.db"; n=$events ;;
+      bare)    start bare $bin/examples/bare 127.0.0.1:0; n=$events ;;
     esac
     json=$($bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$n" \
            --redeliver 0.2 --concurrency "$concurrency" --seed "$round" --json || true)
     echo "{\"round\":$round,\"target\":\"$target\",\"report\":$json}" >> "$results"
-    kill %% 2>/dev/null || true; wait 2>/dev/null || true
+    stop
   done
 done
 

@@ -6,6 +6,7 @@
 #   bench/idempotency.sh [REQUESTS] [CONCURRENCY] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 requests=${1:-10000}
 concurrency=${2:-32}
 rounds=${3:-3}
@@ -14,25 +15,20 @@ bin=target/release
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
-start() { # name command... ; prints the port
-  "${@:2}" > "$work/$1.out" 2> "$work/$1.err" &
-  for _ in $(seq 100); do grep -q listening "$work/$1.out" 2>/dev/null && break; sleep 0.1; done
-  sed -n 's/.*:\([0-9]*\)$/\1/p' "$work/$1.out" | head -1
-}
 
 results="$work/results.jsonl"
 for round in $(seq "$rounds"); do
   for run in bare first replay; do
     if [ "$run" = bare ]; then
-      port=$(start bare $bin/examples/orders serve --listen 127.0.0.1:0); keys=none
+      start bare $bin/examples/orders serve --listen 127.0.0.1:0; keys=none
     else
-      port=$(start layer $bin/examples/orders serve --listen 127.0.0.1:0 --idempotent --db "$work/$run-$round.db")
+      start layer $bin/examples/orders serve --listen 127.0.0.1:0 --idempotent --db "$work/$run-$round.db"
       [ "$run" = first ] && keys=unique || keys=replay
     fi
     json=$($bin/idemgate bench api --target "http://127.0.0.1:$port/orders" --requests "$requests" \
            --keys "$keys" --concurrency "$concurrency" --seed "$round" --json)
     echo "{\"round\":$round,\"run\":\"$run\",\"report\":$json}" >> "$results"
-    kill %% 2>/dev/null || true; wait 2>/dev/null || true
+    stop
   done
 done
 

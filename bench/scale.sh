@@ -5,6 +5,7 @@
 #   bench/scale.sh [EVENTS] [CONCURRENCY] [ROUNDS] [LONG_EVENTS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 events=${1:-20000}
 concurrency=${2:-64}
 rounds=${3:-3}
@@ -15,29 +16,22 @@ work=${SCALE_DIR:-$(mktemp -d)}
 export COUNTER_SECRET=$(printf 'ab%.0s' $(seq 32))
 [ -f "$work/big.sqlite3" ] || $bin/idemgate bench seed --db "$work/big.sqlite3" --receipts 10000000
 
-start() { # db ; sets $port and $pid
-  : > "$work/out"
-  $bin/examples/counter serve --listen 127.0.0.1:0 --db "$1" > "$work/out" 2> "$work/err" &
-  pid=$!
-  for _ in $(seq 100); do grep -q listening "$work/out" 2>/dev/null && break; sleep 0.1; done
-  port=$(sed -n 's/.*:\([0-9]*\)$/\1/p' "$work/out")
-}
 
 for round in $(seq "$rounds"); do
   for store in empty big; do
     db="$work/$store.sqlite3"; [ "$store" = empty ] && rm -f "$db"*
-    start "$db"
+    start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$db"
     json=$($bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" \
            --concurrency "$concurrency" --seed "$((round * 100))" --json)
     echo "round $round $store $json"
-    kill "$pid"; wait "$pid" 2>/dev/null || true
+    stop
   done
 done
 
 rm -f "$work/long.sqlite3"*
-start "$work/long.sqlite3"
+start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$work/long.sqlite3"
 $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$long_events" \
     --redeliver 0.1 --concurrency "$concurrency" --seed 9 --json > "$work/long.json"
 echo "long run: $(cat "$work/long.json")"
 echo "counter peak RSS: $(grep VmHWM /proc/$pid/status)"
-kill "$pid"; wait "$pid" 2>/dev/null || true
+stop
