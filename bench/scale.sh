@@ -17,12 +17,14 @@ export COUNTER_SECRET=$(printf 'ab%.0s' $(seq 32))
 [ -f "$work/big.sqlite3" ] || $bin/idemgate bench seed --db "$work/big.sqlite3" --receipts 10000000
 
 
+# The big store is kept between runs (SCALE_DIR), so event ids must be new each time.
+base=$(date +%s)
 for round in $(seq "$rounds"); do
   for store in empty big; do
     db="$work/$store.sqlite3"; [ "$store" = empty ] && rm -f "$db"*
     start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$db"
     json=$($bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" \
-           --concurrency "$concurrency" --seed "$((round * 100))" --json)
+           --concurrency "$concurrency" --seed "$((base * 10 + round))" --json)
     echo "round $round $store $json"
     stop
   done
