@@ -18,7 +18,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use idemgate_core::{Secret, UnixTime, scheme::demo};
+use idemgate_client::WebhookSigner;
+use idemgate_core::Secret;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
@@ -117,32 +118,46 @@ impl Report {
 }
 
 /// `events` distinct increments and `events * redeliver` redeliveries, signed now with
-/// `secret`, shuffled by `seed`.
+/// `secret` in the counter's `demo-webhook-v1` scheme, shuffled by `seed`.
 #[must_use]
 pub fn counter_workload(secret: &Secret, events: usize, redeliver: f64, seed: u64) -> Vec<Prepared> {
+    let increment = |id: &str, i: usize| format!(r#"{{"event_id":"{id}","kind":"increment","value":{}}}"#, i % 100 + 1);
+    events_workload(&WebhookSigner::Demo(secret.clone()), events, redeliver, seed, increment)
+}
+
+/// The same shape for a gateway source: `events` distinct webhook events plus
+/// redeliveries (same identity and bytes, a fresh signature), signed with `signer`.
+#[must_use]
+pub fn webhook_workload(signer: &WebhookSigner, events: usize, redeliver: f64, seed: u64) -> Vec<Prepared> {
+    let event = |id: &str, i: usize| format!(r#"{{"id":"{id}","event_id":"{id}","type":"bench.event","n":{i}}}"#);
+    events_workload(signer, events, redeliver, seed, event)
+}
+
+fn events_workload(
+    signer: &WebhookSigner,
+    events: usize,
+    redeliver: f64,
+    seed: u64,
+    body: impl Fn(&str, usize) -> String,
+) -> Vec<Prepared> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let now = idemgate_core::Clock::now(&idemgate_core::SystemClock);
-    let body = |i: usize| format!(r#"{{"event_id":"evt-b{seed}-{i}","kind":"increment","value":{}}}"#, i % 100 + 1);
     let repeats = (events as f64 * redeliver.max(0.0)).round() as usize;
     let picks = (0..events).chain((0..repeats).map(|_| rng.usize(..events.max(1))));
     let mut prepared: Vec<Prepared> = picks
         .enumerate()
-        .map(|(n, i)| signed(secret, &format!("d-{n}"), now, body(i).into_bytes(), format!("evt-b{seed}-{i}")))
+        .map(|(n, i)| {
+            let identity = format!("evt-b{seed}-{i}");
+            let body = body(&identity, i).into_bytes();
+            let attempt = u32::try_from(n).unwrap_or(u32::MAX);
+            let mut headers: Vec<(String, String)> =
+                signer.headers(&identity, attempt, now, &body).into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            headers.push(("content-type".to_owned(), "application/json".to_owned()));
+            Prepared { headers, body, event: Some(identity) }
+        })
         .collect();
     rng.shuffle(&mut prepared);
     prepared
-}
-
-fn signed(secret: &Secret, delivery_id: &str, now: UnixTime, body: Vec<u8>, event: String) -> Prepared {
-    let timestamp = now.0.to_string();
-    let signature = demo::sign(secret, delivery_id, &timestamp, &body);
-    let headers = vec![
-        (demo::DELIVERY_ID_HEADER.to_owned(), delivery_id.to_owned()),
-        (demo::TIMESTAMP_HEADER.to_owned(), timestamp),
-        (demo::SIGNATURE_HEADER.to_owned(), signature),
-        ("content-type".to_owned(), "application/json".to_owned()),
-    ];
-    Prepared { headers, body, event: Some(event) }
 }
 
 /// `requests` order requests; with `keys`, each carries its own `Idempotency-Key`.
@@ -220,7 +235,7 @@ async fn outcome(response: reqwest::Response) -> String {
     let body: Value = response.bytes().await.ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
 
     match body.get("status").and_then(Value::as_str) {
-        Some(kind) if status == 200 => kind.to_owned(),
+        Some(kind) if status == 200 || (status == 202 && kind == "accepted") => kind.to_owned(),
         _ if replay => format!("{status} replay"),
         _ => status.to_string(),
     }
@@ -234,7 +249,7 @@ fn report(samples: Vec<Sample>, elapsed: Duration) -> Report {
         *outcomes.entry(sample.outcome.clone()).or_insert(0) += 1;
         if let Some(event) = &sample.event {
             events.insert(event.as_str());
-            if sample.outcome == "applied" {
+            if sample.outcome == "applied" || sample.outcome == "accepted" {
                 *applied.entry(event.as_str()).or_insert(0) += 1;
             }
         }

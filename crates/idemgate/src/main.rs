@@ -157,6 +157,27 @@ enum BenchWorkload {
         #[command(flatten)]
         run: BenchRun,
     },
+    /// Signed webhook events against a gateway source (`POST /in/<route>`); checks that
+    /// every event was accepted exactly once.
+    Webhooks {
+        /// The source's URL, e.g. http://127.0.0.1:8080/in/demo.
+        #[arg(long)]
+        target: String,
+        /// The source's scheme.
+        #[arg(long, default_value = "standard-webhooks")]
+        scheme: String,
+        /// The signing secret: `env:NAME`, `file:PATH` or a literal.
+        #[arg(long)]
+        secret: String,
+        /// Distinct events.
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+        /// Redeliveries, as a share of the events.
+        #[arg(long, default_value_t = 0.2)]
+        redeliver: f64,
+        #[command(flatten)]
+        run: BenchRun,
+    },
     /// Fill a store with synthetic receipts, to measure throughput on a large store.
     Seed {
         /// The SQLite file (created if missing).
@@ -620,6 +641,11 @@ fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
             let text = std::env::var(&secret_env).with_context(|| format!("{secret_env} is not set"))?;
             let secret = Secret::from_hex(&text, 32).map_err(|err| anyhow!("{secret_env}: {err}"))?;
             (target, bench::counter_workload(&secret, events, redeliver, run.seed), run)
+        }
+        BenchWorkload::Webhooks { target, scheme, secret, events, redeliver, run } => {
+            let text = config::secrets::resolve("--secret", &secret, Path::new("."), &mut Vec::new())?;
+            let signer = send::signer(&scheme, &text)?;
+            (target, bench::webhook_workload(&signer, events, redeliver, run.seed), run)
         }
         BenchWorkload::Api { target, requests, keys, run } => {
             let work = match keys.as_str() {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The gateway end to end on SQLite: Standard Webhooks deliveries accepted over HTTP, then
+# forwarded by the worker (inside `idemgate serve`) to a local sink answering 200
+# (examples/bare.rs). Prints the accept rate and the end-to-end delivery rate.
+#
+#   bench/gateway.sh [EVENTS] [CONCURRENCY]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+events=${1:-20000}
+concurrency=${2:-64}
+cargo build --release --quiet --bin idemgate --example bare
+bin=target/release
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
+
+start sink $bin/examples/bare 127.0.0.1:0
+sink_port=$port
+cat > "$work/idemgate.toml" <<TOML
+[server]
+listen = "127.0.0.1:0"
+[store]
+path = "$work/gateway.sqlite3"
+[worker]
+batch = 256
+poll_interval = "20ms"
+[sources.bench]
+scheme = "standard-webhooks"
+secrets = ["env:BENCH_SECRET"]
+destinations = ["sink"]
+[destinations.sink]
+url = "http://127.0.0.1:$sink_port/hook"
+timeout = "5s"
+TOML
+IDEMGATE_LOG=warn start gateway $bin/idemgate serve --config "$work/idemgate.toml"
+started=$(date +%s.%N)
+$bin/idemgate bench webhooks --target "http://127.0.0.1:$port/in/bench" --secret env:BENCH_SECRET \
+    --events "$events" --redeliver 0.2 --concurrency "$concurrency" --json > "$work/accept.json"
+for _ in $(seq 6000); do
+  done_jobs=$($bin/idemgate events stats --config "$work/idemgate.toml" --json \
+              | python3 -c 'import json,sys; s=json.load(sys.stdin)["sources"]; print(s[0]["jobs"].get("succeeded",0) if s else 0)')
+  [ "$done_jobs" -ge "$events" ] && break
+  sleep 0.05
+done
+finished=$(date +%s.%N)
+python3 - "$work/accept.json" "$events" "$started" "$finished" "$done_jobs" <<'PY'
+import json, sys
+accept = json.load(open(sys.argv[1]))
+events, started, finished, delivered = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+print(f"accepted: {accept['requests']} deliveries ({events} events + redeliveries) at {accept['throughput']:.0f}/s, "
+      f"p50 {accept['p50_ms']} ms, p99 {accept['p99_ms']} ms, outcomes {accept['outcomes']}, exactly once {accept['exactly_once']}")
+print(f"end to end: {delivered} of {events} events delivered to the sink in {finished - started:.2f} s "
+      f"= {delivered / (finished - started):.0f} events/s")
+PY
