@@ -140,8 +140,11 @@ impl Worker {
         let identity = job.key.identity.to_string();
         let completion = self.store.complete_job(job, record, decision, self.clock.now()).await?;
         match completion {
+            Completion::Recorded if decision == Decision::Succeeded => {
+                tracing::debug!(job = id, %destination, %identity, attempt, "delivered");
+            }
             Completion::Recorded => {
-                tracing::info!(job = id, %destination, %identity, attempt, decision = ?decision, "delivery attempt");
+                tracing::info!(job = id, %destination, %identity, attempt, decision = ?decision, "delivery attempt failed");
             }
             Completion::Stale => {
                 tracing::warn!(job = id, %destination, attempt, "lease was taken over; this attempt's result is not applied");
