@@ -15,11 +15,7 @@ use axum::{
     routing::get,
 };
 use idemgate_core::{Identity, ReceiptKey, Secret, SourceName, UnixTime, job::JobState};
-use idemgate_store::{
-    SqliteStore, StoreError,
-    jobs::ReplayFilter,
-    views::{self, EventFilter},
-};
+use idemgate_store::{Store, StoreError, jobs::ReplayFilter, views::EventFilter};
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 use utoipa::{IntoParams, OpenApi, ToSchema};
@@ -31,7 +27,7 @@ use crate::{RejectionCounts, system_now};
 #[derive(Debug, Clone)]
 pub struct AdminState {
     /// The store.
-    pub store: Arc<SqliteStore>,
+    pub store: Store,
     /// The bearer token.
     pub token: Secret,
     /// Rejections counted by the inbound routes.
@@ -173,8 +169,7 @@ async fn list_events(
         before_id: query.before,
         limit,
     };
-    let reader = state.store.reader()?;
-    let rows = views::list_events(reader.connection(), &filter)?;
+    let rows = state.store.list_events(filter).await?;
     let next_before = rows.last().filter(|_| rows.len() == limit).map(|e| e.id);
     let events = rows
         .into_iter()
@@ -236,10 +231,11 @@ async fn show_event(
     Path((source, identity)): Path<(String, String)>,
 ) -> Result<Json<EventDetail>, AdminError> {
     let key = key(&source, &identity)?;
-    let reader = state.store.reader()?;
-    let receipt = reader.receipt(&key)?.ok_or(AdminError::NotFound)?;
-    let jobs = reader
-        .jobs(&key)?
+    let receipt = state.store.receipt(key.clone()).await?.ok_or(AdminError::NotFound)?;
+    let jobs = state
+        .store
+        .jobs(key)
+        .await?
         .into_iter()
         .map(|j| JobView {
             destination: j.destination,
@@ -248,7 +244,10 @@ async fn show_event(
             next_attempt_at: j.next_attempt_at.0,
         })
         .collect();
-    let attempts = views::attempts(reader.connection(), &source, &identity)?
+    let attempts = state
+        .store
+        .attempts(source.clone(), identity.clone())
+        .await?
         .into_iter()
         .map(|a| AttemptView {
             destination: a.destination,
@@ -366,8 +365,7 @@ async fn stats(
     State(state): State<AdminState>,
     Query(query): Query<StatsQuery>,
 ) -> Result<Json<Vec<SourceCounts>>, AdminError> {
-    let reader = state.store.reader()?;
-    let all = views::stats(reader.connection(), query.since.map(UnixTime))?;
+    let all = state.store.stats(query.since.map(UnixTime)).await?;
     Ok(Json(
         all.into_iter()
             .map(|s| SourceCounts {

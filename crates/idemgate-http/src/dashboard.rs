@@ -12,11 +12,7 @@ use axum::{
     response::{Html, IntoResponse, Redirect, Response},
     routing::{get, post},
 };
-use idemgate_store::{
-    StoreError,
-    jobs::ReplayFilter,
-    views::{self},
-};
+use idemgate_store::{StoreError, jobs::ReplayFilter};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
@@ -89,7 +85,7 @@ async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
     if !signed_in(&state, &headers) {
         return Redirect::to("/admin/login").into_response();
     }
-    match render(&state) {
+    match render(&state).await {
         Ok(body) => layout("idemgate", &body).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard could not read the store");
@@ -99,13 +95,12 @@ async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
     }
 }
 
-fn render(state: &AdminState) -> Result<String, StoreError> {
-    let reader = state.store.reader()?;
-    let conn = reader.connection();
+async fn render(state: &AdminState) -> Result<String, StoreError> {
+    let store = &state.store;
     let mut html = String::from(
         "<h2>Sources</h2><table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>",
     );
-    for s in views::stats(conn, None)? {
+    for s in store.stats(None).await? {
         let jobs: Vec<String> =
             s.jobs.iter().map(|(state, n)| format!("<span class=\"job-{state}\">{state} {n}</span>")).collect();
         let _ = write!(
@@ -118,7 +113,7 @@ fn render(state: &AdminState) -> Result<String, StoreError> {
         );
     }
     html.push_str("</table><h2>Dead jobs</h2><table id=\"dead\"><tr><th>source</th><th>event</th><th>destination</th><th>attempts</th><th>reason</th><th></th></tr>");
-    for job in views::dead_jobs(conn, 50)? {
+    for job in store.dead_jobs(50).await? {
         let _ = write!(
             html,
             "<tr><td>{src}</td><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td><form method=\"post\" action=\"/admin/replay\">\
@@ -132,7 +127,7 @@ fn render(state: &AdminState) -> Result<String, StoreError> {
         );
     }
     html.push_str("</table><h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>");
-    for c in views::recent_conflicts(conn, 50)? {
+    for c in store.recent_conflicts(50).await? {
         let _ = write!(
             html,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -143,7 +138,7 @@ fn render(state: &AdminState) -> Result<String, StoreError> {
         );
     }
     html.push_str("</table><h2>Destinations</h2><table id=\"destinations\"><tr><th>destination</th><th>health</th><th>jobs</th></tr>");
-    for d in views::destinations(conn)? {
+    for d in store.destinations().await? {
         let health = d
             .disabled
             .as_deref()

@@ -13,8 +13,7 @@ use idemgate_core::{
     json::{self, Json},
     scheme::RawDelivery,
 };
-use idemgate_store::{Connection, HandlerError, ReceiveRequest, SqliteStore};
-use serde_json::Value;
+use idemgate_store::{ReceiveRequest, Receiver};
 
 use crate::{DeliveryAnswer, body::read_limited};
 
@@ -89,9 +88,10 @@ pub enum AnswerStyle {
     Queued,
 }
 
-/// Everything configured for one source's inbound route.
+/// Everything configured for one source's inbound route, storing into `R`: the gateway's
+/// [`idemgate_store::Store`], or an `Arc<SqliteStore>` running an application's handler.
 #[derive(Debug, Clone)]
-pub struct Inbound {
+pub struct Inbound<R> {
     /// The source, bound to this route by configuration.
     pub source: SourceName,
     /// How deliveries of this source are signed.
@@ -109,16 +109,15 @@ pub struct Inbound {
     /// Where rejections are counted for the operator.
     pub rejections: Arc<RejectionCounts>,
     /// Where receipts go.
-    pub store: Arc<SqliteStore>,
+    pub store: R,
 }
 
-impl Inbound {
+impl<R: Receiver> Inbound<R> {
     /// Handles one delivery. `contract` sees the [`Checked`] delivery and either accepts
     /// it (identity and effect) or refuses it.
-    pub async fn deliver<C, H>(&self, headers: &HeaderMap, body: Body, now: UnixTime, contract: C) -> Delivered
+    pub async fn deliver<C>(&self, headers: &HeaderMap, body: Body, now: UnixTime, contract: C) -> Delivered
     where
-        C: FnOnce(Checked<'_>) -> Result<Accepted<H>, Rejection>,
-        H: FnOnce(&Connection) -> Result<Value, HandlerError> + Send + 'static,
+        C: FnOnce(Checked<'_>) -> Result<Accepted<R::Effect>, Rejection>,
     {
         let raw = match read_limited(headers, body, self.body_limit, self.body_timeout).await {
             Ok(raw) => raw,

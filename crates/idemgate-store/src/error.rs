@@ -40,6 +40,89 @@ pub enum StoreError {
     /// The writer thread has stopped; no further writes are possible.
     #[error("the store's writer has stopped")]
     Unavailable,
+    /// A PostgreSQL statement or connection failed.
+    #[error("postgres error: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// No PostgreSQL connection could be had from the pool in time.
+    #[error("no database connection available: {0}")]
+    Pool(String),
+    /// The store's configuration cannot work (the reason says why, without secrets).
+    #[error("store configuration: {0}")]
+    Config(&'static str),
+    /// The operation exists only on the other backend (e.g. a file backup on PostgreSQL).
+    #[error("not supported by the {backend} store: {operation}")]
+    Unsupported {
+        /// `sqlite` or `postgres`.
+        backend: &'static str,
+        /// What was asked for.
+        operation: &'static str,
+    },
+}
+
+/// What kind of failure a [`StoreError`] is, the same for both backends, so that callers
+/// decide (retry, answer 503, give up) without matching on a driver's message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A unique or primary key constraint refused a row.
+    UniqueViolation,
+    /// The transaction lost a race (serialization failure, deadlock, SQLite busy): running
+    /// it again may succeed.
+    SerializationFailure,
+    /// The database cannot be reached or is shutting down.
+    Unavailable,
+    /// Anything else: a bug, a malformed row, a full disk, a refused configuration.
+    Other,
+}
+
+impl StoreError {
+    /// The backend-neutral kind of this error.
+    #[must_use]
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Sqlite(err) | Self::Open { source: err, .. } => sqlite_kind(err),
+            Self::Postgres(err) => postgres_kind(err),
+            Self::Unavailable | Self::Pool(_) => ErrorKind::Unavailable,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+fn sqlite_kind(err: &rusqlite::Error) -> ErrorKind {
+    use rusqlite::ffi::{self, ErrorCode};
+    let rusqlite::Error::SqliteFailure(failure, _) = err else { return ErrorKind::Other };
+    match failure.code {
+        ErrorCode::ConstraintViolation
+            if matches!(failure.extended_code, ffi::SQLITE_CONSTRAINT_PRIMARYKEY | ffi::SQLITE_CONSTRAINT_UNIQUE) =>
+        {
+            ErrorKind::UniqueViolation
+        }
+        ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => ErrorKind::SerializationFailure,
+        ErrorCode::CannotOpen | ErrorCode::NotADatabase => ErrorKind::Unavailable,
+        _ => ErrorKind::Other,
+    }
+}
+
+fn postgres_kind(err: &tokio_postgres::Error) -> ErrorKind {
+    use tokio_postgres::error::SqlState;
+    let Some(code) = err.code() else {
+        // No SQLSTATE: the connection itself failed (refused, closed, timed out).
+        return if err.is_closed() || err.as_db_error().is_none() { ErrorKind::Unavailable } else { ErrorKind::Other };
+    };
+    if *code == SqlState::UNIQUE_VIOLATION {
+        ErrorKind::UniqueViolation
+    } else if *code == SqlState::T_R_SERIALIZATION_FAILURE || *code == SqlState::T_R_DEADLOCK_DETECTED {
+        ErrorKind::SerializationFailure
+    } else if code.code().starts_with("08")
+        || *code == SqlState::ADMIN_SHUTDOWN
+        || *code == SqlState::CRASH_SHUTDOWN
+        || *code == SqlState::CANNOT_CONNECT_NOW
+        || *code == SqlState::TOO_MANY_CONNECTIONS
+    {
+        ErrorKind::Unavailable
+    } else {
+        ErrorKind::Other
+    }
 }
 
 /// Returned by a handler to abort its delivery. Either way the transaction is rolled back
@@ -61,6 +144,15 @@ impl HandlerError {
     /// A failure with a bounded, payload-free message.
     pub fn new(message: impl Into<String>) -> Self {
         Self::Failed(message.into())
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(err: deadpool_postgres::PoolError) -> Self {
+        match err {
+            deadpool_postgres::PoolError::Backend(err) => Self::Postgres(err),
+            other => Self::Pool(other.to_string()),
+        }
     }
 }
 

@@ -63,7 +63,7 @@ pub struct Lifetimes {
     pub retention: Duration,
 }
 
-fn ms(duration: Duration) -> i64 {
+pub(crate) fn ms(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -115,38 +115,47 @@ pub fn begin(
         )?;
         return Ok(Begin::Proceed { token: 1 });
     };
-    if existing.fingerprint != fingerprint.0 {
-        return Ok(Begin::Mismatch);
+    let decided = existing.decide(fingerprint, now_ms);
+    if let Begin::Proceed { token } = decided {
+        conn.execute(
+            "UPDATE idempotency_records SET lock_token = ?3, locked_until_ms = ?4 WHERE scope = ?1 AND key = ?2",
+            params![record.scope, record.key, token, lock_until],
+        )?;
     }
-    if existing.state == "completed" {
-        return Ok(Begin::Replay(existing.response()));
-    }
-    let locked_until = existing.locked_until_ms.unwrap_or(0);
-    if locked_until > now_ms {
-        return Ok(Begin::InFlight {
-            retry_after: Duration::from_millis(u64::try_from(locked_until - now_ms).unwrap_or(0)),
-        });
-    }
-    let token = existing.lock_token + 1;
-    conn.execute(
-        "UPDATE idempotency_records SET lock_token = ?3, locked_until_ms = ?4 WHERE scope = ?1 AND key = ?2",
-        params![record.scope, record.key, token, lock_until],
-    )?;
-    Ok(Begin::Proceed { token })
+    Ok(decided)
 }
 
-struct Existing {
-    fingerprint: Vec<u8>,
-    state: String,
-    lock_token: i64,
-    locked_until_ms: Option<i64>,
-    status: Option<u16>,
-    headers: Option<String>,
-    body: Option<Vec<u8>>,
-    body_omitted: bool,
+/// A record as read back, on either backend.
+pub(crate) struct Existing {
+    pub(crate) fingerprint: Vec<u8>,
+    pub(crate) state: String,
+    pub(crate) lock_token: i64,
+    pub(crate) locked_until_ms: Option<i64>,
+    pub(crate) status: Option<u16>,
+    pub(crate) headers: Option<String>,
+    pub(crate) body: Option<Vec<u8>>,
+    pub(crate) body_omitted: bool,
 }
 
 impl Existing {
+    /// What a `begin` with `fingerprint` at `now_ms` finds in this record. `Proceed` means
+    /// the lock expired: the caller stores the returned token and the new lock time.
+    pub(crate) fn decide(self, fingerprint: &Fingerprint, now_ms: i64) -> Begin {
+        if self.fingerprint != fingerprint.0 {
+            return Begin::Mismatch;
+        }
+        if self.state == "completed" {
+            return Begin::Replay(self.response());
+        }
+        let locked_until = self.locked_until_ms.unwrap_or(0);
+        if locked_until > now_ms {
+            return Begin::InFlight {
+                retry_after: Duration::from_millis(u64::try_from(locked_until - now_ms).unwrap_or(0)),
+            };
+        }
+        Begin::Proceed { token: self.lock_token + 1 }
+    }
+
     fn response(self) -> StoredResponse {
         StoredResponse {
             status: self.status.unwrap_or(200),

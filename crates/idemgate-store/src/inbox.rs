@@ -1,6 +1,8 @@
 //! The gateway's inbox: an accepted event and one delivery job per destination, written
 //! inside the receipt's transaction so that a receipt never exists without its work.
 
+use std::sync::Arc;
+
 use idemgate_core::{ReceiptKey, UnixTime, job::JobState};
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -23,6 +25,31 @@ pub struct NewEvent<'a> {
     pub ordering: Option<&'a Ordering>,
     /// When it arrived.
     pub received_at: UnixTime,
+}
+
+/// A gateway event as offered to [`crate::Store::accept`], owned so that it can move to
+/// whichever backend stores it. The receipt's key, hash and time come with the
+/// [`crate::ReceiveRequest`].
+#[derive(Debug, Clone)]
+pub struct IncomingEvent {
+    /// The result stored with the receipt and returned to every repeat.
+    pub result: serde_json::Value,
+    /// The event type, when the source names where it is.
+    pub event_type: Option<String>,
+    /// The original `Content-Type`.
+    pub content_type: Option<String>,
+    /// The original headers on the source's allowlist.
+    pub headers: Vec<(String, String)>,
+    /// The raw body bytes exactly as received.
+    pub body: bytes::Bytes,
+    /// The ordering key and version, when the source has a guard and the event has both.
+    pub ordering: Option<Ordering>,
+    /// One job is stored for each.
+    pub destinations: Arc<[String]>,
+    /// Set when a first delivery must be refused (say, an event type the source does not
+    /// accept). It applies only when no receipt exists, so that a repeat of an event
+    /// accepted earlier is still answered as a duplicate.
+    pub refusal: Option<&'static str>,
 }
 
 /// Where an event stands among the events of its ordering key.

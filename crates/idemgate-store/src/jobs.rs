@@ -77,11 +77,11 @@ pub struct ReplayFilter {
     pub until: Option<UnixTime>,
 }
 
-fn bounded(text: Option<&str>) -> Option<String> {
+pub(crate) fn bounded(text: Option<&str>) -> Option<String> {
     text.map(|t| t.chars().take(MAX_ATTEMPT_TEXT).collect())
 }
 
-fn secs(duration: Duration) -> i64 {
+pub(crate) fn secs(duration: Duration) -> i64 {
     i64::try_from(duration.as_secs()).unwrap_or(i64::MAX)
 }
 
@@ -147,7 +147,7 @@ fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<Cl
     )
 }
 
-fn key(source: &str, identity: &str) -> Result<ReceiptKey, StoreError> {
+pub(crate) fn key(source: &str, identity: &str) -> Result<ReceiptKey, StoreError> {
     Ok(ReceiptKey {
         source: SourceName::new(source).map_err(|_| StoreError::Malformed("source name"))?,
         identity: Identity::new(identity).map_err(|_| StoreError::Malformed("identity"))?,
@@ -229,7 +229,7 @@ const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_
       AND (?5 IS NULL OR e.received_at >= ?5) AND (?6 IS NULL OR e.received_at < ?6)";
 
 impl ReplayFilter {
-    fn state(&self) -> Result<JobState, StoreError> {
+    pub(crate) fn replayed_state(&self) -> Result<JobState, StoreError> {
         let state = self.state.unwrap_or(JobState::Dead);
         if state.is_replayable() {
             Ok(state)
@@ -241,7 +241,7 @@ impl ReplayFilter {
 
 /// How many jobs `filter` selects now.
 pub fn count_replayable(conn: &Connection, filter: &ReplayFilter) -> Result<usize, StoreError> {
-    let state = filter.state()?;
+    let state = filter.replayed_state()?;
     let count: i64 = conn.query_row(
         &format!("SELECT count(*) FROM ({MATCHING})"),
         params![
@@ -261,7 +261,7 @@ pub fn count_replayable(conn: &Connection, filter: &ReplayFilter) -> Result<usiz
 /// schedule; the event, its identity and so its `webhook-id` stay the same. Returns how
 /// many; a replayed job no longer matches, so calling again continues with the rest.
 pub fn replay(conn: &Connection, filter: &ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-    let state = filter.state()?;
+    let state = filter.replayed_state()?;
     let changed = conn.execute(
         &format!(
             "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at = ?7, last_error = NULL, updated_at = ?7

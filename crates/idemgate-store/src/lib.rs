@@ -15,18 +15,22 @@ pub mod jobs;
 pub mod maintenance;
 
 mod migrations;
+mod postgres;
 mod reader;
 mod sqlite;
+mod store;
 pub mod views;
 mod writer;
 
-pub use error::{HandlerError, StoreError};
+pub use error::{ErrorKind, HandlerError, StoreError};
 /// The schema version this build writes (`PRAGMA user_version`).
 pub use migrations::CURRENT_VERSION as SCHEMA_VERSION;
 
+pub use postgres::{PgOptions, PgStore, create_schema};
 pub use reader::{ConflictRecord, Receipt, SqliteReader, receipt, receipts};
 pub use sqlite::{StoreOptions, open_connection};
-pub use writer::{ReceiveRequest, SqliteStore, WriterStats};
+pub use store::{Receiver, Store};
+pub use writer::{Handler, ReceiveRequest, SqliteStore, WriterStats};
 
 /// rusqlite, re-exported so handlers use the same version the store does.
 pub use rusqlite;

@@ -38,7 +38,7 @@ pub struct PurgeReport {
     pub conflicts: usize,
 }
 
-fn cutoff(now: UnixTime, keep: Duration) -> i64 {
+pub(crate) fn cutoff(now: UnixTime, keep: Duration) -> i64 {
     now.0.saturating_sub(i64::try_from(keep.as_secs()).unwrap_or(i64::MAX))
 }
 

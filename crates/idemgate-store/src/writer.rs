@@ -25,7 +25,7 @@ use crate::{HandlerError, StoreError, StoreOptions, migrations, sqlite::open_con
 
 /// The effect of a first delivery, run inside the receipt's transaction. Whatever it
 /// writes through the connection commits together with the receipt, or not at all.
-type Handler = Box<dyn FnOnce(&Connection) -> Result<Value, HandlerError> + Send>;
+pub type Handler = Box<dyn FnOnce(&Connection) -> Result<Value, HandlerError> + Send>;
 /// Other write work (queue moves, idempotency records, an application's own tables). It
 /// runs on its own savepoint of the batch's transaction, or is aborted if the batch cannot
 /// run it; either way its caller is answered once the batch's fate is known.

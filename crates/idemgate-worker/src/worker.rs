@@ -6,7 +6,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use idemgate_core::retry::{DeadReason, Decision, RetryPolicy};
 use idemgate_store::{
-    SqliteStore, StoreError,
+    Store, StoreError,
     jobs::{AttemptRecord, ClaimedJob, Completion},
 };
 use tokio::sync::watch;
@@ -45,7 +45,7 @@ impl Default for WorkerOptions {
 /// Delivers the store's due jobs to their routes.
 #[derive(Clone)]
 pub struct Worker {
-    store: Arc<SqliteStore>,
+    store: Store,
     routes: Arc<HashMap<String, Route>>,
     options: WorkerOptions,
     clock: Arc<dyn Clock>,
@@ -61,8 +61,14 @@ impl std::fmt::Debug for Worker {
 impl Worker {
     /// A worker on the system clock with uniform random jitter.
     #[must_use]
-    pub fn new(store: Arc<SqliteStore>, routes: HashMap<String, Route>, options: WorkerOptions) -> Self {
-        Self { store, routes: Arc::new(routes), options, clock: Arc::new(SystemClock), draw: Arc::new(fastrand::f64) }
+    pub fn new(store: impl Into<Store>, routes: HashMap<String, Route>, options: WorkerOptions) -> Self {
+        Self {
+            store: store.into(),
+            routes: Arc::new(routes),
+            options,
+            clock: Arc::new(SystemClock),
+            draw: Arc::new(fastrand::f64),
+        }
     }
 
     /// Replaces the clock (tests use a [`crate::ManualClock`]).

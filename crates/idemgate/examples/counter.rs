@@ -34,7 +34,7 @@ use idemgate::{
         body::BODY_TIMEOUT,
         serve, system_now, termination_signal,
     },
-    store::{Connection, HandlerError, SqliteReader, SqliteStore, StoreError, StoreOptions, receipts},
+    store::{Connection, Handler, HandlerError, SqliteReader, SqliteStore, StoreError, StoreOptions, receipts},
 };
 use serde_json::{Value, json};
 
@@ -139,7 +139,7 @@ fn load_secret() -> Result<Secret, Failure> {
     Secret::from_hex(&text, 32).map_err(|err| Failure::usage(format!("COUNTER_SECRET: {err}")))
 }
 
-fn inbound(secret: Secret, store: Arc<SqliteStore>) -> Result<Inbound, Failure> {
+fn inbound(secret: Secret, store: Arc<SqliteStore>) -> Result<Inbound<Arc<SqliteStore>>, Failure> {
     Ok(Inbound {
         source: SourceName::new(SOURCE).map_err(Failure::runtime)?,
         scheme: Arc::new(DemoV1::default()),
@@ -164,7 +164,7 @@ fn create_counter(conn: &Connection) -> Result<(), idemgate::store::rusqlite::Er
 
 #[derive(Clone)]
 struct App {
-    inbound: Inbound,
+    inbound: Inbound<Arc<SqliteStore>>,
     faults: Arc<Faults>,
 }
 
@@ -175,7 +175,8 @@ async fn webhook(State(app): State<App>, request: axum::extract::Request) -> Res
         let (identity, value) = increment_contract(checked.event)?;
         let event_id = identity.clone();
         let fail = move || faults.take(&faults.fail_before_commit, &event_id);
-        Ok(Accepted { identity, effect: move |conn: &Connection| increment(conn, value, fail) })
+        let effect: Handler = Box::new(move |conn: &Connection| increment(conn, value, fail));
+        Ok(Accepted { identity, effect })
     };
     let Delivered { answer, identity } = app.inbound.deliver(&parts.headers, body, system_now(), contract).await;
     let applied = matches!(answer, DeliveryAnswer::Settled(idemgate::core::Outcome::Applied { .. }));

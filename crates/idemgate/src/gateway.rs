@@ -13,9 +13,8 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use bytes::Bytes;
 use http::{HeaderName, header::CONTENT_TYPE};
-use idemgate_core::{ReceiptKey, Rejection, SystemClock, UnixTime, json};
+use idemgate_core::{Rejection, SystemClock, json};
 
 use idemgate_http::{
     Accepted, AnswerStyle, Checked, Inbound, RejectionCounts,
@@ -23,11 +22,11 @@ use idemgate_http::{
     system_now,
 };
 use idemgate_store::{
-    Connection, HandlerError, SqliteStore,
-    inbox::{NewEvent, Ordering, Version, accept_event},
+    Store,
+    inbox::{IncomingEvent, Ordering, Version},
 };
 use metrics_exporter_prometheus::PrometheusHandle;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::{
     config::{Config, SourceConfig},
@@ -41,7 +40,7 @@ const MAX_CONTENT_TYPE: usize = 255;
 #[derive(Debug)]
 struct SourceRoute {
     config: SourceConfig,
-    inbound: Inbound,
+    inbound: Inbound<Store>,
     destinations: Arc<[String]>,
     allowed_types: Option<Arc<BTreeSet<String>>>,
 }
@@ -49,17 +48,17 @@ struct SourceRoute {
 #[derive(Debug)]
 struct Gateway {
     routes: HashMap<String, SourceRoute>,
-    store: Arc<SqliteStore>,
+    store: Store,
     metrics: Option<PrometheusHandle>,
 }
 
 /// The gateway's router for `config`, writing to `store`: the sources' routes, health,
 /// and each `[[proxy]]` under its prefix.
-pub fn router(config: &Config, store: &Arc<SqliteStore>, observers: Observers) -> Result<Router, reqwest::Error> {
+pub fn router(config: &Config, store: &Store, observers: Observers) -> Result<Router, reqwest::Error> {
     let Observers { metrics, rejections } = observers;
     let routes =
         config.sources.iter().map(|source| (source.route.clone(), route(config, source, store, &rejections))).collect();
-    let gateway = Arc::new(Gateway { routes, store: Arc::clone(store), metrics });
+    let gateway = Arc::new(Gateway { routes, store: store.clone(), metrics });
     let mut router = Router::new()
         .route("/in/{route}", post(deliver).fallback(method_not_allowed))
         .route("/healthz", get(healthy))
@@ -81,12 +80,7 @@ pub struct Observers {
     pub rejections: Arc<RejectionCounts>,
 }
 
-fn route(
-    config: &Config,
-    source: &SourceConfig,
-    store: &Arc<SqliteStore>,
-    rejections: &Arc<RejectionCounts>,
-) -> SourceRoute {
+fn route(config: &Config, source: &SourceConfig, store: &Store, rejections: &Arc<RejectionCounts>) -> SourceRoute {
     let inbound = Inbound {
         source: source.id.clone(),
         scheme: Arc::clone(&source.scheme),
@@ -96,7 +90,7 @@ fn route(
         json_limits: source.json_limits,
         answers: AnswerStyle::Queued,
         rejections: Arc::clone(rejections),
-        store: Arc::clone(store),
+        store: store.clone(),
     };
     SourceRoute {
         destinations: source.destinations.clone().into(),
@@ -117,26 +111,28 @@ async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>,
 }
 
 impl SourceRoute {
-    /// Resolves the identity now; the event-type check runs inside the transaction, after
-    /// the receipt lookup, so that a repeat of an event accepted under an older allowlist
-    /// is still answered as a duplicate.
-    fn accept(
-        &self,
-        checked: Checked<'_>,
-    ) -> Result<Accepted<impl FnOnce(&Connection) -> Result<Value, HandlerError> + Send + use<>>, Rejection> {
+    /// Resolves the identity now. The event-type check is decided here but applied by the
+    /// store only to a first delivery, after the receipt lookup, so that a repeat of an
+    /// event accepted under an older allowlist is still answered as a duplicate.
+    fn accept(&self, checked: Checked<'_>) -> Result<Accepted<IncomingEvent>, Rejection> {
         let identity = self.config.identity.resolve(checked.headers, checked.event)?;
-        let pending = PendingEvent {
-            key: ReceiptKey { source: self.config.id.clone(), identity: identity.clone() },
-            event_type: self.event_type(checked),
+        let event_type = self.event_type(checked);
+        let refusal = self
+            .allowed_types
+            .as_ref()
+            .filter(|allowed| !event_type.as_ref().is_some_and(|t| allowed.contains(t)))
+            .map(|_| "event type is not accepted by this source");
+        let event = IncomingEvent {
+            result: json!({ "event": identity.as_str() }),
+            event_type,
             content_type: content_type(checked),
             headers: self.forwarded_headers(checked),
             ordering: self.ordering(checked),
             body: checked.raw.clone(),
-            received_at: checked.now,
             destinations: Arc::clone(&self.destinations),
-            allowed_types: self.allowed_types.clone(),
+            refusal,
         };
-        Ok(Accepted { identity, effect: move |conn: &Connection| pending.store(conn) })
+        Ok(Accepted { identity, effect: event })
     }
 
     fn event_type(&self, checked: Checked<'_>) -> Option<String> {
@@ -171,65 +167,24 @@ fn content_type(checked: Checked<'_>) -> Option<String> {
     (value.len() <= MAX_CONTENT_TYPE).then(|| value.to_owned())
 }
 
-/// Everything the in-transaction effect needs, owned so it can move to the writer.
-struct PendingEvent {
-    key: ReceiptKey,
-    event_type: Option<String>,
-    content_type: Option<String>,
-    headers: Vec<(String, String)>,
-    ordering: Option<Ordering>,
-    body: Bytes,
-    received_at: UnixTime,
-    destinations: Arc<[String]>,
-    allowed_types: Option<Arc<BTreeSet<String>>>,
-}
-
-impl PendingEvent {
-    fn store(self, conn: &Connection) -> Result<Value, HandlerError> {
-        if let Some(allowed) = &self.allowed_types
-            && !self.event_type.as_ref().is_some_and(|t| allowed.contains(t))
-        {
-            return Err(HandlerError::Refused("event type is not accepted by this source"));
-        }
-        let event = NewEvent {
-            key: &self.key,
-            event_type: self.event_type.as_deref(),
-            content_type: self.content_type.as_deref(),
-            headers: &self.headers,
-            body: &self.body,
-            ordering: self.ordering.as_ref(),
-            received_at: self.received_at,
-        };
-        let destinations: Vec<&str> = self.destinations.iter().map(String::as_str).collect();
-        // This runs on the store's single writer thread, inside the transaction: only the
-        // rare superseded case is logged here; every outcome is logged (at debug) and
-        // counted by the inbound pipeline once the commit has returned.
-        if accept_event(conn, &event, &destinations)?.superseded {
-            tracing::info!(source = %self.key.source, identity = %self.key.identity, "older than its ordering key's newest version: superseded");
-        }
-        Ok(json!({ "event": self.key.identity.as_str() }))
-    }
-}
-
 /// Prometheus text: the counters and histograms recorded so far, and gauges read from the
 /// store now (jobs by state, the age of the oldest waiting job).
 async fn scrape(State(gateway): State<Arc<Gateway>>) -> Response {
     let Some(handle) = &gateway.metrics else { return not_found().await };
-    if let Err(err) = record_store_gauges(&gateway.store) {
+    if let Err(err) = record_store_gauges(&gateway.store).await {
         tracing::warn!(error = %err, "could not read job gauges");
     }
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()).into_response()
 }
 
-fn record_store_gauges(store: &SqliteStore) -> Result<(), idemgate_store::StoreError> {
-    let reader = store.reader()?;
+async fn record_store_gauges(store: &Store) -> Result<(), idemgate_store::StoreError> {
     for state in idemgate_core::job::JobState::ALL {
         metrics::gauge!("idemgate_jobs", "state" => state.as_str()).set(0.0);
     }
-    for (state, count) in reader.job_states()? {
+    for (state, count) in store.job_states().await? {
         metrics::gauge!("idemgate_jobs", "state" => state).set(count as f64);
     }
-    let age = reader.oldest_waiting_job()?.map_or(0, |oldest| (system_now().0 - oldest.0).max(0));
+    let age = store.oldest_waiting_job().await?.map_or(0, |oldest| (system_now().0 - oldest.0).max(0));
     metrics::gauge!("idemgate_oldest_waiting_job_seconds").set(age as f64);
     Ok(())
 }

@@ -17,11 +17,7 @@ use idemgate::{
 };
 use idemgate_core::{Secret, SystemClock, UnixTime, job::JobState};
 use idemgate_http::{ServeOptions, idempotency, serve, system_now, termination_signal};
-use idemgate_store::{
-    SqliteReader, SqliteStore, StoreOptions,
-    jobs::{self, ReplayFilter},
-    maintenance, views,
-};
+use idemgate_store::{PgStore, SqliteReader, SqliteStore, Store, StoreOptions, jobs::ReplayFilter, maintenance, views};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
 
@@ -438,7 +434,7 @@ fn load_config(path: &Path, long_running: bool) -> Result<Config, config::Config
 fn serve_gateway(config: Config, receive: bool) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     runtime.block_on(async move {
-        let store = open_store(&config)?;
+        let store = open_store(&config).await?;
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
             termination_signal().await;
@@ -458,9 +454,7 @@ fn serve_gateway(config: Config, receive: bool) -> anyhow::Result<ExitCode> {
         if let Some(worker) = worker {
             let _ = worker.await;
         }
-        if let Some(store) = Arc::into_inner(store) {
-            store.close().await;
-        }
+        store.close().await;
         tracing::info!("stopped");
         Ok(ExitCode::SUCCESS)
     })
@@ -468,7 +462,7 @@ fn serve_gateway(config: Config, receive: bool) -> anyhow::Result<ExitCode> {
 
 async fn receive_until_stopped(
     config: &Config,
-    store: &Arc<SqliteStore>,
+    store: &Store,
     mut stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.server.listen)
@@ -481,9 +475,9 @@ async fn receive_until_stopped(
     let rejections: Arc<idemgate_http::RejectionCounts> = Arc::default();
     let observers = gateway::Observers { metrics: Some(metrics), rejections: Arc::clone(&rejections) };
     let router = gateway::router(config, store, observers).context("cannot build the proxy's http client")?;
-    tokio::spawn(purge_every(Arc::clone(store), config.retention(), config.store.purge_interval));
+    tokio::spawn(purge_every(store.clone(), config.retention(), config.store.purge_interval));
     if !config.proxies.is_empty() {
-        let purge = idempotency::purge_expired_every(Arc::clone(store), Arc::new(SystemClock), Duration::from_secs(60));
+        let purge = idempotency::purge_expired_every(store.clone(), Arc::new(SystemClock), Duration::from_secs(60));
         tokio::spawn(purge);
     }
     let options = ServeOptions {
@@ -515,7 +509,7 @@ async fn receive_until_stopped(
 /// Starts the admin API on its own listener; prints `admin listening on ADDR` second.
 async fn serve_admin(
     admin: &config::AdminConfig,
-    store: &Arc<SqliteStore>,
+    store: &Store,
     rejections: Arc<idemgate_http::RejectionCounts>,
     mut stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<tokio::task::JoinHandle<std::io::Result<()>>> {
@@ -523,14 +517,20 @@ async fn serve_admin(
         .await
         .with_context(|| format!("cannot listen on {} (admin)", admin.listen))?;
     print_line(&format!("admin listening on {}", listener.local_addr()?))?;
-    let state = idemgate_http::admin::AdminState { store: Arc::clone(store), token: admin.token.clone(), rejections };
+    let state = idemgate_http::admin::AdminState { store: store.clone(), token: admin.token.clone(), rejections };
     let shutdown = async move {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
     Ok(tokio::spawn(serve(listener, idemgate_http::admin::router(state), ServeOptions::default(), shutdown)))
 }
 
-fn open_store(config: &Config) -> anyhow::Result<Arc<SqliteStore>> {
+/// The configured store: PostgreSQL when `store.url` is set, else the SQLite file.
+async fn open_store(config: &Config) -> anyhow::Result<Store> {
+    if let Some(postgres) = &config.store.postgres {
+        let store =
+            PgStore::connect(&postgres.url, postgres.options).await.context("cannot open the PostgreSQL store")?;
+        return Ok(store.into());
+    }
     let path = &config.store.path;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
@@ -538,7 +538,7 @@ fn open_store(config: &Config) -> anyhow::Result<Arc<SqliteStore>> {
     let options = StoreOptions { busy_timeout: config.store.busy_timeout, ..StoreOptions::default() };
     let store =
         SqliteStore::open(path, options).with_context(|| format!("cannot open the store {}", path.display()))?;
-    Ok(Arc::new(store))
+    Ok(Arc::new(store).into())
 }
 
 /// The first stdout line (`listening on ADDR`, so scripts and tests learn the real port
@@ -563,8 +563,8 @@ fn replay(config: &Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     runtime.block_on(async move {
-        let store = open_store(config)?;
-        let total = store.reader()?.snapshot(|conn| jobs::count_replayable(conn, &filter))?;
+        let store = open_store(config).await?;
+        let total = store.count_replayable(filter.clone()).await?;
         let progress = ProgressBar::new(total as u64).with_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} jobs replayed")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -590,7 +590,7 @@ fn enable(config: &Config, name: String) -> anyhow::Result<ExitCode> {
     }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     runtime.block_on(async move {
-        let store = open_store(config)?;
+        let store = open_store(config).await?;
         let was_disabled = store.enable_destination(name.clone(), system_now()).await?;
         print_line(&format!(
             "{name}: {}",
@@ -740,7 +740,7 @@ fn send_command(args: SendArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Purges what retention allows, every `interval`, for as long as the server runs.
-async fn purge_every(store: Arc<SqliteStore>, policies: Vec<maintenance::Retention>, interval: Duration) {
+async fn purge_every(store: Store, policies: Vec<maintenance::Retention>, interval: Duration) {
     loop {
         tokio::time::sleep(interval).await;
         match store.purge(system_now(), policies.clone()).await {
@@ -754,12 +754,32 @@ fn store_command(config: &Config, command: StoreCommand) -> anyhow::Result<ExitC
     let path = &config.store.path;
     let line = match command {
         StoreCommand::Purge { dry_run, .. } => {
-            let report = maintenance::purge_file(path, system_now(), &config.retention(), dry_run)?;
+            let report = match &config.store.postgres {
+                Some(_) => {
+                    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+                    runtime.block_on(async {
+                        let store = open_store(config).await?;
+                        let report = if dry_run {
+                            store.purge_dry_run(system_now(), config.retention()).await
+                        } else {
+                            store.purge(system_now(), config.retention()).await
+                        };
+                        store.close().await;
+                        anyhow::Ok(report?)
+                    })?
+                }
+                None => maintenance::purge_file(path, system_now(), &config.retention(), dry_run)?,
+            };
             let verb = if dry_run { "would purge" } else { "purged" };
             format!(
                 "{verb} {} receipt(s), {} event(s) with their jobs, {} payload(s), {} conflict record(s)",
                 report.receipts, report.events, report.payloads, report.conflicts
             )
+        }
+        StoreCommand::Backup { .. } | StoreCommand::Restore { .. } if config.store.postgres.is_some() => {
+            return Err(anyhow!(
+                "store backup and restore work on the SQLite file; back up PostgreSQL with pg_dump or a base backup"
+            ));
         }
         StoreCommand::Backup { to, .. } => {
             let summary = maintenance::backup(path, &to)?;
@@ -786,30 +806,39 @@ fn store_command(config: &Config, command: StoreCommand) -> anyhow::Result<ExitC
 }
 
 fn events_view(config: &Config, command: EventsCommand) -> anyhow::Result<ExitCode> {
-    let reader = SqliteReader::open(&config.store.path)
-        .with_context(|| format!("cannot read the store {}", config.store.path.display()))?;
-    let text = match command {
-        EventsCommand::List { source, state, destination, since, until, before, limit, json, .. } => {
-            let filter = views::EventFilter {
-                source,
-                state: state.map(|s| s.as_str().to_owned()),
-                destination,
-                since: since.map(UnixTime),
-                until: until.map(UnixTime),
-                before_id: before,
-                limit: limit.max(1),
-            };
-            operator::list(&reader, &filter, json)?
-        }
-        EventsCommand::Show { source, identity, json, .. } => {
-            match operator::show(&reader, &source, &identity, json)? {
-                Some(text) => text,
-                None => return Err(anyhow!("no event {identity:?} from source {source:?}")),
+    if config.store.postgres.is_none() {
+        // A view never creates a store: a missing or foreign file is an error.
+        SqliteReader::open(&config.store.path)
+            .with_context(|| format!("cannot read the store {}", config.store.path.display()))?;
+    }
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
+    let text = runtime.block_on(async {
+        let store = open_store(config).await?;
+        let text = match command {
+            EventsCommand::List { source, state, destination, since, until, before, limit, json, .. } => {
+                let filter = views::EventFilter {
+                    source,
+                    state: state.map(|s| s.as_str().to_owned()),
+                    destination,
+                    since: since.map(UnixTime),
+                    until: until.map(UnixTime),
+                    before_id: before,
+                    limit: limit.max(1),
+                };
+                operator::list(&store, filter, json).await?
             }
-        }
-        EventsCommand::Stats { since, json, .. } => operator::stats(&reader, since.map(UnixTime), json)?,
-        EventsCommand::Replay { .. } => return Err(anyhow!("replay is not a view")),
-    };
+            EventsCommand::Show { source, identity, json, .. } => {
+                match operator::show(&store, &source, &identity, json).await? {
+                    Some(text) => text,
+                    None => return Err(anyhow!("no event {identity:?} from source {source:?}")),
+                }
+            }
+            EventsCommand::Stats { since, json, .. } => operator::stats(&store, since.map(UnixTime), json).await?,
+            EventsCommand::Replay { .. } => return Err(anyhow!("replay is not a view")),
+        };
+        store.close().await;
+        Ok(text)
+    })?;
     print_line(text.trim_end())?;
     Ok(ExitCode::SUCCESS)
 }

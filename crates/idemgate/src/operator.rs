@@ -2,15 +2,13 @@
 //! aligned text or `--json`. Reads the store directly; identities and states only.
 
 use idemgate_core::{Identity, ReceiptKey, SourceName};
-use idemgate_store::{
-    SqliteReader, StoreError,
-    views::{self, EventFilter},
-};
+use idemgate_store::{Store, StoreError, views::EventFilter};
 use serde_json::{Value, json};
 
 /// The listing as text (one event a line) or JSON.
-pub fn list(reader: &SqliteReader, filter: &EventFilter, as_json: bool) -> Result<String, StoreError> {
-    let events = views::list_events(reader.connection(), filter)?;
+pub async fn list(store: &Store, filter: EventFilter, as_json: bool) -> Result<String, StoreError> {
+    let limit = filter.limit;
+    let events = store.list_events(filter).await?;
     if as_json {
         let rows: Vec<Value> = events
             .iter()
@@ -20,7 +18,7 @@ pub fn list(reader: &SqliteReader, filter: &EventFilter, as_json: bool) -> Resul
                        "received_at": e.received_at.0, "jobs": jobs})
             })
             .collect();
-        let next = events.last().filter(|_| events.len() == filter.limit).map(|e| e.id);
+        let next = events.last().filter(|_| events.len() == limit).map(|e| e.id);
         return Ok(json!({ "events": rows, "next_before": next }).to_string());
     }
     let mut text =
@@ -37,7 +35,7 @@ pub fn list(reader: &SqliteReader, filter: &EventFilter, as_json: bool) -> Resul
             jobs.join(" ")
         ));
     }
-    if events.len() == filter.limit {
+    if events.len() == limit {
         if let Some(last) = events.last() {
             text.push_str(&format!("(more: --before {})\n", last.id));
         }
@@ -46,12 +44,12 @@ pub fn list(reader: &SqliteReader, filter: &EventFilter, as_json: bool) -> Resul
 }
 
 /// One event: its receipt, its jobs and every attempt.
-pub fn show(reader: &SqliteReader, source: &str, identity: &str, as_json: bool) -> Result<Option<String>, StoreError> {
+pub async fn show(store: &Store, source: &str, identity: &str, as_json: bool) -> Result<Option<String>, StoreError> {
     let (Ok(source_name), Ok(id)) = (SourceName::new(source), Identity::new(identity)) else { return Ok(None) };
     let key = ReceiptKey { source: source_name, identity: id };
-    let Some(receipt) = reader.receipt(&key)? else { return Ok(None) };
-    let jobs = reader.jobs(&key)?;
-    let attempts = views::attempts(reader.connection(), source, identity)?;
+    let Some(receipt) = store.receipt(key.clone()).await? else { return Ok(None) };
+    let jobs = store.jobs(key).await?;
+    let attempts = store.attempts(source.to_owned(), identity.to_owned()).await?;
     if as_json {
         let jobs: Vec<Value> = jobs
             .iter()
@@ -97,12 +95,8 @@ pub fn show(reader: &SqliteReader, source: &str, identity: &str, as_json: bool) 
 }
 
 /// Counts per source.
-pub fn stats(
-    reader: &SqliteReader,
-    since: Option<idemgate_core::UnixTime>,
-    as_json: bool,
-) -> Result<String, StoreError> {
-    let all = views::stats(reader.connection(), since)?;
+pub async fn stats(store: &Store, since: Option<idemgate_core::UnixTime>, as_json: bool) -> Result<String, StoreError> {
+    let all = store.stats(since).await?;
     if as_json {
         let rows: Vec<Value> = all
             .iter()

@@ -3,13 +3,13 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use idemgate_store::SqliteStore;
+use idemgate_store::Store;
 use idemgate_worker::{HttpDestination, Route, Worker, http::ClientError};
 
 use crate::config::Config;
 
 /// The worker that delivers `store`'s jobs to `config`'s destinations.
-pub fn worker(config: &Config, store: &Arc<SqliteStore>) -> Result<Worker, ClientError> {
+pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
     let mut routes = HashMap::new();
     for (name, destination) in &config.destinations {
         let http = HttpDestination::new(
@@ -21,5 +21,5 @@ pub fn worker(config: &Config, store: &Arc<SqliteStore>) -> Result<Worker, Clien
         let route = Route { deliver: Arc::new(http), policy: destination.policy.clone(), fifo: destination.fifo };
         routes.insert(name.clone(), route);
     }
-    Ok(Worker::new(Arc::clone(store), routes, config.worker.options))
+    Ok(Worker::new(store.clone(), routes, config.worker.options))
 }

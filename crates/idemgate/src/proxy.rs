@@ -17,7 +17,7 @@ use idemgate_http::{
     body::read_limited,
     idempotency::{IdempotencyLayer, Refusal},
 };
-use idemgate_store::SqliteStore;
+use idemgate_store::Store;
 
 use crate::config::ProxyConfig;
 
@@ -45,7 +45,7 @@ struct Upstream {
 }
 
 /// The routes for one `[[proxy]]`, to be nested under its prefix.
-pub fn router(proxy: &ProxyConfig, store: &Arc<SqliteStore>, clock: Arc<dyn Clock>) -> Result<Router, reqwest::Error> {
+pub fn router(proxy: &ProxyConfig, store: &Store, clock: Arc<dyn Clock>) -> Result<Router, reqwest::Error> {
     let client =
         reqwest::Client::builder().timeout(proxy.timeout).redirect(reqwest::redirect::Policy::none()).build()?;
     let upstream = Arc::new(Upstream {
@@ -54,7 +54,7 @@ pub fn router(proxy: &ProxyConfig, store: &Arc<SqliteStore>, clock: Arc<dyn Cloc
         max_body: proxy.idempotency.max_request_body,
         body_timeout: proxy.timeout,
     });
-    let layer = IdempotencyLayer::with_clock(Arc::clone(store), proxy.idempotency.clone(), clock);
+    let layer = IdempotencyLayer::with_clock(store.clone(), proxy.idempotency.clone(), clock);
     Ok(Router::new().fallback(forward).with_state(upstream).layer(layer))
 }
 

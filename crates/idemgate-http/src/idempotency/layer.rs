@@ -6,7 +6,7 @@ use std::{
 };
 
 use idemgate_core::{Clock, SystemClock};
-use idemgate_store::SqliteStore;
+use idemgate_store::Store;
 use tower::Layer;
 
 use super::{IdempotencyConfig, service::Idempotency};
@@ -34,22 +34,22 @@ pub struct IdempotencyLayer {
 #[derive(Debug)]
 pub(super) struct Shared {
     pub(super) config: IdempotencyConfig,
-    pub(super) store: Arc<SqliteStore>,
+    pub(super) store: Store,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) unprotected: AtomicU64,
 }
 
 impl IdempotencyLayer {
-    /// A layer keeping its records in `store`.
+    /// A layer keeping its records in `store` (an `Arc<SqliteStore>` or a [`Store`]).
     #[must_use]
-    pub fn new(store: Arc<SqliteStore>, config: IdempotencyConfig) -> Self {
+    pub fn new(store: impl Into<Store>, config: IdempotencyConfig) -> Self {
         Self::with_clock(store, config, Arc::new(SystemClock))
     }
 
     /// A layer on an injected clock (locks and retention are timed by it).
     #[must_use]
-    pub fn with_clock(store: Arc<SqliteStore>, config: IdempotencyConfig, clock: Arc<dyn Clock>) -> Self {
-        Self { shared: Arc::new(Shared { config, store, clock, unprotected: AtomicU64::new(0) }) }
+    pub fn with_clock(store: impl Into<Store>, config: IdempotencyConfig, clock: Arc<dyn Clock>) -> Self {
+        Self { shared: Arc::new(Shared { config, store: store.into(), clock, unprotected: AtomicU64::new(0) }) }
     }
 
     /// How many requests ran unprotected because the store was unavailable.
@@ -60,13 +60,13 @@ impl IdempotencyLayer {
 
     /// Deletes expired records every `interval`, forever; spawn it next to the server.
     pub fn purge_expired_every(&self, interval: Duration) -> impl Future<Output = ()> + Send + 'static {
-        purge_expired_every(Arc::clone(&self.shared.store), Arc::clone(&self.shared.clock), interval)
+        purge_expired_every(self.shared.store.clone(), Arc::clone(&self.shared.clock), interval)
     }
 }
 
 /// Deletes `store`'s expired idempotency records every `interval`, forever. One task per
 /// store is enough, whatever the number of layers on it.
-pub async fn purge_expired_every(store: Arc<SqliteStore>, clock: Arc<dyn Clock>, interval: Duration) {
+pub async fn purge_expired_every(store: Store, clock: Arc<dyn Clock>, interval: Duration) {
     loop {
         tokio::time::sleep(interval).await;
         match store.purge_idempotency(clock.now_ms(), 1000).await {

@@ -124,6 +124,12 @@ pub struct RawTls {
 pub struct RawStore {
     /// SQLite file.
     pub path: Option<String>,
+    /// PostgreSQL instead of SQLite: a `postgres://` URL, `env:NAME` or `file:PATH`.
+    pub url: Option<String>,
+    /// Most PostgreSQL connections this instance opens.
+    pub pool_size: Option<usize>,
+    /// How long an operation waits for a PostgreSQL connection.
+    pub pool_wait: Option<String>,
     /// How long a write waits for a lock held elsewhere.
     pub busy_timeout: Option<String>,
     /// How often `serve` purges what retention allows to forget.

@@ -134,12 +134,29 @@ impl std::fmt::Debug for TlsConfig {
 /// `[store]`.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// The SQLite file.
+    /// The SQLite file (unused when `postgres` is set).
     pub path: PathBuf,
+    /// PostgreSQL, when `store.url` is set.
+    pub postgres: Option<PostgresConfig>,
     /// Lock wait.
     pub busy_timeout: Duration,
     /// How often `serve` purges.
     pub purge_interval: Duration,
+}
+
+/// `[store] url = ...`: the PostgreSQL store shared by several instances.
+#[derive(Clone)]
+pub struct PostgresConfig {
+    /// The connection URL; it may hold a password, so it is never printed.
+    pub url: String,
+    /// The pool's size and wait.
+    pub options: idemgate_store::PgOptions,
+}
+
+impl std::fmt::Debug for PostgresConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresConfig").field("options", &self.options).finish_non_exhaustive()
+    }
 }
 
 /// One `[sources.<id>]`.
@@ -197,7 +214,7 @@ pub struct DestinationConfig {
 pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
     let mut warnings = Vec::new();
     let server = server(raw.server, base)?;
-    let store = store(raw.store)?;
+    let store = store(raw.store, base, &mut warnings)?;
     let destinations = raw
         .destinations
         .into_iter()
@@ -339,12 +356,58 @@ fn tls_config(cert: &Path, key: &Path) -> Result<TlsConfig, ConfigError> {
     Ok(TlsConfig { cert: cert.to_owned(), key: key.to_owned(), acceptor })
 }
 
-fn store(raw: RawStore) -> Result<StoreConfig, ConfigError> {
+fn store(raw: RawStore, base: &Path, warnings: &mut Vec<ConfigWarning>) -> Result<StoreConfig, ConfigError> {
+    let postgres = match raw.url.as_deref() {
+        None => None,
+        Some(_) if raw.path.is_some() => {
+            return Err(ConfigError::new("store.url", "give either store.path (SQLite) or store.url (PostgreSQL)"));
+        }
+        Some(reference) => Some(postgres(reference, &raw, base, warnings)?),
+    };
     Ok(StoreConfig {
+        postgres,
         path: PathBuf::from(raw.path.as_deref().unwrap_or(DEFAULT_STORE)),
         busy_timeout: duration("store.busy_timeout", raw.busy_timeout.as_deref(), Duration::from_secs(5))?,
         purge_interval: duration("store.purge_interval", raw.purge_interval.as_deref(), Duration::from_secs(3600))?,
     })
+}
+
+fn postgres(
+    reference: &str,
+    raw: &RawStore,
+    base: &Path,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<PostgresConfig, ConfigError> {
+    let literal = !reference.starts_with("env:") && !reference.starts_with("file:");
+    let url = if literal {
+        // A literal URL is fine in a config file unless it carries a password.
+        if url_has_password(reference) {
+            warnings.push(ConfigWarning(
+                "store.url: password given literally in the config file; use env:NAME or file:PATH".to_owned(),
+            ));
+        }
+        reference.to_owned()
+    } else {
+        secrets::resolve("store.url", reference, base, warnings)?
+    };
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(ConfigError::new("store.url", "must be a postgres:// or postgresql:// URL"));
+    }
+    let defaults = idemgate_store::PgOptions::default();
+    let pool_size = raw.pool_size.unwrap_or(defaults.pool_size);
+    if pool_size == 0 {
+        return Err(ConfigError::new("store.pool_size", "must be at least 1"));
+    }
+    let wait_timeout = duration("store.pool_wait", raw.pool_wait.as_deref(), defaults.wait_timeout)?;
+    Ok(PostgresConfig { url, options: idemgate_store::PgOptions { pool_size, wait_timeout } })
+}
+
+/// Whether a `postgres://user:password@host` URL (or its `password=` parameter) holds a password.
+fn url_has_password(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let userinfo = authority.rsplit_once('@').map_or("", |(userinfo, _)| userinfo);
+    userinfo.contains(':') || url.contains("password=")
 }
 
 fn destination(

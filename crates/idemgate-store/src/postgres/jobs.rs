@@ -1,0 +1,234 @@
+//! The delivery queue on PostgreSQL: due jobs are claimed with `FOR UPDATE SKIP LOCKED`,
+//! so workers of several instances never take the same job while its lease holds, and
+//! completions are fenced by `lease_token` exactly as on SQLite.
+
+use std::time::Duration;
+
+use idemgate_core::{UnixTime, job::JobState, retry::Decision};
+
+use super::{PgStore, retrying, sql_limit};
+use crate::{
+    StoreError,
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, bounded, key, secs},
+};
+
+/// The jobs a [`ReplayFilter`] selects ($1 state, $2 source, $3 identity, $4 destination,
+/// $5 since, $6 until).
+const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
+    WHERE j.state = $1 AND NOT e.payload_purged
+      AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
+      AND ($4::text IS NULL OR j.destination = $4)
+      AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)";
+
+impl PgStore {
+    /// Claims up to `limit` due jobs at `now` for `lease`; see [`crate::jobs::claim`] for
+    /// what is due. Jobs locked by another claim in progress are skipped, not waited for.
+    pub async fn claim_jobs(
+        &self,
+        now: UnixTime,
+        lease: Duration,
+        limit: usize,
+        fifo: &[String],
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        let client = self.client().await?;
+        let claim = client
+            .prepare_cached(
+                "UPDATE jobs SET state = 'running', lease_until = $2, lease_token = jobs.lease_token + 1,
+                        attempts = jobs.attempts + 1, updated_at = $1
+                 FROM (SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
+                       WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at <= $1)
+                              OR (j.state = 'running' AND j.lease_until <= $1))
+                         AND NOT EXISTS (SELECT 1 FROM destinations d
+                                         WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
+                         AND (e.ordering_key IS NULL
+                              OR NOT (j.destination = ANY($4::text[]))
+                              OR NOT EXISTS (
+                                  SELECT 1 FROM jobs j2 JOIN events e2 ON e2.id = j2.event_id
+                                  WHERE j2.destination = j.destination AND e2.source = e.source
+                                    AND e2.ordering_key = e.ordering_key AND e2.id < e.id
+                                    AND j2.state IN ('pending', 'running', 'retrying')))
+                       ORDER BY j.next_attempt_at, j.id LIMIT $3
+                       FOR UPDATE OF j SKIP LOCKED) AS due,
+                      events e
+                 WHERE jobs.id = due.id AND e.id = jobs.event_id
+                 RETURNING jobs.id, jobs.lease_token, jobs.attempts, jobs.destination,
+                           e.source, e.identity, e.body, e.content_type, e.headers",
+            )
+            .await?;
+        let until = now.0.saturating_add(secs(lease));
+        let rows = client.query(&claim, &[&now.0, &until, &sql_limit(limit), &fifo]).await?;
+        let mut claimed = rows
+            .iter()
+            .map(|row| {
+                let source: String = row.try_get(4)?;
+                let identity: String = row.try_get(5)?;
+                let headers: Option<String> = row.try_get(8)?;
+                let attempt: i32 = row.try_get(2)?;
+                Ok(ClaimedJob {
+                    id: row.try_get(0)?,
+                    lease_token: row.try_get(1)?,
+                    attempt: attempt.unsigned_abs(),
+                    destination: row.try_get(3)?,
+                    key: key(&source, &identity)?,
+                    body: row.try_get(6)?,
+                    content_type: row.try_get(7)?,
+                    headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        claimed.sort_by_key(|job| job.id);
+        Ok(claimed)
+    }
+
+    /// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current.
+    pub async fn complete_job(
+        &self,
+        job: &ClaimedJob,
+        attempt: &AttemptRecord,
+        decision: Decision,
+        now: UnixTime,
+    ) -> Result<Completion, StoreError> {
+        retrying(|| self.try_complete(job, attempt, decision, now)).await
+    }
+
+    async fn try_complete(
+        &self,
+        job: &ClaimedJob,
+        attempt: &AttemptRecord,
+        decision: Decision,
+        now: UnixTime,
+    ) -> Result<Completion, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let record = tx
+            .prepare_cached(
+                "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .await?;
+        let number = i32::try_from(job.attempt).unwrap_or(i32::MAX);
+        let latency = i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX);
+        let status = attempt.status.map(i32::from);
+        tx.execute(
+            &record,
+            &[
+                &job.id,
+                &number,
+                &attempt.started_at.0,
+                &latency,
+                &status,
+                &bounded(attempt.error.as_deref()),
+                &bounded(attempt.response_prefix.as_deref()),
+            ],
+        )
+        .await?;
+        let (state, next, error) = match decision {
+            Decision::Succeeded => (JobState::Succeeded, now, None),
+            Decision::RetryAfter(delay) => {
+                (JobState::Retrying, UnixTime(now.0.saturating_add(secs(delay))), attempt.error.clone())
+            }
+            Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
+            Decision::DisableDestination => {
+                disable_destination(&tx, &job.destination, "410 Gone", now).await?;
+                (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
+            }
+        };
+        let update = tx
+            .prepare_cached(
+                "UPDATE jobs SET state = $3, next_attempt_at = $4, last_error = $5, lease_until = NULL, updated_at = $6
+                 WHERE id = $1 AND lease_token = $2 AND state = 'running'",
+            )
+            .await?;
+        let changed = tx
+            .execute(
+                &update,
+                &[&job.id, &job.lease_token, &state.as_str(), &next.0, &bounded(error.as_deref()), &now.0],
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
+    }
+
+    /// Re-enables `destination`; its waiting jobs become due at once. Returns whether it was disabled.
+    pub async fn enable_destination(&self, destination: &str, now: UnixTime) -> Result<bool, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let changed = tx
+            .execute(
+                "UPDATE destinations SET disabled_at = NULL, disabled_reason = NULL
+                 WHERE name = $1 AND disabled_at IS NOT NULL",
+                &[&destination],
+            )
+            .await?;
+        tx.execute(
+            "UPDATE jobs SET next_attempt_at = $2, updated_at = $2 WHERE destination = $1 AND state = 'retrying'",
+            &[&destination, &now.0],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(changed == 1)
+    }
+
+    /// How many jobs `filter` selects now.
+    pub async fn count_replayable(&self, filter: &ReplayFilter) -> Result<usize, StoreError> {
+        let state = filter.replayed_state()?;
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                &format!("SELECT count(*) FROM ({MATCHING}) AS matching"),
+                &[
+                    &state.as_str(),
+                    &filter.source,
+                    &filter.identity,
+                    &filter.destination,
+                    &filter.since.map(|t| t.0),
+                    &filter.until.map(|t| t.0),
+                ],
+            )
+            .await?;
+        let count: i64 = row.try_get(0)?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
+    /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; see
+    /// [`crate::jobs::replay`].
+    pub async fn replay_jobs(&self, filter: &ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+        let state = filter.replayed_state()?;
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                &format!(
+                    "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at = $7, last_error = NULL,
+                            updated_at = $7
+                     WHERE id IN ({MATCHING} LIMIT $8)"
+                ),
+                &[
+                    &state.as_str(),
+                    &filter.source,
+                    &filter.identity,
+                    &filter.destination,
+                    &filter.since.map(|t| t.0),
+                    &filter.until.map(|t| t.0),
+                    &now.0,
+                    &sql_limit(limit),
+                ],
+            )
+            .await?;
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+}
+
+async fn disable_destination(
+    tx: &deadpool_postgres::Transaction<'_>,
+    destination: &str,
+    reason: &str,
+    now: UnixTime,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO destinations (name, disabled_at, disabled_reason) VALUES ($1, $2, $3)
+         ON CONFLICT (name) DO UPDATE SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason",
+        &[&destination, &now.0, &reason],
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! Retention on PostgreSQL: the same rules as [`crate::maintenance::purge`], in one
+//! transaction. Backups are PostgreSQL's own business (`pg_dump`, base backups).
+
+use idemgate_core::UnixTime;
+
+use super::PgStore;
+use crate::{
+    StoreError,
+    maintenance::{PurgeReport, Retention, cutoff},
+};
+
+/// Events of `$1` received before `$2` whose jobs are all finished and that hold no
+/// ordering version.
+const PURGEABLE_EVENTS: &str = "SELECT e.id FROM events e
+    WHERE e.source = $1 AND e.received_at < $2
+      AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state IN ('pending', 'running', 'retrying'))
+      AND NOT EXISTS (SELECT 1 FROM ordering_versions o WHERE o.event_id = e.id)";
+
+fn count(rows: u64) -> usize {
+    usize::try_from(rows).unwrap_or(usize::MAX)
+}
+
+impl PgStore {
+    /// Applies `policies` at `now`, committed; or, when `dry_run`, counts and rolls back.
+    pub async fn purge(&self, now: UnixTime, policies: &[Retention], dry_run: bool) -> Result<PurgeReport, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let mut report = PurgeReport::default();
+        for policy in policies {
+            let receipts_before = cutoff(now, policy.receipts);
+            let payloads_before = cutoff(now, policy.payloads);
+            let source = policy.source.as_str();
+            report.payloads += count(
+                tx.execute(
+                    &format!(
+                        "UPDATE events SET body = ''::bytea, payload_purged = true
+                         WHERE NOT payload_purged AND id IN ({PURGEABLE_EVENTS})"
+                    ),
+                    &[&source, &payloads_before],
+                )
+                .await?,
+            );
+            tx.execute(
+                &format!(
+                    "DELETE FROM attempts WHERE job_id IN (SELECT id FROM jobs WHERE event_id IN ({PURGEABLE_EVENTS}))"
+                ),
+                &[&source, &receipts_before],
+            )
+            .await?;
+            tx.execute(
+                &format!("DELETE FROM jobs WHERE event_id IN ({PURGEABLE_EVENTS})"),
+                &[&source, &receipts_before],
+            )
+            .await?;
+            report.events += count(
+                tx.execute(
+                    &format!("DELETE FROM events WHERE id IN ({PURGEABLE_EVENTS})"),
+                    &[&source, &receipts_before],
+                )
+                .await?,
+            );
+            report.receipts += count(
+                tx.execute(
+                    "DELETE FROM receipts WHERE source = $1 AND received_at < $2
+                       AND NOT EXISTS (SELECT 1 FROM events e
+                                       WHERE e.source = receipts.source AND e.identity = receipts.identity)",
+                    &[&source, &receipts_before],
+                )
+                .await?,
+            );
+            report.conflicts += count(
+                tx.execute(
+                    "DELETE FROM conflicts WHERE source = $1 AND last_seen_at < $2
+                       AND NOT EXISTS (SELECT 1 FROM receipts r
+                                       WHERE r.source = conflicts.source AND r.identity = conflicts.identity)",
+                    &[&source, &receipts_before],
+                )
+                .await?,
+            );
+        }
+        if dry_run {
+            tx.rollback().await?;
+        } else {
+            tx.commit().await?;
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,146 @@
+//! Versioned schema migrations for PostgreSQL, tracked in `idemgate_schema`.
+//!
+//! All pending migrations run in one transaction that first takes an advisory lock for
+//! the current schema, so several instances starting at once apply each exactly once and
+//! the others find the schema complete. PostgreSQL's DDL is transactional: a migration
+//! that fails leaves nothing behind. Entries are never edited once released.
+//!
+//! Text keys use the `"C"` collation: comparisons and `ORDER BY` are by bytes, as in
+//! SQLite, so both backends order identities and ordering versions the same way.
+
+use deadpool_postgres::Object;
+
+use crate::StoreError;
+
+/// Migration `i` brings the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[r#"
+    CREATE TABLE receipts (
+        source      TEXT COLLATE "C" NOT NULL,
+        identity    TEXT COLLATE "C" NOT NULL,
+        body_sha256 BYTEA  NOT NULL CHECK (octet_length(body_sha256) = 32),
+        outcome     TEXT   NOT NULL CHECK (outcome IN ('applied')),
+        result      TEXT   NOT NULL,
+        received_at BIGINT NOT NULL,
+        PRIMARY KEY (source, identity)
+    );
+    CREATE INDEX receipts_age ON receipts (source, received_at);
+
+    CREATE TABLE conflicts (
+        source        TEXT COLLATE "C" NOT NULL,
+        identity      TEXT COLLATE "C" NOT NULL,
+        body_sha256   BYTEA  NOT NULL CHECK (octet_length(body_sha256) = 32),
+        first_seen_at BIGINT NOT NULL,
+        last_seen_at  BIGINT NOT NULL,
+        seen_count    BIGINT NOT NULL CHECK (seen_count > 0),
+        PRIMARY KEY (source, identity, body_sha256)
+    );
+
+    CREATE TABLE events (
+        id             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        source         TEXT COLLATE "C" NOT NULL,
+        identity       TEXT COLLATE "C" NOT NULL,
+        event_type     TEXT,
+        content_type   TEXT,
+        body           BYTEA   NOT NULL,
+        received_at    BIGINT  NOT NULL,
+        headers        TEXT,
+        ordering_key   TEXT COLLATE "C",
+        payload_purged BOOLEAN NOT NULL DEFAULT false,
+        UNIQUE (source, identity),
+        FOREIGN KEY (source, identity) REFERENCES receipts (source, identity)
+            DEFERRABLE INITIALLY DEFERRED
+    );
+    CREATE INDEX events_ordering ON events (source, ordering_key) WHERE ordering_key IS NOT NULL;
+    CREATE INDEX events_age ON events (source, received_at);
+
+    CREATE TABLE jobs (
+        id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        event_id        BIGINT  NOT NULL REFERENCES events (id),
+        destination     TEXT COLLATE "C" NOT NULL,
+        state           TEXT    NOT NULL CHECK (state IN
+                            ('pending', 'running', 'succeeded', 'retrying', 'dead', 'superseded')),
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT  NOT NULL,
+        lease_until     BIGINT,
+        lease_token     BIGINT  NOT NULL DEFAULT 0,
+        last_error      TEXT,
+        created_at      BIGINT  NOT NULL,
+        updated_at      BIGINT  NOT NULL,
+        UNIQUE (event_id, destination)
+    );
+    CREATE INDEX jobs_due ON jobs (state, next_attempt_at);
+
+    CREATE TABLE attempts (
+        id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        job_id          BIGINT  NOT NULL REFERENCES jobs (id),
+        attempt         INTEGER NOT NULL,
+        started_at      BIGINT  NOT NULL,
+        latency_ms      BIGINT  NOT NULL,
+        status          INTEGER,
+        error           TEXT,
+        response_prefix TEXT
+    );
+    CREATE INDEX attempts_job ON attempts (job_id);
+
+    CREATE TABLE destinations (
+        name            TEXT COLLATE "C" PRIMARY KEY,
+        disabled_at     BIGINT,
+        disabled_reason TEXT
+    );
+
+    CREATE TABLE ordering_versions (
+        source       TEXT COLLATE "C" NOT NULL,
+        ordering_key TEXT COLLATE "C" NOT NULL,
+        version_int  BIGINT,
+        version_text TEXT COLLATE "C",
+        event_id     BIGINT NOT NULL REFERENCES events (id),
+        CHECK ((version_int IS NULL) != (version_text IS NULL)),
+        PRIMARY KEY (source, ordering_key)
+    );
+
+    CREATE TABLE idempotency_records (
+        scope           TEXT COLLATE "C" NOT NULL,
+        key             TEXT COLLATE "C" NOT NULL,
+        fingerprint     BYTEA   NOT NULL CHECK (octet_length(fingerprint) = 32),
+        state           TEXT    NOT NULL CHECK (state IN ('in_flight', 'completed')),
+        lock_token      BIGINT  NOT NULL,
+        locked_until_ms BIGINT,
+        status          INTEGER,
+        headers         TEXT,
+        body            BYTEA,
+        body_omitted    BOOLEAN NOT NULL DEFAULT false,
+        created_at_ms   BIGINT  NOT NULL,
+        expires_at_ms   BIGINT  NOT NULL,
+        PRIMARY KEY (scope, key)
+    );
+    CREATE INDEX idempotency_expiry ON idempotency_records (expires_at_ms);
+"#];
+
+/// The schema version this build writes on PostgreSQL.
+pub(crate) const CURRENT_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Any constant shared by all idemgate builds; the second key is the schema's name.
+const LOCK_CLASS: i32 = 0x1de6;
+
+/// Applies every pending migration; refuses a schema from a newer build.
+pub(crate) async fn migrate(client: &mut Object) -> Result<(), StoreError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))", &[&LOCK_CLASS]).await?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS idemgate_schema (version INTEGER NOT NULL)").await?;
+    let found: i32 = match tx.query_opt("SELECT version FROM idemgate_schema", &[]).await? {
+        Some(row) => row.try_get(0)?,
+        None => {
+            tx.execute("INSERT INTO idemgate_schema (version) VALUES (0)", &[]).await?;
+            0
+        }
+    };
+    if found > CURRENT_VERSION {
+        return Err(StoreError::NewerSchema { found: found.unsigned_abs(), supported: CURRENT_VERSION.unsigned_abs() });
+    }
+    for step in &MIGRATIONS[found.unsigned_abs() as usize..] {
+        tx.batch_execute(step).await?;
+    }
+    tx.execute("UPDATE idemgate_schema SET version = $1", &[&CURRENT_VERSION]).await?;
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! Receipts and the gateway's inbox on PostgreSQL: one transaction per delivery that
+//! inserts the receipt, the event and its jobs, or finds the receipt already there.
+
+use idemgate_core::{Outcome, outcome::FailureCause};
+
+use super::{PgStore, retrying};
+use crate::{
+    ErrorKind, ReceiveRequest, StoreError,
+    inbox::{IncomingEvent, Version},
+    writer::parse_result,
+};
+
+impl PgStore {
+    /// Offers one delivery of a gateway event: exactly one of applied / duplicate /
+    /// conflict / refused / failed, known once the commit is durable.
+    pub async fn accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Outcome {
+        match retrying(|| self.try_accept(request, event)).await {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                let key = &request.key;
+                tracing::warn!(source = %key.source, identity = %key.identity, error = %err, "receipt transaction failed");
+                let cause =
+                    if err.kind() == ErrorKind::Unavailable { FailureCause::Unavailable } else { FailureCause::Store };
+                Outcome::Failed { cause }
+            }
+        }
+    }
+
+    async fn try_accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Result<Outcome, StoreError> {
+        let key = &request.key;
+        let (source, identity) = (key.source.as_str(), key.identity.as_str());
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        // A concurrent first delivery of the same identity holds the key's index entry
+        // until it commits or rolls back; this insert waits for that, then knows.
+        let insert = tx
+            .prepare_cached(
+                "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+                 VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING",
+            )
+            .await?;
+        let result = event.result.to_string();
+        let inserted = tx
+            .execute(&insert, &[&source, &identity, &&request.body_hash.0[..], &result, &request.received_at.0])
+            .await?;
+        if inserted == 0 {
+            let existing = tx
+                .prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = $1 AND identity = $2")
+                .await?;
+            let Some(row) = tx.query_opt(&existing, &[&source, &identity]).await? else {
+                // The receipt was purged between the two statements: try the whole delivery again.
+                return Err(StoreError::Malformed("receipt vanished during its lookup"));
+            };
+            let hash: Vec<u8> = row.try_get(0)?;
+            if hash == request.body_hash.0 {
+                let result: String = row.try_get(1)?;
+                return Ok(Outcome::Duplicate { result: parse_result(&result)? });
+            }
+            record_conflict(&tx, request).await?;
+            tx.commit().await?;
+            tracing::warn!(source, identity, "conflicting repeat refused");
+            return Ok(Outcome::Conflict);
+        }
+        if let Some(reason) = event.refusal {
+            tracing::info!(source, identity, reason, "event refused; rolled back");
+            tx.rollback().await?;
+            return Ok(Outcome::Refused { reason });
+        }
+        let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
+        let insert_event = tx
+            .prepare_cached(
+                "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            )
+            .await?;
+        let ordering_key = event.ordering.as_ref().map(|o| o.key.as_str());
+        let event_id: i64 = tx
+            .query_one(
+                &insert_event,
+                &[
+                    &source,
+                    &identity,
+                    &event.event_type,
+                    &event.content_type,
+                    &&event.body[..],
+                    &request.received_at.0,
+                    &headers,
+                    &ordering_key,
+                ],
+            )
+            .await?
+            .try_get(0)?;
+        let superseded = match &event.ordering {
+            Some(ordering) => {
+                let (int, text) = match &ordering.version {
+                    Version::Int(v) => (Some(*v), None),
+                    Version::Text(v) => (None, Some(v.as_str())),
+                };
+                // Moves the key's newest version forward unless a newer one was seen; the
+                // upsert holds the key's row lock, so racing versions of one key serialise.
+                let advance = tx
+                    .prepare_cached(
+                        r#"INSERT INTO ordering_versions (source, ordering_key, version_int, version_text, event_id)
+                         VALUES ($1, $2, $3, $4, $5)
+                         ON CONFLICT (source, ordering_key) DO UPDATE SET
+                            version_int = excluded.version_int, version_text = excluded.version_text,
+                            event_id = excluded.event_id
+                         WHERE NOT (coalesce(excluded.version_int < ordering_versions.version_int, false)
+                                 OR coalesce(excluded.version_text < ordering_versions.version_text, false))"#,
+                    )
+                    .await?;
+                tx.execute(&advance, &[&source, &ordering.key, &int, &text, &event_id]).await? == 0
+            }
+            None => false,
+        };
+        let state = if superseded { "superseded" } else { "pending" };
+        let jobs = tx
+            .prepare_cached(
+                "INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
+                 SELECT $1, d, $2, $3, $3, $3 FROM unnest($4::text[]) AS d",
+            )
+            .await?;
+        let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
+        tx.execute(&jobs, &[&event_id, &state, &request.received_at.0, &destinations]).await?;
+        tx.commit().await?;
+        if superseded {
+            tracing::info!(source, identity, "older than its ordering key's newest version: superseded");
+        }
+        Ok(Outcome::Applied { result: event.result.clone() })
+    }
+}
+
+async fn record_conflict(tx: &deadpool_postgres::Transaction<'_>, request: &ReceiveRequest) -> Result<(), StoreError> {
+    let key = &request.key;
+    let upsert = tx
+        .prepare_cached(
+            "INSERT INTO conflicts (source, identity, body_sha256, first_seen_at, last_seen_at, seen_count)
+             VALUES ($1, $2, $3, $4, $4, 1)
+             ON CONFLICT (source, identity, body_sha256)
+             DO UPDATE SET last_seen_at = excluded.last_seen_at, seen_count = conflicts.seen_count + 1",
+        )
+        .await?;
+    tx.execute(
+        &upsert,
+        &[&key.source.as_str(), &key.identity.as_str(), &&request.body_hash.0[..], &request.received_at.0],
+    )
+    .await?;
+    Ok(())
+}

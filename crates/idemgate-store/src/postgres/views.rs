@@ -1,0 +1,343 @@
+//! Reads on PostgreSQL: receipts, events and jobs as the operator, the admin API and the
+//! tests see them. The same queries as [`crate::views`] and [`crate::reader`].
+
+use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
+use tokio_postgres::Row;
+
+use super::{PgStore, sql_limit};
+use crate::{
+    ConflictRecord, Receipt, StoreError,
+    inbox::{JobRecord, StoredEvent},
+    views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
+    writer::parse_result,
+};
+
+fn unsigned(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn key_from_row(row: &Row) -> Result<ReceiptKey, StoreError> {
+    let source = SourceName::new(row.try_get::<_, String>(0)?).map_err(|_| StoreError::Malformed("source name"))?;
+    let identity = Identity::new(row.try_get::<_, String>(1)?).map_err(|_| StoreError::Malformed("identity"))?;
+    Ok(ReceiptKey { source, identity })
+}
+
+fn hash_from_row(row: &Row, index: usize) -> Result<BodyHash, StoreError> {
+    let bytes: Vec<u8> = row.try_get(index)?;
+    Ok(BodyHash(bytes.try_into().map_err(|_| StoreError::Malformed("body hash"))?))
+}
+
+fn receipt_from_row(row: &Row) -> Result<Receipt, StoreError> {
+    Ok(Receipt {
+        key: key_from_row(row)?,
+        body_hash: hash_from_row(row, 2)?,
+        outcome: row.try_get(3)?,
+        result: parse_result(&row.try_get::<_, String>(4)?)?,
+        received_at: UnixTime(row.try_get(5)?),
+    })
+}
+
+fn counts(rows: &[Row]) -> Result<Vec<(String, u64)>, StoreError> {
+    rows.iter().map(|row| Ok((row.try_get(0)?, unsigned(row.try_get(1)?)))).collect()
+}
+
+impl PgStore {
+    /// The receipt for `key`, if any.
+    pub async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT source, identity, body_sha256, outcome, result, received_at
+                 FROM receipts WHERE source = $1 AND identity = $2",
+                &[&key.source.as_str(), &key.identity.as_str()],
+            )
+            .await?;
+        row.as_ref().map(receipt_from_row).transpose()
+    }
+
+    /// Every receipt of `source`, ordered by identity.
+    pub async fn receipts(&self, source: &SourceName) -> Result<Vec<Receipt>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT source, identity, body_sha256, outcome, result, received_at
+                 FROM receipts WHERE source = $1 ORDER BY identity",
+                &[&source.as_str()],
+            )
+            .await?;
+        rows.iter().map(receipt_from_row).collect()
+    }
+
+    /// Every recorded conflict of `source`, ordered by identity.
+    pub async fn conflicts(&self, source: &SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT source, identity, body_sha256, first_seen_at, last_seen_at, seen_count
+                 FROM conflicts WHERE source = $1 ORDER BY identity, first_seen_at",
+                &[&source.as_str()],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ConflictRecord {
+                    key: key_from_row(row)?,
+                    body_hash: hash_from_row(row, 2)?,
+                    first_seen_at: UnixTime(row.try_get(3)?),
+                    last_seen_at: UnixTime(row.try_get(4)?),
+                    seen_count: unsigned(row.try_get(5)?),
+                })
+            })
+            .collect()
+    }
+
+    /// The event stored under `key`, if any.
+    pub async fn event(&self, key: &ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT id, event_type, content_type, octet_length(body), received_at
+                 FROM events WHERE source = $1 AND identity = $2",
+                &[&key.source.as_str(), &key.identity.as_str()],
+            )
+            .await?;
+        row.map(|row| {
+            let len: i32 = row.try_get(3)?;
+            Ok(StoredEvent {
+                id: row.try_get(0)?,
+                event_type: row.try_get(1)?,
+                content_type: row.try_get(2)?,
+                body_len: usize::try_from(len).unwrap_or(0),
+                received_at: UnixTime(row.try_get(4)?),
+            })
+        })
+        .transpose()
+    }
+
+    /// The jobs of the event stored under `key`, by destination.
+    pub async fn jobs(&self, key: &ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at
+                 FROM jobs j JOIN events e ON e.id = j.event_id
+                 WHERE e.source = $1 AND e.identity = $2 ORDER BY j.destination",
+                &[&key.source.as_str(), &key.identity.as_str()],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let attempts: i32 = row.try_get(3)?;
+                Ok(JobRecord {
+                    id: row.try_get(0)?,
+                    destination: row.try_get(1)?,
+                    state: row.try_get(2)?,
+                    attempts: attempts.unsigned_abs(),
+                    next_attempt_at: UnixTime(row.try_get(4)?),
+                })
+            })
+            .collect()
+    }
+
+    /// How many jobs are in each state.
+    pub async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let client = self.client().await?;
+        counts(&client.query("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state", &[]).await?)
+    }
+
+    /// When the oldest job still waiting to be delivered was created.
+    pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
+        let client = self.client().await?;
+        let row =
+            client.query_one("SELECT min(created_at) FROM jobs WHERE state IN ('pending', 'retrying')", &[]).await?;
+        Ok(row.try_get::<_, Option<i64>>(0)?.map(UnixTime))
+    }
+
+    /// Events matching `filter`, newest first; see [`crate::views::list_events`].
+    pub async fn list_events(&self, filter: &EventFilter) -> Result<Vec<EventRow>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT e.id, e.source, e.identity, e.event_type, e.received_at,
+                        coalesce(jobs.destinations, '{}'), coalesce(jobs.states, '{}')
+                 FROM events e
+                 LEFT JOIN LATERAL (SELECT array_agg(j.destination ORDER BY j.destination) AS destinations,
+                                           array_agg(j.state ORDER BY j.destination) AS states
+                                    FROM jobs j WHERE j.event_id = e.id) jobs ON true
+                 WHERE ($1::text IS NULL OR e.source = $1)
+                   AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state = $2
+                                                    AND ($3::text IS NULL OR j.destination = $3)))
+                   AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM jobs j
+                                                    WHERE j.event_id = e.id AND j.destination = $3))
+                   AND ($4::bigint IS NULL OR e.received_at >= $4) AND ($5::bigint IS NULL OR e.received_at < $5)
+                   AND ($6::bigint IS NULL OR e.id < $6)
+                 ORDER BY e.id DESC LIMIT $7",
+                &[
+                    &filter.source,
+                    &filter.state,
+                    &filter.destination,
+                    &filter.since.map(|t| t.0),
+                    &filter.until.map(|t| t.0),
+                    &filter.before_id,
+                    &sql_limit(filter.limit),
+                ],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let destinations: Vec<String> = row.try_get(5)?;
+                let states: Vec<String> = row.try_get(6)?;
+                Ok(EventRow {
+                    id: row.try_get(0)?,
+                    source: row.try_get(1)?,
+                    identity: row.try_get(2)?,
+                    event_type: row.try_get(3)?,
+                    received_at: UnixTime(row.try_get(4)?),
+                    jobs: destinations.into_iter().zip(states).collect(),
+                })
+            })
+            .collect()
+    }
+
+    /// Every attempt for the event `(source, identity)`, in order.
+    pub async fn attempts(&self, source: &str, identity: &str) -> Result<Vec<AttemptRow>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error
+                 FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN events e ON e.id = j.event_id
+                 WHERE e.source = $1 AND e.identity = $2 ORDER BY a.id",
+                &[&source, &identity],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let attempt: i32 = row.try_get(1)?;
+                let status: Option<i32> = row.try_get(4)?;
+                Ok(AttemptRow {
+                    destination: row.try_get(0)?,
+                    attempt: attempt.unsigned_abs(),
+                    started_at: UnixTime(row.try_get(2)?),
+                    latency_ms: unsigned(row.try_get(3)?),
+                    status: status.and_then(|s| u16::try_from(s).ok()),
+                    error: row.try_get(5)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The most recently updated dead jobs.
+    pub async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT e.source, e.identity, j.destination, j.attempts, j.last_error
+                 FROM jobs j JOIN events e ON e.id = j.event_id
+                 WHERE j.state = 'dead' ORDER BY j.updated_at DESC, j.id DESC LIMIT $1",
+                &[&sql_limit(limit)],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let attempts: i32 = row.try_get(3)?;
+                Ok(DeadJob {
+                    source: row.try_get(0)?,
+                    identity: row.try_get(1)?,
+                    destination: row.try_get(2)?,
+                    attempts: attempts.unsigned_abs(),
+                    reason: row.try_get(4)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The most recent conflicts.
+    pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT source, identity, seen_count, last_seen_at FROM conflicts ORDER BY last_seen_at DESC LIMIT $1",
+                &[&sql_limit(limit)],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RecentConflict {
+                    source: row.try_get(0)?,
+                    identity: row.try_get(1)?,
+                    seen_count: unsigned(row.try_get(2)?),
+                    last_seen_at: UnixTime(row.try_get(3)?),
+                })
+            })
+            .collect()
+    }
+
+    /// Every destination that has jobs or was disabled.
+    pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
+        let client = self.client().await?;
+        let names = client
+            .query(
+                "SELECT name FROM (SELECT DISTINCT destination AS name FROM jobs UNION SELECT name FROM destinations) n
+                 ORDER BY name",
+                &[],
+            )
+            .await?;
+        let mut all = Vec::with_capacity(names.len());
+        for row in names {
+            let name: String = row.try_get(0)?;
+            let jobs = counts(
+                &client
+                    .query(
+                        "SELECT state, count(*) FROM jobs WHERE destination = $1 GROUP BY state ORDER BY state",
+                        &[&name],
+                    )
+                    .await?,
+            )?;
+            let disabled = client
+                .query_opt(
+                    "SELECT disabled_reason FROM destinations WHERE name = $1 AND disabled_at IS NOT NULL",
+                    &[&name],
+                )
+                .await?
+                .map(|row| row.try_get::<_, Option<String>>(0))
+                .transpose()?
+                .map(Option::unwrap_or_default);
+            all.push(DestinationHealth { name, jobs, disabled });
+        }
+        Ok(all)
+    }
+
+    /// Counts per source of what arrived at or after `since`.
+    pub async fn stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
+        let since = since.map_or(i64::MIN, |t| t.0);
+        let client = self.client().await?;
+        let sources = client
+            .query(
+                "SELECT source, count(*) FROM receipts WHERE received_at >= $1 GROUP BY source ORDER BY source",
+                &[&since],
+            )
+            .await?;
+        let mut all = Vec::with_capacity(sources.len());
+        for row in sources {
+            let source: String = row.try_get(0)?;
+            let jobs = counts(
+                &client
+                    .query(
+                        "SELECT j.state, count(*) FROM jobs j JOIN events e ON e.id = j.event_id
+                         WHERE e.source = $1 AND e.received_at >= $2 GROUP BY j.state ORDER BY j.state",
+                        &[&source, &since],
+                    )
+                    .await?,
+            )?;
+            let conflicts: i64 = client
+                .query_one(
+                    "SELECT coalesce(sum(seen_count), 0)::bigint FROM conflicts WHERE source = $1 AND last_seen_at >= $2",
+                    &[&source, &since],
+                )
+                .await?
+                .try_get(0)?;
+            all.push(SourceStats { receipts: unsigned(row.try_get(1)?), conflicts: unsigned(conflicts), jobs, source });
+        }
+        Ok(all)
+    }
+}

@@ -1,0 +1,395 @@
+//! [`Store`]: the one interface the gateway, the worker, the `Idempotency-Key` layer and
+//! the operator's tools use, whichever backend holds the data.
+//!
+//! An enum rather than a trait object: there are exactly two backends, each method is a
+//! plain `async fn`, and a match makes it plain that both implement every operation.
+//! SQLite work runs on the writer thread (group commit) or on a read connection in a
+//! blocking task; PostgreSQL work runs on a pooled connection.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use idemgate_core::{Outcome, ReceiptKey, SourceName, UnixTime, idempotency::Fingerprint, retry::Decision};
+use serde_json::Value;
+
+use crate::{
+    ConflictRecord, HandlerError, Receipt, ReceiveRequest, SqliteStore, StoreError,
+    idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
+    inbox::{self, IncomingEvent, JobRecord, NewEvent, StoredEvent},
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+    maintenance::{self, PurgeReport, Retention},
+    postgres::PgStore,
+    views::{self, AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
+    writer::Handler,
+};
+
+/// The store, on SQLite or PostgreSQL. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Store {
+    backend: Backend,
+}
+
+#[derive(Debug, Clone)]
+enum Backend {
+    Sqlite(Arc<SqliteStore>),
+    Postgres(PgStore),
+}
+
+/// Whatever takes deliveries for the inbound pipeline: the gateway's [`Store`] (effect:
+/// an [`IncomingEvent`]) or a [`SqliteStore`] running an application's own handler.
+pub trait Receiver: Send + Sync + 'static {
+    /// What a first delivery does, inside the receipt's transaction.
+    type Effect: Send + 'static;
+    /// Offers one delivery; see [`SqliteStore::receive`].
+    fn receive(&self, request: ReceiveRequest, effect: Self::Effect) -> impl Future<Output = Outcome> + Send;
+}
+
+impl Receiver for SqliteStore {
+    type Effect = Handler;
+
+    fn receive(&self, request: ReceiveRequest, effect: Handler) -> impl Future<Output = Outcome> + Send {
+        SqliteStore::receive(self, request, effect)
+    }
+}
+
+impl<T: Receiver> Receiver for Arc<T> {
+    type Effect = T::Effect;
+
+    fn receive(&self, request: ReceiveRequest, effect: T::Effect) -> impl Future<Output = Outcome> + Send {
+        T::receive(self, request, effect)
+    }
+}
+
+impl Receiver for Store {
+    type Effect = IncomingEvent;
+
+    fn receive(&self, request: ReceiveRequest, effect: IncomingEvent) -> impl Future<Output = Outcome> + Send {
+        self.accept(request, effect)
+    }
+}
+
+impl From<Arc<SqliteStore>> for Store {
+    fn from(store: Arc<SqliteStore>) -> Self {
+        Self { backend: Backend::Sqlite(store) }
+    }
+}
+
+impl From<PgStore> for Store {
+    fn from(store: PgStore) -> Self {
+        Self { backend: Backend::Postgres(store) }
+    }
+}
+
+/// Runs a read on a fresh SQLite read connection, off the async threads.
+async fn read<T, F>(store: &Arc<SqliteStore>, read: F) -> Result<T, StoreError>
+where
+    T: Send + 'static,
+    F: FnOnce(&crate::SqliteReader) -> Result<T, StoreError> + Send + 'static,
+{
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || read(&store.reader()?)).await.map_err(|_| StoreError::Unavailable)?
+}
+
+impl Store {
+    /// `sqlite` or `postgres`.
+    #[must_use]
+    pub fn backend(&self) -> &'static str {
+        match &self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The SQLite store, when that is the backend (for file-level maintenance).
+    #[must_use]
+    pub fn as_sqlite(&self) -> Option<&Arc<SqliteStore>> {
+        match &self.backend {
+            Backend::Sqlite(store) => Some(store),
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    /// Stops the store once this is its last handle: the SQLite writer finishes what is
+    /// queued, the PostgreSQL pool closes its connections.
+    pub async fn close(self) {
+        match self.backend {
+            Backend::Sqlite(store) => {
+                if let Some(store) = Arc::into_inner(store) {
+                    store.close().await;
+                }
+            }
+            Backend::Postgres(store) => store.close(),
+        }
+    }
+
+    /// Offers one gateway delivery: stores the receipt, the event and one job per
+    /// destination together, or finds the receipt (duplicate or conflict). The outcome is
+    /// known only after the commit is durable.
+    pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        match &self.backend {
+            Backend::Sqlite(store) => {
+                let key = request.key.clone();
+                let received_at = request.received_at;
+                SqliteStore::receive(store, request, move |conn| store_event(conn, &key, received_at, event)).await
+            }
+            Backend::Postgres(store) => store.accept(&request, &event).await,
+        }
+    }
+
+    /// Whether the store can take writes now. Used by readiness checks.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.ping().await,
+            Backend::Postgres(store) => store.ping().await,
+        }
+    }
+
+    /// Claims up to `limit` due jobs for `lease`; see [`crate::jobs::claim`].
+    pub async fn claim_jobs(
+        &self,
+        now: UnixTime,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.claim_jobs(now, lease, limit, fifo).await,
+            Backend::Postgres(store) => store.claim_jobs(now, lease, limit, &fifo).await,
+        }
+    }
+
+    /// Records an attempt and moves its job, if the lease is current; see [`crate::jobs::complete`].
+    pub async fn complete_job(
+        &self,
+        job: ClaimedJob,
+        attempt: AttemptRecord,
+        decision: Decision,
+        now: UnixTime,
+    ) -> Result<Completion, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.complete_job(job, attempt, decision, now).await,
+            Backend::Postgres(store) => store.complete_job(&job, &attempt, decision, now).await,
+        }
+    }
+
+    /// Makes up to `limit` finished jobs matching `filter` pending again; see [`crate::jobs::replay`].
+    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.replay_jobs(filter, now, limit).await,
+            Backend::Postgres(store) => store.replay_jobs(&filter, now, limit).await,
+        }
+    }
+
+    /// How many jobs `filter` selects now.
+    pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => {
+                read(store, move |r| crate::jobs::count_replayable(r.connection(), &filter)).await
+            }
+            Backend::Postgres(store) => store.count_replayable(&filter).await,
+        }
+    }
+
+    /// Re-enables `destination`; returns whether it was disabled.
+    pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.enable_destination(destination, now).await,
+            Backend::Postgres(store) => store.enable_destination(&destination, now).await,
+        }
+    }
+
+    /// Starts (or looks up) an `Idempotency-Key` operation; see [`crate::idempotency::begin`].
+    pub async fn begin_idempotent(
+        &self,
+        record: RecordKey,
+        fingerprint: Fingerprint,
+        now_ms: i64,
+        lifetimes: Lifetimes,
+    ) -> Result<Begin, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.begin_idempotent(record, fingerprint, now_ms, lifetimes).await,
+            Backend::Postgres(store) => store.begin_idempotent(&record, &fingerprint, now_ms, lifetimes).await,
+        }
+    }
+
+    /// Stores the response of an operation whose lock `token` still holds.
+    pub async fn complete_idempotent(
+        &self,
+        record: RecordKey,
+        token: i64,
+        response: StoredResponse,
+    ) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.complete_idempotent(record, token, response).await,
+            Backend::Postgres(store) => store.complete_idempotent(&record, token, &response).await,
+        }
+    }
+
+    /// Forgets an operation whose lock `token` still holds.
+    pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.release_idempotent(record, token).await,
+            Backend::Postgres(store) => store.release_idempotent(&record, token).await,
+        }
+    }
+
+    /// Deletes up to `limit` expired idempotency records.
+    pub async fn purge_idempotency(&self, now_ms: i64, limit: usize) -> Result<usize, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.purge_idempotency(now_ms, limit).await,
+            Backend::Postgres(store) => store.purge_idempotency(now_ms, limit).await,
+        }
+    }
+
+    /// Applies retention `policies` at `now`; see [`crate::maintenance::purge`].
+    pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.purge(now, policies).await,
+            Backend::Postgres(store) => store.purge(now, &policies, false).await,
+        }
+    }
+
+    /// What a purge at `now` would remove, without removing it.
+    pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => {
+                let path = store.path().to_owned();
+                tokio::task::spawn_blocking(move || maintenance::purge_file(&path, now, &policies, true))
+                    .await
+                    .map_err(|_| StoreError::Unavailable)?
+            }
+            Backend::Postgres(store) => store.purge(now, &policies, true).await,
+        }
+    }
+
+    /// The receipt for `key`, if any.
+    pub async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| r.receipt(&key)).await,
+            Backend::Postgres(store) => store.receipt(&key).await,
+        }
+    }
+
+    /// Every receipt of `source`, ordered by identity.
+    pub async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| r.receipts(&source)).await,
+            Backend::Postgres(store) => store.receipts(&source).await,
+        }
+    }
+
+    /// Every recorded conflict of `source`, ordered by identity.
+    pub async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| r.conflicts(&source)).await,
+            Backend::Postgres(store) => store.conflicts(&source).await,
+        }
+    }
+
+    /// The event stored under `key`, if any.
+    pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| r.event(&key)).await,
+            Backend::Postgres(store) => store.event(&key).await,
+        }
+    }
+
+    /// The jobs of the event stored under `key`, by destination.
+    pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| r.jobs(&key)).await,
+            Backend::Postgres(store) => store.jobs(&key).await,
+        }
+    }
+
+    /// How many jobs are in each state.
+    pub async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, |r| r.job_states()).await,
+            Backend::Postgres(store) => store.job_states().await,
+        }
+    }
+
+    /// When the oldest job still waiting to be delivered was created.
+    pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, |r| r.oldest_waiting_job()).await,
+            Backend::Postgres(store) => store.oldest_waiting_job().await,
+        }
+    }
+
+    /// Events matching `filter`, newest first.
+    pub async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| views::list_events(r.connection(), &filter)).await,
+            Backend::Postgres(store) => store.list_events(&filter).await,
+        }
+    }
+
+    /// Every attempt for the event `(source, identity)`, in order.
+    pub async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| views::attempts(r.connection(), &source, &identity)).await,
+            Backend::Postgres(store) => store.attempts(&source, &identity).await,
+        }
+    }
+
+    /// The most recently updated dead jobs.
+    pub async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| views::dead_jobs(r.connection(), limit)).await,
+            Backend::Postgres(store) => store.dead_jobs(limit).await,
+        }
+    }
+
+    /// The most recent conflicts.
+    pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| views::recent_conflicts(r.connection(), limit)).await,
+            Backend::Postgres(store) => store.recent_conflicts(limit).await,
+        }
+    }
+
+    /// Every destination that has jobs or was disabled.
+    pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, |r| views::destinations(r.connection())).await,
+            Backend::Postgres(store) => store.destinations().await,
+        }
+    }
+
+    /// Counts per source of what arrived at or after `since`.
+    pub async fn stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => read(store, move |r| views::stats(r.connection(), since)).await,
+            Backend::Postgres(store) => store.stats(since).await,
+        }
+    }
+}
+
+/// The gateway's effect on SQLite, on the writer thread inside the receipt's savepoint.
+fn store_event(
+    conn: &rusqlite::Connection,
+    key: &ReceiptKey,
+    received_at: UnixTime,
+    event: IncomingEvent,
+) -> Result<Value, HandlerError> {
+    if let Some(reason) = event.refusal {
+        return Err(HandlerError::Refused(reason));
+    }
+    let new = NewEvent {
+        key,
+        event_type: event.event_type.as_deref(),
+        content_type: event.content_type.as_deref(),
+        headers: &event.headers,
+        body: &event.body,
+        ordering: event.ordering.as_ref(),
+        received_at,
+    };
+    let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
+    // Only the rare superseded case is logged here, on the writer thread; every outcome is
+    // logged and counted by the inbound pipeline once the commit has returned.
+    if inbox::accept_event(conn, &new, &destinations)?.superseded {
+        tracing::info!(source = %key.source, identity = %key.identity, "older than its ordering key's newest version: superseded");
+    }
+    Ok(event.result)
+}
