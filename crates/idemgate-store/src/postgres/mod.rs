@@ -96,22 +96,46 @@ impl PgStore {
     }
 }
 
-/// Creates the schema `name` (letters, digits and `_` only) on the database at `url` and
-/// returns a URL whose connections use it: one database can hold many independent
-/// stores, as tests and benchmarks need (each its own fresh store).
+/// Creates the schema `name` (letters, digits and `_` only) on the database at `url`,
+/// and the database itself if the server does not have it yet, and returns a URL whose
+/// connections use that schema: one database can hold many independent stores, as tests
+/// and benchmarks need (each its own fresh store).
 pub async fn create_schema(url: &str, name: &str) -> Result<String, StoreError> {
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+    let identifier = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !identifier(name) {
         return Err(StoreError::Config("a schema name is letters, digits and _"));
     }
-    let config =
+    let mut config =
         tokio_postgres::Config::from_str(url).map_err(|_| StoreError::Config("the PostgreSQL URL cannot be parsed"))?;
-    let (client, connection) = config.connect(NoTls).await?;
-    let driver = tokio::spawn(connection);
-    client.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {name}")).await?;
-    drop(client);
-    let _ = driver.await;
+    let client = match execute_once(&config, &format!("CREATE SCHEMA IF NOT EXISTS {name}")).await {
+        Err(err) if err.code() == Some(&tokio_postgres::error::SqlState::INVALID_CATALOG_NAME) => {
+            let database = config.get_dbname().unwrap_or_default().to_owned();
+            if !identifier(&database) {
+                return Err(err.into());
+            }
+            let created = execute_once(config.dbname("postgres"), &format!("CREATE DATABASE {database}")).await;
+            match created {
+                Err(err) if err.code() != Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => {
+                    return Err(err.into());
+                }
+                _ => execute_once(config.dbname(&database), &format!("CREATE SCHEMA IF NOT EXISTS {name}")).await,
+            }
+        }
+        other => other,
+    };
+    client?;
     let separator = if url.contains('?') { '&' } else { '?' };
     Ok(format!("{url}{separator}options=-csearch_path%3D{name}"))
+}
+
+/// Runs one statement on a connection of its own.
+async fn execute_once(config: &tokio_postgres::Config, statement: &str) -> Result<(), tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    let driver = tokio::spawn(connection);
+    let done = client.batch_execute(statement).await;
+    drop(client);
+    let _ = driver.await;
+    done
 }
 
 /// Refuses a server that would acknowledge commits before they are durable.

@@ -1,0 +1,95 @@
+//! `Idempotency-Key` records: one holder at a time, replay of the stored response,
+//! fingerprint mismatch, lock takeover with fencing, expiry and purge.
+
+use std::{sync::Arc, time::Duration};
+
+use idemgate_core::idempotency::Fingerprint;
+use idemgate_store::idempotency::{Begin, Lifetimes, RecordKey, StoredResponse};
+
+use crate::{TestStore, on_both};
+
+const LIFETIMES: Lifetimes = Lifetimes { lock: Duration::from_secs(10), retention: Duration::from_secs(3600) };
+const NOW: i64 = 1_700_000_000_000;
+
+fn record(key: &str) -> RecordKey {
+    RecordKey { scope: "caller-a".to_owned(), key: key.to_owned() }
+}
+
+fn fingerprint(n: u8) -> Fingerprint {
+    Fingerprint([n; 32])
+}
+
+fn response() -> StoredResponse {
+    StoredResponse {
+        status: 201,
+        headers: vec![("location".to_owned(), "/orders/1".to_owned())],
+        body: b"{\"id\":1}".to_vec(),
+        body_omitted: false,
+    }
+}
+
+on_both! {
+    async fn the_first_request_proceeds_a_concurrent_one_waits_and_a_later_one_replays(t: TestStore) {
+        assert_eq!(t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 });
+        let waiting = t.begin_idempotent(record("k"), fingerprint(1), NOW + 4_000, LIFETIMES).await.unwrap();
+        assert_eq!(waiting, Begin::InFlight { retry_after: Duration::from_secs(6) });
+        assert!(t.complete_idempotent(record("k"), 1, response()).await.unwrap());
+        let replay = t.begin_idempotent(record("k"), fingerprint(1), NOW + 5_000, LIFETIMES).await.unwrap();
+        assert_eq!(replay, Begin::Replay(response()));
+        let other_scope = RecordKey { scope: "caller-b".to_owned(), key: "k".to_owned() };
+        assert_eq!(t.begin_idempotent(other_scope, fingerprint(1), NOW, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 }, "scopes never meet");
+    }
+
+    async fn a_key_reused_for_another_request_is_a_mismatch(t: TestStore) {
+        t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
+        assert_eq!(t.begin_idempotent(record("k"), fingerprint(2), NOW, LIFETIMES).await.unwrap(), Begin::Mismatch);
+        t.complete_idempotent(record("k"), 1, response()).await.unwrap();
+        assert_eq!(t.begin_idempotent(record("k"), fingerprint(2), NOW, LIFETIMES).await.unwrap(), Begin::Mismatch);
+    }
+
+    async fn an_expired_lock_is_taken_over_and_the_late_holder_changes_nothing(t: TestStore) {
+        t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
+        let takeover = t.begin_idempotent(record("k"), fingerprint(1), NOW + 10_000, LIFETIMES).await.unwrap();
+        assert_eq!(takeover, Begin::Proceed { token: 2 });
+        assert!(!t.complete_idempotent(record("k"), 1, response()).await.unwrap(), "token 1 is stale");
+        assert!(!t.release_idempotent(record("k"), 1).await.unwrap());
+        assert!(t.release_idempotent(record("k"), 2).await.unwrap());
+        assert_eq!(t.begin_idempotent(record("k"), fingerprint(2), NOW + 11_000, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 }, "a released key is free");
+    }
+
+    async fn expired_records_are_forgotten_and_purged(t: TestStore) {
+        t.begin_idempotent(record("old"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
+        t.complete_idempotent(record("old"), 1, response()).await.unwrap();
+        t.begin_idempotent(record("young"), fingerprint(1), NOW + 1_000_000, LIFETIMES).await.unwrap();
+        let after = NOW + 3_600_000;
+        assert_eq!(t.begin_idempotent(record("old"), fingerprint(9), after, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 }, "an expired record does not bind its key");
+        t.release_idempotent(record("old"), 1).await.unwrap();
+        t.begin_idempotent(record("gone"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
+        assert_eq!(t.purge_idempotency(after, 100).await.unwrap(), 1);
+        assert_eq!(t.purge_idempotency(after, 100).await.unwrap(), 0);
+        let young = t.begin_idempotent(record("young"), fingerprint(1), after, LIFETIMES).await.unwrap();
+        assert_eq!(young, Begin::Proceed { token: 2 }, "kept by retention, but its lock expired: taken over");
+    }
+
+    async fn concurrent_first_requests_with_one_key_let_exactly_one_proceed(t: TestStore) {
+        let store = Arc::new(t.store.clone());
+        let racers: Vec<_> = (0..24)
+            .map(|_| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move { store.begin_idempotent(record("race"), fingerprint(1), NOW, LIFETIMES).await.unwrap() })
+            })
+            .collect();
+        let mut proceeded = 0;
+        for racer in racers {
+            match racer.await.unwrap() {
+                Begin::Proceed { token } => {
+                    assert_eq!(token, 1);
+                    proceeded += 1;
+                }
+                Begin::InFlight { .. } => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(proceeded, 1);
+    }
+}

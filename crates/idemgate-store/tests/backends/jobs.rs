@@ -1,0 +1,173 @@
+//! The delivery queue: claims under a lease, fencing, retries, disabled destinations,
+//! FIFO per ordering key, replays, and many claimers at once.
+
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use idemgate_core::{UnixTime, job::JobState, retry::Decision};
+use idemgate_store::{
+    Store,
+    inbox::Version,
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+};
+
+use crate::{T0, TestStore, accept_at, key, on_both, ordered, request};
+
+const LEASE: Duration = Duration::from_secs(30);
+
+fn attempt(status: Option<u16>) -> AttemptRecord {
+    AttemptRecord {
+        started_at: T0,
+        latency: Duration::from_millis(12),
+        status,
+        error: status.is_none().then(|| "connection refused".to_owned()),
+        response_prefix: Some("ok".to_owned()),
+    }
+}
+
+async fn claim(store: &Store, at: UnixTime) -> Vec<ClaimedJob> {
+    store.claim_jobs(at, LEASE, 100, vec!["fifo".to_owned()]).await.unwrap()
+}
+
+on_both! {
+    async fn a_claimed_job_carries_its_event_and_is_not_claimed_again_while_leased(t: TestStore) {
+        accept_at(&t, "e1", &["app"], T0).await;
+        let claimed = claim(&t, T0).await;
+        assert_eq!(claimed.len(), 1);
+        let job = &claimed[0];
+        assert_eq!((job.attempt, job.destination.as_str(), job.key.clone()), (1, "app", key("e1")));
+        assert_eq!(job.body, b"{\"n\":\"e1\"}");
+        assert_eq!(job.content_type.as_deref(), Some("application/json"));
+        assert_eq!(job.headers, [("x-trace".to_owned(), "abc".to_owned())]);
+        assert!(claim(&t, UnixTime(T0.0 + 29)).await.is_empty(), "the lease holds");
+        let completion = t.complete_job(job.clone(), attempt(Some(200)), Decision::Succeeded, T0).await.unwrap();
+        assert_eq!(completion, Completion::Recorded);
+        assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "succeeded");
+        assert!(claim(&t, UnixTime(T0.0 + 3600)).await.is_empty(), "a succeeded job is never due again");
+    }
+
+    async fn an_expired_lease_is_taken_over_and_the_old_holder_is_fenced_off(t: TestStore) {
+        accept_at(&t, "e1", &["app"], T0).await;
+        let first = claim(&t, T0).await.remove(0);
+        let later = UnixTime(T0.0 + 31);
+        let second = claim(&t, later).await.remove(0);
+        assert_eq!(second.attempt, 2);
+        assert_ne!(first.lease_token, second.lease_token);
+        let stale = t.complete_job(first, attempt(Some(200)), Decision::Succeeded, later).await.unwrap();
+        assert_eq!(stale, Completion::Stale);
+        assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "running", "the stale holder changed nothing");
+        let current = t.complete_job(second, attempt(Some(500)), Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(500)), later).await.unwrap();
+        assert_eq!(current, Completion::Recorded);
+        assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "dead");
+        assert_eq!(t.attempts("test".to_owned(), "e1".to_owned()).await.unwrap().len(), 2, "both attempts are recorded");
+    }
+
+    async fn a_retry_waits_for_its_time(t: TestStore) {
+        accept_at(&t, "e1", &["app"], T0).await;
+        let job = claim(&t, T0).await.remove(0);
+        t.complete_job(job, attempt(None), Decision::RetryAfter(Duration::from_secs(60)), T0).await.unwrap();
+        let record = t.jobs(key("e1")).await.unwrap().remove(0);
+        assert_eq!((record.state.as_str(), record.next_attempt_at), ("retrying", UnixTime(T0.0 + 60)));
+        assert!(claim(&t, UnixTime(T0.0 + 59)).await.is_empty());
+        assert_eq!(claim(&t, UnixTime(T0.0 + 60)).await[0].attempt, 2);
+    }
+
+    async fn a_gone_destination_is_disabled_until_enabled(t: TestStore) {
+        accept_at(&t, "e1", &["gone"], T0).await;
+        accept_at(&t, "e2", &["gone", "app"], T0).await;
+        for job in claim(&t, T0).await {
+            let decision = match (job.destination.as_str(), job.key.identity.as_str()) {
+                ("gone", "e1") => Decision::DisableDestination,
+                ("gone", _) => Decision::RetryAfter(Duration::from_secs(60)),
+                _ => Decision::Succeeded,
+            };
+            t.complete_job(job, attempt(Some(410)), decision, T0).await.unwrap();
+        }
+        let destinations = t.destinations().await.unwrap();
+        let gone = destinations.iter().find(|d| d.name == "gone").unwrap();
+        assert_eq!(gone.disabled.as_deref(), Some("410 Gone"));
+        assert!(claim(&t, UnixTime(T0.0 + 3600)).await.is_empty(), "nothing of a disabled destination is claimed");
+        assert!(t.enable_destination("gone".to_owned(), UnixTime(T0.0 + 10)).await.unwrap());
+        assert!(!t.enable_destination("gone".to_owned(), UnixTime(T0.0 + 10)).await.unwrap(), "already enabled");
+        let due: BTreeSet<_> = claim(&t, UnixTime(T0.0 + 10)).await.into_iter().map(|j| j.key.identity.to_string()).collect();
+        assert_eq!(due, BTreeSet::from(["e1".to_owned(), "e2".to_owned()]));
+    }
+
+    async fn a_fifo_destination_gets_one_event_of_an_ordering_key_at_a_time(t: TestStore) {
+        for (n, identity) in ["o1", "o2", "o3"].into_iter().enumerate() {
+            let mut event = ordered(identity, identity.as_bytes(), "k", Version::Int(n as i64));
+            event.destinations = vec!["fifo".to_owned(), "app".to_owned()].into();
+            assert!(matches!(t.accept(request(identity, identity.as_bytes()), event).await, idemgate_core::Outcome::Applied { .. }));
+        }
+        let claimed = claim(&t, T0).await;
+        let fifo: Vec<_> = claimed.iter().filter(|j| j.destination == "fifo").map(|j| j.key.identity.to_string()).collect();
+        assert_eq!(fifo, ["o1"], "only the oldest unfinished event of the key");
+        assert_eq!(claimed.iter().filter(|j| j.destination == "app").count(), 3, "other destinations are not held back");
+        let first = claimed.into_iter().find(|j| j.destination == "fifo").unwrap();
+        t.complete_job(first, attempt(Some(200)), Decision::Succeeded, T0).await.unwrap();
+        let next: Vec<_> = claim(&t, T0).await.into_iter().map(|j| j.key.identity.to_string()).collect();
+        assert_eq!(next, ["o2"]);
+    }
+
+    async fn replay_makes_finished_jobs_pending_again_with_their_identity(t: TestStore) {
+        for identity in ["d1", "d2", "ok"] {
+            accept_at(&t, identity, &["app"], T0).await;
+        }
+        for job in claim(&t, T0).await {
+            let decision = if job.key.identity.as_str() == "ok" {
+                Decision::Succeeded
+            } else {
+                Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(400))
+            };
+            t.complete_job(job, attempt(Some(400)), decision, T0).await.unwrap();
+        }
+        assert_eq!(t.dead_jobs(10).await.unwrap().len(), 2);
+        let dead = ReplayFilter::default();
+        assert_eq!(t.count_replayable(dead.clone()).await.unwrap(), 2);
+        let pending = ReplayFilter { state: Some(JobState::Pending), ..ReplayFilter::default() };
+        assert!(t.count_replayable(pending).await.is_err(), "only finished jobs can be replayed");
+        assert_eq!(t.replay_jobs(dead.clone(), UnixTime(T0.0 + 5), 1).await.unwrap(), 1, "the limit holds");
+        assert_eq!(t.replay_jobs(dead.clone(), UnixTime(T0.0 + 5), 100).await.unwrap(), 1);
+        assert_eq!(t.count_replayable(dead).await.unwrap(), 0);
+        let again = claim(&t, UnixTime(T0.0 + 5)).await;
+        let ids: BTreeSet<_> = again.iter().map(|j| (j.key.identity.to_string(), j.attempt)).collect();
+        assert_eq!(ids, BTreeSet::from([("d1".to_owned(), 1), ("d2".to_owned(), 1)]));
+        let only_ok = ReplayFilter { state: Some(JobState::Succeeded), identity: Some("ok".to_owned()), ..ReplayFilter::default() };
+        assert_eq!(t.replay_jobs(only_ok, UnixTime(T0.0 + 6), 100).await.unwrap(), 1);
+    }
+
+    async fn many_claimers_at_once_take_each_job_exactly_once(t: TestStore) {
+        for n in 0..120 {
+            accept_at(&t, &format!("e{n}"), &["app", "audit"], T0).await;
+        }
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let claimers: Vec<_> = (0..6)
+            .map(|_| {
+                let (store, seen) = (t.store.clone(), Arc::clone(&seen));
+                tokio::spawn(async move {
+                    loop {
+                        let jobs = store.claim_jobs(T0, LEASE, 7, Vec::new()).await.unwrap();
+                        if jobs.is_empty() {
+                            break;
+                        }
+                        for job in jobs {
+                            seen.lock().unwrap().push(job.id);
+                            let done = store.complete_job(job, attempt(Some(200)), Decision::Succeeded, T0).await.unwrap();
+                            assert_eq!(done, Completion::Recorded);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for claimer in claimers {
+            claimer.await.unwrap();
+        }
+        let seen = seen.lock().unwrap().clone();
+        let distinct: BTreeSet<_> = seen.iter().collect();
+        assert_eq!((seen.len(), distinct.len()), (240, 240), "every job claimed once, none twice");
+        assert_eq!(t.job_states().await.unwrap(), [("succeeded".to_owned(), 240)]);
+    }
+}

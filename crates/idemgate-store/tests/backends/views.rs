@@ -1,0 +1,53 @@
+//! The operator's views: listings with filters and a cursor, one event's attempts,
+//! counts per source, dead jobs, conflicts, destinations and the job gauges.
+
+use std::time::Duration;
+
+use idemgate_core::{UnixTime, retry::Decision};
+use idemgate_store::{jobs::AttemptRecord, views::EventFilter};
+
+use crate::{T0, TestStore, accept_at, event, on_both, request};
+
+on_both! {
+    async fn listings_filter_page_and_count(t: TestStore) {
+        for n in 0..5 {
+            accept_at(&t, &format!("e{n}"), &["app", "audit"], UnixTime(T0.0 + n)).await;
+        }
+        t.accept(request("e0", b"other"), event("e0", b"other", &["app"])).await;
+        let jobs = t.claim_jobs(UnixTime(T0.0 + 10), Duration::from_secs(30), 1, Vec::new()).await.unwrap();
+        let dead = jobs[0].clone();
+        let attempt = AttemptRecord { started_at: T0, latency: Duration::from_millis(7), status: Some(404), error: None, response_prefix: None };
+        t.complete_job(dead.clone(), attempt, Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(404)), T0).await.unwrap();
+
+        let all = t.list_events(EventFilter { limit: 3, ..EventFilter::default() }).await.unwrap();
+        let ids: Vec<_> = all.iter().map(|e| e.identity.as_str()).collect();
+        assert_eq!(ids, ["e4", "e3", "e2"], "newest first");
+        assert_eq!(all[0].jobs, [("app".to_owned(), "pending".to_owned()), ("audit".to_owned(), "pending".to_owned())]);
+        let next = t.list_events(EventFilter { limit: 3, before_id: Some(all[2].id), ..EventFilter::default() }).await.unwrap();
+        assert_eq!(next.iter().map(|e| e.identity.as_str()).collect::<Vec<_>>(), ["e1", "e0"]);
+        let dead_only = EventFilter { state: Some("dead".to_owned()), limit: 10, ..EventFilter::default() };
+        let listed = t.list_events(dead_only).await.unwrap();
+        assert_eq!(listed.iter().map(|e| e.identity.as_str()).collect::<Vec<_>>(), [dead.key.identity.as_str()]);
+        let window = EventFilter { since: Some(UnixTime(T0.0 + 1)), until: Some(UnixTime(T0.0 + 3)), limit: 10, ..EventFilter::default() };
+        assert_eq!(t.list_events(window).await.unwrap().len(), 2);
+
+        let attempts = t.attempts("test".to_owned(), dead.key.identity.to_string()).await.unwrap();
+        assert_eq!(attempts.len(), 1);
+        assert_eq!((attempts[0].status, attempts[0].latency_ms, attempts[0].attempt), (Some(404), 7, 1));
+        let dead_jobs = t.dead_jobs(10).await.unwrap();
+        assert_eq!(dead_jobs.len(), 1);
+        assert_eq!(dead_jobs[0].reason.as_deref(), Some(idemgate_core::retry::DeadReason::FinalStatus(404).describe().as_str()));
+
+        let stats = t.stats(None).await.unwrap();
+        assert_eq!(stats.len(), 1);
+        assert_eq!((stats[0].receipts, stats[0].conflicts), (5, 1));
+        assert_eq!(stats[0].jobs, [("dead".to_owned(), 1), ("pending".to_owned(), 9)]);
+        assert_eq!(t.stats(Some(UnixTime(T0.0 + 3))).await.unwrap()[0].receipts, 2);
+        assert_eq!(t.recent_conflicts(10).await.unwrap()[0].identity, "e0");
+        let destinations = t.destinations().await.unwrap();
+        assert_eq!(destinations.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["app", "audit"]);
+        assert!(destinations.iter().all(|d| d.disabled.is_none()));
+        assert_eq!(t.job_states().await.unwrap(), [("dead".to_owned(), 1), ("pending".to_owned(), 9)]);
+        assert_eq!(t.oldest_waiting_job().await.unwrap(), Some(T0));
+    }
+}
