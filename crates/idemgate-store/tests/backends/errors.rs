@@ -21,7 +21,7 @@ fn a_sqlite_unique_violation_and_lock_timeout_have_their_kinds() {
 }
 
 #[tokio::test]
-async fn a_postgres_unique_violation_and_deadlock_have_their_kinds() {
+async fn a_postgres_unique_violation_and_a_lost_connection_have_their_kinds() {
     let url = postgres_url();
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
