@@ -22,17 +22,11 @@ fn a_sqlite_unique_violation_and_lock_timeout_have_their_kinds() {
 
 #[tokio::test]
 async fn a_postgres_unique_violation_and_a_lost_connection_have_their_kinds() {
-    let url = postgres_url();
+    let url = create_schema(&postgres_url(), &unique_schema("kinds")).await.unwrap();
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
-    let schema = unique_schema("kinds");
-    client
-        .batch_execute(&format!(
-            "CREATE SCHEMA {schema}; CREATE TABLE {schema}.t (k TEXT PRIMARY KEY); INSERT INTO {schema}.t VALUES ('a')"
-        ))
-        .await
-        .unwrap();
-    let err = StoreError::from(client.execute(&format!("INSERT INTO {schema}.t VALUES ('a')"), &[]).await.unwrap_err());
+    client.batch_execute("CREATE TABLE t (k TEXT PRIMARY KEY); INSERT INTO t VALUES ('a')").await.unwrap();
+    let err = StoreError::from(client.execute("INSERT INTO t VALUES ('a')", &[]).await.unwrap_err());
     assert_eq!(err.kind(), ErrorKind::UniqueViolation);
     let err =
         StoreError::from(client.batch_execute("SELECT pg_terminate_backend(pg_backend_pid())").await.unwrap_err());
