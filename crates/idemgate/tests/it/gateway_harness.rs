@@ -122,6 +122,12 @@ impl Gateway {
         answer.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default()
     }
 
+    /// SIGKILL: the process gets no chance to finish anything.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

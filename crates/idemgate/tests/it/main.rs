@@ -10,6 +10,7 @@ mod gateway_harness;
 mod harness;
 mod hostile_clients;
 mod idempotency_suite;
+mod postgres_instances;
 mod recorder;
 mod send_cli;
 mod store_faults;

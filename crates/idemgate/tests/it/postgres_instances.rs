@@ -1,0 +1,311 @@
+//! Several `idemgate serve` processes on one PostgreSQL: deliveries spread over all of
+//! them, identical repeats racing on different instances, one instance SIGKILLed mid-run,
+//! and one `Idempotency-Key` sent to two instances at once.
+//!
+//! PostgreSQL is found at `IDEMGATE_TEST_POSTGRES` (see the store's backend suite); each
+//! test works in a fresh schema. These tests fail when PostgreSQL cannot be reached.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    io::{Read, Write},
+    net::{SocketAddr, TcpStream},
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc, Barrier, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use crate::{
+    gateway_harness::{Gateway, Signer},
+    harness::unix_now,
+    recorder::Recorder,
+};
+
+const KEY: [u8; 32] = [9; 32];
+const EVENTS: usize = 480;
+const SENDERS: usize = 16;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+/// A fresh schema on the test database, as a URL whose connections use it.
+fn fresh_schema(prefix: &str) -> String {
+    let base = std::env::var("IDEMGATE_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/idemgate_test".to_owned());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let name = format!("{prefix}_{}_{nanos}", std::process::id());
+    runtime()
+        .block_on(idemgate::store::create_schema(&base, &name))
+        .unwrap_or_else(|err| panic!("PostgreSQL is needed at {base} (set IDEMGATE_TEST_POSTGRES): {err}"))
+}
+
+/// Rows of `sql` on the schema at `url`, every column as text.
+fn query(url: &str, sql: &str) -> Vec<Vec<String>> {
+    runtime().block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        let rows = client.simple_query(sql).await.unwrap();
+        rows.into_iter()
+            .filter_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => {
+                    Some((0..row.len()).map(|i| row.get(i).unwrap_or("").to_owned()).collect())
+                }
+                _ => None,
+            })
+            .collect()
+    })
+}
+
+/// One POST; `None` when the instance cannot be reached or gives no answer (killed).
+fn try_post(addr: SocketAddr, path: &str, headers: &[(String, String)], body: &[u8]) -> Option<u16> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
+    let mut request =
+        format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    stream.write_all(body).ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok()?;
+    let status = std::str::from_utf8(answer.get(9..12)?).ok()?;
+    status.parse().ok()
+}
+
+fn config(url: &str, app: &Recorder, audit: &Recorder) -> String {
+    format!(
+        r#"
+[server]
+listen = "127.0.0.1:0"
+[store]
+url = "{url}"
+pool_size = 8
+[worker]
+lease = "3s"
+batch = 16
+poll_interval = "20ms"
+[sources.hooks]
+scheme = "standard-webhooks"
+secrets = [{secret:?}]
+destinations = ["app", "audit"]
+[destinations.app]
+url = "{app}"
+timeout = "2s"
+retry_schedule = ["1s", "1s", "1s", "1s", "1s"]
+jitter = 0.0
+[destinations.audit]
+url = "{audit}"
+timeout = "2s"
+retry_schedule = ["1s", "1s", "1s", "1s", "1s"]
+jitter = 0.0
+"#,
+        secret = Signer::Standard(KEY.to_vec()).config_secret(),
+        app = app.url(),
+        audit = audit.url(),
+    )
+}
+
+/// Delivery counts by webhook-id.
+fn counts(recorder: &Recorder) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for request in recorder.received() {
+        *counts.entry(request.headers["webhook-id"].clone()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Sends `EVENTS` distinct events from `SENDERS` threads over every live instance; a
+/// third of them are also sent again, at once, to another instance. A sender whose
+/// instance is gone tries the next one, as a webhook provider would retry. Returns the
+/// acknowledged identities. `kill` SIGKILLs the last instance a third of the way in.
+fn drive(instances: &mut [Gateway], kill: bool) -> BTreeSet<String> {
+    let addrs: Vec<SocketAddr> = instances.iter().map(|g| g.addr).collect();
+    let signer = Signer::Standard(KEY.to_vec());
+    let acknowledged = Mutex::new(BTreeSet::new());
+    let sent = AtomicUsize::new(0);
+    let killed = Mutex::new(false);
+    thread::scope(|scope| {
+        for sender in 0..SENDERS {
+            let (addrs, signer, acknowledged, sent) = (&addrs, &signer, &acknowledged, &sent);
+            scope.spawn(move || {
+                for n in (sender..EVENTS).step_by(SENDERS) {
+                    let identity = format!("evt_{n:05}");
+                    let body = format!(r#"{{"type":"order.paid","n":{n}}}"#);
+                    let headers = signer.headers(&identity, body.as_bytes(), unix_now());
+                    let send = |first: usize| {
+                        (0..addrs.len() * 4).find_map(|attempt| {
+                            let addr = addrs[(first + attempt) % addrs.len()];
+                            try_post(addr, "/in/hooks", &headers, body.as_bytes())
+                                .filter(|status| matches!(status, 200 | 202))
+                        })
+                    };
+                    let ok = if n % 3 == 0 {
+                        thread::scope(|race| {
+                            let again = race.spawn(|| send(n + 1));
+                            let first = send(n);
+                            first.or(again.join().unwrap())
+                        })
+                    } else {
+                        send(n)
+                    };
+                    assert!(ok.is_some(), "{identity} was not acknowledged by any instance");
+                    acknowledged.lock().unwrap().insert(identity);
+                    sent.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        if kill {
+            while sent.load(Ordering::Relaxed) < EVENTS / 3 {
+                thread::sleep(Duration::from_millis(5));
+            }
+            *killed.lock().unwrap() = true;
+            instances.last_mut().unwrap().kill();
+        }
+    });
+    assert_eq!(*killed.lock().unwrap(), kill);
+    acknowledged.into_inner().unwrap()
+}
+
+fn every_event_delivered(recorders: &[&Recorder], acknowledged: &BTreeSet<String>) {
+    for recorder in recorders {
+        recorder.wait_until("every acknowledged event", |received| {
+            let ids: BTreeSet<&str> = received.iter().map(|r| r.headers["webhook-id"].as_str()).collect();
+            acknowledged.iter().all(|id| ids.contains(id.as_str()))
+        });
+    }
+}
+
+/// Waits (bounded) until no job is left to do, and returns (identity, destination) → attempts.
+fn settled_jobs(url: &str) -> BTreeMap<(String, String), usize> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let open = query(url, "SELECT count(*) FROM jobs WHERE state <> 'succeeded'");
+        if open[0][0] == "0" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "jobs still open: {open:?}");
+        thread::sleep(Duration::from_millis(50));
+    }
+    query(url, "SELECT e.identity, j.destination, j.attempts FROM jobs j JOIN events e ON e.id = j.event_id")
+        .into_iter()
+        .map(|row| ((row[0].clone(), row[1].clone()), row[2].parse().unwrap()))
+        .collect()
+}
+
+fn start(url: &str, count: usize) -> (tempfile::TempDir, Recorder, Recorder, Vec<Gateway>) {
+    let (app, audit) = (Recorder::start(&[]), Recorder::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idemgate.toml");
+    std::fs::write(&path, config(url, &app, &audit)).unwrap();
+    let instances = (0..count).map(|_| Gateway::start(&path, &[])).collect();
+    (dir, app, audit, instances)
+}
+
+/// The receipts, events and jobs of `acknowledged`, one each (two jobs per event).
+fn one_receipt_one_event_two_jobs(url: &str, acknowledged: &BTreeSet<String>) {
+    let receipts: BTreeSet<String> =
+        query(url, "SELECT identity FROM receipts").into_iter().map(|r| r[0].clone()).collect();
+    assert!(acknowledged.is_subset(&receipts), "an acknowledged event has no receipt");
+    let duplicated = query(url, "SELECT identity FROM events GROUP BY identity HAVING count(*) > 1");
+    assert!(duplicated.is_empty(), "{duplicated:?}");
+    let events = query(url, "SELECT count(*) FROM events")[0][0].parse::<usize>().unwrap();
+    assert_eq!(events, receipts.len(), "one event per receipt");
+    let jobs = query(url, "SELECT count(*) FROM jobs")[0][0].parse::<usize>().unwrap();
+    assert_eq!(jobs, 2 * events, "one job per destination");
+}
+
+#[test]
+fn three_instances_on_one_postgres_store_each_event_once_and_deliver_it_once() {
+    let url = fresh_schema("three");
+    let (_dir, app, audit, mut instances) = start(&url, 3);
+    let acknowledged = drive(&mut instances, false);
+    assert_eq!(acknowledged.len(), EVENTS);
+    one_receipt_one_event_two_jobs(&url, &acknowledged);
+    every_event_delivered(&[&app, &audit], &acknowledged);
+    let attempts = settled_jobs(&url);
+    for recorder in [&app, &audit] {
+        let counts = counts(recorder);
+        assert_eq!(counts.len(), EVENTS);
+        let twice: Vec<_> = counts.iter().filter(|(_, n)| **n != 1).collect();
+        assert!(twice.is_empty(), "delivered more than once: {twice:?}");
+    }
+    assert!(attempts.values().all(|a| *a == 1), "no job needed a second claim");
+}
+
+#[test]
+fn an_instance_sigkilled_mid_run_loses_nothing_it_acknowledged() {
+    let url = fresh_schema("kill");
+    let (_dir, app, audit, mut instances) = start(&url, 3);
+    let acknowledged = drive(&mut instances, true);
+    assert_eq!(acknowledged.len(), EVENTS, "the other instances took every event");
+    one_receipt_one_event_two_jobs(&url, &acknowledged);
+    every_event_delivered(&[&app, &audit], &acknowledged);
+    let attempts = settled_jobs(&url);
+    for (recorder, destination) in [(&app, "app"), (&audit, "audit")] {
+        for (identity, delivered) in counts(recorder) {
+            let claims = attempts[&(identity.clone(), destination.to_owned())];
+            // A job in flight on the killed instance is delivered again once its lease
+            // expires; every delivery is a claim, none comes from two live claims at once.
+            assert!(delivered <= claims, "{identity} to {destination}: {delivered} deliveries for {claims} claim(s)");
+        }
+    }
+}
+
+/// The orders example as a plain upstream, behind two gateway instances' `[[proxy]]`.
+#[test]
+fn one_idempotency_key_sent_to_two_instances_at_once_calls_the_upstream_once() {
+    let url = fresh_schema("idem");
+    let orders = crate::harness::counter_bin().with_file_name("orders");
+    let mut upstream = Command::new(orders)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let upstream_addr = first_line_addr(&mut upstream);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idemgate.toml");
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n[store]\nurl = \"{url}\"\n\
+         [[proxy]]\nprefix = \"/api\"\nupstream = \"http://{upstream_addr}\"\nlock = \"5s\"\n"
+    );
+    std::fs::write(&path, config).unwrap();
+    let instances = [Gateway::start(&path, &[]), Gateway::start(&path, &[])];
+    let barrier = Arc::new(Barrier::new(16));
+    let statuses: Vec<u16> = thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let (barrier, addr) = (Arc::clone(&barrier), instances[i % 2].addr);
+                scope.spawn(move || {
+                    let headers = [
+                        ("Content-Type".to_owned(), "application/json".to_owned()),
+                        ("Idempotency-Key".to_owned(), "order-77".to_owned()),
+                    ];
+                    barrier.wait();
+                    try_post(addr, "/api/slow?ms=300", &headers, b"{}").unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(statuses.iter().all(|s| matches!(s, 201 | 409)), "{statuses:?}");
+    assert!(statuses.contains(&201));
+    let calls = crate::harness::exchange(upstream_addr, b"GET /calls HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(calls.body()["slow"], 1, "the upstream ran once for the key, whichever instance took it");
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
+
+fn first_line_addr(child: &mut Child) -> SocketAddr {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    line.trim().strip_prefix("listening on ").unwrap().parse().unwrap()
+}
