@@ -1,11 +1,15 @@
-//! The durable store of idemgate: receipts, and the in-transaction handler whose effect
-//! commits together with the receipt.
+//! The durable store of idemgate: receipts, and the in-transaction effect that commits
+//! together with the receipt.
 //!
-//! All writes go through one writer thread that owns the write connection and takes work
-//! over a channel ([`SqliteStore`]); reads use their own connections ([`SqliteReader`]).
-//! One writer plus `BEGIN IMMEDIATE` plus the primary key on (source, identity) makes
-//! duplicate handling correct by construction, also across processes sharing the file.
-//! This is the only crate that writes SQL for idemgate's own tables.
+//! [`Store`] is the one interface the gateway uses, over two backends. On SQLite (the
+//! embedded default), all writes go through one writer thread that owns the write
+//! connection and group-commits what is queued ([`SqliteStore`]); reads use their own
+//! connections ([`SqliteReader`]). One writer plus `BEGIN IMMEDIATE` plus the primary key
+//! on (source, identity) makes duplicate handling correct by construction, also across
+//! processes sharing the file. On PostgreSQL ([`PgStore`], for several instances), unique
+//! constraints with `ON CONFLICT`, `FOR UPDATE SKIP LOCKED` and lease fencing give the
+//! same guarantees across any number of processes. This is the only crate that writes
+//! SQL for idemgate's own tables.
 
 mod error;
 pub mod idempotency;

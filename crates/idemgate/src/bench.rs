@@ -190,9 +190,13 @@ pub async fn drive(
         ProgressStyle::with_template("{bar:40} {pos}/{len} requests").unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let started = Instant::now();
+    // Several comma-separated targets (instances behind one store) share the connections
+    // round-robin, like a load balancer.
+    let targets: Vec<&str> = url.split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
     let workers: Vec<_> = (0..concurrency.max(1))
-        .map(|_| {
-            tokio::spawn(worker(client.clone(), url.to_owned(), Arc::clone(&work), Arc::clone(&next), bar.clone()))
+        .map(|i| {
+            let target = targets.get(i % targets.len().max(1)).copied().unwrap_or(url).to_owned();
+            tokio::spawn(worker(client.clone(), target, Arc::clone(&work), Arc::clone(&next), bar.clone()))
         })
         .collect();
     let mut samples = Vec::with_capacity(work.len());

@@ -156,7 +156,8 @@ enum BenchWorkload {
     /// Signed webhook events against a gateway source (`POST /in/<route>`); checks that
     /// every event was accepted exactly once.
     Webhooks {
-        /// The source's URL, e.g. http://127.0.0.1:8080/in/demo.
+        /// The source's URL, e.g. http://127.0.0.1:8080/in/demo; several, comma-separated,
+        /// share the connections round-robin (instances on one store).
         #[arg(long)]
         target: String,
         /// The source's scheme.
