@@ -189,3 +189,25 @@ fn events_list_show_and_stats_describe_what_arrived() {
     let missing = setup.run(&["events", "show", "hooks", "nope"], &env);
     assert_eq!(missing.status.code(), Some(1));
 }
+
+#[test]
+fn a_postgres_url_is_exclusive_with_a_path_and_its_password_is_never_shown() {
+    let url = ("IDEMGATE_STORE__URL", "postgres://idemgate:hunter2-pw@127.0.0.1:1/nothing");
+    let stderr = config_error(SOURCE, &[("HOOKS_SECRET", &secret()), url]);
+    assert!(stderr.contains("store.url: give either store.path (SQLite) or store.url (PostgreSQL)"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+
+    let setup = Setup::new("");
+    let config =
+        format!("[server]\nlisten = \"127.0.0.1:0\"\n[store]\nurl = \"env:DB_URL\"\npool_wait = \"1s\"\n{SOURCE}");
+    std::fs::write(setup.config(), config).unwrap();
+    let output = setup.run(&["serve"], &[("DB_URL", url.1), ("HOOKS_SECRET", &secret())]);
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty(), "listened without a store");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("cannot open the PostgreSQL store"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "the password was shown: {stderr}");
+    let output = setup.run(&["serve"], &[("DB_URL", "mysql://localhost/x"), ("HOOKS_SECRET", &secret())]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8(output.stderr).unwrap().contains("store.url: must be a postgres://"));
+}
