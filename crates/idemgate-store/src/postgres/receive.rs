@@ -27,6 +27,84 @@ impl PgStore {
     }
 
     async fn try_accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Result<Outcome, StoreError> {
+        if event.refusal.is_none() && event.ordering.is_none() {
+            return self.accept_in_one_statement(request, event).await;
+        }
+        self.accept_in_transaction(request, event).await
+    }
+
+    /// The common case (nothing to refuse, no ordering guard) as one statement, so one
+    /// round trip and one implicit transaction: the receipt insert decides, and the event
+    /// and its jobs are inserted only from the receipt row it returned. A repeat then
+    /// reads the receipt that was there (or that a racing first delivery committed).
+    async fn accept_in_one_statement(
+        &self,
+        request: &ReceiveRequest,
+        event: &IncomingEvent,
+    ) -> Result<Outcome, StoreError> {
+        let key = &request.key;
+        let (source, identity) = (key.source.as_str(), key.identity.as_str());
+        let client = self.client().await?;
+        let accept = client
+            .prepare_cached(
+                "WITH receipt AS (
+                    INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+                    VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING RETURNING source, identity
+                 ), event AS (
+                    INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers)
+                    SELECT source, identity, $6, $7, $8, $5, $9 FROM receipt RETURNING id
+                 ), jobs AS (
+                    INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
+                    SELECT event.id, d, 'pending', $5, $5, $5 FROM event, unnest($10::text[]) AS d
+                 )
+                 SELECT id FROM event",
+            )
+            .await?;
+        let result = event.result.to_string();
+        let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
+        let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
+        let inserted = client
+            .query_opt(
+                &accept,
+                &[
+                    &source,
+                    &identity,
+                    &&request.body_hash.0[..],
+                    &result,
+                    &request.received_at.0,
+                    &event.event_type,
+                    &event.content_type,
+                    &&event.body[..],
+                    &headers,
+                    &destinations,
+                ],
+            )
+            .await?;
+        if inserted.is_some() {
+            return Ok(Outcome::Applied { result: event.result.clone() });
+        }
+        let existing =
+            client.prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = $1 AND identity = $2").await?;
+        let Some(row) = client.query_opt(&existing, &[&source, &identity]).await? else {
+            return Err(StoreError::Malformed("receipt vanished during its lookup"));
+        };
+        let hash: Vec<u8> = row.try_get(0)?;
+        if hash == request.body_hash.0 {
+            let result: String = row.try_get(1)?;
+            return Ok(Outcome::Duplicate { result: parse_result(&result)? });
+        }
+        record_conflict(&client, request).await?;
+        tracing::warn!(source, identity, "conflicting repeat refused");
+        Ok(Outcome::Conflict)
+    }
+
+    /// The general case: a refusal to apply after the receipt lookup, or an ordering guard
+    /// to move, in one explicit transaction.
+    async fn accept_in_transaction(
+        &self,
+        request: &ReceiveRequest,
+        event: &IncomingEvent,
+    ) -> Result<Outcome, StoreError> {
         let key = &request.key;
         let (source, identity) = (key.source.as_str(), key.identity.as_str());
         let mut client = self.client().await?;
@@ -130,7 +208,10 @@ impl PgStore {
     }
 }
 
-async fn record_conflict(tx: &deadpool_postgres::Transaction<'_>, request: &ReceiveRequest) -> Result<(), StoreError> {
+async fn record_conflict(
+    tx: &(impl deadpool_postgres::GenericClient + Sync),
+    request: &ReceiveRequest,
+) -> Result<(), StoreError> {
     let key = &request.key;
     let upsert = tx
         .prepare_cached(
