@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The gateway end to end on SQLite: Standard Webhooks deliveries accepted over HTTP, then
-# forwarded by the worker (inside `idemgate serve`) to a local sink answering 200
+# The gateway end to end: Standard Webhooks deliveries accepted over HTTP, then forwarded
+# by the worker (inside `idemgate serve`) to a local sink answering 200
 # (examples/bare.rs). Prints the accept rate and the end-to-end delivery rate.
 #
 #   bench/gateway.sh [EVENTS] [CONCURRENCY]
+#   BENCH_STORE=postgres INSTANCES=3 bench/gateway.sh ...   # on PostgreSQL, several instances
+# PostgreSQL: $IDEMGATE_BENCH_POSTGRES (default postgres://postgres@127.0.0.1:5432/idemgate_bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -15,13 +17,24 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
 
+instances=${INSTANCES:-1}
+store="path = \"$work/gateway.sqlite3\""
+if [ "${BENCH_STORE:-sqlite}" = postgres ]; then
+  pg=${IDEMGATE_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/idemgate_bench}
+  psql "${pg%/*}/postgres" -qAtc "SELECT 1 FROM pg_database WHERE datname = '${pg##*/}'" | grep -q 1 \
+    || psql "${pg%/*}/postgres" -qc "CREATE DATABASE ${pg##*/}"
+  schema="gateway_$$_$RANDOM"
+  psql "$pg" -qc "CREATE SCHEMA $schema"
+  store="url = \"$pg?options=-csearch_path%3D$schema\""
+fi
+
 start sink $bin/examples/bare 127.0.0.1:0
 sink_port=$port
 cat > "$work/idemgate.toml" <<TOML
 [server]
 listen = "127.0.0.1:0"
 [store]
-path = "$work/gateway.sqlite3"
+$store
 [worker]
 batch = 256
 poll_interval = "20ms"
@@ -33,9 +46,13 @@ destinations = ["sink"]
 url = "http://127.0.0.1:$sink_port/hook"
 timeout = "5s"
 TOML
-IDEMGATE_LOG=warn start gateway $bin/idemgate serve --config "$work/idemgate.toml"
+targets=""
+for _ in $(seq "$instances"); do
+  IDEMGATE_LOG=warn start gateway $bin/idemgate serve --config "$work/idemgate.toml"
+  targets="$targets${targets:+,}http://127.0.0.1:$port/in/bench"
+done
 started=$(date +%s.%N)
-$bin/idemgate bench webhooks --target "http://127.0.0.1:$port/in/bench" --secret env:BENCH_SECRET \
+$bin/idemgate bench webhooks --target "$targets" --secret env:BENCH_SECRET \
     --events "$events" --redeliver 0.2 --concurrency "$concurrency" --json > "$work/accept.json"
 for _ in $(seq 6000); do
   done_jobs=$($bin/idemgate events stats --config "$work/idemgate.toml" --json \

@@ -91,6 +91,8 @@ impl PgStore {
         retrying(|| self.try_complete(job, attempt, decision, now)).await
     }
 
+    /// The attempt, the destination's disabling (on `410`) and the fenced job update as
+    /// one statement: one round trip, one implicit transaction.
     async fn try_complete(
         &self,
         job: &ClaimedJob,
@@ -98,54 +100,57 @@ impl PgStore {
         decision: Decision,
         now: UnixTime,
     ) -> Result<Completion, StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        let record = tx
+        let (state, next, error) = match decision {
+            Decision::RetryAfter(delay) => {
+                (JobState::Retrying, UnixTime(now.0.saturating_add(secs(delay))), attempt.error.clone())
+            }
+            Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
+            Decision::Succeeded => (JobState::Succeeded, now, None),
+            Decision::DisableDestination => {
+                (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
+            }
+        };
+        let disable = decision == Decision::DisableDestination;
+        let client = self.client().await?;
+        let complete = client
             .prepare_cached(
-                "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "WITH attempt AS (
+                    INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
+                    VALUES ($1, $3, $4, $5, $6, $7, $8)
+                 ), disabled AS (
+                    INSERT INTO destinations (name, disabled_at, disabled_reason)
+                    SELECT $13, $12, '410 Gone' WHERE $14
+                    ON CONFLICT (name) DO UPDATE
+                    SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason
+                 )
+                 UPDATE jobs SET state = $9, next_attempt_at = $10, last_error = $11, lease_until = NULL, updated_at = $12
+                 WHERE id = $1 AND lease_token = $2 AND state = 'running'",
             )
             .await?;
         let number = i32::try_from(job.attempt).unwrap_or(i32::MAX);
         let latency = i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX);
         let status = attempt.status.map(i32::from);
-        tx.execute(
-            &record,
-            &[
-                &job.id,
-                &number,
-                &attempt.started_at.0,
-                &latency,
-                &status,
-                &bounded(attempt.error.as_deref()),
-                &bounded(attempt.response_prefix.as_deref()),
-            ],
-        )
-        .await?;
-        let (state, next, error) = match decision {
-            Decision::Succeeded => (JobState::Succeeded, now, None),
-            Decision::RetryAfter(delay) => {
-                (JobState::Retrying, UnixTime(now.0.saturating_add(secs(delay))), attempt.error.clone())
-            }
-            Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
-            Decision::DisableDestination => {
-                disable_destination(&tx, &job.destination, "410 Gone", now).await?;
-                (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
-            }
-        };
-        let update = tx
-            .prepare_cached(
-                "UPDATE jobs SET state = $3, next_attempt_at = $4, last_error = $5, lease_until = NULL, updated_at = $6
-                 WHERE id = $1 AND lease_token = $2 AND state = 'running'",
-            )
-            .await?;
-        let changed = tx
+        let changed = client
             .execute(
-                &update,
-                &[&job.id, &job.lease_token, &state.as_str(), &next.0, &bounded(error.as_deref()), &now.0],
+                &complete,
+                &[
+                    &job.id,
+                    &job.lease_token,
+                    &number,
+                    &attempt.started_at.0,
+                    &latency,
+                    &status,
+                    &bounded(attempt.error.as_deref()),
+                    &bounded(attempt.response_prefix.as_deref()),
+                    &state.as_str(),
+                    &next.0,
+                    &bounded(error.as_deref()),
+                    &now.0,
+                    &job.destination,
+                    &disable,
+                ],
             )
             .await?;
-        tx.commit().await?;
         Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
     }
 
@@ -216,19 +221,4 @@ impl PgStore {
             .await?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
-}
-
-async fn disable_destination(
-    tx: &deadpool_postgres::Transaction<'_>,
-    destination: &str,
-    reason: &str,
-    now: UnixTime,
-) -> Result<(), StoreError> {
-    tx.execute(
-        "INSERT INTO destinations (name, disabled_at, disabled_reason) VALUES ($1, $2, $3)
-         ON CONFLICT (name) DO UPDATE SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason",
-        &[&destination, &now.0, &reason],
-    )
-    .await?;
-    Ok(())
 }

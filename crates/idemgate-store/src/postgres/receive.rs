@@ -83,8 +83,9 @@ impl PgStore {
         if inserted.is_some() {
             return Ok(Outcome::Applied { result: event.result.clone() });
         }
-        let existing =
-            client.prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = $1 AND identity = $2").await?;
+        let existing = client
+            .prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = $1 AND identity = $2")
+            .await?;
         let Some(row) = client.query_opt(&existing, &[&source, &identity]).await? else {
             return Err(StoreError::Malformed("receipt vanished during its lookup"));
         };
