@@ -210,7 +210,7 @@ impl PgStore {
 }
 
 async fn record_conflict(
-    tx: &(impl deadpool_postgres::GenericClient + Sync),
+    tx: &impl deadpool_postgres::GenericClient,
     request: &ReceiveRequest,
 ) -> Result<(), StoreError> {
     let key = &request.key;
