@@ -180,6 +180,7 @@ pub async fn drive(
     work: Vec<Prepared>,
     concurrency: usize,
     progress: bool,
+    rate: Option<f64>,
 ) -> Result<Report, reqwest::Error> {
     let client =
         reqwest::Client::builder().pool_max_idle_per_host(concurrency).timeout(Duration::from_secs(30)).build()?;
@@ -196,7 +197,8 @@ pub async fn drive(
     let workers: Vec<_> = (0..concurrency.max(1))
         .map(|i| {
             let target = targets.get(i % targets.len().max(1)).copied().unwrap_or(url).to_owned();
-            tokio::spawn(worker(client.clone(), target, Arc::clone(&work), Arc::clone(&next), bar.clone()))
+            let pace = Pace { started, rate: rate.filter(|r| *r > 0.0) };
+            tokio::spawn(worker(client.clone(), target, Arc::clone(&work), Arc::clone(&next), bar.clone(), pace))
         })
         .collect();
     let mut samples = Vec::with_capacity(work.len());
@@ -208,20 +210,40 @@ pub async fn drive(
     Ok(report(samples, elapsed))
 }
 
+/// When requests are sent: as fast as the connections allow (closed loop), or request `i`
+/// at `started + i / rate` whatever the answers (open loop).
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    started: Instant,
+    rate: Option<f64>,
+}
+
 async fn worker(
     client: reqwest::Client,
     url: String,
     work: Arc<Vec<Prepared>>,
     next: Arc<AtomicUsize>,
     bar: ProgressBar,
+    pace: Pace,
 ) -> Vec<Sample> {
     let mut samples = Vec::new();
-    while let Some(item) = work.get(next.fetch_add(1, Ordering::Relaxed)) {
+    loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = work.get(index) else { break };
         let mut request = client.post(&url).body(item.body.clone());
         for (name, value) in &item.headers {
             request = request.header(name, value);
         }
-        let start = Instant::now();
+        // Open loop: latency counts from the time the request was due, so a request that
+        // waited for a busy connection is charged its wait (no coordinated omission).
+        let start = match pace.rate {
+            Some(rate) => {
+                let due = pace.started + Duration::from_secs_f64(index as f64 / rate);
+                tokio::time::sleep_until(due.into()).await;
+                due
+            }
+            None => Instant::now(),
+        };
         let outcome = match request.send().await {
             Ok(response) => outcome(response).await,
             Err(_) => "error".to_owned(),

@@ -209,6 +209,10 @@ struct BenchRun {
     /// Keep-alive connections sending at once.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
+    /// Open loop: send this many requests per second whatever the answers, and count each
+    /// latency from the moment its request was due (default: as fast as answers come).
+    #[arg(long)]
+    rate: Option<f64>,
     /// Seed for event ids, keys and shuffling (change it to run again on the same store).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -656,13 +660,13 @@ fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
             };
             if keys == "replay" {
                 let runtime = tokio::runtime::Runtime::new()?;
-                runtime.block_on(bench::drive(&target, work.clone(), run.concurrency, !run.json))?;
+                runtime.block_on(bench::drive(&target, work.clone(), run.concurrency, !run.json, None))?;
             }
             (target, work, run)
         }
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
-    let report = runtime.block_on(bench::drive(&target, work, run.concurrency, !run.json))?;
+    let report = runtime.block_on(bench::drive(&target, work, run.concurrency, !run.json, run.rate))?;
     print_line(&if run.json { report.to_json().to_string() } else { report.to_text() })?;
     Ok(if report.exactly_once == Some(false) { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS })
 }
