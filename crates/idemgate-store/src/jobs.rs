@@ -304,6 +304,18 @@ impl SqliteStore {
         self.write(move |conn| complete(conn, &job, &attempt, decision, now)).await
     }
 
+    /// [`complete`] for each of `finished`, in one write on the writer.
+    pub async fn complete_jobs(
+        &self,
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        now: UnixTime,
+    ) -> Result<Vec<Completion>, StoreError> {
+        self.write(move |conn| {
+            finished.iter().map(|(job, attempt, decision)| complete(conn, job, attempt, *decision, now)).collect()
+        })
+        .await
+    }
+
     /// [`replay`] on the writer, for up to `limit` jobs.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
         self.write(move |conn| replay(conn, &filter, now, limit)).await

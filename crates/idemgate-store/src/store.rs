@@ -167,7 +167,23 @@ impl Store {
     ) -> Result<Completion, StoreError> {
         match &self.backend {
             Backend::Sqlite(store) => store.complete_job(job, attempt, decision, now).await,
-            Backend::Postgres(store) => store.complete_job(&job, &attempt, decision, now).await,
+            Backend::Postgres(store) => {
+                Ok(store.complete_jobs(&[(job, attempt, decision)], now).await?.pop().unwrap_or(Completion::Stale))
+            }
+        }
+    }
+
+    /// Records several attempts at once, each as [`Self::complete_job`] would, in one
+    /// write: on SQLite one command for the writer, on PostgreSQL one statement. The
+    /// completions come back in the order of `finished`.
+    pub async fn complete_jobs(
+        &self,
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        now: UnixTime,
+    ) -> Result<Vec<Completion>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(store) => store.complete_jobs(finished, now).await,
+            Backend::Postgres(store) => store.complete_jobs(&finished, now).await,
         }
     }
 

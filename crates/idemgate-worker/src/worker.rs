@@ -86,26 +86,37 @@ impl Worker {
     }
 
     /// Claims the jobs due now, delivers them, and returns how many it handled.
+    ///
+    /// Attempts run concurrently; their results are recorded in groups as they finish
+    /// (whatever has finished by the time the previous group is recorded), so a batch
+    /// costs a few store writes rather than one per job, and a slow destination does not
+    /// hold back the recording of fast ones.
     pub async fn tick(&self) -> Result<usize, StoreError> {
         let fifo = self.routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
         let jobs = self.store.claim_jobs(self.clock.now(), self.options.lease, self.options.batch, fifo).await?;
         let count = jobs.len();
-        let handles: Vec<_> = jobs
-            .into_iter()
-            .map(|job| {
-                let worker = self.clone();
-                tokio::spawn(async move { worker.attempt(job).await })
-            })
-            .collect();
-        for handle in handles {
-            if let Ok(Err(err)) = handle.await {
-                tracing::warn!(error = %err, "could not record a delivery attempt; the lease will expire and it is retried");
+        let (finished, mut results) = tokio::sync::mpsc::unbounded_channel();
+        for job in jobs {
+            let (worker, finished) = (self.clone(), finished.clone());
+            tokio::spawn(async move {
+                let _ = finished.send(worker.attempt(job).await);
+            });
+        }
+        drop(finished);
+        while let Some(first) = results.recv().await {
+            let mut group = vec![first];
+            while let Ok(more) = results.try_recv() {
+                group.push(more);
+            }
+            if let Err(err) = self.record(group).await {
+                tracing::warn!(error = %err, "could not record delivery attempts; their leases expire and they are retried");
             }
         }
         Ok(count)
     }
 
-    async fn attempt(&self, job: ClaimedJob) -> Result<(), StoreError> {
+    /// Delivers one job and decides what follows; recording is left to [`Self::record`].
+    async fn attempt(&self, job: ClaimedJob) -> (ClaimedJob, AttemptRecord, Decision) {
         let started_at = self.clock.now();
         let timer = std::time::Instant::now();
         let (outcome, decision) = match self.routes.get(&job.destination) {
@@ -142,18 +153,29 @@ impl Worker {
             .increment(1);
         metrics::histogram!("idemgate_delivery_seconds", "destination" => job.destination.clone())
             .record(record.latency.as_secs_f64());
-        let (id, destination, attempt) = (job.id, job.destination.clone(), job.attempt);
-        let identity = job.key.identity.to_string();
-        let completion = self.store.complete_job(job, record, decision, self.clock.now()).await?;
-        match completion {
-            Completion::Recorded if decision == Decision::Succeeded => {
-                tracing::debug!(job = id, %destination, %identity, attempt, "delivered");
-            }
-            Completion::Recorded => {
-                tracing::info!(job = id, %destination, %identity, attempt, decision = ?decision, "delivery attempt failed");
-            }
-            Completion::Stale => {
-                tracing::warn!(job = id, %destination, attempt, "lease was taken over; this attempt's result is not applied");
+        (job, record, decision)
+    }
+
+    /// Records finished attempts in one store write and logs what became of each.
+    async fn record(&self, group: Vec<(ClaimedJob, AttemptRecord, Decision)>) -> Result<(), StoreError> {
+        let described: Vec<_> = group
+            .iter()
+            .map(|(job, _, decision)| {
+                (job.id, job.destination.clone(), job.key.identity.to_string(), job.attempt, *decision)
+            })
+            .collect();
+        let completions = self.store.complete_jobs(group, self.clock.now()).await?;
+        for ((id, destination, identity, attempt, decision), completion) in described.into_iter().zip(completions) {
+            match completion {
+                Completion::Recorded if decision == Decision::Succeeded => {
+                    tracing::debug!(job = id, %destination, %identity, attempt, "delivered");
+                }
+                Completion::Recorded => {
+                    tracing::info!(job = id, %destination, %identity, attempt, decision = ?decision, "delivery attempt failed");
+                }
+                Completion::Stale => {
+                    tracing::warn!(job = id, %destination, attempt, "lease was taken over; this attempt's result is not applied");
+                }
             }
         }
         Ok(())

@@ -80,78 +80,78 @@ impl PgStore {
         Ok(claimed)
     }
 
-    /// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current.
-    pub async fn complete_job(
+    /// Records each finished attempt and moves its job as its decision says, if the job's
+    /// lease is current; see [`crate::jobs::complete`]. One statement for all of them: the
+    /// attempts, the disabling of destinations that answered `410`, and the fenced job
+    /// updates, in one round trip and one commit. Completions come back in input order.
+    pub async fn complete_jobs(
         &self,
-        job: &ClaimedJob,
-        attempt: &AttemptRecord,
-        decision: Decision,
+        finished: &[(ClaimedJob, AttemptRecord, Decision)],
         now: UnixTime,
-    ) -> Result<Completion, StoreError> {
-        retrying(|| self.try_complete(job, attempt, decision, now)).await
+    ) -> Result<Vec<Completion>, StoreError> {
+        if finished.is_empty() {
+            return Ok(Vec::new());
+        }
+        let columns = Columns::of(finished, now);
+        let recorded = retrying(|| self.try_complete(&columns, now)).await?;
+        Ok(finished
+            .iter()
+            .map(
+                |(job, _, _)| {
+                    if recorded.contains(&(job.id, job.lease_token)) { Completion::Recorded } else { Completion::Stale }
+                },
+            )
+            .collect())
     }
 
-    /// The attempt, the destination's disabling (on `410`) and the fenced job update as
-    /// one statement: one round trip, one implicit transaction.
-    async fn try_complete(
-        &self,
-        job: &ClaimedJob,
-        attempt: &AttemptRecord,
-        decision: Decision,
-        now: UnixTime,
-    ) -> Result<Completion, StoreError> {
-        let (state, next, error) = match decision {
-            Decision::RetryAfter(delay) => {
-                (JobState::Retrying, UnixTime(now.0.saturating_add(secs(delay))), attempt.error.clone())
-            }
-            Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
-            Decision::Succeeded => (JobState::Succeeded, now, None),
-            Decision::DisableDestination => {
-                (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
-            }
-        };
-        let disable = decision == Decision::DisableDestination;
+    /// Returns the (job, lease token) pairs that took effect.
+    async fn try_complete(&self, columns: &Columns, now: UnixTime) -> Result<Vec<(i64, i64)>, StoreError> {
         let client = self.client().await?;
         let complete = client
             .prepare_cached(
-                "WITH attempt AS (
+                "WITH finished AS (
+                    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::bigint[],
+                                         $6::int[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[])
+                        AS f(id, token, attempt, started_at, latency_ms, status, error, response_prefix,
+                             state, next_attempt_at, last_error)
+                 ), attempt AS (
                     INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
-                    VALUES ($1, $3, $4, $5, $6, $7, $8)
+                    SELECT id, attempt, started_at, latency_ms, status, error, response_prefix FROM finished
                  ), disabled AS (
                     INSERT INTO destinations (name, disabled_at, disabled_reason)
-                    SELECT $13, $12, '410 Gone' WHERE $14
+                    SELECT DISTINCT name, $12::bigint, '410 Gone' FROM unnest($13::text[]) AS name
                     ON CONFLICT (name) DO UPDATE
                     SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason
                  )
-                 UPDATE jobs SET state = $9, next_attempt_at = $10, last_error = $11, lease_until = NULL, updated_at = $12
-                 WHERE id = $1 AND lease_token = $2 AND state = 'running'",
+                 UPDATE jobs SET state = f.state, next_attempt_at = f.next_attempt_at, last_error = f.last_error,
+                        lease_until = NULL, updated_at = $12
+                 FROM finished f
+                 WHERE jobs.id = f.id AND jobs.lease_token = f.token AND jobs.state = 'running'
+                 RETURNING jobs.id, f.token",
             )
             .await?;
-        let number = i32::try_from(job.attempt).unwrap_or(i32::MAX);
-        let latency = i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX);
-        let status = attempt.status.map(i32::from);
-        let changed = client
-            .execute(
+        let c = columns;
+        let rows = client
+            .query(
                 &complete,
                 &[
-                    &job.id,
-                    &job.lease_token,
-                    &number,
-                    &attempt.started_at.0,
-                    &latency,
-                    &status,
-                    &bounded(attempt.error.as_deref()),
-                    &bounded(attempt.response_prefix.as_deref()),
-                    &state.as_str(),
-                    &next.0,
-                    &bounded(error.as_deref()),
+                    &c.id,
+                    &c.token,
+                    &c.attempt,
+                    &c.started_at,
+                    &c.latency_ms,
+                    &c.status,
+                    &c.error,
+                    &c.response_prefix,
+                    &c.state,
+                    &c.next_attempt_at,
+                    &c.last_error,
                     &now.0,
-                    &job.destination,
-                    &disable,
+                    &c.disable,
                 ],
             )
             .await?;
-        Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
+        rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
     }
 
     /// Re-enables `destination`; its waiting jobs become due at once. Returns whether it was disabled.
@@ -220,5 +220,65 @@ impl PgStore {
             )
             .await?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+}
+
+/// Finished attempts as the columns of the completion statement's `unnest`.
+struct Columns {
+    id: Vec<i64>,
+    token: Vec<i64>,
+    attempt: Vec<i32>,
+    started_at: Vec<i64>,
+    latency_ms: Vec<i64>,
+    status: Vec<Option<i32>>,
+    error: Vec<Option<String>>,
+    response_prefix: Vec<Option<String>>,
+    state: Vec<&'static str>,
+    next_attempt_at: Vec<i64>,
+    last_error: Vec<Option<String>>,
+    disable: Vec<String>,
+}
+
+impl Columns {
+    fn of(finished: &[(ClaimedJob, AttemptRecord, Decision)], now: UnixTime) -> Self {
+        let mut c = Self {
+            id: Vec::new(),
+            token: Vec::new(),
+            attempt: Vec::new(),
+            started_at: Vec::new(),
+            latency_ms: Vec::new(),
+            status: Vec::new(),
+            error: Vec::new(),
+            response_prefix: Vec::new(),
+            state: Vec::new(),
+            next_attempt_at: Vec::new(),
+            last_error: Vec::new(),
+            disable: Vec::new(),
+        };
+        for (job, attempt, decision) in finished {
+            let (state, next, error) = match decision {
+                Decision::Succeeded => (JobState::Succeeded, now, None),
+                Decision::RetryAfter(delay) => {
+                    (JobState::Retrying, UnixTime(now.0.saturating_add(secs(*delay))), attempt.error.clone())
+                }
+                Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
+                Decision::DisableDestination => {
+                    c.disable.push(job.destination.clone());
+                    (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
+                }
+            };
+            c.id.push(job.id);
+            c.token.push(job.lease_token);
+            c.attempt.push(i32::try_from(job.attempt).unwrap_or(i32::MAX));
+            c.started_at.push(attempt.started_at.0);
+            c.latency_ms.push(i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX));
+            c.status.push(attempt.status.map(i32::from));
+            c.error.push(bounded(attempt.error.as_deref()));
+            c.response_prefix.push(bounded(attempt.response_prefix.as_deref()));
+            c.state.push(state.as_str());
+            c.next_attempt_at.push(next.0);
+            c.last_error.push(bounded(error.as_deref()));
+        }
+        c
     }
 }

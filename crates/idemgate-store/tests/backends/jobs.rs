@@ -139,6 +139,38 @@ on_both! {
         assert_eq!(t.replay_jobs(only_ok, UnixTime(T0.0 + 6), 100).await.unwrap(), 1);
     }
 
+    async fn completions_recorded_together_keep_their_order_fencing_and_effects(t: TestStore) {
+        for identity in ["a", "b", "c", "d"] {
+            accept_at(&t, identity, &["app"], T0).await;
+        }
+        let mut claimed = claim(&t, T0).await;
+        claimed.sort_by(|x, y| x.key.identity.as_str().cmp(y.key.identity.as_str()));
+        let later = UnixTime(T0.0 + 31);
+        let retaken = claim(&t, later).await;
+        assert_eq!(retaken.len(), 4, "every lease expired");
+        let fresh = retaken.into_iter().find(|j| j.key.identity.as_str() == "d").unwrap();
+        let mut finished: Vec<_> = claimed
+            .iter()
+            .zip([
+                Decision::Succeeded,
+                Decision::RetryAfter(Duration::from_secs(5)),
+                Decision::DisableDestination,
+                Decision::Succeeded,
+            ])
+            .map(|(job, decision)| (job.clone(), attempt(Some(200)), decision))
+            .collect();
+        finished.push((fresh, attempt(Some(200)), Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(400))));
+        let completions = t.complete_jobs(finished, later).await.unwrap();
+        // The first claims were all taken over: stale, nothing changed; only the fresh claim of "d" counts.
+        assert_eq!(completions, [Completion::Stale, Completion::Stale, Completion::Stale, Completion::Stale, Completion::Recorded]);
+        assert_eq!(t.jobs(key("d")).await.unwrap()[0].state, "dead");
+        assert_eq!(t.jobs(key("a")).await.unwrap()[0].state, "running");
+        let app = t.destinations().await.unwrap().into_iter().find(|d| d.name == "app").unwrap();
+        assert_eq!(app.disabled.as_deref(), Some("410 Gone"), "a stale 410 still disables: it is the destination's answer");
+        assert_eq!(t.attempts("test".to_owned(), "d".to_owned()).await.unwrap().len(), 2, "every attempt is recorded");
+        assert!(t.complete_jobs(Vec::new(), later).await.unwrap().is_empty());
+    }
+
     async fn many_claimers_at_once_take_each_job_exactly_once(t: TestStore) {
         for n in 0..120 {
             accept_at(&t, &format!("e{n}"), &["app", "audit"], T0).await;
