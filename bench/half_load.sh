@@ -5,6 +5,7 @@
 # fresh database.
 #
 #   bench/half_load.sh [EVENTS] [CONCURRENCY] [ROUNDS]
+#   BASELINE=path/to/other/counter bench/half_load.sh ...   # A/B: both binaries, alternating
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -17,29 +18,39 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export COUNTER_SECRET=$(printf 'ab%.0s' $(seq 32))
 
+labels="current"
+[ -n "${BASELINE:-}" ] && labels="current baseline"
 for round in $(seq "$rounds"); do
-  start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$work/max-$round.db"
-  $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
-      --concurrency "$concurrency" --seed "$round" --json > "$work/max-$round.json"
-  stop
-  half=$(python3 -c "import json; print(json.load(open('$work/max-$round.json'))['throughput'] / 2)")
-  start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$work/half-$round.db"
-  $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
-      --concurrency "$concurrency" --seed "$round" --rate "$half" --json > "$work/half-$round.json"
-  stop
+  for label in $labels; do
+    counter=$bin/examples/counter
+    [ "$label" = baseline ] && counter=$BASELINE
+    start counter "$counter" serve --listen 127.0.0.1:0 --db "$work/$label-max-$round.db"
+    $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
+        --concurrency "$concurrency" --seed "$round" --json > "$work/$label-max-$round.json"
+    stop
+    half=$(python3 -c "import json; print(json.load(open('$work/$label-max-$round.json'))['throughput'] / 2)")
+    start counter "$counter" serve --listen 127.0.0.1:0 --db "$work/$label-half-$round.db"
+    $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
+        --concurrency "$concurrency" --seed "$round" --rate "$half" --json > "$work/$label-half-$round.json"
+    stop
+  done
 done
 
-python3 - "$work" "$rounds" "$events" "$concurrency" <<'PY'
+python3 - "$work" "$rounds" "$events" "$concurrency" $labels <<'PY'
 import json, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, labels = sys.argv[1], int(sys.argv[2]), sys.argv[5:]
 print(f"counter: {sys.argv[3]} events (+20% redeliveries), C={sys.argv[4]}, {rounds} rounds")
-print(f"{'round':>5} {'max req/s':>10} {'max p99':>8} {'half rate':>10} {'p50 ms':>7} {'p90 ms':>7} {'p99 ms':>7} {'max ms':>7} once")
-p99s = []
-for r in range(1, rounds + 1):
-    top = json.load(open(f"{work}/max-{r}.json"))
-    half = json.load(open(f"{work}/half-{r}.json"))
-    p99s.append(half["p99_ms"])
-    print(f"{r:>5} {top['throughput']:>10.0f} {top['p99_ms']:>8.2f} {half['throughput']:>10.0f} {half['p50_ms']:>7.2f} "
-          f"{half['p90_ms']:>7.2f} {half['p99_ms']:>7.2f} {half['max_ms']:>7.2f} {half['exactly_once']}")
-print(f"median p99 at half load: {statistics.median(p99s):.2f} ms")
+print(f"{'binary':>8} {'round':>5} {'max req/s':>10} {'max p99':>8} {'half rate':>10} {'p50 ms':>7} {'p90 ms':>7} "
+      f"{'p99 ms':>7} {'max ms':>7} once")
+for label in labels:
+    p99s, tops = [], []
+    for r in range(1, rounds + 1):
+        top = json.load(open(f"{work}/{label}-max-{r}.json"))
+        half = json.load(open(f"{work}/{label}-half-{r}.json"))
+        p99s.append(half["p99_ms"])
+        tops.append(top["throughput"])
+        print(f"{label:>8} {r:>5} {top['throughput']:>10.0f} {top['p99_ms']:>8.2f} {half['throughput']:>10.0f} "
+              f"{half['p50_ms']:>7.2f} {half['p90_ms']:>7.2f} {half['p99_ms']:>7.2f} {half['max_ms']:>7.2f} "
+              f"{half['exactly_once']}")
+    print(f"{label:>8} median: max {statistics.median(tops):.0f} req/s, p99 at half load {statistics.median(p99s):.2f} ms")
 PY

@@ -63,8 +63,12 @@ impl PgStore {
     /// commits are durable and applies migrations; several processes may do this at once.
     pub async fn connect(url: &str, options: PgOptions) -> Result<Self, StoreError> {
         // The parser's message could quote the URL, password included; it is not passed on.
-        let config = tokio_postgres::Config::from_str(url)
+        let mut config = tokio_postgres::Config::from_str(url)
             .map_err(|_| StoreError::Config("the PostgreSQL URL cannot be parsed"))?;
+        if config.get_application_name().is_none() {
+            // So that an operator finds idemgate's sessions in pg_stat_activity.
+            config.application_name("idemgate");
+        }
         let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))

@@ -309,3 +309,57 @@ fn first_line_addr(child: &mut Child) -> SocketAddr {
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     line.trim().strip_prefix("listening on ").unwrap().parse().unwrap()
 }
+
+/// PostgreSQL drops every connection of an instance (a restart, a failover, an operator's
+/// `pg_terminate_backend`): the pool notices closed connections and opens new ones; a
+/// delivery caught in the cut is answered 503 (the sender retries), nothing acknowledged
+/// is lost, and readiness comes back.
+#[test]
+fn connections_cut_by_the_database_are_replaced_and_nothing_acknowledged_is_lost() {
+    let url = fresh_schema("cut");
+    let name = format!("cut_{}", std::process::id());
+    let url = format!("{url}&application_name={name}");
+    let (_dir, app, audit, mut instances) = start(&url, 1);
+    let gateway = instances.remove(0);
+    let signer = Signer::Standard(KEY.to_vec());
+    let send = |n: usize| {
+        let identity = format!("evt_{n:05}");
+        let body = format!(r#"{{"type":"order.paid","n":{n}}}"#);
+        let headers = signer.headers(&identity, body.as_bytes(), unix_now());
+        (identity, try_post(gateway.addr, "/in/hooks", &headers, body.as_bytes()))
+    };
+    let mut acknowledged = BTreeSet::new();
+    for n in 0..20 {
+        let (identity, status) = send(n);
+        assert_eq!(status, Some(202));
+        acknowledged.insert(identity);
+    }
+    let cut = query(
+        &url,
+        &format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '{name}' AND pid <> pg_backend_pid()"
+        ),
+    );
+    assert_ne!(cut[0][0], "0", "the instance had connections to cut");
+    let mut refused = 0;
+    for n in 20..60 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match send(n) {
+                (identity, Some(202)) => {
+                    acknowledged.insert(identity);
+                    break;
+                }
+                (_, Some(503)) => refused += 1,
+                (identity, other) => panic!("{identity}: unexpected answer {other:?}"),
+            }
+            assert!(Instant::now() < deadline, "the instance did not recover");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+    one_receipt_one_event_two_jobs(&url, &acknowledged);
+    every_event_delivered(&[&app, &audit], &acknowledged);
+    let ready = crate::harness::exchange(gateway.addr, b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(ready.status(), 200);
+    eprintln!("{refused} deliveries were refused with 503 while the pool reconnected");
+}
