@@ -18,20 +18,11 @@ pub struct StoreOptions {
     /// How long the writer waits for more deliveries to join a batch; zero adds no wait
     /// (a lone delivery commits at once, and batches form only from what is queued).
     pub batch_wait: Duration,
-    /// How often a thread of its own moves committed WAL frames into the database file.
-    /// The writer never checkpoints, so no delivery waits behind a checkpoint.
-    pub checkpoint_interval: Duration,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self {
-            busy_timeout: Duration::from_secs(5),
-            queue_capacity: 1024,
-            max_batch: 128,
-            batch_wait: Duration::ZERO,
-            checkpoint_interval: Duration::from_millis(100),
-        }
+        Self { busy_timeout: Duration::from_secs(5), queue_capacity: 1024, max_batch: 128, batch_wait: Duration::ZERO }
     }
 }
 

@@ -95,8 +95,6 @@ pub struct SqliteStore {
     path: PathBuf,
     options: StoreOptions,
     stats: Arc<WriterStats>,
-    /// Dropped with the store: the checkpoint thread then does a last pass and stops.
-    _checkpoints: std::sync::mpsc::Sender<()>,
 }
 
 impl SqliteStore {
@@ -105,14 +103,6 @@ impl SqliteStore {
     pub fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
         let mut conn = open_connection(path, true, &options)?;
         migrations::migrate(&mut conn)?;
-        // Checkpoints run on their own thread (below), never inside a delivery's commit.
-        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        let checkpointer = open_connection(path, false, &options)?;
-        let (stop_checkpoints, stopped) = std::sync::mpsc::channel::<()>();
-        thread::Builder::new()
-            .name("idemgate-sqlite-checkpoint".into())
-            .spawn(move || run_checkpoints(&checkpointer, &stopped, options.checkpoint_interval))
-            .map_err(|_| StoreError::Unavailable)?;
         let (commands, inbox) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
         let writer_stats = Arc::clone(&stats);
@@ -120,14 +110,7 @@ impl SqliteStore {
             .name("idemgate-sqlite-writer".into())
             .spawn(move || run_writer(conn, inbox, options, &writer_stats))
             .map_err(|_| StoreError::Unavailable)?;
-        Ok(Self {
-            commands,
-            writer: Some(writer),
-            path: path.to_owned(),
-            options,
-            stats,
-            _checkpoints: stop_checkpoints,
-        })
+        Ok(Self { commands, writer: Some(writer), path: path.to_owned(), options, stats })
     }
 
     /// Commands waiting for the writer right now.
@@ -219,23 +202,6 @@ impl WriterStats {
     /// Deliveries answered from committed batches.
     pub fn deliveries(&self) -> u64 {
         self.deliveries.load(Ordering::Relaxed)
-    }
-}
-
-/// Moves committed WAL frames into the database file every `interval` until `stop` is
-/// dropped. PASSIVE never waits for readers or the writer: frames still in use are left
-/// for the next pass, and the writer restarts the WAL from its start once all are done.
-fn run_checkpoints(conn: &Connection, stop: &std::sync::mpsc::Receiver<()>, interval: Duration) {
-    loop {
-        let stopping = !matches!(stop.recv_timeout(interval), Err(std::sync::mpsc::RecvTimeoutError::Timeout));
-        let started = Instant::now();
-        if let Err(err) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %err, "WAL checkpoint failed; the next one retries");
-        }
-        metrics::histogram!("idemgate_checkpoint_seconds").record(started.elapsed().as_secs_f64());
-        if stopping {
-            return;
-        }
     }
 }
 
