@@ -5,6 +5,7 @@
 #
 #   bench/gateway.sh [EVENTS] [CONCURRENCY]
 #   BENCH_STORE=postgres INSTANCES=3 bench/gateway.sh ...   # on PostgreSQL, several instances
+#   GATEWAY=path/to/other/idemgate bench/gateway.sh ...       # serve with another build (A/B)
 # PostgreSQL: $IDEMGATE_BENCH_POSTGRES (default postgres://postgres@127.0.0.1:5432/idemgate_bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +49,7 @@ timeout = "5s"
 TOML
 targets=""
 for _ in $(seq "$instances"); do
-  IDEMGATE_LOG=warn start gateway $bin/idemgate serve --config "$work/idemgate.toml"
+  IDEMGATE_LOG=warn start gateway "${GATEWAY:-$bin/idemgate}" serve --config "$work/idemgate.toml"
   targets="$targets${targets:+,}http://127.0.0.1:$port/in/bench"
 done
 started=$(date +%s.%N)
