@@ -6,6 +6,7 @@
 #
 #   bench/half_load.sh [EVENTS] [CONCURRENCY] [ROUNDS]
 #   BASELINE=path/to/other/counter bench/half_load.sh ...   # A/B: both binaries, alternating
+#   PIN=1 bench/half_load.sh ...   # server on core 0, load generator on core 1 (taskset)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -18,19 +19,21 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export COUNTER_SECRET=$(printf 'ab%.0s' $(seq 32))
 
+server=() client=()
+if [ -n "${PIN:-}" ]; then server=(taskset -c 0) client=(taskset -c 1); fi
 labels="current"
 [ -n "${BASELINE:-}" ] && labels="current baseline"
 for round in $(seq "$rounds"); do
   for label in $labels; do
     counter=$bin/examples/counter
     [ "$label" = baseline ] && counter=$BASELINE
-    start counter "$counter" serve --listen 127.0.0.1:0 --db "$work/$label-max-$round.db"
-    $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
+    start counter "${server[@]}" "$counter" serve --listen 127.0.0.1:0 --db "$work/$label-max-$round.db"
+    "${client[@]}" $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
         --concurrency "$concurrency" --seed "$round" --json > "$work/$label-max-$round.json"
     stop
     half=$(python3 -c "import json; print(json.load(open('$work/$label-max-$round.json'))['throughput'] / 2)")
-    start counter "$counter" serve --listen 127.0.0.1:0 --db "$work/$label-half-$round.db"
-    $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
+    start counter "${server[@]}" "$counter" serve --listen 127.0.0.1:0 --db "$work/$label-half-$round.db"
+    "${client[@]}" $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
         --concurrency "$concurrency" --seed "$round" --rate "$half" --json > "$work/$label-half-$round.json"
     stop
   done
