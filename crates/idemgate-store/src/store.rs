@@ -47,7 +47,7 @@ impl Receiver for SqliteStore {
     type Effect = Handler;
 
     fn receive(&self, request: ReceiveRequest, effect: Handler) -> impl Future<Output = Outcome> + Send {
-        SqliteStore::receive(self, request, effect)
+        self.receive_boxed(request, effect)
     }
 }
 

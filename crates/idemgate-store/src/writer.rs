@@ -141,8 +141,13 @@ impl SqliteStore {
     where
         H: FnOnce(&Connection) -> Result<Value, HandlerError> + Send + 'static,
     {
+        self.receive_boxed(request, Box::new(handler)).await
+    }
+
+    /// [`Self::receive`] for a handler that is already boxed (no second box).
+    pub(crate) async fn receive_boxed(&self, request: ReceiveRequest, handler: Handler) -> Outcome {
         let (reply, answer) = oneshot::channel();
-        let command = Command::Receive(Work { request, handler: Box::new(handler), reply });
+        let command = Command::Receive(Work { request, handler, reply });
         let unavailable = Outcome::Failed { cause: FailureCause::Unavailable };
         if self.commands.send(command).await.is_err() {
             return unavailable;
