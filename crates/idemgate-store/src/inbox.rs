@@ -100,20 +100,21 @@ pub fn accept_event(
     destinations: &[&str],
 ) -> Result<AcceptedEvent, rusqlite::Error> {
     let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
-    conn.execute(
+    // Cached: the writer runs this for every event, so it is parsed once per connection.
+    conn.prepare_cached(
         "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            event.key.source.as_str(),
-            event.key.identity.as_str(),
-            event.event_type,
-            event.content_type,
-            event.body,
-            event.received_at.0,
-            headers,
-            event.ordering.map(|o| o.key.as_str()),
-        ],
-    )?;
+    )?
+    .execute(params![
+        event.key.source.as_str(),
+        event.key.identity.as_str(),
+        event.event_type,
+        event.content_type,
+        event.body,
+        event.received_at.0,
+        headers,
+        event.ordering.map(|o| o.key.as_str()),
+    ])?;
     let event_id = conn.last_insert_rowid();
     let superseded = match event.ordering {
         Some(ordering) => !advance_version(conn, event.key.source.as_str(), ordering, event_id)?,

@@ -118,33 +118,32 @@ pub fn claim(
 }
 
 fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<ClaimedJob, rusqlite::Error> {
-    let (lease_token, attempt): (i64, u32) = conn.query_row(
-        "UPDATE jobs SET state = 'running', lease_until = ?2, lease_token = lease_token + 1,
+    let (lease_token, attempt): (i64, u32) = conn
+        .prepare_cached(
+            "UPDATE jobs SET state = 'running', lease_until = ?2, lease_token = lease_token + 1,
                 attempts = attempts + 1, updated_at = ?3
          WHERE id = ?1 RETURNING lease_token, attempts",
-        params![id, now.0.saturating_add(secs(lease)), now.0],
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    )?;
-    conn.query_row(
+        )?
+        .query_row(params![id, now.0.saturating_add(secs(lease)), now.0], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    conn.prepare_cached(
         "SELECT j.destination, e.source, e.identity, e.body, e.content_type, e.headers
          FROM jobs j JOIN events e ON e.id = j.event_id WHERE j.id = ?1",
-        params![id],
-        |row| {
-            let source: String = row.get(1)?;
-            let identity: String = row.get(2)?;
-            let headers: Option<String> = row.get(5)?;
-            Ok(ClaimedJob {
-                id,
-                lease_token,
-                attempt,
-                destination: row.get(0)?,
-                key: key(&source, &identity).map_err(|_| rusqlite::Error::InvalidQuery)?,
-                body: row.get(3)?,
-                content_type: row.get(4)?,
-                headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),
-            })
-        },
-    )
+    )?
+    .query_row(params![id], |row| {
+        let source: String = row.get(1)?;
+        let identity: String = row.get(2)?;
+        let headers: Option<String> = row.get(5)?;
+        Ok(ClaimedJob {
+            id,
+            lease_token,
+            attempt,
+            destination: row.get(0)?,
+            key: key(&source, &identity).map_err(|_| rusqlite::Error::InvalidQuery)?,
+            body: row.get(3)?,
+            content_type: row.get(4)?,
+            headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),
+        })
+    })
 }
 
 pub(crate) fn key(source: &str, identity: &str) -> Result<ReceiptKey, StoreError> {
@@ -162,19 +161,19 @@ pub fn complete(
     decision: Decision,
     now: UnixTime,
 ) -> Result<Completion, rusqlite::Error> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![
-            job.id,
-            job.attempt,
-            attempt.started_at.0,
-            i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX),
-            attempt.status,
-            bounded(attempt.error.as_deref()),
-            bounded(attempt.response_prefix.as_deref()),
-        ],
-    )?;
+    )?
+    .execute(params![
+        job.id,
+        job.attempt,
+        attempt.started_at.0,
+        i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX),
+        attempt.status,
+        bounded(attempt.error.as_deref()),
+        bounded(attempt.response_prefix.as_deref()),
+    ])?;
     let (state, next, error) = match decision {
         Decision::Succeeded => (JobState::Succeeded, now, None),
         Decision::RetryAfter(delay) => {
@@ -186,11 +185,12 @@ pub fn complete(
             (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
         }
     };
-    let changed = conn.execute(
-        "UPDATE jobs SET state = ?3, next_attempt_at = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
+    let changed = conn
+        .prepare_cached(
+            "UPDATE jobs SET state = ?3, next_attempt_at = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
          WHERE id = ?1 AND lease_token = ?2 AND state = 'running'",
-        params![job.id, job.lease_token, state.as_str(), next.0, bounded(error.as_deref()), now.0],
-    )?;
+        )?
+        .execute(params![job.id, job.lease_token, state.as_str(), next.0, bounded(error.as_deref()), now.0])?;
     Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
 }
 
