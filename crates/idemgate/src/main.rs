@@ -21,6 +21,12 @@ use idemgate_store::{PgStore, SqliteReader, SqliteStore, Store, StoreOptions, jo
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
 
+/// mimalloc instead of the system allocator: the gateway allocates per request (bodies,
+/// headers, futures), and glibc's malloc and free were about a tenth of its CPU time under
+/// load (BENCHMARKS.md, "Profile").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(version, about = "Webhook inbox and idempotency gateway")]
 struct Cli {
