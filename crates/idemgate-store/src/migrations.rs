@@ -130,6 +130,11 @@ fn version(conn: &Connection) -> Result<u32, StoreError> {
 
 /// Applies every pending migration; refuses a file from a newer build.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    // An up-to-date file needs no write lock: opening a store (a server, or a CLI view
+    // next to a running server) then never waits for, or delays, the writer.
+    if version(conn)? == CURRENT_VERSION {
+        return Ok(());
+    }
     loop {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let found = version(&tx)?;
