@@ -1,17 +1,30 @@
 //! The ceiling for benchmarks: the same hyper accept loop as idemgate, answering every
 //! request `200 {"status":"applied","result":0}` without reading a store. Whatever idemgate
-//! achieves is measured against what HTTP alone allows on the same machine.
+//! achieves is measured against what HTTP alone allows on the same machine. As the
+//! gateway benchmark's sink, `GET /count` tells how many requests it has answered.
 //!
 //!     cargo run --release --example bare -- 127.0.0.1:18100
 
-use std::{io::Write, net::SocketAddr, process::ExitCode};
+use std::{
+    io::Write,
+    net::SocketAddr,
+    process::ExitCode,
+    sync::atomic::{AtomicU64, Ordering},
+};
 
-use axum::{Json, Router, body::Bytes};
+use axum::{Json, Router, body::Bytes, routing::get};
 use idemgate::http::{ServeOptions, serve, termination_signal};
 use serde_json::{Value, json};
 
+static ANSWERED: AtomicU64 = AtomicU64::new(0);
+
 async fn answer(_body: Bytes) -> Json<Value> {
+    ANSWERED.fetch_add(1, Ordering::Relaxed);
     Json(json!({ "status": "applied", "result": 0 }))
+}
+
+async fn count() -> String {
+    ANSWERED.load(Ordering::Relaxed).to_string()
 }
 
 fn main() -> ExitCode {
@@ -26,7 +39,13 @@ fn main() -> ExitCode {
         writeln!(stdout, "listening on {}", listener.local_addr()?)?;
         stdout.flush()?;
         drop(stdout);
-        serve(listener, Router::new().fallback(answer), ServeOptions::default(), termination_signal()).await
+        serve(
+            listener,
+            Router::new().route("/count", get(count)).fallback(answer),
+            ServeOptions::default(),
+            termination_signal(),
+        )
+        .await
     });
     if served.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
