@@ -363,3 +363,60 @@ fn connections_cut_by_the_database_are_replaced_and_nothing_acknowledged_is_lost
     assert_eq!(ready.status(), 200);
     eprintln!("{refused} deliveries were refused with 503 while the pool reconnected");
 }
+
+/// A stopped-or-killed child process, whatever the test's outcome.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Receivers and workers scale apart: two `serve` instances with their worker off, two
+/// `idemgate worker` processes alone, one PostgreSQL. Every event is delivered exactly
+/// once to each destination, whichever worker took it.
+#[test]
+fn receivers_and_separate_workers_share_one_postgres_and_deliver_each_event_once() {
+    let url = fresh_schema("split");
+    let (app, audit) = (Recorder::start(&[]), Recorder::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idemgate.toml");
+    let config = config(&url, &app, &audit).replace("[worker]\n", "[worker]\nenabled = false\n");
+    std::fs::write(&path, config).unwrap();
+    let receivers = [Gateway::start(&path, &[]), Gateway::start(&path, &[])];
+    let _workers: Vec<Process> = (0..2)
+        .map(|_| {
+            let mut child = Command::new(crate::gateway_harness::idemgate_bin())
+                .args(["worker", "--config"])
+                .arg(&path)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+            assert_eq!(line.trim(), "worker running");
+            Process(child)
+        })
+        .collect();
+    let signer = Signer::Standard(KEY.to_vec());
+    let mut acknowledged = BTreeSet::new();
+    for n in 0..200 {
+        let identity = format!("evt_{n:05}");
+        let body = format!(r#"{{"type":"order.paid","n":{n}}}"#);
+        let headers = signer.headers(&identity, body.as_bytes(), unix_now());
+        assert_eq!(try_post(receivers[n % 2].addr, "/in/hooks", &headers, body.as_bytes()), Some(202));
+        acknowledged.insert(identity);
+    }
+    one_receipt_one_event_two_jobs(&url, &acknowledged);
+    every_event_delivered(&[&app, &audit], &acknowledged);
+    let attempts = settled_jobs(&url);
+    assert!(attempts.values().all(|a| *a == 1), "no job needed a second claim");
+    for recorder in [&app, &audit] {
+        let twice: Vec<_> = counts(recorder).into_iter().filter(|(_, n)| *n != 1).collect();
+        assert!(twice.is_empty(), "delivered more than once: {twice:?}");
+    }
+}
