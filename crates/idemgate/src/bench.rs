@@ -38,6 +38,9 @@ pub struct Prepared {
 #[derive(Debug, Clone)]
 struct Sample {
     latency: Duration,
+    /// Open loop: how long after its due time the request actually left (the load
+    /// generator's own lateness, which `latency` includes); zero in closed loop.
+    late: Duration,
     outcome: String,
     event: Option<String>,
 }
@@ -51,6 +54,11 @@ pub struct Report {
     pub elapsed: Duration,
     /// Latencies, sorted.
     latencies: Vec<Duration>,
+    /// How late each request left after its due time (open loop), sorted.
+    lateness: Vec<Duration>,
+    /// Each request's time from leaving to its answer, sorted: the latency without the
+    /// load generator's lateness (equal to the latency in closed loop).
+    service: Vec<Duration>,
     /// Count per outcome (`applied`, `duplicate`, `201`, `error`, …).
     pub outcomes: BTreeMap<String, usize>,
     /// For the counter workload: whether every distinct event was applied exactly once.
@@ -67,11 +75,19 @@ impl Report {
     /// The latency at quantile `q` (0.0 to 1.0), nearest rank.
     #[must_use]
     pub fn percentile(&self, q: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let rank = ((q * self.latencies.len() as f64).ceil() as usize).clamp(1, self.latencies.len());
-        self.latencies[rank - 1]
+        nearest_rank(&self.latencies, q)
+    }
+
+    /// How late the load generator sent, at quantile `q` (open loop; zero otherwise).
+    #[must_use]
+    pub fn lateness(&self, q: f64) -> Duration {
+        nearest_rank(&self.lateness, q)
+    }
+
+    /// The time from sending to the answer, at quantile `q`.
+    #[must_use]
+    pub fn service(&self, q: f64) -> Duration {
+        nearest_rank(&self.service, q)
     }
 
     /// The report as one JSON object.
@@ -86,6 +102,10 @@ impl Report {
             "p90_ms": ms(self.percentile(0.90)),
             "p99_ms": ms(self.percentile(0.99)),
             "max_ms": ms(self.percentile(1.0)),
+            "late_p50_ms": ms(self.lateness(0.50)),
+            "late_p99_ms": ms(self.lateness(0.99)),
+            "service_p50_ms": ms(self.service(0.50)),
+            "service_p99_ms": ms(self.service(0.99)),
             "outcomes": self.outcomes,
             "exactly_once": self.exactly_once,
         })
@@ -244,11 +264,12 @@ async fn worker(
             }
             None => Instant::now(),
         };
+        let late = start.elapsed();
         let outcome = match request.send().await {
             Ok(response) => outcome(response).await,
             Err(_) => "error".to_owned(),
         };
-        samples.push(Sample { latency: start.elapsed(), outcome, event: item.event.clone() });
+        samples.push(Sample { latency: start.elapsed(), late, outcome, event: item.event.clone() });
         bar.inc(1);
     }
     samples
@@ -283,7 +304,20 @@ fn report(samples: Vec<Sample>, elapsed: Duration) -> Report {
     let exactly_once = (!events.is_empty()).then(|| events.iter().all(|e| applied.get(e) == Some(&1)));
     let mut latencies: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
     latencies.sort_unstable();
-    Report { requests: samples.len(), elapsed, latencies, outcomes, exactly_once }
+    let mut lateness: Vec<Duration> = samples.iter().map(|s| s.late).collect();
+    lateness.sort_unstable();
+    let mut service: Vec<Duration> = samples.iter().map(|s| s.latency.saturating_sub(s.late)).collect();
+    service.sort_unstable();
+    Report { requests: samples.len(), elapsed, latencies, lateness, service, outcomes, exactly_once }
+}
+
+/// The value at quantile `q` (0.0 to 1.0) of `sorted`, nearest rank; zero when empty.
+fn nearest_rank(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
 }
 
 #[cfg(test)]
@@ -294,7 +328,12 @@ mod tests {
     #[test]
     fn percentiles_use_the_nearest_rank() {
         let samples = (1..=100)
-            .map(|ms| Sample { latency: Duration::from_millis(ms), outcome: "applied".into(), event: None })
+            .map(|ms| Sample {
+                latency: Duration::from_millis(ms),
+                late: Duration::ZERO,
+                outcome: "applied".into(),
+                event: None,
+            })
             .collect();
         let report = report(samples, Duration::from_secs(1));
         assert_eq!(report.percentile(0.5), Duration::from_millis(50));
