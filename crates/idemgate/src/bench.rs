@@ -353,9 +353,27 @@ mod tests {
     }
 
     #[test]
+    fn open_loop_lateness_is_reported_and_left_out_of_the_service_time() {
+        let samples = (1..=10)
+            .map(|n| Sample {
+                latency: Duration::from_millis(10 * n),
+                late: Duration::from_millis(n),
+                outcome: "applied".into(),
+                event: None,
+            })
+            .collect();
+        let report = report(samples, Duration::from_secs(1));
+        assert_eq!(report.percentile(1.0), Duration::from_millis(100));
+        assert_eq!(report.lateness(1.0), Duration::from_millis(10));
+        assert_eq!(report.service(1.0), Duration::from_millis(90));
+        assert_eq!(report.service(0.5), Duration::from_millis(45));
+    }
+
+    #[test]
     fn exactly_once_fails_when_an_event_is_applied_twice_or_never() {
         let sample = |event: &str, outcome: &str| Sample {
             latency: Duration::ZERO,
+            late: Duration::ZERO,
             outcome: outcome.into(),
             event: Some(event.into()),
         };
