@@ -174,17 +174,10 @@ pub fn complete(
         bounded(attempt.error.as_deref()),
         bounded(attempt.response_prefix.as_deref()),
     ])?;
-    let (state, next, error) = match decision {
-        Decision::Succeeded => (JobState::Succeeded, now, None),
-        Decision::RetryAfter(delay) => {
-            (JobState::Retrying, UnixTime(now.0.saturating_add(secs(delay))), attempt.error.clone())
-        }
-        Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
-        Decision::DisableDestination => {
-            disable_destination(conn, &job.destination, "410 Gone", now)?;
-            (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
-        }
-    };
+    if decision == Decision::DisableDestination {
+        disable_destination(conn, &job.destination, "410 Gone", now)?;
+    }
+    let (state, next, error) = transition(decision, attempt, now);
     let changed = conn
         .prepare_cached(
             "UPDATE jobs SET state = ?3, next_attempt_at = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
@@ -192,6 +185,25 @@ pub fn complete(
         )?
         .execute(params![job.id, job.lease_token, state.as_str(), next.0, bounded(error.as_deref()), now.0])?;
     Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
+}
+
+/// What a job becomes after an attempt: its state, when it is next due, and the error
+/// kept with it. The same on both backends.
+pub(crate) fn transition(
+    decision: Decision,
+    attempt: &AttemptRecord,
+    now: UnixTime,
+) -> (JobState, UnixTime, Option<String>) {
+    match decision {
+        Decision::Succeeded => (JobState::Succeeded, now, None),
+        Decision::RetryAfter(delay) => {
+            (JobState::Retrying, UnixTime(now.0.saturating_add(secs(delay))), attempt.error.clone())
+        }
+        Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
+        Decision::DisableDestination => {
+            (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
+        }
+    }
 }
 
 /// Marks `destination` disabled: none of its jobs is claimed until it is enabled again.

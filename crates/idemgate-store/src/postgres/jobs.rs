@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use idemgate_core::{UnixTime, job::JobState, retry::Decision};
+use idemgate_core::{UnixTime, retry::Decision};
 
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, bounded, key, secs},
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, bounded, key, secs, transition},
 };
 
 /// The jobs a [`ReplayFilter`] selects ($1 state, $2 source, $3 identity, $4 destination,
@@ -256,17 +256,10 @@ impl Columns {
             disable: Vec::new(),
         };
         for (job, attempt, decision) in finished {
-            let (state, next, error) = match decision {
-                Decision::Succeeded => (JobState::Succeeded, now, None),
-                Decision::RetryAfter(delay) => {
-                    (JobState::Retrying, UnixTime(now.0.saturating_add(secs(*delay))), attempt.error.clone())
-                }
-                Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
-                Decision::DisableDestination => {
-                    c.disable.push(job.destination.clone());
-                    (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
-                }
-            };
+            if *decision == Decision::DisableDestination {
+                c.disable.push(job.destination.clone());
+            }
+            let (state, next, error) = transition(*decision, attempt, now);
             c.id.push(job.id);
             c.token.push(job.lease_token);
             c.attempt.push(i32::try_from(job.attempt).unwrap_or(i32::MAX));

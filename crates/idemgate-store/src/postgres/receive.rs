@@ -83,20 +83,7 @@ impl PgStore {
         if inserted.is_some() {
             return Ok(Outcome::Applied { result: event.result.clone() });
         }
-        let existing = client
-            .prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = $1 AND identity = $2")
-            .await?;
-        let Some(row) = client.query_opt(&existing, &[&source, &identity]).await? else {
-            return Err(StoreError::Malformed("receipt vanished during its lookup"));
-        };
-        let hash: Vec<u8> = row.try_get(0)?;
-        if hash == request.body_hash.0 {
-            let result: String = row.try_get(1)?;
-            return Ok(Outcome::Duplicate { result: parse_result(&result)? });
-        }
-        record_conflict(&client, request).await?;
-        tracing::warn!(source, identity, "conflicting repeat refused");
-        Ok(Outcome::Conflict)
+        repeat(&client, request).await
     }
 
     /// The general case: a refusal to apply after the receipt lookup, or an ordering guard
@@ -123,22 +110,9 @@ impl PgStore {
             .execute(&insert, &[&source, &identity, &&request.body_hash.0[..], &result, &request.received_at.0])
             .await?;
         if inserted == 0 {
-            let existing = tx
-                .prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = $1 AND identity = $2")
-                .await?;
-            let Some(row) = tx.query_opt(&existing, &[&source, &identity]).await? else {
-                // The receipt was purged between the two statements: try the whole delivery again.
-                return Err(StoreError::Malformed("receipt vanished during its lookup"));
-            };
-            let hash: Vec<u8> = row.try_get(0)?;
-            if hash == request.body_hash.0 {
-                let result: String = row.try_get(1)?;
-                return Ok(Outcome::Duplicate { result: parse_result(&result)? });
-            }
-            record_conflict(&tx, request).await?;
+            let outcome = repeat(&tx, request).await?;
             tx.commit().await?;
-            tracing::warn!(source, identity, "conflicting repeat refused");
-            return Ok(Outcome::Conflict);
+            return Ok(outcome);
         }
         if let Some(reason) = event.refusal {
             tracing::info!(source, identity, reason, "event refused; rolled back");
@@ -207,6 +181,30 @@ impl PgStore {
         }
         Ok(Outcome::Applied { result: event.result.clone() })
     }
+}
+
+/// The answer to a delivery whose receipt insert found one already there: a duplicate with
+/// the stored result, or a conflict, recorded for the operator.
+async fn repeat(
+    client: &impl deadpool_postgres::GenericClient,
+    request: &ReceiveRequest,
+) -> Result<Outcome, StoreError> {
+    let key = &request.key;
+    let (source, identity) = (key.source.as_str(), key.identity.as_str());
+    let existing =
+        client.prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = $1 AND identity = $2").await?;
+    let Some(row) = client.query_opt(&existing, &[&source, &identity]).await? else {
+        // Purged between the insert and this lookup: the sender's retry starts afresh.
+        return Err(StoreError::Malformed("receipt vanished during its lookup"));
+    };
+    let hash: Vec<u8> = row.try_get(0)?;
+    if hash == request.body_hash.0 {
+        let result: String = row.try_get(1)?;
+        return Ok(Outcome::Duplicate { result: parse_result(&result)? });
+    }
+    record_conflict(client, request).await?;
+    tracing::warn!(source, identity, "conflicting repeat refused");
+    Ok(Outcome::Conflict)
 }
 
 async fn record_conflict(
