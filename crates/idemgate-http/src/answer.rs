@@ -177,14 +177,6 @@ pub fn readiness(ready: bool) -> Response {
     }
 }
 
-/// `504` when the upstream did not answer in time, else `502`, with
-/// `{"error":"upstream_unavailable"}`: proxy mode's answer when the API behind it fails.
-#[must_use]
-pub fn upstream_failed(timed_out: bool) -> Response {
-    let status = if timed_out { StatusCode::GATEWAY_TIMEOUT } else { StatusCode::BAD_GATEWAY };
-    (status, Json(json!({ "error": "upstream_unavailable" }))).into_response()
-}
-
 /// `405 {"error":"method_not_allowed"}`, for method fallbacks.
 pub async fn method_not_allowed() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, Json(json!({ "error": "method_not_allowed" }))).into_response()
@@ -198,6 +190,7 @@ impl IntoResponse for crate::idempotency::Refusal {
             Refusal::MissingKey => (StatusCode::BAD_REQUEST, "this route requires an Idempotency-Key"),
             Refusal::BadKey(_) => (StatusCode::BAD_REQUEST, "the Idempotency-Key is malformed"),
             Refusal::BodyTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large"),
+            Refusal::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
             Refusal::BodyUnreadable => (StatusCode::BAD_REQUEST, "the request body could not be read"),
             Refusal::Mismatch => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "the Idempotency-Key was used for a different request")
@@ -209,13 +202,8 @@ impl IntoResponse for crate::idempotency::Refusal {
             Refusal::BadKey(err) => Some(err.to_string()),
             _ => None,
         };
-        let mut body = json!({ "type": "about:blank", "title": title, "status": status.as_u16() });
-        if let Some(detail) = detail {
-            body["detail"] = detail.into();
-        }
-        let mut response = (status, Json(body)).into_response();
+        let mut response = problem(status, title, detail);
         let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         match self {
             Refusal::InFlight { retry_after } => {
                 let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
@@ -224,10 +212,74 @@ impl IntoResponse for crate::idempotency::Refusal {
             Refusal::StoreUnavailable => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
             }
+            // The rest of the body may still be in flight: read no further request here.
+            Refusal::BodyTooLarge | Refusal::BodyTimeout | Refusal::BodyUnreadable => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             _ => {}
         }
         response
     }
+}
+
+impl From<BodyError> for crate::idempotency::Refusal {
+    fn from(err: BodyError) -> Self {
+        match err {
+            BodyError::TooLarge { .. } => Self::BodyTooLarge,
+            BodyError::Timeout => Self::BodyTimeout,
+            BodyError::Broken => Self::BodyUnreadable,
+        }
+    }
+}
+
+/// Why proxy mode answered itself instead of the upstream.
+///
+/// | what | status | body |
+/// |---|---|---|
+/// | a `.` or `..` path segment, plain or percent-encoded | 400 | problem+json |
+/// | request body over `max_body`, too slow, broken | 413 / 408 / 400 | problem+json, as the layer's |
+/// | upstream did not answer in time | 504 | `{"error":"upstream_unavailable"}` |
+/// | upstream unreachable or broke off | 502 | `{"error":"upstream_unavailable"}` |
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProxyAnswer {
+    /// The path has a dot segment, which could climb above the upstream's base path.
+    DotSegment,
+    /// The request body could not be read.
+    Body(BodyError),
+    /// The upstream request failed.
+    Upstream {
+        /// Whether it failed by running out of time.
+        timed_out: bool,
+    },
+}
+
+impl IntoResponse for ProxyAnswer {
+    fn into_response(self) -> Response {
+        match self {
+            Self::DotSegment => problem(
+                StatusCode::BAD_REQUEST,
+                "the path has a dot segment (\".\" or \"..\", also percent-encoded)",
+                None,
+            ),
+            Self::Body(err) => crate::idempotency::Refusal::from(err).into_response(),
+            Self::Upstream { timed_out } => {
+                let status = if timed_out { StatusCode::GATEWAY_TIMEOUT } else { StatusCode::BAD_GATEWAY };
+                (status, Json(json!({ "error": "upstream_unavailable" }))).into_response()
+            }
+        }
+    }
+}
+
+/// An `application/problem+json` answer (RFC 9457).
+fn problem(status: StatusCode, title: &str, detail: Option<String>) -> Response {
+    let mut body = json!({ "type": "about:blank", "title": title, "status": status.as_u16() });
+    if let Some(detail) = detail {
+        body["detail"] = detail.into();
+    }
+    let mut response = (status, Json(body)).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+    response
 }
 
 #[cfg(test)]

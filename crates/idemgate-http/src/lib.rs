@@ -21,4 +21,4 @@ pub mod tls;
 
 pub use answer::DeliveryAnswer;
 pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts, system_now};
-pub use server::{CloseWithoutResponse, ServeOptions, serve, termination_signal};
+pub use server::{CloseWithoutResponse, Peer, ServeOptions, serve, termination_signal};

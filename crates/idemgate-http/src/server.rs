@@ -1,12 +1,15 @@
 //! The accept loop: HTTP/1.1 with keep-alive, a header timeout, optional TLS, and graceful
 //! shutdown (stop accepting, let in-flight requests finish, close idle connections).
 //!
+//! Every request carries a [`Peer`] extension: the address it came from and whether TLS
+//! was terminated here, for handlers that must say so (proxy mode's forwarding headers).
+//!
 //! It also honours [`CloseWithoutResponse`]: a handler can ask for its connection to be
 //! closed without any answer, which is how tests reproduce "the response was lost after
 //! the commit". hyper closes a connection without writing when its service fails, so the
 //! marker is turned into a service error here.
 
-use std::{future::Future, io, time::Duration};
+use std::{future::Future, io, net::SocketAddr, time::Duration};
 
 use axum::{Router, body::Body, response::Response};
 use http::Request;
@@ -50,6 +53,15 @@ impl std::fmt::Debug for ServeOptions {
     }
 }
 
+/// Request extension: the connection a request arrived on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// The client's address as the socket sees it (a proxy in front is the client).
+    pub addr: SocketAddr,
+    /// Whether the connection is TLS terminated by this server.
+    pub tls: bool,
+}
+
 /// Response extension: close the connection instead of sending this response.
 #[derive(Debug, Clone, Copy)]
 pub struct CloseWithoutResponse;
@@ -70,8 +82,8 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    tokio::spawn(connection(stream, router.clone(), options.clone(), graceful.watcher()));
+                Ok((stream, addr)) => {
+                    tokio::spawn(connection(stream, addr, router.clone(), options.clone(), graceful.watcher()));
                 }
                 // Out of file descriptors and the like: back off instead of spinning.
                 Err(err) => {
@@ -90,26 +102,26 @@ pub async fn serve(
 }
 
 /// One accepted connection: the TLS handshake if configured, then HTTP/1.1.
-async fn connection(stream: TcpStream, router: Router, options: ServeOptions, watcher: Watcher) {
+async fn connection(stream: TcpStream, addr: SocketAddr, router: Router, options: ServeOptions, watcher: Watcher) {
     let _ = stream.set_nodelay(true);
     let Some(acceptor) = &options.tls else {
-        return http1(stream, router, &options, watcher).await;
+        return http1(stream, Peer { addr, tls: false }, router, &options, watcher).await;
     };
     match tokio::time::timeout(options.header_timeout, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => http1(tls, router, &options, watcher).await,
+        Ok(Ok(tls)) => http1(tls, Peer { addr, tls: true }, router, &options, watcher).await,
         Ok(Err(err)) => tracing::debug!(error = %err, "tls handshake failed"),
         Err(_) => tracing::debug!("tls handshake timed out"),
     }
 }
 
-async fn http1<S>(stream: S, router: Router, options: &ServeOptions, watcher: Watcher)
+async fn http1<S>(stream: S, peer: Peer, router: Router, options: &ServeOptions, watcher: Watcher)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_timeout)
-        .serve_connection(TokioIo::new(stream), service(router));
+        .serve_connection(TokioIo::new(stream), service(router, peer));
     if let Err(err) = watcher.watch(connection).await {
         tracing::debug!(error = %err, "connection ended with an error");
     }
@@ -117,9 +129,11 @@ where
 
 fn service(
     router: Router,
+    peer: Peer,
 ) -> impl hyper::service::Service<Request<Incoming>, Response = Response, Error = Dropped, Future: Send> + Clone {
-    hyper::service::service_fn(move |request: Request<Incoming>| {
+    hyper::service::service_fn(move |mut request: Request<Incoming>| {
         let router = router.clone();
+        request.extensions_mut().insert(peer);
         async move {
             let response = match router.oneshot(request.map(Body::new)).await {
                 Ok(response) => response,

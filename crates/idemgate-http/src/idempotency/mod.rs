@@ -22,9 +22,11 @@
 //!
 //! When the store cannot be reached, [`WhenUnavailable`] decides: `Refuse` (503 with
 //! `Retry-After`, the default) or `PassThrough` (the request runs unprotected; counted and
-//! logged). A response body larger than `max_stored_body` is sent to the client but not
-//! kept: the record stores its status and headers, and a replay has an empty body with
-//! `Idempotency-Replay-Body: omitted`.
+//! logged). A response body larger than `max_stored_body` is streamed to the client, never
+//! held whole: as soon as it passes the limit the record is completed with its status and
+//! headers only (the effect has happened, so a retry must not run it again), and a replay
+//! has an empty body with `Idempotency-Replay-Body: omitted`. Memory per request is
+//! bounded by `max_request_body` plus `max_stored_body`.
 
 mod layer;
 mod service;
@@ -84,6 +86,8 @@ pub struct IdempotencyConfig {
     pub retention: Duration,
     /// Largest request body accepted with a key, in bytes.
     pub max_request_body: usize,
+    /// How long a client may take to send that body (408 after).
+    pub body_timeout: Duration,
     /// Largest response body kept for replay, in bytes.
     pub max_stored_body: usize,
     /// Response headers kept and replayed.
@@ -104,6 +108,7 @@ impl Default for IdempotencyConfig {
             lock: Duration::from_secs(30),
             retention: Duration::from_secs(3 * 3600),
             max_request_body: 1 << 20,
+            body_timeout: crate::body::BODY_TIMEOUT,
             max_stored_body: 1 << 20,
             stored_headers: vec![header::CONTENT_TYPE, header::LOCATION],
             store_client_errors: false,
@@ -123,7 +128,9 @@ pub enum Refusal {
     BadKey(KeyError),
     /// The body is over `max_request_body` (413).
     BodyTooLarge,
-    /// The body could not be read in time or at all (400).
+    /// The body did not arrive within `body_timeout` (408).
+    BodyTimeout,
+    /// The body stream broke (400).
     BodyUnreadable,
     /// The key was used for another request (422).
     Mismatch,

@@ -14,15 +14,17 @@ use axum::{
     body::Body,
     response::{IntoResponse, Response},
 };
+use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, Request, request::Parts};
 use http_body_util::BodyExt;
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use idemgate_core::idempotency::{AfterResponse, Fingerprint, after_response, parse_key};
 use idemgate_store::idempotency::{Begin, Lifetimes, RecordKey, StoredResponse};
 use sha2::{Digest, Sha256};
 use tower::{Service, ServiceExt};
 
 use super::{IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAY, Refusal, Scope, WhenUnavailable, layer::Shared};
-use crate::body::{BODY_TIMEOUT, BodyError, read_limited};
+use crate::body::read_limited;
 
 /// Wraps `S` with `Idempotency-Key` semantics; built by [`super::IdempotencyLayer`].
 #[derive(Debug, Clone)]
@@ -69,10 +71,10 @@ impl Shared {
             Some(Ok(key)) => key,
         };
         let (parts, body) = request.into_parts();
-        let body = match read_limited(&parts.headers, body, self.config.max_request_body, BODY_TIMEOUT).await {
+        let limit = self.config.max_request_body;
+        let body = match read_limited(&parts.headers, body, limit, self.config.body_timeout).await {
             Ok(body) => body,
-            Err(BodyError::TooLarge { .. }) => return Refusal::BodyTooLarge.into_response(),
-            Err(_) => return Refusal::BodyUnreadable.into_response(),
+            Err(err) => return Refusal::from(err).into_response(),
         };
         let fingerprint =
             Fingerprint::of(parts.method.as_str(), parts.uri.path(), parts.uri.query().unwrap_or(""), &body);
@@ -112,24 +114,28 @@ impl Shared {
             return response;
         }
         let (parts, body) = response.into_parts();
-        let bytes = match body.collect().await {
-            Ok(collected) => collected.to_bytes(),
+        let (kept, rest) = match read_up_to(body, self.config.max_stored_body).await {
+            Ok(read) => read,
             Err(err) => {
                 tracing::warn!(error = %err, "the handler's response body broke off; the key is released");
                 let _ = self.store.release_idempotent(record, token).await;
                 return Response::from_parts(parts, Body::empty());
             }
         };
-        let stored = self.stored(&parts, &bytes);
+        let stored = self.stored(&parts, &kept, rest.is_some());
         match self.store.complete_idempotent(record, token, stored).await {
             Ok(true) => {}
             Ok(false) => tracing::warn!("the lock expired and was taken over; this response is not stored"),
             Err(err) => tracing::warn!(error = %err, "could not store a response; the key stays locked until expiry"),
         }
-        Response::from_parts(parts, Body::from(bytes))
+        let body = match rest {
+            None => Body::from(kept),
+            Some(rest) => Body::new(Prefixed { prefix: Some(kept), rest }),
+        };
+        Response::from_parts(parts, body)
     }
 
-    fn stored(&self, parts: &http::response::Parts, body: &[u8]) -> StoredResponse {
+    fn stored(&self, parts: &http::response::Parts, body: &Bytes, body_omitted: bool) -> StoredResponse {
         let headers = self
             .config
             .stored_headers
@@ -137,7 +143,6 @@ impl Shared {
             .flat_map(|name| parts.headers.get_all(name).iter().map(move |v| (name, v)))
             .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
             .collect();
-        let body_omitted = body.len() > self.config.max_stored_body;
         let body = if body_omitted { Vec::new() } else { body.to_vec() };
         StoredResponse { status: parts.status.as_u16(), headers, body, body_omitted }
     }
@@ -170,6 +175,53 @@ where
     match inner.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
+    }
+}
+
+/// Reads `body` until it ends or holds more than `limit` bytes: what was read, and the
+/// unread rest when the limit was passed.
+async fn read_up_to(mut body: Body, limit: usize) -> Result<(Bytes, Option<Body>), axum::Error> {
+    let mut kept = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else { continue };
+        kept.extend_from_slice(&data);
+        if kept.len() > limit {
+            return Ok((kept.freeze(), Some(body)));
+        }
+    }
+    Ok((kept.freeze(), None))
+}
+
+/// What is left of a response read in part: the bytes read, then the unread rest.
+struct Prefixed {
+    prefix: Option<Bytes>,
+    rest: Body,
+}
+
+impl HttpBody for Prefixed {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        if let Some(prefix) = self.prefix.take() {
+            return Poll::Ready(Some(Ok(Frame::data(prefix))));
+        }
+        Pin::new(&mut self.rest).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.prefix.is_none() && self.rest.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        let extra = self.prefix.as_ref().map_or(0, |p| p.len() as u64);
+        let rest = self.rest.size_hint();
+        let mut hint = SizeHint::new();
+        if let Some(upper) = rest.upper() {
+            hint.set_upper(upper + extra);
+        }
+        hint.set_lower(rest.lower() + extra);
+        hint
     }
 }
 

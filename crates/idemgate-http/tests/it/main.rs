@@ -129,3 +129,103 @@ async fn a_response_over_the_stored_limit_is_sent_whole_and_replayed_without_its
     assert!(replay.contains("idempotency-replay-body: omitted"), "{replay}");
     assert!(!replay.contains("xxxx"));
 }
+
+/// A layer over one route whose response body is fed by the test: a first chunk bigger than
+/// `max_stored_body`, then whatever the test sends until it drops the sender.
+async fn start_streaming(
+    max_stored_body: usize,
+) -> (SocketAddr, tokio::sync::mpsc::Sender<bytes::Bytes>, Arc<AtomicU64>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.path().join("i.sqlite3"), StoreOptions::default()).unwrap());
+    let config = IdempotencyConfig { max_stored_body, ..IdempotencyConfig::default() };
+    let layer = IdempotencyLayer::with_clock(store, config, clock());
+    let (sender, receiver) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
+    let receiver = Arc::new(tokio::sync::Mutex::new(Some(receiver)));
+    let calls = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&calls);
+    let app = Router::new()
+        .route(
+            "/export",
+            post(move || {
+                let (counted, receiver) = (Arc::clone(&counted), Arc::clone(&receiver));
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let receiver = receiver.lock().await.take().unwrap();
+                    let chunks = futures_util::stream::unfold(receiver, |mut r| async move {
+                        r.recv().await.map(|chunk| (Ok::<_, std::io::Error>(chunk), r))
+                    });
+                    axum::body::Body::from_stream(chunks)
+                }
+            }),
+        )
+        .layer(layer);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, app, ServeOptions::default(), std::future::pending()));
+    (addr, sender, calls, dir)
+}
+
+/// Reads from `stream` until `needle` has been seen (or the connection ends).
+fn read_until(stream: &mut TcpStream, needle: &[u8]) -> Vec<u8> {
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !seen.windows(needle.len()).any(|w| w == needle) {
+        let n = stream.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_response_over_the_stored_limit_streams_before_it_ends_and_is_recorded_without_its_body() {
+    let (addr, sender, calls, _dir) = start_streaming(1024).await;
+    sender.send(bytes::Bytes::from(vec![b'a'; 2048])).await.unwrap();
+    let request =
+        "POST /export HTTP/1.1\r\nHost: x\r\nConnection: close\r\nIdempotency-Key: k\r\nContent-Length: 2\r\n\r\n{}";
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let first = tokio::task::spawn_blocking(move || {
+        let seen = read_until(&mut stream, &[b'a'; 2048]);
+        (stream, seen)
+    });
+    let (mut stream, seen) = first.await.unwrap();
+    let head = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200") && seen.windows(2048).any(|w| w == [b'a'; 2048]), "{head}");
+
+    let replay = post_to(addr, "/export", Some("k")).await.to_ascii_lowercase();
+    assert!(replay.contains("idempotency-replay: true"), "recorded while still streaming: {replay}");
+    assert!(replay.contains("idempotency-replay-body: omitted"), "{replay}");
+
+    sender.send(bytes::Bytes::from_static(b"the end")).await.unwrap();
+    drop(sender);
+    let rest = tokio::task::spawn_blocking(move || read_until(&mut stream, b"0\r\n\r\n")).await.unwrap();
+    assert!(String::from_utf8_lossy(&rest).contains("the end"), "the rest arrives whole");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_body_slower_than_the_configured_timeout_is_answered_408_and_the_handler_never_runs() {
+    let config =
+        IdempotencyConfig { body_timeout: std::time::Duration::from_millis(200), ..IdempotencyConfig::default() };
+    let (addr, calls, _store, _dir) = start_with(clock(), config).await;
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+        stream
+            .write_all(b"POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: 10\r\n\r\n{")
+            .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("application/problem+json"), "{answer}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    assert!(post_with_key(addr, "k").await.starts_with("HTTP/1.1 200"), "the key was not taken");
+}

@@ -66,6 +66,8 @@ pub struct RawProxy {
     pub retention: Option<String>,
     /// Largest request body, in bytes.
     pub max_body: Option<usize>,
+    /// How long a client may take to send its body; `[server] body_timeout` by default.
+    pub body_timeout: Option<String>,
     /// Largest response body stored for replay, in bytes.
     pub max_stored_body: Option<usize>,
     /// Response headers stored and replayed.

@@ -231,8 +231,12 @@ pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarnin
 
     unique_routes(&sources)?;
     let worker = worker(&raw.worker, &destinations)?;
-    let proxies =
-        raw.proxy.into_iter().enumerate().map(|(i, p)| proxy(&format!("proxy[{i}]"), p)).collect::<Result<_, _>>()?;
+    let proxies = raw
+        .proxy
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| proxy(&format!("proxy[{i}]"), p, server.body_timeout))
+        .collect::<Result<_, _>>()?;
     let admin = raw.admin.map(|a| admin(a, base, &mut warnings)).transpose()?.flatten();
     Ok((Config { server, store, sources, destinations, worker, proxies, admin }, warnings))
 }
@@ -250,7 +254,7 @@ fn admin(raw: RawAdmin, base: &Path, warnings: &mut Vec<ConfigWarning>) -> Resul
     Ok(Some(AdminConfig { listen, token: Secret::new(token.into_bytes()) }))
 }
 
-fn proxy(key: &str, raw: RawProxy) -> Result<ProxyConfig, ConfigError> {
+fn proxy(key: &str, raw: RawProxy, body_timeout: Duration) -> Result<ProxyConfig, ConfigError> {
     let reserved = ["/in", "/healthz", "/readyz"];
     if !raw.prefix.starts_with('/') || raw.prefix.len() < 2 || raw.prefix.ends_with('/') {
         return Err(ConfigError::new(format!("{key}.prefix"), "must start with / and not end with / (e.g. \"/api\")"));
@@ -300,6 +304,7 @@ fn proxy(key: &str, raw: RawProxy) -> Result<ProxyConfig, ConfigError> {
         lock: duration(&format!("{key}.lock"), raw.lock.as_deref(), defaults.lock)?,
         retention: duration(&format!("{key}.retention"), raw.retention.as_deref(), defaults.retention)?,
         max_request_body: raw.max_body.unwrap_or(defaults.max_request_body),
+        body_timeout: duration(&format!("{key}.body_timeout"), raw.body_timeout.as_deref(), body_timeout)?,
         max_stored_body: raw.max_stored_body.unwrap_or(defaults.max_stored_body),
         stored_headers: header_names("stored_headers", raw.stored_headers, defaults.stored_headers)?,
         store_client_errors: raw.store_client_errors.unwrap_or(defaults.store_client_errors),

@@ -11,6 +11,7 @@ mod harness;
 mod hostile_clients;
 mod idempotency_suite;
 mod postgres_instances;
+mod proxy_hardening;
 mod recorder;
 mod send_cli;
 mod store_faults;
