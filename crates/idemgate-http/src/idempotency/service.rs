@@ -135,7 +135,7 @@ impl Shared {
         Response::from_parts(parts, body)
     }
 
-    fn stored(&self, parts: &http::response::Parts, body: &Bytes, body_omitted: bool) -> StoredResponse {
+    fn stored(&self, parts: &http::response::Parts, body: &[u8], body_omitted: bool) -> StoredResponse {
         let headers = self
             .config
             .stored_headers
