@@ -115,7 +115,12 @@ impl SourceRoute {
     /// store only to a first delivery, after the receipt lookup, so that a repeat of an
     /// event accepted under an older allowlist is still answered as a duplicate.
     fn accept(&self, checked: Checked<'_>) -> Result<Accepted<IncomingEvent>, Rejection> {
-        let identity = self.config.identity.resolve(checked.headers, checked.event)?;
+        let identity = self.config.identity.resolve(
+            self.config.scheme.as_ref(),
+            checked.headers,
+            checked.delivery,
+            checked.event,
+        )?;
         let event_type = self.event_type(checked);
         let refusal = self
             .allowed_types

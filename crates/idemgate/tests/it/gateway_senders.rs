@@ -1,0 +1,71 @@
+//! Senders and identities through the real gateway: the `svix-*` spelling of Standard
+//! Webhooks, a GitHub delivery re-sent under another delivery id, and two sources that
+//! share a destination and an identity.
+
+use std::time::Duration;
+
+use idemgate::core::{Secret, scheme::standard};
+use serde_json::json;
+
+use crate::{
+    gateway_harness::{Setup, Signer},
+    harness::unix_now,
+    recorder::{Recorder, Request},
+};
+
+const KEY: [u8; 32] = [5; 32];
+
+fn forwarding_source(recorder: &Recorder, scheme: &str, secret: &str) -> String {
+    format!(
+        r#"
+[worker]
+poll_interval = "50ms"
+[sources.hooks]
+scheme = "{scheme}"
+secrets = [{secret:?}]
+destinations = ["app"]
+[destinations.app]
+url = "{url}"
+timeout = "1s"
+"#,
+        url = recorder.url(),
+    )
+}
+
+/// Headers of a delivery signed the way Svix sends it: only `svix-*` names.
+fn svix_headers(id: &str, body: &[u8]) -> Vec<(String, String)> {
+    let now = unix_now();
+    let signature = standard::sign(&Secret::new(KEY.to_vec()), id, now, body);
+    vec![
+        ("svix-id".into(), id.into()),
+        ("svix-timestamp".into(), now.to_string()),
+        ("svix-signature".into(), signature),
+        ("Content-Type".into(), "application/json".into()),
+    ]
+}
+
+/// Waits a little past the first delivery so that a second one would have arrived.
+fn settle(recorder: &Recorder, count: usize) -> Vec<Request> {
+    recorder.wait_until("the deliveries", |r| r.len() >= count);
+    std::thread::sleep(Duration::from_millis(500));
+    recorder.received()
+}
+
+#[test]
+fn a_svix_spelled_delivery_is_accepted_forwarded_and_its_redelivery_is_a_duplicate() {
+    let recorder = Recorder::start(&[]);
+    let setup =
+        Setup::new(&forwarding_source(&recorder, "standard-webhooks", &Signer::Standard(KEY.to_vec()).config_secret()));
+    let gateway = setup.start();
+    let body = br#"{"type":"invoice.paid","data":{"n":1}}"#;
+
+    let first = gateway.post("hooks", &svix_headers("msg_svix_1", body), body);
+    assert!(first.is(202, json!({"status": "accepted", "event": "msg_svix_1"})), "{first:?}");
+    let again = gateway.post("hooks", &svix_headers("msg_svix_1", body), body);
+    assert!(again.is(200, json!({"status": "duplicate", "event": "msg_svix_1"})), "{again:?}");
+
+    let received = settle(&recorder, 1);
+    assert_eq!(received.len(), 1, "forwarded once");
+    assert_eq!(received[0].headers["webhook-id"], "msg_svix_1");
+    assert_eq!(received[0].body, body);
+}
