@@ -51,8 +51,9 @@ impl PgStore {
                     INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
                     VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING RETURNING source, identity
                  ), event AS (
-                    INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers)
-                    SELECT source, identity, $6, $7, $8, $5, $9 FROM receipt RETURNING id
+                    INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers,
+                                        outgoing_id)
+                    SELECT source, identity, $6, $7, $8, $5, $9, $11 FROM receipt RETURNING id
                  ), jobs AS (
                     INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
                     SELECT event.id, d, 'pending', $5, $5, $5 FROM event, unnest($10::text[]) AS d
@@ -77,6 +78,7 @@ impl PgStore {
                     &&event.body[..],
                     &headers,
                     &destinations,
+                    &outgoing_id(request, event),
                 ],
             )
             .await?;
@@ -122,8 +124,9 @@ impl PgStore {
         let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
         let insert_event = tx
             .prepare_cached(
-                "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
+                                     outgoing_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
             )
             .await?;
         let ordering_key = event.ordering.as_ref().map(|o| o.key.as_str());
@@ -139,6 +142,7 @@ impl PgStore {
                     &request.received_at.0,
                     &headers,
                     &ordering_key,
+                    &outgoing_id(request, event),
                 ],
             )
             .await?
@@ -181,6 +185,10 @@ impl PgStore {
         }
         Ok(Outcome::Applied { result: event.result.clone() })
     }
+}
+
+fn outgoing_id<'a>(request: &'a ReceiveRequest, event: &'a IncomingEvent) -> &'a str {
+    event.outgoing_id.as_deref().unwrap_or(request.key.identity.as_str())
 }
 
 /// The answer to a delivery whose receipt insert found one already there: a duplicate with

@@ -24,6 +24,7 @@ async fn accept(store: &SqliteStore, identity: &str, at: i64) {
         .receive(request, move |conn| {
             let event = NewEvent {
                 key: &key,
+                outgoing_id: None,
                 event_type: None,
                 content_type: None,
                 headers: &[],

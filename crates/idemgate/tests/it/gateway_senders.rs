@@ -69,3 +69,60 @@ fn a_svix_spelled_delivery_is_accepted_forwarded_and_its_redelivery_is_a_duplica
     assert_eq!(received[0].headers["webhook-id"], "msg_svix_1");
     assert_eq!(received[0].body, body);
 }
+
+fn two_sources(recorder: &Recorder, with_second: bool) -> String {
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let second =
+        format!("[sources.beta]\nscheme = \"standard-webhooks\"\nsecrets = [{secret:?}]\ndestinations = [\"app\"]\n");
+    format!(
+        r#"
+[worker]
+poll_interval = "50ms"
+[sources.alpha]
+scheme = "standard-webhooks"
+secrets = [{secret:?}]
+destinations = ["app"]
+{second}
+[destinations.app]
+url = "{url}"
+timeout = "1s"
+"#,
+        second = if with_second { second.as_str() } else { "" },
+        url = recorder.url(),
+    )
+}
+
+fn outgoing(request: &Request) -> (String, String, String) {
+    let header = |name: &str| request.headers.get(name).cloned().unwrap_or_default();
+    (header("webhook-id"), header("idemgate-source"), header("idemgate-event-id"))
+}
+
+#[test]
+fn two_sources_sharing_a_destination_and_an_identity_reach_it_under_two_ids_that_survive_a_config_change() {
+    let recorder = Recorder::start(&[]);
+    let setup = Setup::new(&two_sources(&recorder, true));
+    let gateway = setup.start();
+    let signer = Signer::Standard(KEY.to_vec());
+    for (source, body) in [("alpha", &br#"{"from":"alpha"}"#[..]), ("beta", br#"{"from":"beta"}"#)] {
+        let reply = gateway.post(source, &signer.headers("evt_shared", body, unix_now()), body);
+        assert_eq!(reply.status(), 202, "{source}: {reply:?}");
+    }
+    let mut received: Vec<_> = settle(&recorder, 2).iter().map(|r| (outgoing(r), r.body.clone())).collect();
+    received.sort();
+    let ids: Vec<_> =
+        received.iter().map(|((id, source, event), _)| (id.as_str(), source.as_str(), event.as_str())).collect();
+    assert_eq!(ids, [("alpha:evt_shared", "alpha", "evt_shared"), ("beta:evt_shared", "beta", "evt_shared")]);
+    assert_eq!(received[0].1, br#"{"from":"alpha"}"#);
+    gateway.stop();
+
+    // Without the second source, alpha alone feeds the destination: its stored event keeps
+    // the id it was first sent with, on a replay after the restart.
+    setup.write_config(&two_sources(&recorder, false));
+    let gateway = setup.start();
+    let replay = setup.run(&["events", "replay", "--source", "alpha", "--state", "succeeded"], &[]);
+    assert!(replay.status.success(), "{replay:?}");
+    let after = settle(&recorder, 3);
+    assert_eq!(after.len(), 3, "replayed once");
+    assert_eq!(outgoing(&after[2]), ("alpha:evt_shared".to_owned(), "alpha".to_owned(), "evt_shared".to_owned()));
+    drop(gateway);
+}
