@@ -91,6 +91,7 @@ fn route(config: &Config, source: &SourceConfig, store: &Store, rejections: &Arc
         secrets: source.secrets.clone(),
         body_limit: source.body_limit,
         body_timeout: config.server.body_timeout,
+        dedupe_body: source.dedupe_body,
         json_limits: source.json_limits,
         answers: AnswerStyle::Queued,
         rejections: Arc::clone(rejections),

@@ -109,7 +109,7 @@ pub fn key(identity: &str) -> ReceiptKey {
 }
 
 pub fn request_at(identity: &str, body: &[u8], at: UnixTime) -> ReceiveRequest {
-    ReceiveRequest { key: key(identity), body_hash: BodyHash::of(body), received_at: at }
+    ReceiveRequest { key: key(identity), body_hash: BodyHash::of(body), received_at: at, dedupe_body: false }
 }
 
 pub fn request(identity: &str, body: &[u8]) -> ReceiveRequest {

@@ -1,16 +1,28 @@
-//! What the store keeps about senders and identities: the outgoing id fixed when an event
-//! is accepted (and filled for events stored before it existed).
+//! What the store keeps about senders and identities: the body receipt that makes the
+//! same signed bytes under another identity a duplicate, and the outgoing id fixed when an
+//! event is accepted (and filled for events stored before it existed).
 
 use std::{sync::Arc, time::Duration};
 
-use idemgate_core::{UnixTime, job::JobState, retry::Decision};
+use idemgate_core::{Outcome, UnixTime, job::JobState, retry::Decision};
 use idemgate_store::{
-    PgOptions, PgStore, SqliteStore, Store, StoreOptions, create_schema,
+    PgOptions, PgStore, ReceiveRequest, SqliteStore, Store, StoreOptions, create_schema,
     inbox::{IncomingEvent, Version},
     jobs::{AttemptRecord, ClaimedJob, ReplayFilter},
+    maintenance::Retention,
 };
+use serde_json::json;
 
-use crate::{T0, TestStore, event, on_both, ordered, postgres_url, request, unique_schema};
+use crate::{T0, TestStore, event, key, on_both, ordered, postgres_url, request, source, unique_schema};
+
+/// A delivery of a source whose identity the signature does not cover.
+fn unsigned_identity(identity: &str, body: &[u8]) -> ReceiveRequest {
+    ReceiveRequest { dedupe_body: true, ..request(identity, body) }
+}
+
+async fn identities(store: &Store) -> Vec<String> {
+    store.receipts(source()).await.unwrap().into_iter().map(|r| r.key.identity.to_string()).collect()
+}
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -39,6 +51,85 @@ fn succeeded() -> AttemptRecord {
 }
 
 on_both! {
+    async fn the_same_body_under_a_new_identity_is_a_duplicate_of_the_original_and_stores_nothing(t: TestStore) {
+        let body = br#"{"action":"opened"}"#;
+        let first = t.accept(unsigned_identity("d1", body), event("d1", body, &["app"])).await;
+        assert_eq!(first, Outcome::Applied { result: json!({"event": "d1"}) });
+        let resent = t.accept(unsigned_identity("d2", body), event("d2", body, &["app"])).await;
+        assert_eq!(resent, Outcome::Duplicate { result: json!({"event": "d1"}) }, "the original's result");
+        assert_eq!(identities(&t).await, ["d1"]);
+        assert!(t.event(key("d2")).await.unwrap().is_none());
+        assert_eq!(claim(&t, T0).await.len(), 1, "one job: the original's");
+        let again = t.accept(unsigned_identity("d1", body), event("d1", body, &["app"])).await;
+        assert_eq!(again, Outcome::Duplicate { result: json!({"event": "d1"}) }, "the original's own redelivery");
+        let other = t.accept(unsigned_identity("d3", b"{}"), event("d3", b"{}", &["app"])).await;
+        assert!(matches!(other, Outcome::Applied { .. }), "other bytes are another event: {other:?}");
+    }
+
+    async fn without_body_receipts_the_same_body_under_a_new_identity_is_a_new_event(t: TestStore) {
+        assert!(matches!(t.accept(request("s1", b"{}"), event("s1", b"{}", &["app"])).await, Outcome::Applied { .. }));
+        assert!(matches!(t.accept(request("s2", b"{}"), event("s2", b"{}", &["app"])).await, Outcome::Applied { .. }));
+        let later = t.accept(unsigned_identity("s3", b"{}"), event("s3", b"{}", &["app"])).await;
+        assert!(matches!(later, Outcome::Applied { .. }), "only body receipts count, not receipts: {later:?}");
+    }
+
+    async fn a_refused_or_guarded_first_delivery_keeps_no_body_receipt_and_the_rule_holds_on_every_path(t: TestStore) {
+        let refused = IncomingEvent { refusal: Some("type not accepted"), ..event("r1", b"{}", &["app"]) };
+        assert_eq!(t.accept(unsigned_identity("r1", b"{}"), refused).await, Outcome::Refused { reason: "type not accepted" });
+        let accepted = t.accept(unsigned_identity("r2", b"{}"), event("r2", b"{}", &["app"])).await;
+        assert!(matches!(accepted, Outcome::Applied { .. }), "{accepted:?}");
+        let refused_repeat = IncomingEvent { refusal: Some("type not accepted"), ..event("r3", b"{}", &["app"]) };
+        assert_eq!(
+            t.accept(unsigned_identity("r3", b"{}"), refused_repeat).await,
+            Outcome::Duplicate { result: json!({"event": "r2"}) },
+            "a repeat of bytes accepted earlier stays a duplicate under a stricter allowlist"
+        );
+        let body = br#"{"v":1}"#;
+        let guarded = ordered("o1", body, "k", Version::Int(1));
+        assert!(matches!(t.accept(unsigned_identity("o1", body), guarded).await, Outcome::Applied { .. }));
+        let guarded_again = ordered("o2", body, "k", Version::Int(1));
+        assert_eq!(t.accept(unsigned_identity("o2", body), guarded_again).await, Outcome::Duplicate { result: json!({"event": "o1"}) });
+        assert_eq!(identities(&t).await, ["o1", "r2"]);
+    }
+
+    async fn concurrent_deliveries_of_one_body_under_many_identities_apply_once(t: TestStore) {
+        let store = t.store.clone();
+        let body = br#"{"race":true}"#;
+        let racers: Vec<_> = (0..16)
+            .map(|i| {
+                let store = store.clone();
+                let identity = format!("c{i:02}");
+                tokio::spawn(async move {
+                    let outcome = store.accept(unsigned_identity(&identity, body), event(&identity, body, &["app"])).await;
+                    (identity, outcome)
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for racer in racers {
+            outcomes.push(racer.await.unwrap());
+        }
+        let applied: Vec<_> = outcomes.iter().filter(|(_, o)| matches!(o, Outcome::Applied { .. })).collect();
+        assert_eq!(applied.len(), 1, "{outcomes:?}");
+        let winner = json!({ "event": applied[0].0 });
+        for (identity, outcome) in &outcomes {
+            if identity != &applied[0].0 {
+                assert_eq!(outcome, &Outcome::Duplicate { result: winner.clone() }, "{identity}");
+            }
+        }
+        assert_eq!(identities(&t).await, [applied[0].0.clone()]);
+        assert_eq!(claim(&t, T0).await.len(), 1);
+    }
+
+    async fn a_body_receipt_is_purged_with_its_receipt(t: TestStore) {
+        assert!(matches!(t.accept(unsigned_identity("p1", b"{}"), event("p1", b"{}", &[])).await, Outcome::Applied { .. }));
+        let later = UnixTime(T0.0 + 10);
+        let policy = vec![Retention { source: "test".to_owned(), receipts: Duration::from_secs(5), payloads: Duration::from_secs(5) }];
+        assert_eq!(t.purge(later, policy).await.unwrap().receipts, 1);
+        let after = t.accept(unsigned_identity("p2", b"{}"), event("p2", b"{}", &[])).await;
+        assert!(matches!(after, Outcome::Applied { .. }), "forgotten with its receipt: {after:?}");
+    }
+
     async fn the_outgoing_id_is_fixed_at_acceptance_and_kept_by_every_claim_and_replay(t: TestStore) {
         let plain = event("e1", b"{}", &["app"]);
         let prefixed = with_id(event("e2", b"{}", &["app"]), "test:e2");

@@ -42,7 +42,8 @@ pub async fn enqueue(store: &SqliteStore, identity: &str) {
 /// [`enqueue`] with the outgoing id fixed at acceptance.
 pub async fn enqueue_as(store: &SqliteStore, identity: &str, outgoing_id: Option<&'static str>) {
     let key = key(identity);
-    let request = ReceiveRequest { key: key.clone(), body_hash: BodyHash::of(BODY), received_at: T0 };
+    let request =
+        ReceiveRequest { key: key.clone(), body_hash: BodyHash::of(BODY), received_at: T0, dedupe_body: false };
     let outcome = store
         .receive(request, move |conn| {
             let event = NewEvent {

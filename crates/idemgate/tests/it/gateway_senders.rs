@@ -126,3 +126,65 @@ fn two_sources_sharing_a_destination_and_an_identity_reach_it_under_two_ids_that
     assert_eq!(outgoing(&after[2]), ("alpha:evt_shared".to_owned(), "alpha".to_owned(), "evt_shared".to_owned()));
     drop(gateway);
 }
+
+#[test]
+fn a_github_delivery_re_sent_under_another_delivery_id_is_a_duplicate_forwarded_once() {
+    let recorder = Recorder::start(&[]);
+    let signer = Signer::GitHub("gh secret");
+    let setup = Setup::new(&forwarding_source(&recorder, "github", &signer.config_secret()));
+    let gateway = setup.start();
+    let body = br#"{"action":"opened","number":7}"#;
+    let captured = signer.headers("d-original", body, unix_now());
+    let first = gateway.post("hooks", &captured, body);
+    assert!(first.is(202, json!({"status": "accepted", "event": "d-original"})), "{first:?}");
+
+    let mut resent = captured.clone();
+    for (name, value) in &mut resent {
+        if name.eq_ignore_ascii_case("x-github-delivery") {
+            *value = "d-forged".into();
+        }
+    }
+    assert_ne!(resent, captured);
+    let replayed = gateway.post("hooks", &resent, body);
+    assert!(replayed.is(200, json!({"status": "duplicate", "event": "d-original"})), "{replayed:?}");
+
+    let received = settle(&recorder, 1);
+    assert_eq!(received.len(), 1, "forwarded once");
+    assert_eq!(received[0].headers["idemgate-event-id"], "d-original");
+    assert_eq!(crate::gateway_harness::inbox(&setup.db()).receipts, ["d-original"]);
+}
+
+fn load(source: &str) -> (idemgate::config::Config, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("idemgate.toml");
+    let text = format!(
+        "[store]\npath = \"{}\"\n[sources.src]\n{source}\nsecrets = [\"file:secret\"]\n",
+        dir.path().join("s.sqlite3").display()
+    );
+    std::fs::write(&path, text).unwrap();
+    std::fs::write(dir.path().join("secret"), "whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=").unwrap();
+    let (config, warnings) = idemgate::config::load(&path, Vec::new()).unwrap();
+    (config, warnings.into_iter().map(|w| w.0).collect())
+}
+
+#[test]
+fn body_receipts_are_on_by_default_where_the_identity_is_not_signed_and_an_unsigned_identity_header_is_warned_about() {
+    let cases = [
+        ("scheme = \"github\"", true, false),
+        ("scheme = \"shopify\"", true, false),
+        ("scheme = \"github\"\ndedupe_body = false", false, false),
+        ("scheme = \"standard-webhooks\"", false, false),
+        ("scheme = \"stripe\"", false, false),
+        ("scheme = \"standard-webhooks\"\nidentity = { header = \"svix-id\" }", false, false),
+        ("scheme = \"standard-webhooks\"\nidentity = { header = \"x-request-id\" }", true, true),
+        ("scheme = \"github\"\nidentity = { header = \"X-GitHub-Delivery\" }", true, true),
+        ("scheme = \"stripe\"\nidentity = { pointer = \"/data/object/id\" }", false, false),
+    ];
+    for (source, dedupe, warned) in cases {
+        let (config, warnings) = load(source);
+        assert_eq!(config.sources[0].dedupe_body, dedupe, "{source}");
+        let about_identity: Vec<_> = warnings.iter().filter(|w| w.contains("sources.src.identity")).collect();
+        assert_eq!(!about_identity.is_empty(), warned, "{source}: {warnings:?}");
+        assert!(about_identity.iter().all(|w| w.contains("not covered by the") && w.contains("dedupe_body is on")));
+    }
+}
