@@ -102,6 +102,9 @@ pub struct Inbound<R> {
     pub body_limit: usize,
     /// How long a sender may take to send the whole body.
     pub body_timeout: Duration,
+    /// Whether the same body bytes under another identity are a duplicate (for schemes
+    /// whose signature does not cover the identity).
+    pub dedupe_body: bool,
     /// Strict JSON limits.
     pub json_limits: json::Limits,
     /// Whether the effect completes in the transaction or is queued as jobs.
@@ -134,6 +137,7 @@ impl<R: Receiver> Inbound<R> {
             key: ReceiptKey { source: self.source.clone(), identity: identity.clone() },
             body_hash: BodyHash::of(&raw),
             received_at: now,
+            dedupe_body: self.dedupe_body,
         };
         let outcome = self.store.receive(request, effect).await;
         self.settled(&identity, &outcome);

@@ -13,6 +13,8 @@ use crate::StoreError;
 pub struct NewEvent<'a> {
     /// (source, identity); the receipt with this key is inserted in the same transaction.
     pub key: &'a ReceiptKey,
+    /// The `webhook-id` sent to destinations on every attempt; `None`: the identity.
+    pub outgoing_id: Option<&'a str>,
     /// The event type, when the source names where it is.
     pub event_type: Option<&'a str>,
     /// The original `Content-Type`, passed on to destinations.
@@ -34,6 +36,9 @@ pub struct NewEvent<'a> {
 pub struct IncomingEvent {
     /// The result stored with the receipt and returned to every repeat.
     pub result: serde_json::Value,
+    /// The `webhook-id` destinations get for this event, fixed here for good; `None`: the
+    /// identity itself.
+    pub outgoing_id: Option<String>,
     /// The event type, when the source names where it is.
     pub event_type: Option<String>,
     /// The original `Content-Type`.
@@ -102,8 +107,9 @@ pub fn accept_event(
     let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
     // Cached: the writer runs this for every event, so it is parsed once per connection.
     conn.prepare_cached(
-        "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
+                             outgoing_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         event.key.source.as_str(),
@@ -114,6 +120,7 @@ pub fn accept_event(
         event.received_at.0,
         headers,
         event.ordering.map(|o| o.key.as_str()),
+        event.outgoing_id.unwrap_or(event.key.identity.as_str()),
     ])?;
     let event_id = conn.last_insert_rowid();
     let superseded = match event.ordering {

@@ -28,6 +28,8 @@ pub struct ClaimedJob {
     pub destination: String,
     /// The event's (source, identity).
     pub key: ReceiptKey,
+    /// The `webhook-id` fixed for the event when it was accepted.
+    pub outgoing_id: String,
     /// The original body bytes.
     pub body: Vec<u8>,
     /// The original content type.
@@ -126,7 +128,7 @@ fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<Cl
         )?
         .query_row(params![id, now.0.saturating_add(secs(lease)), now.0], |row| Ok((row.get(0)?, row.get(1)?)))?;
     conn.prepare_cached(
-        "SELECT j.destination, e.source, e.identity, e.body, e.content_type, e.headers
+        "SELECT j.destination, e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id
          FROM jobs j JOIN events e ON e.id = j.event_id WHERE j.id = ?1",
     )?
     .query_row(params![id], |row| {
@@ -139,6 +141,7 @@ fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<Cl
             attempt,
             destination: row.get(0)?,
             key: key(&source, &identity).map_err(|_| rusqlite::Error::InvalidQuery)?,
+            outgoing_id: row.get(6)?,
             body: row.get(3)?,
             content_type: row.get(4)?,
             headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),

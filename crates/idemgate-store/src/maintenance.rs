@@ -19,7 +19,8 @@ use crate::{StoreError, StoreOptions, migrations, sqlite::open_connection};
 pub struct Retention {
     /// The source id.
     pub source: String,
-    /// Receipts (and their events, jobs and attempts) older than this may be purged.
+    /// Receipts (and their events, jobs, attempts and body receipts) older than this may
+    /// be purged.
     pub receipts: Duration,
     /// Payload bytes of finished events older than this are dropped.
     pub payloads: Duration,
@@ -78,6 +79,11 @@ pub fn purge(conn: &Connection, now: UnixTime, policies: &[Retention]) -> Result
             "DELETE FROM receipts WHERE source = ?1 AND received_at < ?2
                AND NOT EXISTS (SELECT 1 FROM events e WHERE e.source = receipts.source AND e.identity = receipts.identity)",
             params![source, receipts_before],
+        )?;
+        conn.execute(
+            "DELETE FROM body_receipts WHERE source = ?1
+               AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.source = body_receipts.source AND r.identity = body_receipts.identity)",
+            params![source],
         )?;
         report.conflicts += conn.execute(
             "DELETE FROM conflicts WHERE source = ?1 AND last_seen_at < ?2

@@ -119,6 +119,20 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX receipts_age ON receipts (source, received_at);
     CREATE INDEX events_age ON events (source, received_at);
 ",
+    r"
+    ALTER TABLE events ADD COLUMN outgoing_id TEXT;
+    UPDATE events SET outgoing_id = identity;
+
+    CREATE TABLE body_receipts (
+        source      TEXT NOT NULL,
+        body_sha256 BLOB NOT NULL CHECK (length(body_sha256) = 32),
+        identity    TEXT NOT NULL,
+        PRIMARY KEY (source, body_sha256),
+        FOREIGN KEY (source, identity) REFERENCES receipts (source, identity)
+            DEFERRABLE INITIALLY DEFERRED
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX body_receipts_identity ON body_receipts (source, identity);
+",
 ];
 
 /// The schema version this build writes.

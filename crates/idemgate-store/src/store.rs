@@ -394,6 +394,7 @@ fn store_event(
     }
     let new = NewEvent {
         key,
+        outgoing_id: event.outgoing_id.as_deref(),
         event_type: event.event_type.as_deref(),
         content_type: event.content_type.as_deref(),
         headers: &event.headers,

@@ -84,6 +84,10 @@ pub struct ReceiveRequest {
     pub body_hash: BodyHash,
     /// When the delivery arrived.
     pub received_at: UnixTime,
+    /// Also keep a receipt on (source, body hash), so that the same bytes under another
+    /// identity are a duplicate of the first event: for schemes whose signature does not
+    /// cover the identity, where a captured delivery can be re-sent under a new one.
+    pub dedupe_body: bool,
 }
 
 /// The SQLite store's write side. Cheap to share behind an `Arc`; dropping the last handle
@@ -355,6 +359,10 @@ fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Hand
         savepoint.commit()?;
         return Ok(Outcome::Conflict);
     }
+    if request.dedupe_body && !insert_body_receipt(&savepoint, request)? {
+        // The savepoint is dropped: nothing of this delivery is kept.
+        return Ok(Outcome::Duplicate { result: parse_result(&body_receipt_result(&savepoint, request)?)? });
+    }
     let result = match catch_unwind(AssertUnwindSafe(|| handler(&savepoint))) {
         Ok(Ok(result)) => result,
         Ok(Err(HandlerError::Refused(reason))) => {
@@ -394,6 +402,30 @@ fn existing_receipt(conn: &Connection, key: &ReceiptKey) -> Result<Option<(Vec<u
         .optional()?;
 
     Ok(row)
+}
+
+/// Claims (source, body hash) for this delivery's identity; false if another identity
+/// holds it. The primary key decides; the receipt it refers to follows in the same
+/// savepoint (the foreign key is checked at commit).
+fn insert_body_receipt(conn: &Connection, request: &ReceiveRequest) -> Result<bool, StoreError> {
+    let key = &request.key;
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO body_receipts (source, body_sha256, identity) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
+        )?
+        .execute(params![key.source.as_str(), &request.body_hash.0[..], key.identity.as_str()])?;
+    Ok(inserted == 1)
+}
+
+/// The stored result of the event that first came with these bytes.
+fn body_receipt_result(conn: &Connection, request: &ReceiveRequest) -> Result<String, StoreError> {
+    let result = conn
+        .prepare_cached(
+            "SELECT r.result FROM body_receipts b JOIN receipts r ON r.source = b.source AND r.identity = b.identity
+             WHERE b.source = ?1 AND b.body_sha256 = ?2",
+        )?
+        .query_row(params![request.key.source.as_str(), &request.body_hash.0[..]], |row| row.get(0))?;
+    Ok(result)
 }
 
 pub(crate) fn parse_result(text: &str) -> Result<Value, StoreError> {

@@ -1,6 +1,8 @@
 //! HTTP destinations: the event's original bytes and content type, signed with the
-//! destination's own Standard Webhooks secret, `webhook-id` = the event's stable identity,
-//! and an `Idempotency-Key` that is the same on every attempt.
+//! destination's own Standard Webhooks secret, `webhook-id` = the outgoing id fixed when
+//! the event was accepted, the source and the original identity in headers of their own
+//! (so a receiver can match the provider's logs), and an `Idempotency-Key` that is the
+//! same on every attempt.
 
 use std::time::Duration;
 
@@ -14,6 +16,11 @@ use idemgate_store::jobs::{ClaimedJob, MAX_ATTEMPT_TEXT};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
 
 use crate::{AttemptOutcome, Deliver, deliver::BoxFuture};
+
+/// Header naming the source the event came from.
+pub const SOURCE_HEADER: &str = "idemgate-source";
+/// Header carrying the event's identity as the source gave it.
+pub const EVENT_ID_HEADER: &str = "idemgate-event-id";
 
 /// One configured HTTP destination.
 #[derive(Debug, Clone)]
@@ -42,17 +49,19 @@ impl HttpDestination {
     }
 
     fn request(&self, job: &ClaimedJob, now: UnixTime) -> reqwest::RequestBuilder {
-        let identity = job.key.identity.as_str();
+        let id = job.outgoing_id.as_str();
         let mut request = self
             .client
             .post(&self.url)
             .header(CONTENT_TYPE, job.content_type.as_deref().unwrap_or("application/json"))
             .header(USER_AGENT, concat!("idemgate/", env!("CARGO_PKG_VERSION")))
-            .header(standard::ID_HEADER, identity)
+            .header(standard::ID_HEADER, id)
             .header(standard::TIMESTAMP_HEADER, now.0.to_string())
+            .header(SOURCE_HEADER, job.key.source.as_str())
+            .header(EVENT_ID_HEADER, job.key.identity.as_str())
             .header("idempotency-key", delivery_key(&job.key, &job.destination));
         if let Some(secret) = &self.secret {
-            request = request.header(standard::SIGNATURE_HEADER, standard::sign(secret, identity, now.0, &job.body));
+            request = request.header(standard::SIGNATURE_HEADER, standard::sign(secret, id, now.0, &job.body));
         }
         for (name, value) in &job.headers {
             request = request.header(name, value);

@@ -146,6 +146,8 @@ fn inbound(secret: Secret, store: Arc<SqliteStore>) -> Result<Inbound<Arc<Sqlite
         secrets: SecretSet::new(vec![secret]).map_err(Failure::runtime)?,
         body_limit: BODY_LIMIT,
         body_timeout: BODY_TIMEOUT,
+        // The identity is in the signed body.
+        dedupe_body: false,
         answers: AnswerStyle::Settled,
         rejections: Arc::default(),
         // The contract names no depth limit, so allow the deepest nesting the parser ever

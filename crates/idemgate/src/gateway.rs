@@ -43,6 +43,10 @@ struct SourceRoute {
     inbound: Inbound<Store>,
     destinations: Arc<[String]>,
     allowed_types: Option<Arc<BTreeSet<String>>>,
+    /// Whether another source feeds one of this source's destinations: its events'
+    /// outgoing ids then carry the source, so that no destination gets two events under
+    /// one `webhook-id`.
+    shares_a_destination: bool,
 }
 
 #[derive(Debug)]
@@ -87,17 +91,27 @@ fn route(config: &Config, source: &SourceConfig, store: &Store, rejections: &Arc
         secrets: source.secrets.clone(),
         body_limit: source.body_limit,
         body_timeout: config.server.body_timeout,
+        dedupe_body: source.dedupe_body,
         json_limits: source.json_limits,
         answers: AnswerStyle::Queued,
         rejections: Arc::clone(rejections),
         store: store.clone(),
     };
     SourceRoute {
+        shares_a_destination: shares_a_destination(config, source),
         destinations: source.destinations.clone().into(),
         allowed_types: source.allowed_types.clone().map(Arc::new),
         config: source.clone(),
         inbound,
     }
+}
+
+fn shares_a_destination(config: &Config, source: &SourceConfig) -> bool {
+    config
+        .sources
+        .iter()
+        .filter(|other| other.id != source.id)
+        .any(|other| other.destinations.iter().any(|d| source.destinations.contains(d)))
 }
 
 async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>, request: Request) -> Response {
@@ -115,7 +129,12 @@ impl SourceRoute {
     /// store only to a first delivery, after the receipt lookup, so that a repeat of an
     /// event accepted under an older allowlist is still answered as a duplicate.
     fn accept(&self, checked: Checked<'_>) -> Result<Accepted<IncomingEvent>, Rejection> {
-        let identity = self.config.identity.resolve(checked.headers, checked.event)?;
+        let identity = self.config.identity.resolve(
+            self.config.scheme.as_ref(),
+            checked.headers,
+            checked.delivery,
+            checked.event,
+        )?;
         let event_type = self.event_type(checked);
         let refusal = self
             .allowed_types
@@ -124,6 +143,7 @@ impl SourceRoute {
             .map(|_| "event type is not accepted by this source");
         let event = IncomingEvent {
             result: json!({ "event": identity.as_str() }),
+            outgoing_id: self.shares_a_destination.then(|| format!("{}:{identity}", self.config.id)),
             event_type,
             content_type: content_type(checked),
             headers: self.forwarded_headers(checked),

@@ -29,6 +29,7 @@ pub fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], n
     if !push(&mut checks, "signature", signed) {
         return checks;
     }
+    let Ok(delivery) = delivery else { return checks };
     let event = match json::parse(body, source.json_limits) {
         Ok(event) => event,
         Err(err) => {
@@ -37,7 +38,10 @@ pub fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], n
         }
     };
     push(&mut checks, "json", Ok("strict JSON".into()));
-    let identity = source.identity.resolve(headers, &event).map(|id| format!("{id} (from {})", source.identity));
+    let identity = source
+        .identity
+        .resolve(source.scheme.as_ref(), headers, &delivery, &event)
+        .map(|id| format!("{id} (from {})", source.identity));
     if !push(&mut checks, "identity", identity.map_err(|err| format!("{err} (looked in {})", source.identity))) {
         return checks;
     }

@@ -69,8 +69,9 @@ pub struct VerifiedDelivery {
     /// The per-attempt transport id, when the scheme has one. Never used as an event
     /// identity unless the provider documents that it survives redelivery (GitHub).
     pub delivery_id: Option<String>,
-    /// The event's stable identity when the scheme carries it in a header (Standard
-    /// Webhooks' `webhook-id`); `None` when it lives in the body.
+    /// The event's stable identity when the scheme carries it in a header, read from the
+    /// header it verified (Standard Webhooks' `webhook-id` or `svix-id`); `None` when it
+    /// lives in the body.
     pub event_identity: Option<String>,
     /// The signed timestamp; `None` for schemes that sign none (GitHub, Shopify), whose
     /// replay protection then rests on the receipt alone.
@@ -96,11 +97,31 @@ impl std::fmt::Display for IdentityLocation {
 }
 
 impl IdentityLocation {
-    /// Finds the identity in a verified, parsed delivery. A JSON integer is accepted and
-    /// used in its decimal form; anything else missing or malformed is a contract rejection.
-    pub fn resolve(&self, headers: &HeaderMap, event: &Json) -> Result<Identity, Rejection> {
+    /// Whether `scheme`'s signature covers the identity found here: always for the body,
+    /// which every scheme signs; for a header only if the scheme signs that header.
+    #[must_use]
+    pub fn is_signed_by(&self, scheme: &dyn Scheme) -> bool {
+        match self {
+            Self::Header(name) => scheme.signed_identity_headers().iter().any(|h| h.eq_ignore_ascii_case(name)),
+            Self::Body(_) => true,
+        }
+    }
+
+    /// Finds the identity in a delivery that `scheme` verified, and parsed. A header the
+    /// scheme signs as the identity is taken from what it verified, whichever of its
+    /// spellings the sender used (`svix-id` for `webhook-id`). A JSON integer is accepted
+    /// and used in its decimal form; anything else missing or malformed is a contract
+    /// rejection.
+    pub fn resolve(
+        &self,
+        scheme: &dyn Scheme,
+        headers: &HeaderMap,
+        delivery: &VerifiedDelivery,
+        event: &Json,
+    ) -> Result<Identity, Rejection> {
         let missing = Rejection::Contract { reason: "event identity is missing or malformed" };
         let text = match self {
+            Self::Header(_) if self.is_signed_by(scheme) => delivery.event_identity.clone().ok_or(missing.clone())?,
             Self::Header(name) => {
                 let mut values = headers.get_all(name.as_str()).iter();
                 match (values.next(), values.next()) {
@@ -126,6 +147,13 @@ pub trait Scheme: Send + Sync + std::fmt::Debug {
 
     /// Where the provider documents its stable event identity.
     fn default_identity(&self) -> IdentityLocation;
+
+    /// The headers the signature covers whose value the scheme reports as
+    /// [`VerifiedDelivery::event_identity`], in every spelling it accepts. Empty when the
+    /// identity header is not signed (GitHub, Shopify) or the identity is in the body.
+    fn signed_identity_headers(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// Decodes one configured secret in the scheme's own format (hex, `whsec_` base64, a
     /// plain string, a public key). Errors never contain the secret.

@@ -37,6 +37,8 @@ pub const SVIX_ID_HEADER: &str = "svix-id";
 pub const SVIX_TIMESTAMP_HEADER: &str = "svix-timestamp";
 /// Svix's spelling of [`SIGNATURE_HEADER`].
 pub const SVIX_SIGNATURE_HEADER: &str = "svix-signature";
+/// Both spellings of the signed message id, the event's identity.
+const SIGNED_ID_HEADERS: &[&str] = &[ID_HEADER, SVIX_ID_HEADER];
 /// Prefix of a serialized symmetric (`v1`) secret.
 pub const SECRET_PREFIX: &str = "whsec_";
 /// Prefix of a serialized ed25519 (`v1a`) public key.
@@ -207,6 +209,10 @@ impl Scheme for StandardWebhooks {
         IdentityLocation::Header(ID_HEADER.into())
     }
 
+    fn signed_identity_headers(&self) -> &'static [&'static str] {
+        SIGNED_ID_HEADERS
+    }
+
     /// `whsec_` + standard base64 (padding optional) of 24 to 64 key bytes, the spec's
     /// range. The bare base64 without `whsec_` is accepted too, as every reference library
     /// (Python, JavaScript, Go, Rust) and Svix's own accept it.
@@ -307,6 +313,10 @@ impl Scheme for StandardWebhooksEd25519 {
 
     fn default_identity(&self) -> IdentityLocation {
         IdentityLocation::Header(ID_HEADER.into())
+    }
+
+    fn signed_identity_headers(&self) -> &'static [&'static str] {
+        SIGNED_ID_HEADERS
     }
 
     /// `whpk_` + base64 of a 32-byte public key. The prefix is required, so that a `whsec_`
@@ -579,6 +589,14 @@ mod tests {
         let names = [SVIX_ID_HEADER, SVIX_TIMESTAMP_HEADER, SVIX_SIGNATURE_HEADER];
         let svix = headers_named(names, [PY_ID, "1614265330", PY_SIG]);
         assert_eq!(verify(&svix, PY_BODY), Ok(delivery(PY_ID, PY_TS)));
+        let event = crate::json::Json::Null;
+        let verified = verify(&svix, PY_BODY).unwrap_or_else(|_| unreachable!());
+        for configured in [ID_HEADER, SVIX_ID_HEADER, "Webhook-Id"] {
+            let identity = IdentityLocation::Header(configured.into())
+                .resolve(&StandardWebhooks::default(), &svix, &verified, &event)
+                .map(|identity| identity.as_str().to_owned());
+            assert_eq!(identity.as_deref(), Ok(PY_ID), "{configured}: the identity is the svix-id it verified");
+        }
         let mut broken = svix;
         broken.remove(SVIX_TIMESTAMP_HEADER);
         let result = verify(&broken, PY_BODY);
@@ -770,5 +788,8 @@ mod tests {
         let identity = IdentityLocation::Header(ID_HEADER.into());
         assert_eq!(StandardWebhooks::default().default_identity(), identity);
         assert_eq!(StandardWebhooksEd25519::default().default_identity(), identity);
+        assert!(identity.is_signed_by(&StandardWebhooks::default()));
+        assert!(IdentityLocation::Header(SVIX_ID_HEADER.into()).is_signed_by(&StandardWebhooksEd25519::default()));
+        assert!(!IdentityLocation::Header("x-request-id".into()).is_signed_by(&StandardWebhooks::default()));
     }
 }

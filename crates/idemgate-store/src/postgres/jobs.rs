@@ -52,7 +52,7 @@ impl PgStore {
                       events e
                  WHERE jobs.id = due.id AND e.id = jobs.event_id
                  RETURNING jobs.id, jobs.lease_token, jobs.attempts, jobs.destination,
-                           e.source, e.identity, e.body, e.content_type, e.headers",
+                           e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id",
             )
             .await?;
         let until = now.0.saturating_add(secs(lease));
@@ -70,6 +70,7 @@ impl PgStore {
                     attempt: attempt.unsigned_abs(),
                     destination: row.try_get(3)?,
                     key: key(&source, &identity)?,
+                    outgoing_id: row.try_get(9)?,
                     body: row.try_get(6)?,
                     content_type: row.try_get(7)?,
                     headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),

@@ -68,6 +68,13 @@ impl PgStore {
                 )
                 .await?,
             );
+            tx.execute(
+                "DELETE FROM body_receipts WHERE source = $1
+                   AND NOT EXISTS (SELECT 1 FROM receipts r
+                                   WHERE r.source = body_receipts.source AND r.identity = body_receipts.identity)",
+                &[&source],
+            )
+            .await?;
             report.conflicts += count(
                 tx.execute(
                     "DELETE FROM conflicts WHERE source = $1 AND last_seen_at < $2

@@ -13,7 +13,8 @@ use deadpool_postgres::Object;
 use crate::StoreError;
 
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
     CREATE TABLE receipts (
         source      TEXT COLLATE "C" NOT NULL,
         identity    TEXT COLLATE "C" NOT NULL,
@@ -114,7 +115,23 @@ const MIGRATIONS: &[&str] = &[r#"
         PRIMARY KEY (scope, key)
     );
     CREATE INDEX idempotency_expiry ON idempotency_records (expires_at_ms);
-"#];
+"#,
+    r#"
+    ALTER TABLE events ADD COLUMN outgoing_id TEXT COLLATE "C";
+    UPDATE events SET outgoing_id = identity;
+    ALTER TABLE events ALTER COLUMN outgoing_id SET NOT NULL;
+
+    CREATE TABLE body_receipts (
+        source      TEXT COLLATE "C" NOT NULL,
+        body_sha256 BYTEA NOT NULL CHECK (octet_length(body_sha256) = 32),
+        identity    TEXT COLLATE "C" NOT NULL,
+        PRIMARY KEY (source, body_sha256),
+        FOREIGN KEY (source, identity) REFERENCES receipts (source, identity)
+            DEFERRABLE INITIALLY DEFERRED
+    );
+    CREATE INDEX body_receipts_identity ON body_receipts (source, identity);
+"#,
+];
 
 /// The schema version this build writes on PostgreSQL.
 pub(crate) const CURRENT_VERSION: i32 = MIGRATIONS.len() as i32;

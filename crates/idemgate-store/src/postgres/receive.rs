@@ -27,7 +27,7 @@ impl PgStore {
     }
 
     async fn try_accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Result<Outcome, StoreError> {
-        if event.refusal.is_none() && event.ordering.is_none() {
+        if event.refusal.is_none() && event.ordering.is_none() && !request.dedupe_body {
             return self.accept_in_one_statement(request, event).await;
         }
         self.accept_in_transaction(request, event).await
@@ -51,8 +51,9 @@ impl PgStore {
                     INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
                     VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING RETURNING source, identity
                  ), event AS (
-                    INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers)
-                    SELECT source, identity, $6, $7, $8, $5, $9 FROM receipt RETURNING id
+                    INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers,
+                                        outgoing_id)
+                    SELECT source, identity, $6, $7, $8, $5, $9, $11 FROM receipt RETURNING id
                  ), jobs AS (
                     INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
                     SELECT event.id, d, 'pending', $5, $5, $5 FROM event, unnest($10::text[]) AS d
@@ -77,6 +78,7 @@ impl PgStore {
                     &&event.body[..],
                     &headers,
                     &destinations,
+                    &outgoing_id(request, event),
                 ],
             )
             .await?;
@@ -86,8 +88,8 @@ impl PgStore {
         repeat(&client, request).await
     }
 
-    /// The general case: a refusal to apply after the receipt lookup, or an ordering guard
-    /// to move, in one explicit transaction.
+    /// The general case: a body receipt to claim, a refusal to apply after the receipt
+    /// lookup, or an ordering guard to move, in one explicit transaction.
     async fn accept_in_transaction(
         &self,
         request: &ReceiveRequest,
@@ -114,6 +116,12 @@ impl PgStore {
             tx.commit().await?;
             return Ok(outcome);
         }
+        if request.dedupe_body {
+            if let Some(result) = claim_body(&tx, request).await? {
+                tx.rollback().await?;
+                return Ok(Outcome::Duplicate { result: parse_result(&result)? });
+            }
+        }
         if let Some(reason) = event.refusal {
             tracing::info!(source, identity, reason, "event refused; rolled back");
             tx.rollback().await?;
@@ -122,8 +130,9 @@ impl PgStore {
         let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
         let insert_event = tx
             .prepare_cached(
-                "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
+                                     outgoing_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
             )
             .await?;
         let ordering_key = event.ordering.as_ref().map(|o| o.key.as_str());
@@ -139,6 +148,7 @@ impl PgStore {
                     &request.received_at.0,
                     &headers,
                     &ordering_key,
+                    &outgoing_id(request, event),
                 ],
             )
             .await?
@@ -181,6 +191,39 @@ impl PgStore {
         }
         Ok(Outcome::Applied { result: event.result.clone() })
     }
+}
+
+/// Claims (source, body hash) for this delivery's identity, or returns the stored result
+/// of the event that holds it. A concurrent first delivery of the same bytes holds the
+/// key's index entry until it commits or rolls back; the insert waits for that, then knows.
+async fn claim_body(
+    tx: &impl deadpool_postgres::GenericClient,
+    request: &ReceiveRequest,
+) -> Result<Option<String>, StoreError> {
+    let key = &request.key;
+    let (source, hash) = (key.source.as_str(), &request.body_hash.0[..]);
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO body_receipts (source, body_sha256, identity) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+        )
+        .await?;
+    if tx.execute(&insert, &[&source, &hash, &key.identity.as_str()]).await? == 1 {
+        return Ok(None);
+    }
+    let original = tx
+        .prepare_cached(
+            "SELECT r.result FROM body_receipts b JOIN receipts r ON r.source = b.source AND r.identity = b.identity
+             WHERE b.source = $1 AND b.body_sha256 = $2",
+        )
+        .await?;
+    let Some(row) = tx.query_opt(&original, &[&source, &hash]).await? else {
+        return Err(StoreError::Malformed("body receipt vanished during its lookup"));
+    };
+    Ok(Some(row.try_get(0)?))
+}
+
+fn outgoing_id<'a>(request: &'a ReceiveRequest, event: &'a IncomingEvent) -> &'a str {
+    event.outgoing_id.as_deref().unwrap_or(request.key.identity.as_str())
 }
 
 /// The answer to a delivery whose receipt insert found one already there: a duplicate with

@@ -12,6 +12,7 @@ mod idempotency;
 mod jobs;
 mod maintenance;
 mod receive;
+mod senders;
 mod views;
 
 use std::{
@@ -108,7 +109,7 @@ pub fn key(identity: &str) -> ReceiptKey {
 }
 
 pub fn request_at(identity: &str, body: &[u8], at: UnixTime) -> ReceiveRequest {
-    ReceiveRequest { key: key(identity), body_hash: BodyHash::of(body), received_at: at }
+    ReceiveRequest { key: key(identity), body_hash: BodyHash::of(body), received_at: at, dedupe_body: false }
 }
 
 pub fn request(identity: &str, body: &[u8]) -> ReceiveRequest {
@@ -118,6 +119,7 @@ pub fn request(identity: &str, body: &[u8]) -> ReceiveRequest {
 pub fn event(identity: &str, body: &[u8], destinations: &[&str]) -> IncomingEvent {
     IncomingEvent {
         result: json!({ "event": identity }),
+        outgoing_id: None,
         event_type: Some("order.created".to_owned()),
         content_type: Some("application/json".to_owned()),
         headers: vec![("x-trace".to_owned(), "abc".to_owned())],

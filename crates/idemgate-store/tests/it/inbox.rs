@@ -18,6 +18,7 @@ fn accept(
     move |conn| {
         let event = NewEvent {
             key: &key,
+            outgoing_id: None,
             event_type: Some("t"),
             content_type: Some("application/json"),
             headers: &[],

@@ -32,5 +32,6 @@ pub fn request(identity: &str, body: &[u8]) -> ReceiveRequest {
         key: ReceiptKey { source: SourceName::new("test").unwrap(), identity: Identity::new(identity).unwrap() },
         body_hash: BodyHash::of(body),
         received_at: UnixTime(1_700_000_000),
+        dedupe_body: false,
     }
 }

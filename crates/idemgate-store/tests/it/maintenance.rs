@@ -18,12 +18,17 @@ const T0: i64 = 1_800_000_000;
 
 async fn accept(store: &SqliteStore, identity: &str, at: i64) {
     let key = ReceiptKey { source: SourceName::new("src").unwrap(), identity: Identity::new(identity).unwrap() };
-    let request =
-        ReceiveRequest { key: key.clone(), body_hash: idemgate_core::BodyHash::of(b"{}"), received_at: UnixTime(at) };
+    let request = ReceiveRequest {
+        key: key.clone(),
+        body_hash: idemgate_core::BodyHash::of(b"{}"),
+        received_at: UnixTime(at),
+        dedupe_body: false,
+    };
     let outcome = store
         .receive(request, move |conn| {
             let event = NewEvent {
                 key: &key,
+                outgoing_id: None,
                 event_type: None,
                 content_type: None,
                 headers: &[],

@@ -36,12 +36,19 @@ pub fn key(identity: &str) -> ReceiptKey {
 
 /// Stores one event `identity` with a job for destination `app`, as the gateway would.
 pub async fn enqueue(store: &SqliteStore, identity: &str) {
+    enqueue_as(store, identity, None).await;
+}
+
+/// [`enqueue`] with the outgoing id fixed at acceptance.
+pub async fn enqueue_as(store: &SqliteStore, identity: &str, outgoing_id: Option<&'static str>) {
     let key = key(identity);
-    let request = ReceiveRequest { key: key.clone(), body_hash: BodyHash::of(BODY), received_at: T0 };
+    let request =
+        ReceiveRequest { key: key.clone(), body_hash: BodyHash::of(BODY), received_at: T0, dedupe_body: false };
     let outcome = store
         .receive(request, move |conn| {
             let event = NewEvent {
                 key: &key,
+                outgoing_id,
                 event_type: None,
                 content_type: Some("application/json"),
                 headers: &[("x-original".into(), "kept".into())],
@@ -127,6 +134,43 @@ async fn fails_twice_then_succeeds_with_the_same_identity_and_a_valid_signature(
     }
     let statuses: Vec<_> = attempts(&rig).into_iter().map(|(s, _)| s).collect();
     assert_eq!(statuses, [Some(500), Some(503), Some(200)]);
+}
+
+#[tokio::test]
+async fn the_outgoing_id_fixed_at_acceptance_is_the_signed_webhook_id_next_to_the_source_and_identity() {
+    let destination = Destination::start(vec![Behaviour::Status(503)]).await;
+    let rig = rig_with(&destination, &[5], Duration::from_secs(2));
+    enqueue_as(&rig.store, "evt_1", Some("src:evt_1")).await;
+    enqueue(&rig.store, "evt_2").await;
+    assert_eq!(rig.worker.tick().await.unwrap(), 2);
+    rig.clock.advance(5);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1, "the retry");
+
+    let scheme = StandardWebhooks::default();
+    let secrets = SecretSet::new(vec![Secret::new(SECRET.to_vec())]).unwrap();
+    let mut seen: Vec<_> = destination
+        .received()
+        .iter()
+        .map(|request| {
+            let ts: i64 = request.headers["webhook-timestamp"].to_str().unwrap().parse().unwrap();
+            let raw = RawDelivery { headers: &request.headers, body: &request.body };
+            let verified = scheme.verify(&secrets, raw, UnixTime(ts)).unwrap();
+            let header = |name: &str| request.headers[name].to_str().unwrap().to_owned();
+            (verified.event_identity.unwrap(), header("idemgate-source"), header("idemgate-event-id"))
+        })
+        .collect();
+    seen.sort();
+    let expected = [("evt_2", "src", "evt_2"), ("src:evt_1", "src", "evt_1"), ("src:evt_1", "src", "evt_1")];
+    let expected: Vec<_> =
+        expected.iter().map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned())).collect();
+    assert_eq!(
+        seen, expected,
+        "signed under the outgoing id on every attempt; an event without one keeps its identity"
+    );
+    for request in destination.received() {
+        let identity = request.headers["idemgate-event-id"].to_str().unwrap();
+        assert_eq!(request.headers["idempotency-key"], delivery_key(&key(identity), "app").as_str());
+    }
 }
 
 #[tokio::test]

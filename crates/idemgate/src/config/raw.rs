@@ -157,6 +157,9 @@ pub struct RawSource {
     pub max_depth: Option<usize>,
     /// Where the event identity is, if not the scheme's default.
     pub identity: Option<RawIdentity>,
+    /// Whether byte-identical bodies are one event; default: when the identity is not
+    /// covered by the signature.
+    pub dedupe_body: Option<bool>,
     /// JSON pointer to the event type.
     pub event_type: Option<String>,
     /// Event types accepted; absent = all.

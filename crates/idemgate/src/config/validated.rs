@@ -176,6 +176,8 @@ pub struct SourceConfig {
     pub json_limits: Limits,
     /// Where the stable event identity is.
     pub identity: IdentityLocation,
+    /// Whether the same body bytes under another identity are a duplicate of the first.
+    pub dedupe_body: bool,
     /// JSON pointer to the event type.
     pub event_type: Option<String>,
     /// Accepted event types; `None` accepts all.
@@ -513,12 +515,25 @@ fn source(
         }),
     };
     let retention = duration(&format!("{key}.retention"), raw.retention.as_deref(), DEFAULT_RETENTION)?;
+    let configured_identity = raw.identity.is_some();
+    let identity = identity(&key, raw.identity, scheme.as_ref())?;
+    let signed = identity.is_signed_by(scheme.as_ref());
+    let dedupe_body = raw.dedupe_body.unwrap_or(!signed);
+    if configured_identity && !signed {
+        warnings.push(ConfigWarning(format!(
+            "{key}.identity: {identity} is not covered by the {} signature, so a captured delivery can be re-sent \
+             under another identity; dedupe_body is {}",
+            scheme.name(),
+            if dedupe_body { "on" } else { "off" },
+        )));
+    }
     Ok(SourceConfig {
         payload_retention: duration(&format!("{key}.payload_retention"), raw.payload_retention.as_deref(), retention)?,
         retention,
         forward_headers,
         ordering,
-        identity: identity(&key, raw.identity, scheme.as_ref())?,
+        identity,
+        dedupe_body,
         event_type: raw.event_type.map(|p| pointer(&format!("{key}.event_type"), p)).transpose()?,
         allowed_types: raw.allowed_types.map(|types| types.into_iter().collect()),
         body_limit: raw.body_limit.unwrap_or(DEFAULT_BODY_LIMIT),

@@ -24,4 +24,5 @@ mod crash_soak;
 mod gateway_inbox;
 mod gateway_metrics;
 mod gateway_schemes;
+mod gateway_senders;
 mod gateway_tls;
