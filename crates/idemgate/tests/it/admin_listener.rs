@@ -4,13 +4,14 @@
 use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpStream},
+    process::{Command, Stdio},
     thread,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use crate::{
     gateway_dashboard::{Answer, TOKEN, request},
-    gateway_harness::{Gateway, Setup, Signer},
+    gateway_harness::{Gateway, Setup, Signer, idemgate_bin},
     gateway_tls::{https_to, tls_setup},
 };
 
@@ -65,13 +66,37 @@ fn the_admin_listener_serves_tls_when_server_tls_is_set_and_the_cookie_is_secure
     assert!(!answer.starts_with("HTTP/1.1"), "plain HTTP must not be served: {answer:?}");
 }
 
+/// Runs `serve`, which should stop at start-up: its exit code and stderr, or a panic if it
+/// is still serving after 30 s.
+fn serve_refused(setup: &Setup) -> (Option<i32>, String) {
+    let mut child = Command::new(idemgate_bin())
+        .args(["serve", "--config"])
+        .arg(setup.config())
+        .env("ADMIN_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("serve started instead of refusing the config");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    (output.status.code(), String::from_utf8(output.stderr).unwrap())
+}
+
 #[test]
 fn a_non_loopback_admin_address_without_tls_is_refused_unless_the_config_opts_in() {
     let setup = hooks();
     append(&setup, "[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"env:ADMIN_TOKEN\"\n");
-    let output = setup.run(&["serve"], &[("ADMIN_TOKEN", TOKEN)]);
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8(output.stderr).unwrap();
+    let (code, stderr) = serve_refused(&setup);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("admin.listen") && stderr.contains("allow_plaintext"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
@@ -87,9 +112,8 @@ fn a_non_loopback_admin_address_without_tls_is_refused_unless_the_config_opts_in
     let setup = hooks();
     std::fs::write(setup.dir.path().join("cert.pem"), "not a certificate").unwrap();
     append(&setup, &format!("{ADMIN}[admin.tls]\ncert = \"cert.pem\"\nkey = \"key.pem\"\n"));
-    let output = setup.run(&["serve"], &[("ADMIN_TOKEN", TOKEN)]);
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8(output.stderr).unwrap();
+    let (code, stderr) = serve_refused(&setup);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("admin.tls.cert"), "{stderr}");
 }
 
