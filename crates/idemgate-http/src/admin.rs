@@ -1,13 +1,17 @@
 //! The admin API under `/admin/v1`, for operators and their tools: events with filters and
 //! cursor pagination, one event's history, replays, counts, rejections by reason, and
 //! re-enabling a destination. Every route needs `Authorization: Bearer <token>` (compared
-//! in constant time); the OpenAPI document at `/admin/v1/openapi.json` is generated from
-//! these handlers, so it cannot drift from them.
+//! by digest in constant time); the OpenAPI document at `/admin/v1/openapi.json` is
+//! generated from these handlers, so it cannot drift from them.
+//!
+//! Every admin answer, API and dashboard, forbids framing and caching, and every request
+//! body is read under a limit and the listener's body timeout.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     Json, Router,
+    body::Body,
     extract::{Path, Query, Request, State},
     http::{HeaderValue, StatusCode, header},
     middleware::{self, Next},
@@ -17,11 +21,16 @@ use axum::{
 use idemgate_core::{Identity, ReceiptKey, Secret, SourceName, UnixTime, job::JobState};
 use idemgate_store::{Store, StoreError, jobs::ReplayFilter, views::EventFilter};
 use serde::{Deserialize, Serialize};
-use subtle::ConstantTimeEq;
 use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::{RejectionCounts, system_now};
+use crate::{DeliveryAnswer, RejectionCounts, body::read_limited, session::Sessions, system_now};
+
+/// Largest request body the admin routes read (replay filters and dashboard forms).
+const BODY_LIMIT: usize = 64 * 1024;
+/// No scripts, no external anything, no framing: the dashboard needs its inline style only.
+const CONTENT_SECURITY_POLICY: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// What the admin routes work on.
 #[derive(Debug, Clone)]
@@ -32,6 +41,12 @@ pub struct AdminState {
     pub token: Secret,
     /// Rejections counted by the inbound routes.
     pub rejections: Arc<RejectionCounts>,
+    /// The dashboard's signed-in sessions.
+    pub sessions: Arc<Sessions>,
+    /// Whether the listener terminates TLS (the session cookie is then `Secure`).
+    pub tls: bool,
+    /// How long a client may take to send a request body.
+    pub body_timeout: Duration,
 }
 
 #[derive(OpenApi)]
@@ -53,6 +68,7 @@ pub fn router(state: AdminState) -> Router {
         .routes(routes!(enable_destination))
         .split_for_parts();
     let state_for_ui = state.clone();
+    let body_timeout = state.body_timeout;
     let protected = api.route_layer(middleware::from_fn_with_state(state.clone(), require_token)).with_state(state);
     let doc: Arc<str> = doc.to_json().unwrap_or_else(|_| "{}".to_owned()).into();
     let serve_doc = move || {
@@ -64,6 +80,29 @@ pub fn router(state: AdminState) -> Router {
         .merge(protected)
         .merge(crate::dashboard::router(state_for_ui))
         .fallback(crate::answer::not_found)
+        .layer(middleware::from_fn_with_state(body_timeout, bounded_body))
+        .layer(middleware::map_response(guarded))
+}
+
+/// Reads the body under [`BODY_LIMIT`] and the body timeout before any handler sees it.
+async fn bounded_body(State(timeout): State<Duration>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    match read_limited(&parts.headers, body, BODY_LIMIT, timeout).await {
+        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Err(err) => DeliveryAnswer::Unreadable(err).into_response(),
+    }
+}
+
+/// The headers every admin answer carries.
+async fn guarded(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Not `no-referrer`: with it, browsers send `Origin: null` on the dashboard's own forms.
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
 }
 
 /// Refuses requests without the right bearer token; says nothing about why.
@@ -74,7 +113,7 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if bool::from(given.as_bytes().ct_eq(state.token.expose())) {
+    if crate::session::token_matches(&state.token, given.as_bytes()) {
         return next.run(request).await;
     }
     let mut response = (StatusCode::UNAUTHORIZED, Json(serde_json::json!({ "error": "unauthorized" }))).into_response();

@@ -1,9 +1,14 @@
 //! The dashboard at `/admin/`: one server-rendered page, no scripts, no external assets.
 //! Per source the counts by outcome and job state; recent conflicts and dead jobs with
 //! their reasons, each dead job with a replay button; destination health; rejections by
-//! reason. It signs in with the admin token, kept in an HttpOnly, SameSite=Strict cookie.
+//! reason. Signing in with the admin token starts a session (`session.rs`): the cookie
+//! holds a random id (HttpOnly, SameSite=Strict, Secure under TLS), never the token.
+//!
+//! `SameSite` does not cover another port of the same host (a page behind `[[proxy]]`,
+//! say), so every state-changing request must also come from the dashboard's own origin
+//! (`Sec-Fetch-Site`, `Origin`) and, once signed in, carry the session's CSRF token.
 
-use std::fmt::Write as _;
+use std::{fmt::Write as _, time::Instant};
 
 use axum::{
     Form, Router,
@@ -14,9 +19,8 @@ use axum::{
 };
 use idemgate_store::{StoreError, jobs::ReplayFilter};
 use serde::Deserialize;
-use subtle::ConstantTimeEq;
 
-use crate::{admin::AdminState, system_now};
+use crate::{admin::AdminState, session::token_matches, system_now};
 
 const COOKIE: &str = "idemgate_admin";
 
@@ -25,20 +29,64 @@ pub fn router(state: AdminState) -> Router {
     Router::new()
         .route("/admin/", get(page))
         .route("/admin/login", get(login_form).post(login))
+        .route("/admin/logout", post(logout))
         .route("/admin/replay", post(replay))
         .with_state(state)
 }
 
-fn signed_in(state: &AdminState, headers: &HeaderMap) -> bool {
-    let cookie = headers
+/// A signed-in request: its session id and that session's CSRF token.
+struct SignedIn {
+    id: String,
+    csrf: String,
+}
+
+fn signed_in(state: &AdminState, headers: &HeaderMap) -> Option<SignedIn> {
+    let id = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_owned))
-        .next()
-        .unwrap_or_default();
-    bool::from(cookie.as_bytes().ct_eq(state.token.expose()))
+        .find_map(|pair| pair.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_owned))?;
+    let csrf = state.sessions.csrf(&id, Instant::now())?;
+    Some(SignedIn { id, csrf })
+}
+
+/// Whether a state-changing request comes from the dashboard's own origin, as far as the
+/// browser says: `Sec-Fetch-Site` must be `same-origin` (or `none`, typed by the user),
+/// and `Origin` must be this listener's scheme and `Host`. Clients that send neither
+/// (scripts) are let through to the session and CSRF checks.
+fn from_own_origin(headers: &HeaderMap, tls: bool) -> bool {
+    if let Some(site) = headers.get("sec-fetch-site")
+        && !matches!(site.as_bytes(), b"same-origin" | b"none")
+    {
+        return false;
+    }
+    let Some(origin) = headers.get(header::ORIGIN) else { return true };
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
+    let scheme = if tls { "https" } else { "http" };
+    origin.to_str().is_ok_and(|origin| origin.eq_ignore_ascii_case(&format!("{scheme}://{host}")))
+}
+
+/// `403`: a cross-origin request or a missing or wrong CSRF token; nothing was changed.
+fn refused() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        layout("idemgate", "<p class=\"bad\">Refused: this request did not come from the dashboard.</p>"),
+    )
+        .into_response()
+}
+
+fn session_cookie(state: &AdminState, id: &str, max_age: u64) -> Option<HeaderValue> {
+    let secure = if state.tls { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!("{COOKIE}={id}; Path=/admin; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}"))
+        .ok()
+}
+
+fn with_cookie(mut response: Response, cookie: Option<HeaderValue>) -> Response {
+    if let Some(cookie) = cookie {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
 }
 
 /// Escapes text for HTML: identities are any printable ASCII.
@@ -68,24 +116,52 @@ struct Login {
     token: String,
 }
 
-async fn login(State(state): State<AdminState>, Form(form): Form<Login>) -> Response {
-    if !bool::from(form.token.as_bytes().ct_eq(state.token.expose())) {
+async fn login(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<Login>) -> Response {
+    if !from_own_origin(&headers, state.tls) {
+        return refused();
+    }
+    if !token_matches(&state.token, form.token.as_bytes()) {
         return (StatusCode::UNAUTHORIZED, layout("idemgate: sign in", "<p class=\"bad\">Wrong token.</p>"))
             .into_response();
     }
-    let mut response = Redirect::to("/admin/").into_response();
-    let cookie = format!("{COOKIE}={}; Path=/admin; HttpOnly; SameSite=Strict", form.token);
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, value);
+    match state.sessions.create(Instant::now()) {
+        Ok(session) => {
+            let cookie = session_cookie(&state, &session.id, state.sessions.lifetime().as_secs());
+            with_cookie(Redirect::to("/admin/").into_response(), cookie)
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start a dashboard session");
+            (StatusCode::SERVICE_UNAVAILABLE, layout("idemgate: sign in", "<p class=\"bad\">Try again.</p>"))
+                .into_response()
+        }
     }
-    response
+}
+
+#[derive(Deserialize)]
+struct SignOut {
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn logout(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<SignOut>) -> Response {
+    if !from_own_origin(&headers, state.tls) {
+        return refused();
+    }
+    let Some(session) = signed_in(&state, &headers) else {
+        return Redirect::to("/admin/login").into_response();
+    };
+    if !state.sessions.csrf_matches(&session.id, &form.csrf, Instant::now()) {
+        return refused();
+    }
+    state.sessions.end(&session.id);
+    with_cookie(Redirect::to("/admin/login").into_response(), session_cookie(&state, "", 0))
 }
 
 async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    if !signed_in(&state, &headers) {
+    let Some(session) = signed_in(&state, &headers) else {
         return Redirect::to("/admin/login").into_response();
-    }
-    match render(&state).await {
+    };
+    match render(&state, &esc(&session.csrf)).await {
         Ok(body) => layout("idemgate", &body).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard could not read the store");
@@ -95,10 +171,12 @@ async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
     }
 }
 
-async fn render(state: &AdminState) -> Result<String, StoreError> {
+async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
     let store = &state.store;
-    let mut html = String::from(
-        "<h2>Sources</h2><table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>",
+    let mut html = format!(
+        "<form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <button id=\"sign-out\" type=\"submit\">Sign out</button></form>\
+         <h2>Sources</h2><table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>",
     );
     for s in store.stats(None).await? {
         let jobs: Vec<String> =
@@ -118,7 +196,7 @@ async fn render(state: &AdminState) -> Result<String, StoreError> {
             html,
             "<tr><td>{src}</td><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td><form method=\"post\" action=\"/admin/replay\">\
              <input type=\"hidden\" name=\"source\" value=\"{src}\"><input type=\"hidden\" name=\"identity\" value=\"{id}\">\
-             <button class=\"replay\" type=\"submit\">Replay</button></form></td></tr>",
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><button class=\"replay\" type=\"submit\">Replay</button></form></td></tr>",
             esc(&job.destination),
             job.attempts,
             esc(job.reason.as_deref().unwrap_or("")),
@@ -160,11 +238,19 @@ async fn render(state: &AdminState) -> Result<String, StoreError> {
 struct ReplayForm {
     source: String,
     identity: String,
+    #[serde(default)]
+    csrf: String,
 }
 
 async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<ReplayForm>) -> Response {
-    if !signed_in(&state, &headers) {
+    if !from_own_origin(&headers, state.tls) {
+        return refused();
+    }
+    let Some(session) = signed_in(&state, &headers) else {
         return Redirect::to("/admin/login").into_response();
+    };
+    if !state.sessions.csrf_matches(&session.id, &form.csrf, Instant::now()) {
+        return refused();
     }
     let filter = ReplayFilter { source: Some(form.source), identity: Some(form.identity), ..ReplayFilter::default() };
     match state.store.replay_jobs(filter, system_now(), 1000).await {
@@ -173,6 +259,34 @@ async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form):
             tracing::warn!(error = %err, "dashboard replay failed");
             (StatusCode::SERVICE_UNAVAILABLE, layout("idemgate", "<p class=\"bad\">Replay failed; try again.</p>"))
                 .into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue};
+
+    use super::from_own_origin;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs.iter().map(|(k, v)| (k.parse().unwrap_or_else(|_| unreachable!()), HeaderValue::from_static(v))).collect()
+    }
+
+    #[test]
+    fn only_the_dashboards_own_origin_may_change_state() {
+        let own = [("host", "127.0.0.1:8081"), ("origin", "http://127.0.0.1:8081"), ("sec-fetch-site", "same-origin")];
+        assert!(from_own_origin(&headers(&own), false));
+        assert!(!from_own_origin(&headers(&own), true), "https origin expected under TLS");
+        assert!(from_own_origin(&headers(&[("host", "x")]), false), "a script sends neither");
+        for foreign in [
+            vec![("host", "127.0.0.1:8081"), ("origin", "http://127.0.0.1:8080")],
+            vec![("host", "127.0.0.1:8081"), ("origin", "null")],
+            vec![("host", "127.0.0.1:8081"), ("sec-fetch-site", "same-site")],
+            vec![("host", "127.0.0.1:8081"), ("sec-fetch-site", "cross-site"), ("origin", "http://127.0.0.1:8081")],
+            vec![("origin", "http://127.0.0.1:8081")],
+        ] {
+            assert!(!from_own_origin(&headers(&foreign), false), "{foreign:?}");
         }
     }
 }

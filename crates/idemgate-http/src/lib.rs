@@ -7,6 +7,7 @@
 //!   store), in that order;
 //! - [`answer`]: the one place where a rejection or an outcome becomes a status and a body;
 //! - [`server`]: the accept loop with graceful shutdown;
+//! - [`session`]: the dashboard's signed-in sessions and the admin token's comparison;
 //! - [`tls`]: TLS termination from PEM files.
 
 pub mod admin;
@@ -17,6 +18,7 @@ pub mod idempotency;
 
 pub mod inbound;
 pub mod server;
+pub mod session;
 pub mod tls;
 
 pub use answer::DeliveryAnswer;

@@ -501,7 +501,7 @@ async fn receive_until_stopped(
     }
     print_line(&format!("listening on {address}"))?;
     let admin = match &config.admin {
-        Some(admin) => Some(serve_admin(admin, store, rejections, stopped.clone()).await?),
+        Some(admin) => Some(serve_admin(admin, &config.server, store, rejections, stopped.clone()).await?),
         None => {
             tracing::info!("admin API off: no [admin] token configured");
             None
@@ -517,9 +517,11 @@ async fn receive_until_stopped(
     Ok(())
 }
 
-/// Starts the admin API on its own listener; prints `admin listening on ADDR` second.
+/// Starts the admin API on its own listener, with the public listener's timeouts and TLS
+/// (`[admin.tls]` or `[server.tls]`); prints `admin listening on ADDR` second.
 async fn serve_admin(
     admin: &config::AdminConfig,
+    server: &config::ServerConfig,
     store: &Store,
     rejections: Arc<idemgate_http::RejectionCounts>,
     mut stopped: watch::Receiver<bool>,
@@ -528,11 +530,23 @@ async fn serve_admin(
         .await
         .with_context(|| format!("cannot listen on {} (admin)", admin.listen))?;
     print_line(&format!("admin listening on {}", listener.local_addr()?))?;
-    let state = idemgate_http::admin::AdminState { store: store.clone(), token: admin.token.clone(), rejections };
+    let state = idemgate_http::admin::AdminState {
+        store: store.clone(),
+        token: admin.token.clone(),
+        rejections,
+        sessions: Arc::new(idemgate_http::session::Sessions::new(admin.session_lifetime)),
+        tls: admin.tls.is_some(),
+        body_timeout: server.body_timeout,
+    };
+    let options = ServeOptions {
+        header_timeout: server.header_timeout,
+        shutdown_grace: server.shutdown_grace,
+        tls: admin.tls.as_ref().map(|tls| tls.acceptor.clone()),
+    };
     let shutdown = async move {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
-    Ok(tokio::spawn(serve(listener, idemgate_http::admin::router(state), ServeOptions::default(), shutdown)))
+    Ok(tokio::spawn(serve(listener, idemgate_http::admin::router(state), options, shutdown)))
 }
 
 /// The configured store: PostgreSQL when `store.url` is set, else the SQLite file.

@@ -44,6 +44,12 @@ pub struct RawAdmin {
     pub listen: Option<String>,
     /// Bearer token: `env:NAME`, `file:PATH` or a literal. No token: the admin API is off.
     pub token: Option<String>,
+    /// How long a dashboard session lasts after signing in.
+    pub session_lifetime: Option<String>,
+    /// `[admin.tls]`: its own certificate; `[server.tls]` otherwise.
+    pub tls: Option<RawTls>,
+    /// Serve a non-loopback admin address without TLS.
+    pub allow_plaintext: Option<bool>,
 }
 
 /// One `[[proxy]]` entry.

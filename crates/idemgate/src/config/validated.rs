@@ -66,6 +66,10 @@ pub struct AdminConfig {
     pub listen: SocketAddr,
     /// The bearer token.
     pub token: Secret,
+    /// How long a dashboard session lasts.
+    pub session_lifetime: Duration,
+    /// TLS: `[admin.tls]`, else `[server.tls]`; plain HTTP only when neither is set.
+    pub tls: Option<TlsConfig>,
 }
 
 /// One `[[proxy]]`: idempotency in front of an HTTP API.
@@ -239,21 +243,41 @@ pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarnin
         .enumerate()
         .map(|(i, p)| proxy(&format!("proxy[{i}]"), p, server.body_timeout))
         .collect::<Result<_, _>>()?;
-    let admin = raw.admin.map(|a| admin(a, base, &mut warnings)).transpose()?.flatten();
+    let admin = raw.admin.map(|a| admin(a, base, &server, &mut warnings)).transpose()?.flatten();
     Ok((Config { server, store, sources, destinations, worker, proxies, admin }, warnings))
 }
 
-fn admin(raw: RawAdmin, base: &Path, warnings: &mut Vec<ConfigWarning>) -> Result<Option<AdminConfig>, ConfigError> {
+fn admin(
+    raw: RawAdmin,
+    base: &Path,
+    server: &ServerConfig,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Result<Option<AdminConfig>, ConfigError> {
     let Some(reference) = raw.token else { return Ok(None) };
     let token = secrets::resolve("admin.token", &reference, base, warnings)?;
     if token.len() < 16 {
         return Err(ConfigError::new("admin.token", "must be at least 16 characters"));
     }
     let listen = raw.listen.as_deref().unwrap_or("127.0.0.1:8081");
-    let listen = listen
+    let listen: SocketAddr = listen
         .parse()
         .map_err(|_| ConfigError::new("admin.listen", format!("{listen:?} is not HOST:PORT with an IP address")))?;
-    Ok(Some(AdminConfig { listen, token: Secret::new(token.into_bytes()) }))
+    let tls = match raw.tls {
+        Some(tls) => Some(tls_config("admin.tls", &base.join(tls.cert), &base.join(tls.key))?),
+        None => server.tls.clone(),
+    };
+    if tls.is_none() && !listen.ip().is_loopback() && raw.allow_plaintext != Some(true) {
+        return Err(ConfigError::new(
+            "admin.listen",
+            format!(
+                "{listen} is not a loopback address and no TLS is configured: set [admin.tls] or [server.tls], \
+                 or admin.allow_plaintext = true to send the token in plain HTTP"
+            ),
+        ));
+    }
+    let session_lifetime =
+        duration("admin.session_lifetime", raw.session_lifetime.as_deref(), idemgate_http::session::DEFAULT_LIFETIME)?;
+    Ok(Some(AdminConfig { listen, token: Secret::new(token.into_bytes()), session_lifetime, tls }))
 }
 
 fn proxy(key: &str, raw: RawProxy, body_timeout: Duration) -> Result<ProxyConfig, ConfigError> {
@@ -351,14 +375,15 @@ fn server(raw: RawServer, base: &Path) -> Result<ServerConfig, ConfigError> {
         header_timeout: duration("server.header_timeout", raw.header_timeout.as_deref(), DEFAULT_TIMEOUT)?,
         body_timeout: duration("server.body_timeout", raw.body_timeout.as_deref(), DEFAULT_TIMEOUT)?,
         shutdown_grace: duration("server.shutdown_grace", raw.shutdown_grace.as_deref(), DEFAULT_TIMEOUT)?,
-        tls: raw.tls.map(|tls| tls_config(&base.join(tls.cert), &base.join(tls.key))).transpose()?,
+        tls: raw.tls.map(|tls| tls_config("server.tls", &base.join(tls.cert), &base.join(tls.key))).transpose()?,
     })
 }
 
-fn tls_config(cert: &Path, key: &Path) -> Result<TlsConfig, ConfigError> {
+/// `[server.tls]` or `[admin.tls]` (`table`).
+fn tls_config(table: &str, cert: &Path, key: &Path) -> Result<TlsConfig, ConfigError> {
     let acceptor = tls::acceptor(cert, key).map_err(|err| {
-        let field = if matches!(err, tls::TlsError::Key { .. }) { "server.tls.key" } else { "server.tls.cert" };
-        ConfigError::new(field, err.to_string())
+        let field = if matches!(err, tls::TlsError::Key { .. }) { "key" } else { "cert" };
+        ConfigError::new(format!("{table}.{field}"), err.to_string())
     })?;
     Ok(TlsConfig { cert: cert.to_owned(), key: key.to_owned(), acceptor })
 }

@@ -2,7 +2,7 @@
 
 use std::{
     io::{Read, Write},
-    net::TcpStream,
+    net::{SocketAddr, TcpStream},
     sync::Arc,
 };
 
@@ -13,7 +13,7 @@ use tokio_rustls::rustls::{
 
 use crate::gateway_harness::{Gateway, Setup, Signer, body, inbox};
 
-fn tls_setup() -> (Setup, String) {
+pub fn tls_setup() -> (Setup, String) {
     let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
     let setup = Setup::new(&format!(
         "[sources.hooks]\nscheme = \"standard-webhooks\"\nsecrets = [{:?}]\n",
@@ -28,6 +28,11 @@ fn tls_setup() -> (Setup, String) {
 }
 
 fn https_request(gateway: &Gateway, ca_pem: &str, request: &[u8]) -> String {
+    https_to(gateway.addr, ca_pem, request)
+}
+
+/// One request over TLS to `addr`, trusting only `ca_pem`; the answer as text.
+pub fn https_to(addr: SocketAddr, ca_pem: &str, request: &[u8]) -> String {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).unwrap()).unwrap();
 
@@ -39,7 +44,7 @@ fn https_request(gateway: &Gateway, ca_pem: &str, request: &[u8]) -> String {
         .with_no_client_auth();
     let connection =
         rustls::ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap()).unwrap();
-    let mut stream = rustls::StreamOwned::new(connection, TcpStream::connect(gateway.addr).unwrap());
+    let mut stream = rustls::StreamOwned::new(connection, TcpStream::connect(addr).unwrap());
     stream.write_all(request).unwrap();
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);

@@ -3,8 +3,10 @@
 
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod admin_listener;
 mod gateway_admin;
 mod gateway_cli;
+mod gateway_dashboard;
 mod gateway_delivery;
 mod gateway_harness;
 mod harness;

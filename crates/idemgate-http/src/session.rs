@@ -1,0 +1,179 @@
+//! Dashboard sessions. Signing in with the admin token yields a random session id, never
+//! the token itself, so a leaked cookie expires, can be signed out, and tells nothing about
+//! the token. Sessions live in memory (a restart signs everyone out), bounded in number;
+//! each carries its own CSRF token for the dashboard's forms. The map is keyed by the
+//! SHA-256 of the id, so the ids themselves are not kept.
+
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use idemgate_core::Secret;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Most sessions kept at once; signing in beyond it ends the oldest.
+pub const MAX_SESSIONS: usize = 256;
+/// How long a session lasts unless configured otherwise.
+pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(12 * 3600);
+
+/// The operating system's random source failed.
+#[derive(Debug, thiserror::Error)]
+#[error("no randomness available for a session id")]
+pub struct NoRandomness;
+
+/// A session just created: the cookie value and the CSRF token of its forms.
+#[derive(Debug)]
+pub struct NewSession {
+    /// The session id, hex, for the cookie.
+    pub id: String,
+    /// The CSRF token, hex, for the forms.
+    pub csrf: String,
+}
+
+struct Session {
+    expires: Instant,
+    csrf: String,
+}
+
+/// The signed-in sessions of one admin listener.
+pub struct Sessions {
+    lifetime: Duration,
+    by_digest: Mutex<HashMap<[u8; 32], Session>>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions").field("lifetime", &self.lifetime).finish_non_exhaustive()
+    }
+}
+
+impl Sessions {
+    /// Sessions that last `lifetime` from sign-in.
+    #[must_use]
+    pub fn new(lifetime: Duration) -> Self {
+        Self { lifetime, by_digest: Mutex::default() }
+    }
+
+    /// How long a session lasts.
+    #[must_use]
+    pub fn lifetime(&self) -> Duration {
+        self.lifetime
+    }
+
+    /// Starts a session at `now`, dropping expired ones and, when full, the oldest.
+    pub fn create(&self, now: Instant) -> Result<NewSession, NoRandomness> {
+        let id = random_hex()?;
+        let csrf = random_hex()?;
+        let mut sessions = self.lock();
+        sessions.retain(|_, s| s.expires > now);
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(oldest) = sessions.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| *k)
+        {
+            sessions.remove(&oldest);
+        }
+        sessions.insert(digest(id.as_bytes()), Session { expires: now + self.lifetime, csrf: csrf.clone() });
+        Ok(NewSession { id, csrf })
+    }
+
+    /// The CSRF token of the live session `id`; `None` if unknown, signed out or expired.
+    #[must_use]
+    pub fn csrf(&self, id: &str, now: Instant) -> Option<String> {
+        let mut sessions = self.lock();
+        let key = digest(id.as_bytes());
+        match sessions.get(&key) {
+            Some(s) if s.expires > now => Some(s.csrf.clone()),
+            Some(_) => {
+                sessions.remove(&key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Whether `given` is the CSRF token of the live session `id`.
+    #[must_use]
+    pub fn csrf_matches(&self, id: &str, given: &str, now: Instant) -> bool {
+        self.csrf(id, now).is_some_and(|csrf| digest_eq(csrf.as_bytes(), given.as_bytes()))
+    }
+
+    /// Signs the session `id` out.
+    pub fn end(&self, id: &str) {
+        self.lock().remove(&digest(id.as_bytes()));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
+        self.by_digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Whether `given` is the admin token, without leaking its length: both sides are hashed
+/// to fixed-size digests first, then compared in constant time.
+#[must_use]
+pub fn token_matches(token: &Secret, given: &[u8]) -> bool {
+    digest_eq(token.expose(), given)
+}
+
+fn digest_eq(a: &[u8], b: &[u8]) -> bool {
+    bool::from(digest(a).ct_eq(&digest(b)))
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// 32 bytes from the operating system's CSPRNG, as hex.
+fn random_hex() -> Result<String, NoRandomness> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|_| NoRandomness)?;
+    Ok(hex::encode(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_session_lives_until_its_expiry_and_not_after_sign_out() {
+        let sessions = Sessions::new(Duration::from_secs(60));
+        let start = Instant::now();
+        let session = sessions.create(start).unwrap();
+        assert_eq!(session.id.len(), 64);
+        assert_ne!(session.id, session.csrf);
+        assert_eq!(sessions.csrf(&session.id, start + Duration::from_secs(59)).as_deref(), Some(&*session.csrf));
+        assert!(sessions.csrf_matches(&session.id, &session.csrf, start));
+        assert!(!sessions.csrf_matches(&session.id, "", start));
+        assert!(!sessions.csrf_matches(&session.id, &session.id, start));
+        assert_eq!(sessions.csrf(&session.id, start + Duration::from_secs(60)), None, "expired");
+        let other = sessions.create(start).unwrap();
+        sessions.end(&other.id);
+        assert_eq!(sessions.csrf(&other.id, start), None, "signed out");
+        assert_eq!(sessions.csrf("", start), None);
+    }
+
+    #[test]
+    fn sessions_are_bounded_and_the_oldest_goes_first() {
+        let sessions = Sessions::new(Duration::from_secs(60));
+        let start = Instant::now();
+        let first = sessions.create(start).unwrap();
+        let ids: Vec<String> =
+            (1..=MAX_SESSIONS as u64).map(|i| sessions.create(start + Duration::from_millis(i)).unwrap().id).collect();
+        assert_eq!(sessions.lock().len(), MAX_SESSIONS);
+        assert_eq!(sessions.csrf(&first.id, start), None);
+        assert!(ids.iter().all(|id| sessions.csrf(id, start).is_some()));
+    }
+
+    #[test]
+    fn the_token_is_compared_by_digest() {
+        let token = Secret::new(b"an-admin-token-of-some-length".to_vec());
+        assert!(token_matches(&token, b"an-admin-token-of-some-length"));
+        for wrong in [&b""[..], b"an-admin-token", b"an-admin-token-of-some-lengtX", b"an-admin-token-of-some-length!"]
+        {
+            assert!(!token_matches(&token, wrong), "{wrong:?}");
+        }
+    }
+}
