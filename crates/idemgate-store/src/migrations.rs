@@ -119,6 +119,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX receipts_age ON receipts (source, received_at);
     CREATE INDEX events_age ON events (source, received_at);
 ",
+    // Due times in milliseconds: whole seconds rounded a 1 s retry down to an instant one.
+    r"
+    ALTER TABLE jobs RENAME COLUMN next_attempt_at TO next_attempt_at_ms;
+    UPDATE jobs SET next_attempt_at_ms = next_attempt_at_ms * 1000;
+",
 ];
 
 /// The schema version this build writes.

@@ -13,7 +13,8 @@ use deadpool_postgres::Object;
 use crate::StoreError;
 
 /// Migration `i` brings the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
     CREATE TABLE receipts (
         source      TEXT COLLATE "C" NOT NULL,
         identity    TEXT COLLATE "C" NOT NULL,
@@ -114,7 +115,13 @@ const MIGRATIONS: &[&str] = &[r#"
         PRIMARY KEY (scope, key)
     );
     CREATE INDEX idempotency_expiry ON idempotency_records (expires_at_ms);
-"#];
+"#,
+    // Due times in milliseconds: whole seconds rounded a 1 s retry down to an instant one.
+    r"
+    ALTER TABLE jobs RENAME COLUMN next_attempt_at TO next_attempt_at_ms;
+    UPDATE jobs SET next_attempt_at_ms = next_attempt_at_ms * 1000;
+",
+];
 
 /// The schema version this build writes on PostgreSQL.
 pub(crate) const CURRENT_VERSION: i32 = MIGRATIONS.len() as i32;
