@@ -98,7 +98,7 @@ impl StoreError {
         match self {
             Self::Sqlite(err) | Self::Open { source: err, .. } => sqlite_kind(err),
             Self::Postgres(err) => postgres_kind(err),
-            Self::Unavailable | Self::Pool(_) | Self::Restoring => ErrorKind::Unavailable,
+            Self::Unavailable | Self::Pool(_) | Self::Restoring | Self::Lock { .. } => ErrorKind::Unavailable,
             _ => ErrorKind::Other,
         }
     }
