@@ -359,7 +359,7 @@ struct ReplayRequest {
     until: Option<i64>,
 }
 
-/// Replay every finished job matching the filter.
+/// Replay every finished job matching the filter when the replay starts, each once.
 #[utoipa::path(post, path = "/admin/v1/replay", request_body = ReplayRequest, responses((status = 200, body = Replayed), (status = 401)))]
 async fn replay_bulk(
     State(state): State<AdminState>,
@@ -373,14 +373,8 @@ async fn replay_bulk(
         until: request.until.map(UnixTime),
         identity: None,
     };
-    let mut replayed = 0;
-    loop {
-        let batch = state.store.replay_jobs(filter.clone(), system_now(), 500).await?;
-        replayed += batch;
-        if batch == 0 {
-            return Ok(Json(Replayed { replayed }));
-        }
-    }
+    let replayed = state.store.replay_all(filter, system_now(), 500, |_, _| std::future::ready(())).await?;
+    Ok(Json(Replayed { replayed }))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]

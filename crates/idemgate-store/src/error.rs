@@ -49,6 +49,22 @@ pub enum StoreError {
     /// The store's configuration cannot work (the reason says why, without secrets).
     #[error("store configuration: {0}")]
     Config(&'static str),
+    /// `restore` refused: processes have the store open for writing.
+    #[error(
+        "the store is in use by {0}; stop every idemgate process on it (serve, worker, commands) and restore again"
+    )]
+    InUse(crate::lock::Holders),
+    /// The store is being restored; it can be opened once the restore has finished.
+    #[error("the store is being restored; it opens once the restore has finished")]
+    Restoring,
+    /// The writers' lock file beside the store could not be opened or locked.
+    #[error("cannot lock {path}: {source}")]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// The operation exists only on the other backend (e.g. a file backup on PostgreSQL).
     #[error("not supported by the {backend} store: {operation}")]
     Unsupported {
@@ -82,7 +98,7 @@ impl StoreError {
         match self {
             Self::Sqlite(err) | Self::Open { source: err, .. } => sqlite_kind(err),
             Self::Postgres(err) => postgres_kind(err),
-            Self::Unavailable | Self::Pool(_) => ErrorKind::Unavailable,
+            Self::Unavailable | Self::Pool(_) | Self::Restoring | Self::Lock { .. } => ErrorKind::Unavailable,
             _ => ErrorKind::Other,
         }
     }

@@ -129,8 +129,8 @@ pub fn accept_event(
     };
     let state = if superseded { JobState::Superseded } else { JobState::Pending };
     let mut insert = conn.prepare_cached(
-        "INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?4, ?4)",
+        "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4 * 1000, ?4, ?4)",
     )?;
     for destination in destinations {
         insert.execute(params![event_id, destination, state.as_str(), event.received_at.0])?;
@@ -225,7 +225,7 @@ pub fn event(conn: &Connection, key: &ReceiptKey) -> Result<Option<StoredEvent>,
 /// The jobs of the event stored under `key`, by destination.
 pub fn jobs(conn: &Connection, key: &ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at
+        "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at_ms / 1000
          FROM jobs j JOIN events e ON e.id = j.event_id
          WHERE e.source = ?1 AND e.identity = ?2 ORDER BY j.destination",
     )?;

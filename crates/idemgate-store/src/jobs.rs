@@ -87,13 +87,25 @@ pub(crate) fn secs(duration: Duration) -> i64 {
     i64::try_from(duration.as_secs()).unwrap_or(i64::MAX)
 }
 
-/// Claims up to `limit` due jobs at `now` for `lease`. A job is due when it is pending or
-/// retrying and its time has come, or running with an expired lease. Jobs of disabled
+/// The whole second `now_ms` falls in, for the second-granular columns (leases, `updated_at`).
+pub(crate) fn second_of(now_ms: i64) -> i64 {
+    now_ms.div_euclid(1000)
+}
+
+/// `delay` after `now_ms`, in milliseconds rounded up: a due time is never earlier than
+/// its delay allows.
+pub(crate) fn due_ms(now_ms: i64, delay: Duration) -> i64 {
+    let delay = i64::try_from(delay.as_nanos().div_ceil(1_000_000)).unwrap_or(i64::MAX);
+    now_ms.saturating_add(delay)
+}
+
+/// Claims up to `limit` due jobs at `now_ms` for `lease`. A job is due when it is pending or
+/// retrying and its time (kept in milliseconds) has come, or running with an expired lease. Jobs of disabled
 /// destinations wait; for destinations in `fifo`, only the oldest unfinished job of each
 /// ordering key is due.
 pub fn claim(
     conn: &Connection,
-    now: UnixTime,
+    now_ms: i64,
     lease: Duration,
     limit: usize,
     fifo: &[String],
@@ -101,8 +113,8 @@ pub fn claim(
     let fifo = serde_json::json!(fifo).to_string();
     let mut due = conn.prepare_cached(
         "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
-         WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at <= ?1)
-                OR (j.state = 'running' AND j.lease_until <= ?1))
+         WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at_ms <= ?1)
+                OR (j.state = 'running' AND j.lease_until <= ?4))
            AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
            AND (e.ordering_key IS NULL
                 OR j.destination NOT IN (SELECT value FROM json_each(?3))
@@ -111,11 +123,14 @@ pub fn claim(
                     WHERE j2.destination = j.destination AND e2.source = e.source
                       AND e2.ordering_key = e.ordering_key AND e2.id < e.id
                       AND j2.state IN ('pending', 'running', 'retrying')))
-         ORDER BY j.next_attempt_at, j.id LIMIT ?2",
+         ORDER BY j.next_attempt_at_ms, j.id LIMIT ?2",
     )?;
     let ids: Vec<i64> = due
-        .query_map(params![now.0, i64::try_from(limit).unwrap_or(i64::MAX), fifo], |row| row.get(0))?
+        .query_map(params![now_ms, i64::try_from(limit).unwrap_or(i64::MAX), fifo, second_of(now_ms)], |row| {
+            row.get(0)
+        })?
         .collect::<Result<_, _>>()?;
+    let now = UnixTime(second_of(now_ms));
     ids.into_iter().map(|id| take(conn, id, now, lease)).collect()
 }
 
@@ -157,13 +172,15 @@ pub(crate) fn key(source: &str, identity: &str) -> Result<ReceiptKey, StoreError
 }
 
 /// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current.
+/// A retry is due `now_ms` plus its delay, to the millisecond.
 pub fn complete(
     conn: &Connection,
     job: &ClaimedJob,
     attempt: &AttemptRecord,
     decision: Decision,
-    now: UnixTime,
+    now_ms: i64,
 ) -> Result<Completion, rusqlite::Error> {
+    let now = UnixTime(second_of(now_ms));
     conn.prepare_cached(
         "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -180,31 +197,25 @@ pub fn complete(
     if decision == Decision::DisableDestination {
         disable_destination(conn, &job.destination, "410 Gone", now)?;
     }
-    let (state, next, error) = transition(decision, attempt, now);
+    let (state, next_ms, error) = transition(decision, attempt, now_ms);
     let changed = conn
         .prepare_cached(
-            "UPDATE jobs SET state = ?3, next_attempt_at = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
+            "UPDATE jobs SET state = ?3, next_attempt_at_ms = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
          WHERE id = ?1 AND lease_token = ?2 AND state = 'running'",
         )?
-        .execute(params![job.id, job.lease_token, state.as_str(), next.0, bounded(error.as_deref()), now.0])?;
+        .execute(params![job.id, job.lease_token, state.as_str(), next_ms, bounded(error.as_deref()), now.0])?;
     Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
 }
 
-/// What a job becomes after an attempt: its state, when it is next due, and the error
-/// kept with it. The same on both backends.
-pub(crate) fn transition(
-    decision: Decision,
-    attempt: &AttemptRecord,
-    now: UnixTime,
-) -> (JobState, UnixTime, Option<String>) {
+/// What a job becomes after an attempt: its state, when it is next due (milliseconds),
+/// and the error kept with it. The same on both backends.
+pub(crate) fn transition(decision: Decision, attempt: &AttemptRecord, now_ms: i64) -> (JobState, i64, Option<String>) {
     match decision {
-        Decision::Succeeded => (JobState::Succeeded, now, None),
-        Decision::RetryAfter(delay) => {
-            (JobState::Retrying, UnixTime(now.0.saturating_add(secs(delay))), attempt.error.clone())
-        }
-        Decision::Dead(reason) => (JobState::Dead, now, Some(reason.describe())),
+        Decision::Succeeded => (JobState::Succeeded, now_ms, None),
+        Decision::RetryAfter(delay) => (JobState::Retrying, due_ms(now_ms, delay), attempt.error.clone()),
+        Decision::Dead(reason) => (JobState::Dead, now_ms, Some(reason.describe())),
         Decision::DisableDestination => {
-            (JobState::Retrying, now, Some("destination answered 410 Gone and was disabled".to_owned()))
+            (JobState::Retrying, now_ms, Some("destination answered 410 Gone and was disabled".to_owned()))
         }
     }
 }
@@ -231,7 +242,7 @@ pub fn enable_destination(conn: &Connection, destination: &str, now: UnixTime) -
         params![destination],
     )?;
     conn.execute(
-        "UPDATE jobs SET next_attempt_at = ?2, updated_at = ?2 WHERE destination = ?1 AND state = 'retrying'",
+        "UPDATE jobs SET next_attempt_at_ms = ?2 * 1000, updated_at = ?2 WHERE destination = ?1 AND state = 'retrying'",
         params![destination, now.0],
     )?;
     Ok(changed == 1)
@@ -279,7 +290,7 @@ pub fn replay(conn: &Connection, filter: &ReplayFilter, now: UnixTime, limit: us
     let state = filter.replayed_state()?;
     let changed = conn.execute(
         &format!(
-            "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at = ?7, last_error = NULL, updated_at = ?7
+            "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = ?7 * 1000, last_error = NULL, updated_at = ?7
              WHERE id IN ({MATCHING} LIMIT ?8)"
         ),
         params![
@@ -296,16 +307,64 @@ pub fn replay(conn: &Connection, filter: &ReplayFilter, now: UnixTime, limit: us
     Ok(changed)
 }
 
+/// The ids of the jobs `filter` selects now, in id order: a bulk replay's set, taken once.
+pub fn replayable(conn: &Connection, filter: &ReplayFilter) -> Result<Vec<i64>, StoreError> {
+    let state = filter.replayed_state()?;
+    let mut stmt = conn.prepare(&format!("{MATCHING} ORDER BY j.id"))?;
+    let ids = stmt
+        .query_map(
+            params![
+                state.as_str(),
+                filter.source,
+                filter.identity,
+                filter.destination,
+                filter.since.map(|t| t.0),
+                filter.until.map(|t| t.0)
+            ],
+            |row| row.get(0),
+        )?
+        .collect::<Result<_, _>>()?;
+    Ok(ids)
+}
+
+/// Makes those of `ids` that `filter` still selects `pending` again, as [`replay`] does;
+/// one that was replayed and has not finished since is left alone.
+pub fn replay_selected(
+    conn: &Connection,
+    filter: &ReplayFilter,
+    ids: &[i64],
+    now: UnixTime,
+) -> Result<usize, StoreError> {
+    let state = filter.replayed_state()?;
+    let changed = conn.execute(
+        &format!(
+            "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = ?7 * 1000, last_error = NULL, updated_at = ?7
+             WHERE id IN ({MATCHING} AND j.id IN (SELECT value FROM json_each(?8)))"
+        ),
+        params![
+            state.as_str(),
+            filter.source,
+            filter.identity,
+            filter.destination,
+            filter.since.map(|t| t.0),
+            filter.until.map(|t| t.0),
+            now.0,
+            serde_json::json!(ids).to_string()
+        ],
+    )?;
+    Ok(changed)
+}
+
 impl SqliteStore {
     /// [`claim`] on the writer.
     pub async fn claim_jobs(
         &self,
-        now: UnixTime,
+        now_ms: i64,
         lease: Duration,
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        self.write(move |conn| claim(conn, now, lease, limit, &fifo)).await
+        self.write(move |conn| claim(conn, now_ms, lease, limit, &fifo)).await
     }
 
     /// [`complete`] on the writer.
@@ -314,19 +373,19 @@ impl SqliteStore {
         job: ClaimedJob,
         attempt: AttemptRecord,
         decision: Decision,
-        now: UnixTime,
+        now_ms: i64,
     ) -> Result<Completion, StoreError> {
-        self.write(move |conn| complete(conn, &job, &attempt, decision, now)).await
+        self.write(move |conn| complete(conn, &job, &attempt, decision, now_ms)).await
     }
 
     /// [`complete`] for each of `finished`, in one write on the writer.
     pub async fn complete_jobs(
         &self,
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
-        now: UnixTime,
+        now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
         self.write(move |conn| {
-            finished.iter().map(|(job, attempt, decision)| complete(conn, job, attempt, *decision, now)).collect()
+            finished.iter().map(|(job, attempt, decision)| complete(conn, job, attempt, *decision, now_ms)).collect()
         })
         .await
     }
@@ -334,6 +393,16 @@ impl SqliteStore {
     /// [`replay`] on the writer, for up to `limit` jobs.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
         self.write(move |conn| replay(conn, &filter, now, limit)).await
+    }
+
+    /// [`replay_selected`] on the writer.
+    pub async fn replay_selected(
+        &self,
+        filter: ReplayFilter,
+        ids: Vec<i64>,
+        now: UnixTime,
+    ) -> Result<usize, StoreError> {
+        self.write(move |conn| replay_selected(conn, &filter, &ids, now)).await
     }
 
     /// [`enable_destination`] on the writer.

@@ -16,6 +16,7 @@ pub mod idempotency;
 pub mod inbox;
 
 pub mod jobs;
+mod lock;
 pub mod maintenance;
 
 mod migrations;
@@ -27,6 +28,7 @@ pub mod views;
 mod writer;
 
 pub use error::{ErrorKind, HandlerError, StoreError};
+pub use lock::{Holders, lock_path};
 /// The schema version this build writes (`PRAGMA user_version`).
 pub use migrations::CURRENT_VERSION as SCHEMA_VERSION;
 

@@ -7,12 +7,16 @@
 //! be replayed. An event that holds the newest version of an ordering key is kept, or an
 //! older event of that key could be delivered after it.
 
-use std::{path::Path, time::Duration};
+use std::{
+    fs::File,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
-use crate::{StoreError, StoreOptions, migrations, sqlite::open_connection};
+use crate::{StoreError, StoreOptions, lock::WriterLock, migrations, sqlite::open_connection};
 
 /// How long one source's receipts and payloads are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +106,7 @@ pub fn purge_file(
     policies: &[Retention],
     dry_run: bool,
 ) -> Result<PurgeReport, StoreError> {
+    let _lock = WriterLock::shared(path)?;
     let mut conn = open_connection(path, false, &StoreOptions::default())?;
     migrations::check_current(&conn)?;
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -132,6 +137,7 @@ pub fn backup(path: &Path, to: &Path) -> Result<BackupSummary, StoreError> {
     if to.exists() {
         return Err(StoreError::Maintenance("the backup file already exists; choose a new name"));
     }
+    let _lock = WriterLock::shared(path)?;
     let conn = open_connection(path, false, &StoreOptions::default())?;
     migrations::check_current(&conn)?;
     conn.execute("VACUUM INTO ?1", params![to.to_string_lossy()])?;
@@ -145,10 +151,42 @@ fn summary(path: &Path) -> Result<BackupSummary, StoreError> {
     Ok(BackupSummary { receipts: count("receipts")?, events: count("events")?, jobs: count("jobs")? })
 }
 
-/// Replaces the store at `to` with the backup `from`; every idemgate process on `to` must
-/// be stopped. The current file is kept beside it as `<name>.before-restore`. Receipts
-/// newer than the backup are forgotten by this: see the README on closing that gap.
-pub fn restore(from: &Path, to: &Path) -> Result<BackupSummary, StoreError> {
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// Counts in the restored store.
+    pub summary: BackupSummary,
+    /// Where the store it replaced was kept, if there was one.
+    pub kept: Option<PathBuf>,
+}
+
+/// Replaces the store at `to` with the backup `from`. Refused while any process has `to`
+/// open for writing ([`StoreError::InUse`]); while it runs, no writer can open `to`.
+///
+/// The store it replaces is first copied, WAL included, to a new file
+/// `<name>.before-restore-<UTC time>` that never overwrites an earlier one, and the
+/// restored file and its folder are synced before this returns. Receipts newer than the
+/// backup are forgotten by this: see the README on closing that gap.
+pub fn restore(from: &Path, to: &Path) -> Result<Restored, StoreError> {
+    check_backup(from)?;
+    let _lock = WriterLock::exclusive(to)?;
+    let kept = if to.exists() { Some(keep(to)?) } else { None };
+    let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
+    let incoming = sibling(to, ".restoring");
+    std::fs::copy(from, &incoming).map_err(io)?;
+    File::open(&incoming).and_then(|file| file.sync_all()).map_err(io)?;
+    // The old WAL must go before the new file takes the name, or SQLite would apply it to the backup.
+    for side in [sibling(to, "-wal"), sibling(to, "-shm")] {
+        if side.exists() {
+            std::fs::remove_file(side).map_err(io)?;
+        }
+    }
+    std::fs::rename(&incoming, to).map_err(io)?;
+    sync_folder(to).map_err(io)?;
+    Ok(Restored { summary: summary(to)?, kept })
+}
+
+fn check_backup(from: &Path) -> Result<(), StoreError> {
     let checked = Connection::open_with_flags(from, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|source| StoreError::Open { path: from.to_owned(), source })?;
     migrations::check_current(&checked)?;
@@ -156,21 +194,51 @@ pub fn restore(from: &Path, to: &Path) -> Result<BackupSummary, StoreError> {
     if integrity != "ok" {
         return Err(StoreError::Maintenance("the backup fails SQLite's integrity check"));
     }
-    drop(checked);
-    let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
-    if to.exists() {
-        std::fs::rename(to, to.with_extension("before-restore")).map_err(io)?;
-    }
-    for suffix in ["-wal", "-shm"] {
-        let side = std::path::PathBuf::from(format!("{}{suffix}", to.display()));
-        if side.exists() {
-            std::fs::remove_file(side).map_err(io)?;
-        }
-    }
-    std::fs::copy(from, to).map_err(io)?;
-    summary(to)
+    Ok(())
 }
 
+/// Copies the store at `store` through SQLite (so what only its WAL holds is in the copy,
+/// as after a crash) to a new, synced file beside it; returns that file.
+fn keep(store: &Path) -> Result<PathBuf, StoreError> {
+    let unreadable = StoreError::Maintenance(
+        "the current store cannot be read to keep a copy of it; move it and its -wal file away, then restore again",
+    );
+    let conn = open_connection(store, false, &StoreOptions::default()).map_err(|_| unreadable)?;
+    let kept = kept_name(store);
+    conn.execute("VACUUM INTO ?1", params![kept.to_string_lossy()])?;
+    drop(conn);
+    let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
+    File::open(&kept).and_then(|file| file.sync_all()).map_err(io)?;
+    sync_folder(&kept).map_err(io)?;
+    Ok(kept)
+}
+
+/// `<name>.before-restore-<UTC time>`, with a counter if a copy of that second exists.
+fn kept_name(store: &Path) -> PathBuf {
+    let time: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':'))
+        .collect();
+    let base = sibling(store, &format!(".before-restore-{time}"));
+    std::iter::once(base.clone())
+        .chain((2..).map(|n| sibling(&base, &format!("-{n}"))))
+        .find(|candidate| !candidate.exists())
+        .unwrap_or(base)
+}
+
+/// `path` with `suffix` appended to its file name (`x.sqlite3` → `x.sqlite3-wal`).
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Syncs the folder holding `path`, so that a rename or a new file in it is durable.
+fn sync_folder(path: &Path) -> std::io::Result<()> {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    File::open(folder)?.sync_all()
+}
 fn io_reason(err: &std::io::Error) -> &'static str {
     match err.kind() {
         std::io::ErrorKind::NotFound => "a file was not found",
@@ -190,6 +258,7 @@ impl crate::SqliteStore {
 /// `seed-0`, `seed-1`, …), in batches of one transaction each: for measuring how
 /// throughput holds up on a large store, not for production data.
 pub fn seed_receipts(path: &Path, source: &str, count: u64, now: UnixTime) -> Result<u64, StoreError> {
+    let _lock = WriterLock::shared(path)?;
     let mut conn = open_connection(path, true, &StoreOptions::default())?;
     migrations::migrate(&mut conn)?;
     conn.pragma_update(None, "synchronous", "OFF")?;

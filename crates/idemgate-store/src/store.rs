@@ -146,14 +146,14 @@ impl Store {
     /// Claims up to `limit` due jobs for `lease`; see [`crate::jobs::claim`].
     pub async fn claim_jobs(
         &self,
-        now: UnixTime,
+        now_ms: i64,
         lease: Duration,
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
         match &self.backend {
-            Backend::Sqlite(store) => store.claim_jobs(now, lease, limit, fifo).await,
-            Backend::Postgres(store) => store.claim_jobs(now, lease, limit, &fifo).await,
+            Backend::Sqlite(store) => store.claim_jobs(now_ms, lease, limit, fifo).await,
+            Backend::Postgres(store) => store.claim_jobs(now_ms, lease, limit, &fifo).await,
         }
     }
 
@@ -163,12 +163,12 @@ impl Store {
         job: ClaimedJob,
         attempt: AttemptRecord,
         decision: Decision,
-        now: UnixTime,
+        now_ms: i64,
     ) -> Result<Completion, StoreError> {
         match &self.backend {
-            Backend::Sqlite(store) => store.complete_job(job, attempt, decision, now).await,
+            Backend::Sqlite(store) => store.complete_job(job, attempt, decision, now_ms).await,
             Backend::Postgres(store) => {
-                Ok(store.complete_jobs(&[(job, attempt, decision)], now).await?.pop().unwrap_or(Completion::Stale))
+                Ok(store.complete_jobs(&[(job, attempt, decision)], now_ms).await?.pop().unwrap_or(Completion::Stale))
             }
         }
     }
@@ -179,11 +179,11 @@ impl Store {
     pub async fn complete_jobs(
         &self,
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
-        now: UnixTime,
+        now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
         match &self.backend {
-            Backend::Sqlite(store) => store.complete_jobs(finished, now).await,
-            Backend::Postgres(store) => store.complete_jobs(&finished, now).await,
+            Backend::Sqlite(store) => store.complete_jobs(finished, now_ms).await,
+            Backend::Postgres(store) => store.complete_jobs(&finished, now_ms).await,
         }
     }
 
@@ -193,6 +193,39 @@ impl Store {
             Backend::Sqlite(store) => store.replay_jobs(filter, now, limit).await,
             Backend::Postgres(store) => store.replay_jobs(&filter, now, limit).await,
         }
+    }
+
+    /// Replays every job `filter` selects when it starts, each at most once, in batches of
+    /// `batch` (so the write lock is never held for long); `after_batch(done, total)` runs
+    /// after each. The set is taken first: a replayed job that finishes again while the
+    /// replay runs matches the filter again, and must not be sent a second time.
+    pub async fn replay_all<F, Fut>(
+        &self,
+        filter: ReplayFilter,
+        now: UnixTime,
+        batch: usize,
+        mut after_batch: F,
+    ) -> Result<usize, StoreError>
+    where
+        F: FnMut(usize, usize) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let selected = match &self.backend {
+            Backend::Sqlite(store) => {
+                let filter = filter.clone();
+                read(store, move |r| crate::jobs::replayable(r.connection(), &filter)).await?
+            }
+            Backend::Postgres(store) => store.replayable(&filter).await?,
+        };
+        let mut replayed = 0;
+        for ids in selected.chunks(batch.max(1)) {
+            replayed += match &self.backend {
+                Backend::Sqlite(store) => store.replay_selected(filter.clone(), ids.to_vec(), now).await?,
+                Backend::Postgres(store) => store.replay_selected(&filter, ids, now).await?,
+            };
+            after_batch(replayed, selected.len()).await;
+        }
+        Ok(replayed)
     }
 
     /// How many jobs `filter` selects now.

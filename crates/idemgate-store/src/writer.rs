@@ -21,7 +21,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{HandlerError, StoreError, StoreOptions, migrations, sqlite::open_connection};
+use crate::{HandlerError, StoreError, StoreOptions, lock::WriterLock, migrations, sqlite::open_connection};
 
 /// The effect of a first delivery, run inside the receipt's transaction. Whatever it
 /// writes through the connection commits together with the receipt, or not at all.
@@ -104,7 +104,12 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if missing) the database at `path`, applies migrations and starts
     /// the writer thread.
+    ///
+    /// It holds the writers' lock beside the file until the writer has stopped, so that a
+    /// restore cannot replace the file under it; while a restore runs, this fails with
+    /// [`StoreError::Restoring`] (unavailable: try again).
     pub fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
+        let lock = WriterLock::shared(path)?;
         let mut conn = open_connection(path, true, &options)?;
         migrations::migrate(&mut conn)?;
         let (commands, inbox) = mpsc::channel(options.queue_capacity.max(1));
@@ -112,7 +117,10 @@ impl SqliteStore {
         let writer_stats = Arc::clone(&stats);
         let writer = thread::Builder::new()
             .name("idemgate-sqlite-writer".into())
-            .spawn(move || run_writer(conn, inbox, options, &writer_stats))
+            .spawn(move || {
+                run_writer(conn, inbox, options, &writer_stats);
+                drop(lock);
+            })
             .map_err(|_| StoreError::Unavailable)?;
         Ok(Self { commands, writer: Some(writer), path: path.to_owned(), options, stats })
     }
@@ -432,8 +440,13 @@ pub(crate) fn parse_result(text: &str) -> Result<Value, StoreError> {
     serde_json::from_str(text).map_err(|_| StoreError::Malformed("receipt result is not json"))
 }
 
-/// Remembers a conflicting repeat for the operator. Failing to record it does not change
-/// the answer: the receipt is untouched either way.
+/// Remembers a conflicting repeat for the operator.
+///
+/// Failing to record it does not change the answer, on either backend: the conflict is a
+/// fact of the stored receipt, which is untouched, and nothing was applied. A `503` instead
+/// would have the sender retry the same refused bytes for as long as the record fails,
+/// then give up (or disable the endpoint) without ever learning they conflict; the
+/// operator learns of it from an error log line and `idemgate_conflicts_unrecorded_total`.
 fn record_conflict(conn: &Connection, request: &ReceiveRequest) {
     let key = &request.key;
     let recorded = conn.execute(
@@ -447,8 +460,13 @@ fn record_conflict(conn: &Connection, request: &ReceiveRequest) {
         Ok(_) => {
             tracing::warn!(source = %key.source, identity = %key.identity, "conflicting repeat refused")
         }
-        Err(err) => {
-            tracing::error!(source = %key.source, identity = %key.identity, error = %err, "could not record conflict")
-        }
+        Err(err) => conflict_not_recorded(key, &err),
     }
+}
+
+/// What either backend does when a conflict could not be recorded: it is still answered
+/// as a conflict, and the operator is told here.
+pub(crate) fn conflict_not_recorded(key: &ReceiptKey, err: &dyn std::fmt::Display) {
+    metrics::counter!("idemgate_conflicts_unrecorded_total", "source" => key.source.to_string()).increment(1);
+    tracing::error!(source = %key.source, identity = %key.identity, error = %err, "conflicting repeat refused, but could not be recorded");
 }

@@ -93,7 +93,7 @@ impl Worker {
     /// hold back the recording of fast ones.
     pub async fn tick(&self) -> Result<usize, StoreError> {
         let fifo = self.routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
-        let jobs = self.store.claim_jobs(self.clock.now(), self.options.lease, self.options.batch, fifo).await?;
+        let jobs = self.store.claim_jobs(self.clock.now_ms(), self.options.lease, self.options.batch, fifo).await?;
         let count = jobs.len();
         let (finished, mut results) = tokio::sync::mpsc::unbounded_channel();
         for job in jobs {
@@ -164,7 +164,7 @@ impl Worker {
                 (job.id, job.destination.clone(), job.key.identity.to_string(), job.attempt, *decision)
             })
             .collect();
-        let completions = self.store.complete_jobs(group, self.clock.now()).await?;
+        let completions = self.store.complete_jobs(group, self.clock.now_ms()).await?;
         for ((id, destination, identity, attempt, decision), completion) in described.into_iter().zip(completions) {
             match completion {
                 Completion::Recorded if decision == Decision::Succeeded => {

@@ -336,7 +336,7 @@ enum StoreCommand {
         #[arg(long)]
         to: PathBuf,
     },
-    /// Replace the store with a backup (stop every idemgate process on it first).
+    /// Replace the store with a backup; refused while any idemgate process has it open.
     Restore {
         /// The TOML configuration file.
         #[arg(long, default_value = "idemgate.toml")]
@@ -575,8 +575,8 @@ fn print_line(line: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Replays in batches, so a large replay shows its progress and never holds the write
-/// lock for long.
+/// Replays the jobs matching at the start, in batches, so a large replay shows its progress
+/// and never holds the write lock for long.
 fn replay(config: &Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let filter = ReplayFilter {
         source: args.source,
@@ -589,20 +589,17 @@ fn replay(config: &Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     runtime.block_on(async move {
         let store = open_store(config).await?;
-        let total = store.count_replayable(filter.clone()).await?;
-        let progress = ProgressBar::new(total as u64).with_style(
+        let progress = ProgressBar::new(0).with_style(
             ProgressStyle::with_template("{bar:40} {pos}/{len} jobs replayed")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        let mut replayed = 0;
-        loop {
-            let batch = store.replay_jobs(filter.clone(), system_now(), REPLAY_BATCH).await?;
-            if batch == 0 {
-                break;
-            }
-            replayed += batch;
-            progress.inc(batch as u64);
-        }
+        let replayed = store
+            .replay_all(filter, system_now(), REPLAY_BATCH, |done, total| {
+                progress.set_length(total as u64);
+                progress.set_position(done as u64);
+                std::future::ready(())
+            })
+            .await?;
         progress.finish_and_clear();
         print_line(&format!("replayed {replayed} job(s); the worker delivers them with their original webhook-id"))?;
         Ok(ExitCode::SUCCESS)
@@ -817,12 +814,14 @@ fn store_command(config: &Config, command: StoreCommand) -> anyhow::Result<ExitC
             )
         }
         StoreCommand::Restore { from, .. } => {
-            let summary = maintenance::restore(&from, path)?;
+            let restored = maintenance::restore(&from, path)?;
+            let kept = restored.kept.map(|kept| format!("; the replaced store is kept as {}", kept.display()));
             format!(
-                "restored {} from {}: {} receipt(s); events received after the backup are forgotten (see the README)",
+                "restored {} from {}: {} receipt(s){}; events received after the backup are forgotten (see the README)",
                 path.display(),
                 from.display(),
-                summary.receipts
+                restored.summary.receipts,
+                kept.unwrap_or_default()
             )
         }
     };

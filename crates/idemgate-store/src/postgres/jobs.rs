@@ -9,7 +9,7 @@ use idemgate_core::{UnixTime, retry::Decision};
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, bounded, key, secs, transition},
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, bounded, key, second_of, secs, transition},
 };
 
 /// The jobs a [`ReplayFilter`] selects ($1 state, $2 source, $3 identity, $4 destination,
@@ -21,11 +21,11 @@ const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_
       AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)";
 
 impl PgStore {
-    /// Claims up to `limit` due jobs at `now` for `lease`; see [`crate::jobs::claim`] for
+    /// Claims up to `limit` due jobs at `now_ms` for `lease`; see [`crate::jobs::claim`] for
     /// what is due. Jobs locked by another claim in progress are skipped, not waited for.
     pub async fn claim_jobs(
         &self,
-        now: UnixTime,
+        now_ms: i64,
         lease: Duration,
         limit: usize,
         fifo: &[String],
@@ -36,7 +36,7 @@ impl PgStore {
                 "UPDATE jobs SET state = 'running', lease_until = $2, lease_token = jobs.lease_token + 1,
                         attempts = jobs.attempts + 1, updated_at = $1
                  FROM (SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
-                       WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at <= $1)
+                       WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at_ms <= $5)
                               OR (j.state = 'running' AND j.lease_until <= $1))
                          AND NOT EXISTS (SELECT 1 FROM destinations d
                                          WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
@@ -47,7 +47,7 @@ impl PgStore {
                                   WHERE j2.destination = j.destination AND e2.source = e.source
                                     AND e2.ordering_key = e.ordering_key AND e2.id < e.id
                                     AND j2.state IN ('pending', 'running', 'retrying')))
-                       ORDER BY j.next_attempt_at, j.id LIMIT $3
+                       ORDER BY j.next_attempt_at_ms, j.id LIMIT $3
                        FOR UPDATE OF j SKIP LOCKED) AS due,
                       events e
                  WHERE jobs.id = due.id AND e.id = jobs.event_id
@@ -55,8 +55,9 @@ impl PgStore {
                            e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id",
             )
             .await?;
-        let until = now.0.saturating_add(secs(lease));
-        let rows = client.query(&claim, &[&now.0, &until, &sql_limit(limit), &fifo]).await?;
+        let now = second_of(now_ms);
+        let until = now.saturating_add(secs(lease));
+        let rows = client.query(&claim, &[&now, &until, &sql_limit(limit), &fifo, &now_ms]).await?;
         let mut claimed = rows
             .iter()
             .map(|row| {
@@ -88,12 +89,13 @@ impl PgStore {
     pub async fn complete_jobs(
         &self,
         finished: &[(ClaimedJob, AttemptRecord, Decision)],
-        now: UnixTime,
+        now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
         if finished.is_empty() {
             return Ok(Vec::new());
         }
-        let columns = Columns::of(finished, now);
+        let columns = Columns::of(finished, now_ms);
+        let now = UnixTime(second_of(now_ms));
         let recorded = retrying(|| self.try_complete(&columns, now)).await?;
         Ok(finished
             .iter()
@@ -114,7 +116,7 @@ impl PgStore {
                     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::bigint[],
                                          $6::int[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[])
                         AS f(id, token, attempt, started_at, latency_ms, status, error, response_prefix,
-                             state, next_attempt_at, last_error)
+                             state, next_attempt_at_ms, last_error)
                  ), attempt AS (
                     INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
                     SELECT id, attempt, started_at, latency_ms, status, error, response_prefix FROM finished
@@ -124,7 +126,7 @@ impl PgStore {
                     ON CONFLICT (name) DO UPDATE
                     SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason
                  )
-                 UPDATE jobs SET state = f.state, next_attempt_at = f.next_attempt_at, last_error = f.last_error,
+                 UPDATE jobs SET state = f.state, next_attempt_at_ms = f.next_attempt_at_ms, last_error = f.last_error,
                         lease_until = NULL, updated_at = $12
                  FROM finished f
                  WHERE jobs.id = f.id AND jobs.lease_token = f.token AND jobs.state = 'running'
@@ -145,7 +147,7 @@ impl PgStore {
                     &c.error,
                     &c.response_prefix,
                     &c.state,
-                    &c.next_attempt_at,
+                    &c.next_attempt_at_ms,
                     &c.last_error,
                     &now.0,
                     &c.disable,
@@ -167,7 +169,8 @@ impl PgStore {
             )
             .await?;
         tx.execute(
-            "UPDATE jobs SET next_attempt_at = $2, updated_at = $2 WHERE destination = $1 AND state = 'retrying'",
+            "UPDATE jobs SET next_attempt_at_ms = $2::bigint * 1000, updated_at = $2
+             WHERE destination = $1 AND state = 'retrying'",
             &[&destination, &now.0],
         )
         .await?;
@@ -204,7 +207,7 @@ impl PgStore {
         let changed = client
             .execute(
                 &format!(
-                    "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at = $7, last_error = NULL,
+                    "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = $7::bigint * 1000, last_error = NULL,
                             updated_at = $7
                      WHERE id IN ({MATCHING} LIMIT $8)"
                 ),
@@ -217,6 +220,58 @@ impl PgStore {
                     &filter.until.map(|t| t.0),
                     &now.0,
                     &sql_limit(limit),
+                ],
+            )
+            .await?;
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+
+    /// The ids of the jobs `filter` selects now; see [`crate::jobs::replayable`].
+    pub async fn replayable(&self, filter: &ReplayFilter) -> Result<Vec<i64>, StoreError> {
+        let state = filter.replayed_state()?;
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!("{MATCHING} ORDER BY j.id"),
+                &[
+                    &state.as_str(),
+                    &filter.source,
+                    &filter.identity,
+                    &filter.destination,
+                    &filter.since.map(|t| t.0),
+                    &filter.until.map(|t| t.0),
+                ],
+            )
+            .await?;
+        rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
+    }
+
+    /// Makes those of `ids` that `filter` still selects `pending` again; see
+    /// [`crate::jobs::replay_selected`].
+    pub async fn replay_selected(
+        &self,
+        filter: &ReplayFilter,
+        ids: &[i64],
+        now: UnixTime,
+    ) -> Result<usize, StoreError> {
+        let state = filter.replayed_state()?;
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                &format!(
+                    "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = $7::bigint * 1000,
+                            last_error = NULL, updated_at = $7
+                     WHERE id IN ({MATCHING} AND j.id = ANY($8::bigint[]))"
+                ),
+                &[
+                    &state.as_str(),
+                    &filter.source,
+                    &filter.identity,
+                    &filter.destination,
+                    &filter.since.map(|t| t.0),
+                    &filter.until.map(|t| t.0),
+                    &now.0,
+                    &ids,
                 ],
             )
             .await?;
@@ -235,13 +290,13 @@ struct Columns {
     error: Vec<Option<String>>,
     response_prefix: Vec<Option<String>>,
     state: Vec<&'static str>,
-    next_attempt_at: Vec<i64>,
+    next_attempt_at_ms: Vec<i64>,
     last_error: Vec<Option<String>>,
     disable: Vec<String>,
 }
 
 impl Columns {
-    fn of(finished: &[(ClaimedJob, AttemptRecord, Decision)], now: UnixTime) -> Self {
+    fn of(finished: &[(ClaimedJob, AttemptRecord, Decision)], now_ms: i64) -> Self {
         let mut c = Self {
             id: Vec::new(),
             token: Vec::new(),
@@ -252,7 +307,7 @@ impl Columns {
             error: Vec::new(),
             response_prefix: Vec::new(),
             state: Vec::new(),
-            next_attempt_at: Vec::new(),
+            next_attempt_at_ms: Vec::new(),
             last_error: Vec::new(),
             disable: Vec::new(),
         };
@@ -260,7 +315,7 @@ impl Columns {
             if *decision == Decision::DisableDestination {
                 c.disable.push(job.destination.clone());
             }
-            let (state, next, error) = transition(*decision, attempt, now);
+            let (state, next_ms, error) = transition(*decision, attempt, now_ms);
             c.id.push(job.id);
             c.token.push(job.lease_token);
             c.attempt.push(i32::try_from(job.attempt).unwrap_or(i32::MAX));
@@ -270,7 +325,7 @@ impl Columns {
             c.error.push(bounded(attempt.error.as_deref()));
             c.response_prefix.push(bounded(attempt.response_prefix.as_deref()));
             c.state.push(state.as_str());
-            c.next_attempt_at.push(next.0);
+            c.next_attempt_at_ms.push(next_ms);
             c.last_error.push(bounded(error.as_deref()));
         }
         c

@@ -131,6 +131,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX body_receipts_identity ON body_receipts (source, identity);
 "#,
+    // Due times in milliseconds: whole seconds rounded a 1 s retry down to an instant one.
+    r"
+    ALTER TABLE jobs RENAME COLUMN next_attempt_at TO next_attempt_at_ms;
+    UPDATE jobs SET next_attempt_at_ms = next_attempt_at_ms * 1000;
+",
 ];
 
 /// The schema version this build writes on PostgreSQL.

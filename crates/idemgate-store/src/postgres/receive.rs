@@ -7,7 +7,7 @@ use super::{PgStore, retrying};
 use crate::{
     ErrorKind, ReceiveRequest, StoreError,
     inbox::{IncomingEvent, Version},
-    writer::parse_result,
+    writer::{conflict_not_recorded, parse_result},
 };
 
 impl PgStore {
@@ -55,8 +55,8 @@ impl PgStore {
                                         outgoing_id)
                     SELECT source, identity, $6, $7, $8, $5, $9, $11 FROM receipt RETURNING id
                  ), jobs AS (
-                    INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
-                    SELECT event.id, d, 'pending', $5, $5, $5 FROM event, unnest($10::text[]) AS d
+                    INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+                    SELECT event.id, d, 'pending', $5::bigint * 1000, $5, $5 FROM event, unnest($10::text[]) AS d
                  )
                  SELECT id FROM event",
             )
@@ -112,9 +112,10 @@ impl PgStore {
             .execute(&insert, &[&source, &identity, &&request.body_hash.0[..], &result, &request.received_at.0])
             .await?;
         if inserted == 0 {
-            let outcome = repeat(&tx, request).await?;
-            tx.commit().await?;
-            return Ok(outcome);
+            // Nothing was written; the receipt is committed, and its repeat is answered
+            // outside this transaction, which a failed conflict record must not abort.
+            tx.rollback().await?;
+            return repeat(&client, request).await;
         }
         if request.dedupe_body {
             if let Some(result) = claim_body(&tx, request).await? {
@@ -179,8 +180,8 @@ impl PgStore {
         let state = if superseded { "superseded" } else { "pending" };
         let jobs = tx
             .prepare_cached(
-                "INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
-                 SELECT $1, d, $2, $3, $3, $3 FROM unnest($4::text[]) AS d",
+                "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+                 SELECT $1, d, $2, $3::bigint * 1000, $3, $3 FROM unnest($4::text[]) AS d",
             )
             .await?;
         let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
@@ -245,8 +246,10 @@ async fn repeat(
         let result: String = row.try_get(1)?;
         return Ok(Outcome::Duplicate { result: parse_result(&result)? });
     }
-    record_conflict(client, request).await?;
-    tracing::warn!(source, identity, "conflicting repeat refused");
+    match record_conflict(client, request).await {
+        Ok(()) => tracing::warn!(source, identity, "conflicting repeat refused"),
+        Err(err) => conflict_not_recorded(key, &err),
+    }
     Ok(Outcome::Conflict)
 }
 

@@ -119,7 +119,7 @@ impl PgStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at
+                "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at_ms / 1000
                  FROM jobs j JOIN events e ON e.id = j.event_id
                  WHERE e.source = $1 AND e.identity = $2 ORDER BY j.destination",
                 &[&key.source.as_str(), &key.identity.as_str()],

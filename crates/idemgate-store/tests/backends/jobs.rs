@@ -14,7 +14,7 @@ use idemgate_store::{
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
 };
 
-use crate::{T0, TestStore, accept_at, key, on_both, ordered, request};
+use crate::{T0, TestStore, accept_at, key, ms, on_both, ordered, request};
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -29,7 +29,7 @@ fn attempt(status: Option<u16>) -> AttemptRecord {
 }
 
 async fn claim(store: &Store, at: UnixTime) -> Vec<ClaimedJob> {
-    store.claim_jobs(at, LEASE, 100, vec!["fifo".to_owned()]).await.unwrap()
+    store.claim_jobs(ms(at), LEASE, 100, vec!["fifo".to_owned()]).await.unwrap()
 }
 
 on_both! {
@@ -43,7 +43,7 @@ on_both! {
         assert_eq!(job.content_type.as_deref(), Some("application/json"));
         assert_eq!(job.headers, [("x-trace".to_owned(), "abc".to_owned())]);
         assert!(claim(&t, UnixTime(T0.0 + 29)).await.is_empty(), "the lease holds");
-        let completion = t.complete_job(job.clone(), attempt(Some(200)), Decision::Succeeded, T0).await.unwrap();
+        let completion = t.complete_job(job.clone(), attempt(Some(200)), Decision::Succeeded, ms(T0)).await.unwrap();
         assert_eq!(completion, Completion::Recorded);
         assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "succeeded");
         assert!(claim(&t, UnixTime(T0.0 + 3600)).await.is_empty(), "a succeeded job is never due again");
@@ -56,10 +56,10 @@ on_both! {
         let second = claim(&t, later).await.remove(0);
         assert_eq!(second.attempt, 2);
         assert_ne!(first.lease_token, second.lease_token);
-        let stale = t.complete_job(first, attempt(Some(200)), Decision::Succeeded, later).await.unwrap();
+        let stale = t.complete_job(first, attempt(Some(200)), Decision::Succeeded, ms(later)).await.unwrap();
         assert_eq!(stale, Completion::Stale);
         assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "running", "the stale holder changed nothing");
-        let current = t.complete_job(second, attempt(Some(500)), Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(500)), later).await.unwrap();
+        let current = t.complete_job(second, attempt(Some(500)), Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(500)), ms(later)).await.unwrap();
         assert_eq!(current, Completion::Recorded);
         assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "dead");
         assert_eq!(t.attempts("test".to_owned(), "e1".to_owned()).await.unwrap().len(), 2, "both attempts are recorded");
@@ -68,11 +68,28 @@ on_both! {
     async fn a_retry_waits_for_its_time(t: TestStore) {
         accept_at(&t, "e1", &["app"], T0).await;
         let job = claim(&t, T0).await.remove(0);
-        t.complete_job(job, attempt(None), Decision::RetryAfter(Duration::from_secs(60)), T0).await.unwrap();
+        t.complete_job(job, attempt(None), Decision::RetryAfter(Duration::from_secs(60)), ms(T0)).await.unwrap();
         let record = t.jobs(key("e1")).await.unwrap().remove(0);
         assert_eq!((record.state.as_str(), record.next_attempt_at), ("retrying", UnixTime(T0.0 + 60)));
         assert!(claim(&t, UnixTime(T0.0 + 59)).await.is_empty());
         assert_eq!(claim(&t, UnixTime(T0.0 + 60)).await[0].attempt, 2);
+    }
+
+    async fn a_retry_is_never_due_before_its_delay_to_the_millisecond(t: TestStore) {
+        accept_at(&t, "e1", &["app"], T0).await;
+        // Late in a second, with a jittered sub-second delay: whole seconds made this due at once.
+        let now = ms(T0) + 900;
+        let job = t.claim_jobs(now, LEASE, 10, Vec::new()).await.unwrap().remove(0);
+        let delay = Duration::from_micros(800_500);
+        t.complete_job(job, attempt(None), Decision::RetryAfter(delay), now).await.unwrap();
+        for early in [now, now + 100, now + 800] {
+            assert!(t.claim_jobs(early, LEASE, 10, Vec::new()).await.unwrap().is_empty(), "claimable at +{} ms", early - now);
+        }
+        let job = t.claim_jobs(now + 801, LEASE, 10, Vec::new()).await.unwrap().remove(0);
+        assert_eq!(job.attempt, 2, "due once the delay, rounded up to the millisecond, has passed");
+        t.complete_job(job, attempt(None), Decision::RetryAfter(Duration::from_secs(3)), now + 1999).await.unwrap();
+        assert!(t.claim_jobs(now + 4998, LEASE, 10, Vec::new()).await.unwrap().is_empty(), "a Retry-After of 3 s is 3 s");
+        assert_eq!(t.claim_jobs(now + 4999, LEASE, 10, Vec::new()).await.unwrap().len(), 1);
     }
 
     async fn a_gone_destination_is_disabled_until_enabled(t: TestStore) {
@@ -84,7 +101,7 @@ on_both! {
                 ("gone", _) => Decision::RetryAfter(Duration::from_secs(60)),
                 _ => Decision::Succeeded,
             };
-            t.complete_job(job, attempt(Some(410)), decision, T0).await.unwrap();
+            t.complete_job(job, attempt(Some(410)), decision, ms(T0)).await.unwrap();
         }
         let destinations = t.destinations().await.unwrap();
         let gone = destinations.iter().find(|d| d.name == "gone").unwrap();
@@ -107,7 +124,7 @@ on_both! {
         assert_eq!(fifo, ["o1"], "only the oldest unfinished event of the key");
         assert_eq!(claimed.iter().filter(|j| j.destination == "app").count(), 3, "other destinations are not held back");
         let first = claimed.into_iter().find(|j| j.destination == "fifo").unwrap();
-        t.complete_job(first, attempt(Some(200)), Decision::Succeeded, T0).await.unwrap();
+        t.complete_job(first, attempt(Some(200)), Decision::Succeeded, ms(T0)).await.unwrap();
         let next: Vec<_> = claim(&t, T0).await.into_iter().map(|j| j.key.identity.to_string()).collect();
         assert_eq!(next, ["o2"]);
     }
@@ -122,7 +139,7 @@ on_both! {
             } else {
                 Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(400))
             };
-            t.complete_job(job, attempt(Some(400)), decision, T0).await.unwrap();
+            t.complete_job(job, attempt(Some(400)), decision, ms(T0)).await.unwrap();
         }
         assert_eq!(t.dead_jobs(10).await.unwrap().len(), 2);
         let dead = ReplayFilter::default();
@@ -137,6 +154,39 @@ on_both! {
         assert_eq!(ids, BTreeSet::from([("d1".to_owned(), 1), ("d2".to_owned(), 1)]));
         let only_ok = ReplayFilter { state: Some(JobState::Succeeded), identity: Some("ok".to_owned()), ..ReplayFilter::default() };
         assert_eq!(t.replay_jobs(only_ok, UnixTime(T0.0 + 6), 100).await.unwrap(), 1);
+    }
+
+    async fn a_bulk_replay_sends_each_job_it_selected_once_even_if_it_finishes_again_meanwhile(t: TestStore) {
+        for identity in ["a", "b", "c"] {
+            accept_at(&t, identity, &["app"], T0).await;
+        }
+        for job in claim(&t, T0).await {
+            t.complete_job(job, attempt(Some(200)), Decision::Succeeded, ms(T0)).await.unwrap();
+        }
+        let later = UnixTime(T0.0 + 5);
+        let succeeded = ReplayFilter { state: Some(JobState::Succeeded), ..ReplayFilter::default() };
+        let delivered = Arc::new(Mutex::new(Vec::new()));
+        let (store, seen) = (t.store.clone(), Arc::clone(&delivered));
+        let replayed = t
+            .replay_all(succeeded, later, 1, move |done, total| {
+                let (store, seen) = (store.clone(), Arc::clone(&seen));
+                async move {
+                    assert!(done <= total, "{done} of {total}");
+                    // A worker delivers what was just replayed; it succeeds, and so matches the filter again.
+                    for job in store.claim_jobs(ms(later), LEASE, 100, Vec::new()).await.unwrap() {
+                        seen.lock().unwrap().push(job.key.identity.to_string());
+                        store.complete_job(job, attempt(Some(200)), Decision::Succeeded, ms(later)).await.unwrap();
+                    }
+                    let seen = seen.lock().unwrap();
+                    assert!(seen.len() <= 3, "a job was replayed more than once: {seen:?}");
+                }
+            })
+            .await
+            .unwrap();
+        assert_eq!(replayed, 3);
+        let mut delivered = delivered.lock().unwrap().clone();
+        delivered.sort();
+        assert_eq!(delivered, ["a", "b", "c"], "each selected job exactly once");
     }
 
     async fn completions_recorded_together_keep_their_order_fencing_and_effects(t: TestStore) {
@@ -160,7 +210,7 @@ on_both! {
             .map(|(job, decision)| (job.clone(), attempt(Some(200)), decision))
             .collect();
         finished.push((fresh, attempt(Some(200)), Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(400))));
-        let completions = t.complete_jobs(finished, later).await.unwrap();
+        let completions = t.complete_jobs(finished, ms(later)).await.unwrap();
         // The first claims were all taken over: stale, nothing changed; only the fresh claim of "d" counts.
         assert_eq!(completions, [Completion::Stale, Completion::Stale, Completion::Stale, Completion::Stale, Completion::Recorded]);
         assert_eq!(t.jobs(key("d")).await.unwrap()[0].state, "dead");
@@ -168,7 +218,7 @@ on_both! {
         let app = t.destinations().await.unwrap().into_iter().find(|d| d.name == "app").unwrap();
         assert_eq!(app.disabled.as_deref(), Some("410 Gone"), "a stale 410 still disables: it is the destination's answer");
         assert_eq!(t.attempts("test".to_owned(), "d".to_owned()).await.unwrap().len(), 2, "every attempt is recorded");
-        assert!(t.complete_jobs(Vec::new(), later).await.unwrap().is_empty());
+        assert!(t.complete_jobs(Vec::new(), ms(later)).await.unwrap().is_empty());
     }
 
     async fn many_claimers_at_once_take_each_job_exactly_once(t: TestStore) {
@@ -181,13 +231,13 @@ on_both! {
                 let (store, seen) = (t.store.clone(), Arc::clone(&seen));
                 tokio::spawn(async move {
                     loop {
-                        let jobs = store.claim_jobs(T0, LEASE, 7, Vec::new()).await.unwrap();
+                        let jobs = store.claim_jobs(ms(T0), LEASE, 7, Vec::new()).await.unwrap();
                         if jobs.is_empty() {
                             break;
                         }
                         for job in jobs {
                             seen.lock().unwrap().push(job.id);
-                            let done = store.complete_job(job, attempt(Some(200)), Decision::Succeeded, T0).await.unwrap();
+                            let done = store.complete_job(job, attempt(Some(200)), Decision::Succeeded, ms(T0)).await.unwrap();
                             assert_eq!(done, Completion::Recorded);
                         }
                     }

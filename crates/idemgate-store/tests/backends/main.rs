@@ -34,11 +34,36 @@ use serde_json::json;
 /// The time most tests run at.
 pub const T0: UnixTime = UnixTime(1_700_000_000);
 
+/// `at` in milliseconds, as the queue takes it.
+pub fn ms(at: UnixTime) -> i64 {
+    at.0 * 1000
+}
+
 /// A fresh store; dropping it removes the SQLite file (PostgreSQL schemas go with the
 /// test database, which `.ci/run` recreates).
 pub struct TestStore {
     pub store: Store,
+    /// The PostgreSQL schema's URL (none on SQLite).
+    url: Option<String>,
     _dir: Option<tempfile::TempDir>,
+}
+
+impl TestStore {
+    /// Runs raw SQL on the backend's own tables, from a connection of its own (to set up
+    /// a fault): `sqlite` on SQLite, `postgres` on PostgreSQL.
+    pub async fn execute_raw(&self, sqlite: &str, postgres: &str) {
+        match &self.url {
+            None => {
+                let path = self.store.as_sqlite().unwrap().path();
+                rusqlite::Connection::open(path).unwrap().execute_batch(sqlite).unwrap();
+            }
+            Some(url) => {
+                let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(connection);
+                client.batch_execute(postgres).await.unwrap();
+            }
+        }
+    }
 }
 
 impl std::ops::Deref for TestStore {
@@ -63,7 +88,7 @@ pub fn unique_schema(prefix: &str) -> String {
 pub async fn sqlite() -> TestStore {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("store.sqlite3"), StoreOptions::default()).unwrap();
-    TestStore { store: Arc::new(store).into(), _dir: Some(dir) }
+    TestStore { store: Arc::new(store).into(), url: None, _dir: Some(dir) }
 }
 
 pub async fn postgres() -> TestStore {
@@ -74,7 +99,7 @@ pub async fn postgres() -> TestStore {
     let store = PgStore::connect(&url, PgOptions { pool_size: 8, wait_timeout: Duration::from_secs(10) })
         .await
         .unwrap_or_else(|err| panic!("cannot open the PostgreSQL store: {err}"));
-    TestStore { store: store.into(), _dir: None }
+    TestStore { store: store.into(), url: Some(url), _dir: None }
 }
 
 /// Runs each test body once on SQLite and once on PostgreSQL: `mod name { sqlite, postgres }`.

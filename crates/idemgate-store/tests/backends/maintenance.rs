@@ -10,7 +10,7 @@ use idemgate_store::{
     maintenance::{PurgeReport, Retention},
 };
 
-use crate::{T0, TestStore, accept_at, key, on_both, ordered, request_at, source};
+use crate::{T0, TestStore, accept_at, key, ms, on_both, ordered, request_at, source};
 
 const DAY: i64 = 86_400;
 
@@ -29,12 +29,12 @@ on_both! {
         accept_at(&t, "mid-done", &["app"], UnixTime(T0.0 + 20 * DAY)).await;
         let newest = ordered("old-newest", b"n", "k", Version::Int(1));
         assert!(matches!(t.accept(request_at("old-newest", b"n", T0), newest).await, idemgate_core::Outcome::Applied { .. }));
-        for job in t.claim_jobs(UnixTime(T0.0 + 20 * DAY), Duration::from_secs(30), 100, Vec::new()).await.unwrap() {
+        for job in t.claim_jobs(ms(UnixTime(T0.0 + 20 * DAY)), Duration::from_secs(30), 100, Vec::new()).await.unwrap() {
             if job.key.identity.as_str() == "old-waiting" {
                 continue;
             }
             let attempt = AttemptRecord { started_at: T0, latency: Duration::ZERO, status: Some(200), error: None, response_prefix: None };
-            t.complete_job(job, attempt, Decision::Succeeded, T0).await.unwrap();
+            t.complete_job(job, attempt, Decision::Succeeded, ms(T0)).await.unwrap();
         }
         let now = UnixTime(T0.0 + 31 * DAY);
         let preview = t.purge_dry_run(now, policy()).await.unwrap();

@@ -40,6 +40,25 @@ on_both! {
         assert_eq!(receipt.body_hash, idemgate_core::BodyHash::of(b"{\"a\":1}"));
     }
 
+    async fn a_conflict_that_cannot_be_recorded_is_still_answered_as_a_conflict(t: TestStore) {
+        t.accept(request("e1", b"{\"a\":1}"), event("e1", b"{\"a\":1}", &["app"])).await;
+        t.execute_raw(
+            "CREATE TRIGGER no_conflicts BEFORE INSERT ON conflicts BEGIN SELECT RAISE(ABORT, 'injected'); END;",
+            "CREATE FUNCTION no_conflicts() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$;
+             CREATE TRIGGER no_conflicts BEFORE INSERT ON conflicts FOR EACH ROW EXECUTE FUNCTION no_conflicts();",
+        )
+        .await;
+        let plain = t.accept(request("e1", b"{\"a\":2}"), event("e1", b"{\"a\":2}", &["app"])).await;
+        assert_eq!(plain, Outcome::Conflict, "the receipt decides the answer, not its bookkeeping");
+        let guarded = ordered("e1", b"{\"a\":3}", "k", Version::Int(1));
+        assert_eq!(t.accept(request("e1", b"{\"a\":3}"), guarded).await, Outcome::Conflict);
+        assert!(t.conflicts(source()).await.unwrap().is_empty(), "the fault held");
+        let receipt = t.receipt(key("e1")).await.unwrap().unwrap();
+        assert_eq!(receipt.body_hash, idemgate_core::BodyHash::of(b"{\"a\":1}"));
+        let repeat = t.accept(request("e1", b"{\"a\":1}"), event("e1", b"{\"a\":1}", &["app"])).await;
+        assert_eq!(repeat, Outcome::Duplicate { result: json!({"event": "e1"}) });
+    }
+
     async fn a_refused_first_delivery_stores_nothing_and_may_be_corrected(t: TestStore) {
         let refused = idemgate_store::inbox::IncomingEvent { refusal: Some("not accepted"), ..event("e1", b"{}", &["app"]) };
         assert_eq!(t.accept(request("e1", b"{}"), refused).await, Outcome::Refused { reason: "not accepted" });

@@ -13,7 +13,7 @@ use idemgate_store::{
 };
 use serde_json::json;
 
-use crate::{T0, TestStore, event, key, on_both, ordered, postgres_url, request, source, unique_schema};
+use crate::{T0, TestStore, event, key, ms, on_both, ordered, postgres_url, request, source, unique_schema};
 
 /// A delivery of a source whose identity the signature does not cover.
 fn unsigned_identity(identity: &str, body: &[u8]) -> ReceiveRequest {
@@ -27,7 +27,7 @@ async fn identities(store: &Store) -> Vec<String> {
 const LEASE: Duration = Duration::from_secs(30);
 
 async fn claim(store: &Store, at: UnixTime) -> Vec<ClaimedJob> {
-    store.claim_jobs(at, LEASE, 100, Vec::new()).await.unwrap()
+    store.claim_jobs(ms(at), LEASE, 100, Vec::new()).await.unwrap()
 }
 
 fn outgoing(claimed: &[ClaimedJob]) -> Vec<(String, String)> {
@@ -141,7 +141,7 @@ on_both! {
         let claimed = claim(&t, T0).await;
         assert_eq!(outgoing(&claimed), expected, "an event offered without one keeps its identity");
         for job in claimed {
-            t.complete_job(job, succeeded(), Decision::Succeeded, T0).await.unwrap();
+            t.complete_job(job, succeeded(), Decision::Succeeded, ms(T0)).await.unwrap();
         }
         let all = ReplayFilter { state: Some(JobState::Succeeded), ..ReplayFilter::default() };
         assert_eq!(t.replay_jobs(all, UnixTime(T0.0 + 1), 100).await.unwrap(), 3);
@@ -150,7 +150,8 @@ on_both! {
 }
 
 /// Accepts `e_old` with the current schema, then takes the schema back to before the
-/// outgoing id existed (the column and the body receipts dropped, the version lowered).
+/// outgoing id existed (the column and the body receipts dropped, due times back in
+/// seconds as they were then, the version lowered).
 const SQLITE_VERSION_BEFORE: u32 = 5;
 const POSTGRES_VERSION_BEFORE: i32 = 1;
 
@@ -163,7 +164,10 @@ async fn sqlite_events_stored_before_the_outgoing_id_keep_their_identity_as_thei
     store.close().await;
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(&format!(
-        "DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id; PRAGMA user_version = {SQLITE_VERSION_BEFORE};"
+        "DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
+         ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
+         UPDATE jobs SET next_attempt_at = next_attempt_at / 1000;
+         PRAGMA user_version = {SQLITE_VERSION_BEFORE};"
     ))
     .unwrap();
     drop(conn);
@@ -183,6 +187,8 @@ async fn postgres_events_stored_before_the_outgoing_id_keep_their_identity_as_th
     client
         .batch_execute(&format!(
             "DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
+             ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
+             UPDATE jobs SET next_attempt_at = next_attempt_at / 1000;
              UPDATE idemgate_schema SET version = {POSTGRES_VERSION_BEFORE};"
         ))
         .await

@@ -6,7 +6,7 @@ use std::time::Duration;
 use idemgate_core::{UnixTime, retry::Decision};
 use idemgate_store::{jobs::AttemptRecord, views::EventFilter};
 
-use crate::{T0, TestStore, accept_at, event, on_both, request};
+use crate::{T0, TestStore, accept_at, event, ms, on_both, request};
 
 on_both! {
     async fn listings_filter_page_and_count(t: TestStore) {
@@ -14,10 +14,10 @@ on_both! {
             accept_at(&t, &format!("e{n}"), &["app", "audit"], UnixTime(T0.0 + n)).await;
         }
         t.accept(request("e0", b"other"), event("e0", b"other", &["app"])).await;
-        let jobs = t.claim_jobs(UnixTime(T0.0 + 10), Duration::from_secs(30), 1, Vec::new()).await.unwrap();
+        let jobs = t.claim_jobs(ms(UnixTime(T0.0 + 10)), Duration::from_secs(30), 1, Vec::new()).await.unwrap();
         let dead = jobs[0].clone();
         let attempt = AttemptRecord { started_at: T0, latency: Duration::from_millis(7), status: Some(404), error: None, response_prefix: None };
-        t.complete_job(dead.clone(), attempt, Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(404)), T0).await.unwrap();
+        t.complete_job(dead.clone(), attempt, Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(404)), ms(T0)).await.unwrap();
 
         let all = t.list_events(EventFilter { limit: 3, ..EventFilter::default() }).await.unwrap();
         let ids: Vec<_> = all.iter().map(|e| e.identity.as_str()).collect();

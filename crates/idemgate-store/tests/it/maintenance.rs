@@ -122,9 +122,54 @@ async fn a_backup_during_writes_holds_every_receipt_with_its_event_and_jobs() {
     );
     assert!(maintenance::backup(&t.path, &copy).is_err(), "an existing backup is never overwritten");
 
+    let in_use = maintenance::restore(&copy, &t.path).unwrap_err();
+    assert!(matches!(in_use, idemgate_store::StoreError::InUse(_)), "{in_use}");
     let restored = t.path.with_file_name("restored.sqlite3");
     let restored_summary = maintenance::restore(&copy, &restored).unwrap();
-    assert_eq!(restored_summary, summary);
+    assert_eq!((restored_summary.summary, restored_summary.kept), (summary, None));
     let reopened = SqliteStore::open(&restored, Default::default()).unwrap();
     accept(&reopened, "after_restore", T0 + 1000).await;
+}
+
+/// Another process holding the writers' lock as `mode` (`-s` shared, `-x` exclusive),
+/// with util-linux `flock` (`-o`: only `flock` itself holds it); returned once it is held.
+fn lock_holder(store: &std::path::Path, mode: &str) -> std::process::Child {
+    let lock = idemgate_store::lock_path(store);
+    let mut holder = std::process::Command::new("flock")
+        .args([mode, "-o", lock.to_str().unwrap(), "-c", "echo held; exec sleep 30"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
+    assert_eq!(line, "held\n");
+    holder
+}
+
+#[tokio::test]
+async fn restore_names_the_process_holding_the_store_and_a_store_under_restore_is_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite3");
+    drop(SqliteStore::open(&path, Default::default()).unwrap());
+    let copy = dir.path().join("copy.sqlite3");
+    maintenance::backup(&path, &copy).unwrap();
+
+    let mut writer = lock_holder(&path, "-s");
+    let refused = maintenance::restore(&copy, &path).unwrap_err();
+    assert_eq!(
+        refused.to_string().split(';').next().unwrap(),
+        format!("the store is in use by process {}", writer.id())
+    );
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+
+    let mut restoring = lock_holder(&path, "-x");
+    let unavailable = SqliteStore::open(&path, Default::default()).unwrap_err();
+    assert!(matches!(unavailable, idemgate_store::StoreError::Restoring), "{unavailable}");
+    assert_eq!(unavailable.kind(), idemgate_store::ErrorKind::Unavailable);
+    restoring.kill().unwrap();
+    restoring.wait().unwrap();
+    // Closed, not dropped: the writer holds the lock until it has finished.
+    SqliteStore::open(&path, Default::default()).unwrap().close().await;
+    assert!(maintenance::restore(&copy, &path).unwrap().kept.is_some());
 }

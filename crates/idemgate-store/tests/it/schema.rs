@@ -43,3 +43,26 @@ fn a_reader_cannot_write() {
     let attempt = reader.snapshot(|conn| Ok(conn.execute("DELETE FROM receipts", [])?));
     assert!(attempt.is_err());
 }
+
+#[tokio::test]
+async fn jobs_stored_with_due_times_in_seconds_keep_their_time_after_the_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sqlite3");
+    drop(SqliteStore::open(&path, StoreOptions::default()).unwrap());
+    // Back to schema 6, where due times were whole seconds, with one job due at 1_700_000_060.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
+             PRAGMA user_version = 6;
+             INSERT INTO receipts VALUES ('src', 'e1', zeroblob(32), 'applied', 'null', 1700000000);
+             INSERT INTO events (id, source, identity, body, received_at) VALUES (1, 'src', 'e1', x'7b7d', 1700000000);
+             INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
+             VALUES (1, 'app', 'retrying', 1700000060, 1700000000, 1700000000);",
+        )
+        .unwrap();
+    let store = SqliteStore::open(&path, StoreOptions::default()).unwrap();
+    let lease = std::time::Duration::from_secs(30);
+    assert!(store.claim_jobs(1_700_000_059_999, lease, 10, Vec::new()).await.unwrap().is_empty());
+    assert_eq!(store.claim_jobs(1_700_000_060_000, lease, 10, Vec::new()).await.unwrap().len(), 1);
+}

@@ -23,6 +23,11 @@ pub const T0: UnixTime = UnixTime(1_800_000_000);
 const SECRET: [u8; 32] = [5; 32];
 pub const BODY: &[u8] = br#"{"type":"invoice.paid","id":"inv_1"}"#;
 
+/// `at` in milliseconds, as the queue takes it.
+pub fn ms(at: UnixTime) -> i64 {
+    at.0 * 1000
+}
+
 pub struct Rig {
     pub store: Arc<SqliteStore>,
     pub clock: Arc<ManualClock>,

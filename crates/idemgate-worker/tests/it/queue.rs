@@ -10,7 +10,7 @@ use idemgate_core::{UnixTime, job::JobState, retry::Decision};
 use idemgate_store::jobs::{AttemptRecord, Completion};
 use idemgate_worker::{AttemptOutcome, Deliver, Route, Worker, WorkerOptions, deliver::BoxFuture};
 
-use crate::delivery::{T0, enqueue, job_state, rig_with};
+use crate::delivery::{T0, enqueue, job_state, ms, rig_with};
 use crate::destination::Destination;
 
 fn record() -> AttemptRecord {
@@ -28,15 +28,15 @@ async fn a_completion_after_its_lease_was_taken_over_changes_nothing() {
     let destination = Destination::start(vec![]).await;
     let rig = rig_with(&destination, &[5], Duration::from_secs(1));
     enqueue(&rig.store, "evt_1").await;
-    let first = rig.store.claim_jobs(T0, Duration::from_secs(10), 10, vec![]).await.unwrap();
+    let first = rig.store.claim_jobs(ms(T0), Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert_eq!(first.len(), 1);
-    let not_yet = rig.store.claim_jobs(UnixTime(T0.0 + 9), Duration::from_secs(10), 10, vec![]).await.unwrap();
+    let not_yet = rig.store.claim_jobs(ms(UnixTime(T0.0 + 9)), Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert!(not_yet.is_empty(), "the lease still holds");
-    let second = rig.store.claim_jobs(UnixTime(T0.0 + 10), Duration::from_secs(10), 10, vec![]).await.unwrap();
+    let second = rig.store.claim_jobs(ms(UnixTime(T0.0 + 10)), Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert_eq!(second.len(), 1, "an expired lease is taken over");
     assert_eq!(second[0].attempt, 2);
 
-    let newer = rig.store.complete_job(second[0].clone(), record(), Decision::Succeeded, UnixTime(T0.0 + 11)).await;
+    let newer = rig.store.complete_job(second[0].clone(), record(), Decision::Succeeded, ms(UnixTime(T0.0 + 11))).await;
     assert_eq!(newer.unwrap(), Completion::Recorded);
     let late = rig
         .store
@@ -44,7 +44,7 @@ async fn a_completion_after_its_lease_was_taken_over_changes_nothing() {
             first[0].clone(),
             record(),
             Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(400)),
-            UnixTime(T0.0 + 12),
+            ms(UnixTime(T0.0 + 12)),
         )
         .await;
     assert_eq!(late.unwrap(), Completion::Stale);

@@ -211,3 +211,85 @@ fn a_postgres_url_is_exclusive_with_a_path_and_its_password_is_never_shown() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8(output.stderr).unwrap().contains("store.url: must be a postgres://"));
 }
+
+/// Accepts `identities` through `gateway`; each must be 202.
+fn accept_all(gateway: &crate::gateway_harness::Gateway, identities: &[&str]) {
+    let signer = Signer::Standard(vec![9; 32]);
+    for identity in identities {
+        let event = body(identity, "t.created");
+        assert_eq!(gateway.post("hooks", &signer.headers(identity, &event, unix_now()), &event).status(), 202);
+    }
+}
+
+/// The copies `restore` kept beside the store, oldest name first.
+fn kept_copies(setup: &Setup) -> Vec<std::path::PathBuf> {
+    let mut kept: Vec<_> = std::fs::read_dir(setup.db().parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            name.contains("before-restore") && !name.ends_with("-wal") && !name.ends_with("-shm")
+        })
+        .collect();
+    kept.sort();
+    kept
+}
+
+#[test]
+fn restore_is_refused_while_a_server_has_the_store_open_and_works_once_it_stopped() {
+    let setup = Setup::new(SOURCE);
+    let secret = secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &env);
+    accept_all(&gateway, &["msg_1", "msg_2"]);
+    let copy = setup.dir.path().join("backup.sqlite3");
+    assert!(setup.run(&["store", "backup", "--to", copy.to_str().unwrap()], &env).status.success());
+    accept_all(&gateway, &["msg_3"]);
+
+    let refused = setup.run(&["store", "restore", "--from", copy.to_str().unwrap()], &env);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("in use by process {}", gateway.pid())), "{stderr}");
+    assert!(kept_copies(&setup).is_empty(), "a refused restore changes nothing");
+    accept_all(&gateway, &["msg_4"]);
+    assert_eq!(inbox(&setup.db()).receipts, ["msg_1", "msg_2", "msg_3", "msg_4"]);
+
+    gateway.stop();
+    let restored = setup.run(&["store", "restore", "--from", copy.to_str().unwrap()], &env);
+    assert!(restored.status.success(), "{restored:?}");
+    assert_eq!(inbox(&setup.db()).receipts, ["msg_1", "msg_2"]);
+    let kept = kept_copies(&setup);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(inbox(&kept[0]).receipts, ["msg_1", "msg_2", "msg_3", "msg_4"]);
+}
+
+#[test]
+fn restore_after_a_crash_keeps_a_copy_with_everything_the_crashed_store_held() {
+    let setup = Setup::new(SOURCE);
+    let secret = secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let mut gateway = crate::gateway_harness::Gateway::start(&setup.config(), &env);
+    accept_all(&gateway, &["msg_1", "msg_2"]);
+    let copy = setup.dir.path().join("backup.sqlite3");
+    assert!(setup.run(&["store", "backup", "--to", copy.to_str().unwrap()], &env).status.success());
+    accept_all(&gateway, &["msg_3", "msg_4", "msg_5"]);
+    gateway.kill();
+    let wal = setup.db().with_file_name("idemgate.sqlite3-wal");
+    assert!(std::fs::metadata(&wal).unwrap().len() > 0, "the crash left its commits in the WAL");
+
+    let restored = setup.run(&["store", "restore", "--from", copy.to_str().unwrap()], &env);
+    assert!(restored.status.success(), "{restored:?}");
+    assert_eq!(inbox(&setup.db()).receipts, ["msg_1", "msg_2"]);
+    let kept = kept_copies(&setup);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let everything = ["msg_1", "msg_2", "msg_3", "msg_4", "msg_5"];
+    assert_eq!(inbox(&kept[0]).receipts, everything, "the kept copy holds what only the WAL held");
+    assert!(String::from_utf8_lossy(&restored.stdout).contains(&kept[0].display().to_string()), "{restored:?}");
+
+    let again = setup.run(&["store", "restore", "--from", copy.to_str().unwrap()], &env);
+    assert!(again.status.success(), "{again:?}");
+    let kept = kept_copies(&setup);
+    assert_eq!(kept.len(), 2, "a second restore keeps its own copy: {kept:?}");
+    assert!(kept.iter().any(|path| inbox(path).receipts == everything), "the first copy was not overwritten");
+}

@@ -174,3 +174,42 @@ fn a_separate_worker_process_delivers_what_a_receive_only_gateway_accepted() {
     worker.kill().unwrap();
     worker.wait().unwrap();
 }
+
+/// The gaps between consecutive attempts of each event, as the destination saw them.
+fn gaps(received: &[crate::recorder::Request]) -> Vec<Duration> {
+    let mut by_event: std::collections::BTreeMap<&str, Vec<std::time::Instant>> = Default::default();
+    for request in received {
+        by_event.entry(request.headers["webhook-id"].as_str()).or_default().push(request.at);
+    }
+    by_event.values().flat_map(|times| times.windows(2).map(|pair| pair[1] - pair[0])).collect()
+}
+
+#[test]
+fn retries_never_come_before_their_delay_minus_its_jitter() {
+    let recorder = Recorder::start(&[]);
+    recorder.otherwise(503);
+    let setup = Setup::new(&config(&recorder, "", "").replace("jitter = 0.0", "jitter = 0.2"));
+    let gateway = setup.start();
+    for i in 0..4 {
+        assert_eq!(send(&gateway, &format!("msg_{i}"), &format!(r#"{{"n":{i}}}"#)), 202);
+    }
+    wait_for_state(&setup, "dead", 4);
+    let gaps = gaps(&recorder.received());
+    assert_eq!(gaps.len(), 12, "three retries of each of four events");
+    assert!(gaps.iter().all(|gap| *gap >= Duration::from_millis(800)), "a 1 s ±20 % retry came early: {gaps:?}");
+    drop(gateway);
+}
+
+#[test]
+fn a_retry_after_is_never_honoured_early() {
+    let recorder = Recorder::start(&[503]);
+    recorder.retry_after(3);
+    let setup = Setup::new(&config(&recorder, "", "").replace(r#"["1s", "1s", "1s"]"#, r#"["1s"]"#));
+    let gateway = setup.start();
+    assert_eq!(send(&gateway, "msg_later", r#"{"n":1}"#), 202);
+    wait_for_state(&setup, "succeeded", 1);
+    let gaps = gaps(&recorder.received());
+    assert_eq!(gaps.len(), 1);
+    assert!(gaps[0] >= Duration::from_secs(3), "Retry-After: 3 honoured after {:?}", gaps[0]);
+    drop(gateway);
+}

@@ -14,6 +14,8 @@ use std::{
 pub struct Request {
     pub headers: BTreeMap<String, String>,
     pub body: Vec<u8>,
+    /// When the request's body had been read.
+    pub at: Instant,
 }
 
 #[derive(Default)]
@@ -21,6 +23,7 @@ struct Shared {
     script: Mutex<VecDeque<u16>>,
     otherwise: Mutex<u16>,
     delay: Mutex<Duration>,
+    retry_after: Mutex<Option<u64>>,
     received: Mutex<Vec<Request>>,
 }
 
@@ -60,6 +63,11 @@ impl Recorder {
         *self.shared.delay.lock().unwrap() = delay;
     }
 
+    /// Every answer other than a 2xx carries `Retry-After: secs`.
+    pub fn retry_after(&self, secs: u64) {
+        *self.shared.retry_after.lock().unwrap() = Some(secs);
+    }
+
     pub fn received(&self) -> Vec<Request> {
         self.shared.received.lock().unwrap().clone()
     }
@@ -95,10 +103,14 @@ fn handle(stream: TcpStream, shared: &Shared) {
     if reader.read_exact(&mut body).is_err() {
         return;
     }
-    shared.received.lock().unwrap().push(Request { headers, body });
+    shared.received.lock().unwrap().push(Request { headers, body, at: Instant::now() });
     thread::sleep(*shared.delay.lock().unwrap());
     let next = shared.script.lock().unwrap().pop_front();
     let status = next.unwrap_or(*shared.otherwise.lock().unwrap());
-    let answer = format!("HTTP/1.1 {status} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+    let retry_after = match *shared.retry_after.lock().unwrap() {
+        Some(secs) if !(200..300).contains(&status) => format!("Retry-After: {secs}\r\n"),
+        _ => String::new(),
+    };
+    let answer = format!("HTTP/1.1 {status} X\r\n{retry_after}Content-Length: 2\r\nConnection: close\r\n\r\nok");
     let _ = reader.get_mut().write_all(answer.as_bytes());
 }
