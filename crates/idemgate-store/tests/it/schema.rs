@@ -56,7 +56,7 @@ async fn jobs_stored_with_due_times_in_seconds_keep_their_time_after_the_upgrade
             "ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
              PRAGMA user_version = 6;
              INSERT INTO receipts VALUES ('src', 'e1', zeroblob(32), 'applied', 'null', 1700000000);
-             INSERT INTO events (id, source, identity, body, received_at) VALUES (1, 'src', 'e1', x'7b7d', 1700000000);
+             INSERT INTO events (id, source, identity, outgoing_id, body, received_at) VALUES (1, 'src', 'e1', 'e1', x'7b7d', 1700000000);
              INSERT INTO jobs (event_id, destination, state, next_attempt_at, created_at, updated_at)
              VALUES (1, 'app', 'retrying', 1700000060, 1700000000, 1700000000);",
         )
