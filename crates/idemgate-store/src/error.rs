@@ -40,6 +40,9 @@ pub enum StoreError {
     /// The writer thread has stopped; no further writes are possible.
     #[error("the store's writer has stopped")]
     Unavailable,
+    /// The store could not be opened yet (the server started without it and keeps trying).
+    #[error("the store is not open yet")]
+    NotOpen,
     /// A PostgreSQL statement or connection failed.
     #[error("postgres error: {0}")]
     Postgres(#[from] tokio_postgres::Error),
@@ -98,7 +101,9 @@ impl StoreError {
         match self {
             Self::Sqlite(err) | Self::Open { source: err, .. } => sqlite_kind(err),
             Self::Postgres(err) => postgres_kind(err),
-            Self::Unavailable | Self::Pool(_) | Self::Restoring | Self::Lock { .. } => ErrorKind::Unavailable,
+            Self::Unavailable | Self::NotOpen | Self::Pool(_) | Self::Restoring | Self::Lock { .. } => {
+                ErrorKind::Unavailable
+            }
             _ => ErrorKind::Other,
         }
     }

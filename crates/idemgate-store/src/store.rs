@@ -6,7 +6,11 @@
 //! SQLite work runs on the writer thread (group commit) or on a read connection in a
 //! blocking task; PostgreSQL work runs on a pooled connection.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{
+    future::Future,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use idemgate_core::{Outcome, ReceiptKey, SourceName, UnixTime, idempotency::Fingerprint, retry::Decision};
 use serde_json::Value;
@@ -22,10 +26,12 @@ use crate::{
     writer::Handler,
 };
 
-/// The store, on SQLite or PostgreSQL. Cheap to clone.
+/// The store, on SQLite or PostgreSQL, or not open yet ([`Store::unavailable`]). Cheap
+/// to clone: clones share one backend, so a store opened later
+/// ([`Store::make_available`]) is seen by every clone at once.
 #[derive(Debug, Clone)]
 pub struct Store {
-    backend: Backend,
+    backend: Arc<OnceLock<Backend>>,
 }
 
 #[derive(Debug, Clone)]
@@ -69,13 +75,13 @@ impl Receiver for Store {
 
 impl From<Arc<SqliteStore>> for Store {
     fn from(store: Arc<SqliteStore>) -> Self {
-        Self { backend: Backend::Sqlite(store) }
+        Self::opened(Backend::Sqlite(store))
     }
 }
 
 impl From<PgStore> for Store {
     fn from(store: PgStore) -> Self {
-        Self { backend: Backend::Postgres(store) }
+        Self::opened(Backend::Postgres(store))
     }
 }
 
@@ -90,34 +96,63 @@ where
 }
 
 impl Store {
-    /// `sqlite` or `postgres`.
+    fn opened(backend: Backend) -> Self {
+        Self { backend: Arc::new(OnceLock::from(backend)) }
+    }
+
+    /// A store that is not open yet, for a server that starts while its database cannot be
+    /// reached: every operation fails with [`StoreError::NotOpen`] (a delivery as
+    /// [`Outcome::Failed`]) until [`Self::make_available`] gives it the opened backend.
+    #[must_use]
+    pub fn unavailable() -> Self {
+        Self { backend: Arc::new(OnceLock::new()) }
+    }
+
+    /// Gives a store made by [`Self::unavailable`] (and all its clones) the backend of
+    /// `opened`. Returns `false`, changing nothing, when it already had one.
+    pub fn make_available(&self, opened: &Self) -> bool {
+        opened.backend.get().is_some_and(|backend| self.backend.set(backend.clone()).is_ok())
+    }
+
+    /// Whether the backend is open (it may still fail, e.g. a database server gone since).
+    #[must_use]
+    pub fn is_available(&self) -> bool {
+        self.backend.get().is_some()
+    }
+
+    fn open_backend(&self) -> Result<&Backend, StoreError> {
+        self.backend.get().ok_or(StoreError::NotOpen)
+    }
+
+    /// `sqlite` or `postgres` (or `unavailable` before the backend is open).
     #[must_use]
     pub fn backend(&self) -> &'static str {
-        match &self.backend {
-            Backend::Sqlite(_) => "sqlite",
-            Backend::Postgres(_) => "postgres",
+        match self.backend.get() {
+            Some(Backend::Sqlite(_)) => "sqlite",
+            Some(Backend::Postgres(_)) => "postgres",
+            None => "unavailable",
         }
     }
 
     /// The SQLite store, when that is the backend (for file-level maintenance).
     #[must_use]
     pub fn as_sqlite(&self) -> Option<&Arc<SqliteStore>> {
-        match &self.backend {
-            Backend::Sqlite(store) => Some(store),
-            Backend::Postgres(_) => None,
+        match self.backend.get() {
+            Some(Backend::Sqlite(store)) => Some(store),
+            _ => None,
         }
     }
 
     /// Stops the store once this is its last handle: the SQLite writer finishes what is
-    /// queued, the PostgreSQL pool closes its connections.
+    /// queued, the PostgreSQL pool closes its connections (at once: clones share it).
     pub async fn close(self) {
-        match self.backend {
-            Backend::Sqlite(store) => {
-                if let Some(store) = Arc::into_inner(store) {
-                    store.close().await;
-                }
+        if let Some(Backend::Postgres(store)) = self.backend.get() {
+            store.close();
+        }
+        if let Some(Backend::Sqlite(store)) = Arc::into_inner(self.backend).and_then(OnceLock::into_inner) {
+            if let Some(store) = Arc::into_inner(store) {
+                store.close().await;
             }
-            Backend::Postgres(store) => store.close(),
         }
     }
 
@@ -125,7 +160,10 @@ impl Store {
     /// destination together, or finds the receipt (duplicate or conflict). The outcome is
     /// known only after the commit is durable.
     pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
-        match &self.backend {
+        let Ok(backend) = self.open_backend() else {
+            return Outcome::Failed { cause: idemgate_core::outcome::FailureCause::Store };
+        };
+        match backend {
             Backend::Sqlite(store) => {
                 let key = request.key.clone();
                 let received_at = request.received_at;
@@ -137,7 +175,7 @@ impl Store {
 
     /// Whether the store can take writes now. Used by readiness checks.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.ping().await,
             Backend::Postgres(store) => store.ping().await,
         }
@@ -151,7 +189,7 @@ impl Store {
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.claim_jobs(now_ms, lease, limit, fifo).await,
             Backend::Postgres(store) => store.claim_jobs(now_ms, lease, limit, &fifo).await,
         }
@@ -165,7 +203,7 @@ impl Store {
         decision: Decision,
         now_ms: i64,
     ) -> Result<Completion, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.complete_job(job, attempt, decision, now_ms).await,
             Backend::Postgres(store) => {
                 Ok(store.complete_jobs(&[(job, attempt, decision)], now_ms).await?.pop().unwrap_or(Completion::Stale))
@@ -181,7 +219,7 @@ impl Store {
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.complete_jobs(finished, now_ms).await,
             Backend::Postgres(store) => store.complete_jobs(&finished, now_ms).await,
         }
@@ -189,7 +227,7 @@ impl Store {
 
     /// Makes up to `limit` finished jobs matching `filter` pending again; see [`crate::jobs::replay`].
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.replay_jobs(filter, now, limit).await,
             Backend::Postgres(store) => store.replay_jobs(&filter, now, limit).await,
         }
@@ -210,7 +248,7 @@ impl Store {
         F: FnMut(usize, usize) -> Fut,
         Fut: Future<Output = ()>,
     {
-        let selected = match &self.backend {
+        let selected = match self.open_backend()? {
             Backend::Sqlite(store) => {
                 let filter = filter.clone();
                 read(store, move |r| crate::jobs::replayable(r.connection(), &filter)).await?
@@ -219,7 +257,7 @@ impl Store {
         };
         let mut replayed = 0;
         for ids in selected.chunks(batch.max(1)) {
-            replayed += match &self.backend {
+            replayed += match self.open_backend()? {
                 Backend::Sqlite(store) => store.replay_selected(filter.clone(), ids.to_vec(), now).await?,
                 Backend::Postgres(store) => store.replay_selected(&filter, ids, now).await?,
             };
@@ -230,7 +268,7 @@ impl Store {
 
     /// How many jobs `filter` selects now.
     pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => {
                 read(store, move |r| crate::jobs::count_replayable(r.connection(), &filter)).await
             }
@@ -240,7 +278,7 @@ impl Store {
 
     /// Re-enables `destination`; returns whether it was disabled.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.enable_destination(destination, now).await,
             Backend::Postgres(store) => store.enable_destination(&destination, now).await,
         }
@@ -254,7 +292,7 @@ impl Store {
         now_ms: i64,
         lifetimes: Lifetimes,
     ) -> Result<Begin, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.begin_idempotent(record, fingerprint, now_ms, lifetimes).await,
             Backend::Postgres(store) => store.begin_idempotent(&record, &fingerprint, now_ms, lifetimes).await,
         }
@@ -267,7 +305,7 @@ impl Store {
         token: i64,
         response: StoredResponse,
     ) -> Result<bool, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.complete_idempotent(record, token, response).await,
             Backend::Postgres(store) => store.complete_idempotent(&record, token, &response).await,
         }
@@ -275,7 +313,7 @@ impl Store {
 
     /// Forgets an operation whose lock `token` still holds.
     pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.release_idempotent(record, token).await,
             Backend::Postgres(store) => store.release_idempotent(&record, token).await,
         }
@@ -283,7 +321,7 @@ impl Store {
 
     /// Deletes up to `limit` expired idempotency records.
     pub async fn purge_idempotency(&self, now_ms: i64, limit: usize) -> Result<usize, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.purge_idempotency(now_ms, limit).await,
             Backend::Postgres(store) => store.purge_idempotency(now_ms, limit).await,
         }
@@ -291,7 +329,7 @@ impl Store {
 
     /// Applies retention `policies` at `now`; see [`crate::maintenance::purge`].
     pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => store.purge(now, policies).await,
             Backend::Postgres(store) => store.purge(now, &policies, false).await,
         }
@@ -299,7 +337,7 @@ impl Store {
 
     /// What a purge at `now` would remove, without removing it.
     pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => {
                 let path = store.path().to_owned();
                 tokio::task::spawn_blocking(move || maintenance::purge_file(&path, now, &policies, true))
@@ -312,7 +350,7 @@ impl Store {
 
     /// The receipt for `key`, if any.
     pub async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| r.receipt(&key)).await,
             Backend::Postgres(store) => store.receipt(&key).await,
         }
@@ -320,7 +358,7 @@ impl Store {
 
     /// Every receipt of `source`, ordered by identity.
     pub async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| r.receipts(&source)).await,
             Backend::Postgres(store) => store.receipts(&source).await,
         }
@@ -328,7 +366,7 @@ impl Store {
 
     /// Every recorded conflict of `source`, ordered by identity.
     pub async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| r.conflicts(&source)).await,
             Backend::Postgres(store) => store.conflicts(&source).await,
         }
@@ -336,7 +374,7 @@ impl Store {
 
     /// The event stored under `key`, if any.
     pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| r.event(&key)).await,
             Backend::Postgres(store) => store.event(&key).await,
         }
@@ -344,7 +382,7 @@ impl Store {
 
     /// The jobs of the event stored under `key`, by destination.
     pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| r.jobs(&key)).await,
             Backend::Postgres(store) => store.jobs(&key).await,
         }
@@ -352,7 +390,7 @@ impl Store {
 
     /// How many jobs are in each state.
     pub async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, |r| r.job_states()).await,
             Backend::Postgres(store) => store.job_states().await,
         }
@@ -360,7 +398,7 @@ impl Store {
 
     /// When the oldest job still waiting to be delivered was created.
     pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, |r| r.oldest_waiting_job()).await,
             Backend::Postgres(store) => store.oldest_waiting_job().await,
         }
@@ -368,7 +406,7 @@ impl Store {
 
     /// Events matching `filter`, newest first.
     pub async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| views::list_events(r.connection(), &filter)).await,
             Backend::Postgres(store) => store.list_events(&filter).await,
         }
@@ -376,7 +414,7 @@ impl Store {
 
     /// Every attempt for the event `(source, identity)`, in order.
     pub async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| views::attempts(r.connection(), &source, &identity)).await,
             Backend::Postgres(store) => store.attempts(&source, &identity).await,
         }
@@ -384,7 +422,7 @@ impl Store {
 
     /// The most recently updated dead jobs.
     pub async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| views::dead_jobs(r.connection(), limit)).await,
             Backend::Postgres(store) => store.dead_jobs(limit).await,
         }
@@ -392,7 +430,7 @@ impl Store {
 
     /// The most recent conflicts.
     pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| views::recent_conflicts(r.connection(), limit)).await,
             Backend::Postgres(store) => store.recent_conflicts(limit).await,
         }
@@ -400,7 +438,7 @@ impl Store {
 
     /// Every destination that has jobs or was disabled.
     pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, |r| views::destinations(r.connection())).await,
             Backend::Postgres(store) => store.destinations().await,
         }
@@ -408,7 +446,7 @@ impl Store {
 
     /// Counts per source of what arrived at or after `since`.
     pub async fn stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
-        match &self.backend {
+        match self.open_backend()? {
             Backend::Sqlite(store) => read(store, move |r| views::stats(r.connection(), since)).await,
             Backend::Postgres(store) => store.stats(since).await,
         }

@@ -13,7 +13,10 @@ use idemgate_core::{
     scheme::standard,
 };
 use idemgate_store::jobs::{ClaimedJob, MAX_ATTEMPT_TEXT};
-use reqwest::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use reqwest::header::{
+    CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION, RETRY_AFTER,
+    TE, TRAILER, TRANSFER_ENCODING, UPGRADE, USER_AGENT,
+};
 
 use crate::{AttemptOutcome, Deliver, deliver::BoxFuture};
 
@@ -21,6 +24,42 @@ use crate::{AttemptOutcome, Deliver, deliver::BoxFuture};
 pub const SOURCE_HEADER: &str = "idemgate-source";
 /// Header carrying the event's identity as the source gave it.
 pub const EVENT_ID_HEADER: &str = "idemgate-event-id";
+
+const WEBHOOK_ID: HeaderName = HeaderName::from_static(standard::ID_HEADER);
+const WEBHOOK_TIMESTAMP: HeaderName = HeaderName::from_static(standard::TIMESTAMP_HEADER);
+const WEBHOOK_SIGNATURE: HeaderName = HeaderName::from_static(standard::SIGNATURE_HEADER);
+const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+const SOURCE: HeaderName = HeaderName::from_static(SOURCE_HEADER);
+const EVENT_ID: HeaderName = HeaderName::from_static(EVENT_ID_HEADER);
+
+/// The headers [`HttpDestination`] sets on every attempt itself.
+const OWN_HEADERS: [HeaderName; 8] =
+    [CONTENT_TYPE, USER_AGENT, WEBHOOK_ID, WEBHOOK_TIMESTAMP, WEBHOOK_SIGNATURE, IDEMPOTENCY_KEY, SOURCE, EVENT_ID];
+
+/// The headers the HTTP client sets from the body and the URL, and those that describe
+/// one hop only (RFC 9110, 7.6.1).
+const TRANSPORT_HEADERS: [HeaderName; 11] = [
+    CONTENT_LENGTH,
+    HOST,
+    TRANSFER_ENCODING,
+    CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    PROXY_AUTHENTICATE,
+    PROXY_AUTHORIZATION,
+    TE,
+    TRAILER,
+    UPGRADE,
+];
+
+/// Whether an attempt's `name` header is the worker's own (or its HTTP client's, or one
+/// hop's), so that an event's forwarded headers may not carry it: the `webhook-*`
+/// family, `idemgate-source`, `idemgate-event-id`, `Idempotency-Key`, `Content-Type`, `Content-Length`, `Transfer-Encoding`,
+/// `User-Agent`, `Host` and the hop-by-hop headers.
+#[must_use]
+pub fn sets_itself(name: &HeaderName) -> bool {
+    name.as_str().starts_with("webhook-") || OWN_HEADERS.contains(name) || TRANSPORT_HEADERS.contains(name)
+}
 
 /// One configured HTTP destination.
 #[derive(Debug, Clone)]
@@ -55,15 +94,17 @@ impl HttpDestination {
             .post(&self.url)
             .header(CONTENT_TYPE, job.content_type.as_deref().unwrap_or("application/json"))
             .header(USER_AGENT, concat!("idemgate/", env!("CARGO_PKG_VERSION")))
-            .header(standard::ID_HEADER, id)
-            .header(standard::TIMESTAMP_HEADER, now.0.to_string())
-            .header(SOURCE_HEADER, job.key.source.as_str())
-            .header(EVENT_ID_HEADER, job.key.identity.as_str())
-            .header("idempotency-key", delivery_key(&job.key, &job.destination));
+            .header(WEBHOOK_ID, id)
+            .header(WEBHOOK_TIMESTAMP, now.0.to_string())
+            .header(SOURCE, job.key.source.as_str())
+            .header(EVENT_ID, job.key.identity.as_str())
+            .header(IDEMPOTENCY_KEY, delivery_key(&job.key, &job.destination));
         if let Some(secret) = &self.secret {
-            request = request.header(standard::SIGNATURE_HEADER, standard::sign(secret, id, now.0, &job.body));
+            request = request.header(WEBHOOK_SIGNATURE, standard::sign(secret, id, now.0, &job.body));
         }
-        for (name, value) in &job.headers {
+        // The configuration refuses such names; events stored before it did may hold them.
+        let forwarded = job.headers.iter().filter_map(|(name, value)| Some((HeaderName::try_from(name).ok()?, value)));
+        for (name, value) in forwarded.filter(|(name, _)| !sets_itself(name)) {
             request = request.header(name, value);
         }
         request.body(job.body.clone())
@@ -103,4 +144,60 @@ fn not_answered(err: &reqwest::Error) -> AttemptOutcome {
         (AttemptResult::Connection, "connection broke before an answer")
     };
     AttemptOutcome { result, error: Some(error.to_owned()), response_prefix: None }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use idemgate_core::{Identity, ReceiptKey, SourceName};
+
+    use super::*;
+
+    fn job(headers: &[(&str, &str)]) -> ClaimedJob {
+        ClaimedJob {
+            id: 1,
+            lease_token: 1,
+            attempt: 1,
+            destination: "app".into(),
+            key: ReceiptKey { source: SourceName::new("a").unwrap(), identity: Identity::new("evt_1").unwrap() },
+            outgoing_id: "evt_1".into(),
+            body: b"{}".to_vec(),
+            content_type: Some("application/json".into()),
+            headers: headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect(),
+        }
+    }
+
+    #[test]
+    fn every_header_the_worker_sets_is_one_a_source_may_not_forward() {
+        let secret = Secret::new(vec![7; 32]);
+        let destination =
+            HttpDestination::new("http://127.0.0.1:1/", Some(secret), Duration::from_secs(1), Duration::from_secs(1))
+                .unwrap();
+        let request = destination.request(&job(&[]), UnixTime(1)).build().unwrap();
+        assert_eq!(request.headers().len(), OWN_HEADERS.len());
+        for name in request.headers().keys() {
+            assert!(sets_itself(name), "{name} is set by the worker but could be forwarded too");
+        }
+    }
+
+    #[test]
+    fn a_stored_forwarded_header_never_replaces_or_doubles_the_workers_own() {
+        let destination =
+            HttpDestination::new("http://127.0.0.1:1/", None, Duration::from_secs(1), Duration::from_secs(1)).unwrap();
+        let stored = [
+            ("content-type", "text/evil"),
+            ("webhook-id", "other"),
+            ("idemgate-source", "other"),
+            ("connection", "close"),
+            ("x-a", "1"),
+        ];
+        let request = destination.request(&job(&stored), UnixTime(1)).build().unwrap();
+        let values =
+            |name: &str| request.headers().get_all(name).iter().map(|v| v.to_str().unwrap()).collect::<Vec<_>>();
+        assert_eq!(values("content-type"), ["application/json"]);
+        assert_eq!(values("webhook-id"), ["evt_1"]);
+        assert_eq!(values("idemgate-source"), ["a"]);
+        assert!(values("connection").is_empty());
+        assert_eq!(values("x-a"), ["1"]);
+    }
 }

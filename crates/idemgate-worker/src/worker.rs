@@ -183,12 +183,25 @@ impl Worker {
 
     /// Runs until `stop` turns true: then it stops claiming and returns once the jobs in
     /// hand are completed.
+    ///
+    /// While claims fail (the store is unreachable) it keeps polling; a failure is logged
+    /// when it differs from the previous one, and the recovery once, not every poll.
     pub async fn run(&self, mut stop: watch::Receiver<bool>) {
+        let mut failing: Option<String> = None;
         while !*stop.borrow() {
             let handled = match self.tick().await {
-                Ok(handled) => handled,
+                Ok(handled) => {
+                    if failing.take().is_some() {
+                        tracing::info!("claiming jobs works again");
+                    }
+                    handled
+                }
                 Err(err) => {
-                    tracing::warn!(error = %err, "claiming jobs failed; retrying");
+                    let text = err.to_string();
+                    if failing.as_ref() != Some(&text) {
+                        tracing::warn!(error = %text, "claiming jobs failed; retrying");
+                        failing = Some(text);
+                    }
                     0
                 }
             };

@@ -11,7 +11,7 @@ use axum::{
     Router,
     extract::{Path, Request, State},
     response::{IntoResponse, Response},
-    routing::{get, post},
+    routing::{MethodRouter, get, post},
 };
 use http::{HeaderName, header::CONTENT_TYPE};
 use idemgate_core::{Rejection, SystemClock, json};
@@ -63,15 +63,37 @@ pub fn router(config: &Config, store: &Store, observers: Observers) -> Result<Ro
     let routes =
         config.sources.iter().map(|source| (source.route.clone(), route(config, source, store, &rejections))).collect();
     let gateway = Arc::new(Gateway { routes, store: store.clone(), metrics });
-    let mut router = Router::new()
-        .route("/in/{route}", post(deliver).fallback(method_not_allowed))
-        .route("/healthz", get(healthy))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(scrape));
+    let mut router = Router::new();
+    for (path, handler) in own_routes() {
+        router = router.route(path, handler);
+    }
     for proxy in &config.proxies {
         router = router.nest_service(&proxy.prefix, proxy::router(proxy, store, Arc::new(SystemClock))?);
     }
     Ok(router.fallback(not_found).with_state(gateway))
+}
+
+/// The gateway's own routes, from which both the router and the reserved prefixes are made.
+fn own_routes() -> [(&'static str, MethodRouter<Arc<Gateway>>); 4] {
+    [
+        ("/in/{route}", post(deliver).fallback(method_not_allowed)),
+        ("/healthz", get(healthy)),
+        ("/readyz", get(readyz)),
+        ("/metrics", get(scrape)),
+    ]
+}
+
+/// The first path segment of each of the gateway's own routes (`/in`, `/healthz`, …): a
+/// `[[proxy]]` prefix may neither be one nor lie below one.
+#[must_use]
+pub fn reserved_prefixes() -> Vec<&'static str> {
+    own_routes().map(|(path, _)| first_segment(path)).into()
+}
+
+/// `/in/{route}` → `/in`.
+fn first_segment(path: &'static str) -> &'static str {
+    let end = path[1..].find('/').map_or(path.len(), |slash| slash + 1);
+    &path[..end]
 }
 
 /// What the routes report to: the metrics recorder's handle (for `/metrics`) and the
@@ -216,4 +238,75 @@ async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
         tracing::warn!(error = %err, "readiness check failed");
     }
     readiness(ready.is_ok())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::{raw, validated};
+
+    fn with_proxies(prefixes: &[&str]) -> Result<Config, crate::config::ConfigError> {
+        let mut text = String::new();
+        for prefix in prefixes {
+            text.push_str(&format!("[[proxy]]\nprefix = {prefix:?}\nupstream = \"http://127.0.0.1:1\"\n"));
+        }
+        Ok(validated::validate(raw::parse(&text, Vec::new())?, Path::new("."))?.0)
+    }
+
+    #[test]
+    fn the_reserved_prefixes_are_the_first_segments_of_the_own_routes() {
+        assert_eq!(reserved_prefixes(), ["/in", "/healthz", "/readyz", "/metrics"]);
+    }
+
+    #[test]
+    fn a_proxy_on_or_below_an_own_route_is_refused_naming_the_key() {
+        for taken in reserved_prefixes() {
+            for prefix in [taken.to_owned(), format!("{taken}/x")] {
+                let err = with_proxies(&["/api", &prefix]).unwrap_err();
+                assert_eq!(err.key, "proxy[1].prefix", "{prefix}: {err}");
+                assert!(err.message.contains(taken), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_prefix_the_configuration_accepts_builds_a_router() {
+        let candidates = [
+            "/api",
+            "/api/v1",
+            "/inbox",
+            "/metricsx",
+            "/a:b@c",
+            "/%7Bx%7D",
+            "/{x}",
+            "/a/{*rest}",
+            "/*",
+            "/a//b",
+            "/a/../b",
+            "/./a",
+            "/api/",
+            "/",
+            "",
+            "api",
+            "/a b",
+            "/a?b",
+            "/a#b",
+            "/ä",
+        ];
+        for first in ["/api", "/api/v1", "/b"] {
+            for prefix in candidates {
+                let Ok(config) = with_proxies(&[first, prefix]) else { continue };
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    router(&config, &Store::unavailable(), Observers::default()).map(|_| ())
+                }));
+                assert!(
+                    matches!(built, Ok(Ok(()))),
+                    "[[proxy]] {first:?} then {prefix:?} was accepted but cannot be served"
+                );
+            }
+        }
+    }
 }

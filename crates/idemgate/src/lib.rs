@@ -9,6 +9,7 @@
 //! crate: [`core`] (pure decisions), [`store`] (receipts on SQLite), [`http`] (the axum
 //! edge), [`worker`] (delivery). `examples/counter.rs` shows the library path.
 
+pub mod availability;
 pub mod bench;
 pub mod config;
 

@@ -11,13 +11,14 @@ use std::{
 use anyhow::{Context, anyhow};
 use clap::{Parser, Subcommand};
 use idemgate::{
+    availability::{self, Availability},
     bench,
     config::{self, Config},
     gateway, operator, outbound, send, verify,
 };
 use idemgate_core::{Secret, SystemClock, UnixTime, job::JobState};
 use idemgate_http::{ServeOptions, idempotency, serve, system_now, termination_signal};
-use idemgate_store::{PgStore, SqliteReader, SqliteStore, Store, StoreOptions, jobs::ReplayFilter, maintenance, views};
+use idemgate_store::{SqliteReader, Store, jobs::ReplayFilter, maintenance, views};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
 
@@ -441,23 +442,37 @@ fn load_config(path: &Path, long_running: bool) -> Result<Config, config::Config
     Ok(config)
 }
 
-/// Runs the receiving side (`receive`), the worker (if enabled), or the worker alone.
+/// Runs the receiving side (`receive`), the worker (if enabled), or the worker alone. A
+/// store that cannot be opened yet is opened in the background (`availability`).
 fn serve_gateway(config: Config, receive: bool) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     runtime.block_on(async move {
-        let store = open_store(&config).await?;
         let (stop, stopped) = watch::channel(false);
         tokio::spawn(async move {
             termination_signal().await;
             let _ = stop.send(true);
         });
+        let availability = match Availability::open(&config.store, stopped.clone()).await {
+            Ok(availability) => Arc::new(availability),
+            Err(err) if err.is_config() => {
+                let key = if config.store.postgres.is_some() { "store.url" } else { "store.path" };
+                eprintln!("idemgate: config error: {key}: {err}");
+                return Ok(ExitCode::from(EXIT_CONFIG));
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let store = availability.store.clone();
         let worker = (config.worker.enabled || !receive).then(|| outbound::worker(&config, &store)).transpose()?;
         let worker = worker.map(|worker| {
-            let stopped = stopped.clone();
-            tokio::spawn(async move { worker.run(stopped).await })
+            let (availability, stopped) = (Arc::clone(&availability), stopped.clone());
+            tokio::spawn(async move {
+                if availability.until_open(stopped.clone()).await {
+                    worker.run(stopped).await;
+                }
+            })
         });
         if receive {
-            receive_until_stopped(&config, &store, stopped).await?;
+            receive_until_stopped(&config, &availability, stopped).await?;
         } else {
             tracing::info!(destinations = config.destinations.len(), "worker running");
             print_line("worker running")?;
@@ -473,9 +488,10 @@ fn serve_gateway(config: Config, receive: bool) -> anyhow::Result<ExitCode> {
 
 async fn receive_until_stopped(
     config: &Config,
-    store: &Store,
+    availability: &Arc<Availability>,
     mut stopped: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    let store = &availability.store;
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.server.listen))?;
@@ -486,11 +502,23 @@ async fn receive_until_stopped(
     let rejections: Arc<idemgate_http::RejectionCounts> = Arc::default();
     let observers = gateway::Observers { metrics: Some(metrics), rejections: Arc::clone(&rejections) };
     let router = gateway::router(config, store, observers).context("cannot build the proxy's http client")?;
-    tokio::spawn(purge_every(store.clone(), config.retention(), config.store.purge_interval));
-    if !config.proxies.is_empty() {
-        let purge = idempotency::purge_expired_every(store.clone(), Arc::new(SystemClock), Duration::from_secs(60));
-        tokio::spawn(purge);
-    }
+    let purges = {
+        let (availability, stopped) = (Arc::clone(availability), stopped.clone());
+        let (policies, interval, proxies) =
+            (config.retention(), config.store.purge_interval, !config.proxies.is_empty());
+        async move {
+            if !availability.until_open(stopped).await {
+                return;
+            }
+            let store = availability.store.clone();
+            if proxies {
+                let clock = Arc::new(SystemClock);
+                tokio::spawn(idempotency::purge_expired_every(store.clone(), clock, Duration::from_secs(60)));
+            }
+            purge_every(store, policies, interval).await;
+        }
+    };
+    tokio::spawn(purges);
     let options = ServeOptions {
         header_timeout: config.server.header_timeout,
         shutdown_grace: config.server.shutdown_grace,
@@ -549,21 +577,9 @@ async fn serve_admin(
     Ok(tokio::spawn(serve(listener, idemgate_http::admin::router(state), options, shutdown)))
 }
 
-/// The configured store: PostgreSQL when `store.url` is set, else the SQLite file.
+/// The configured store for a command that needs it now.
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
-    if let Some(postgres) = &config.store.postgres {
-        let store =
-            PgStore::connect(&postgres.url, postgres.options).await.context("cannot open the PostgreSQL store")?;
-        return Ok(store.into());
-    }
-    let path = &config.store.path;
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let options = StoreOptions { busy_timeout: config.store.busy_timeout, ..StoreOptions::default() };
-    let store =
-        SqliteStore::open(path, options).with_context(|| format!("cannot open the store {}", path.display()))?;
-    Ok(Arc::new(store).into())
+    Ok(availability::open(&config.store).await?)
 }
 
 /// The first stdout line (`listening on ADDR`, so scripts and tests learn the real port

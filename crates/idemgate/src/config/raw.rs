@@ -228,6 +228,22 @@ pub struct RawDestination {
     pub fifo: Option<bool>,
 }
 
+/// The keys whose values are secrets or references to them (`*` is any table name). An
+/// environment override of one stays a string, and an error about one never shows its value.
+const SECRET_KEYS: [&[&str]; 4] =
+    [&["admin", "token"], &["store", "url"], &["sources", "*", "secrets"], &["destinations", "*", "secret"]];
+
+/// What an error about a secret key says instead of the deserialiser's message, which
+/// would quote the value.
+const SECRET_TYPE_MESSAGE: &str =
+    "must be a string (env:NAME, file:PATH or a literal in quotes); the value given is not shown";
+
+fn is_secret_key(keys: &[&str]) -> bool {
+    SECRET_KEYS.iter().any(|secret| {
+        secret.len() == keys.len() && secret.iter().zip(keys).all(|(pattern, key)| *pattern == "*" || pattern == key)
+    })
+}
+
 /// Parses the TOML text, overlays the environment, and deserialises.
 pub fn parse(text: &str, env: impl IntoIterator<Item = (String, String)>) -> Result<RawConfig, ConfigError> {
     let mut table: toml::Table = toml::from_str(text).map_err(|err| ConfigError::new("config", toml_message(&err)))?;
@@ -236,13 +252,25 @@ pub fn parse(text: &str, env: impl IntoIterator<Item = (String, String)>) -> Res
     }
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| {
         let key = err.path().to_string();
-        ConfigError::new(if key == "." { "config".into() } else { key }, err.into_inner().message().to_owned())
+        let tables: Vec<&str> = err
+            .path()
+            .iter()
+            .filter_map(|segment| match segment {
+                serde_path_to_error::Segment::Map { key } => Some(key.as_str()),
+                _ => None,
+            })
+            .collect();
+        let message =
+            if is_secret_key(&tables) { SECRET_TYPE_MESSAGE.to_owned() } else { err.into_inner().message().to_owned() };
+        ConfigError::new(if key == "." { "config".into() } else { key }, message)
     })
 }
 
-/// toml's own errors span several lines; keep the first and the position.
+/// toml's own errors span several lines; keep the first and the position. What the
+/// message quotes between backticks is dropped: it may be the value of a secret key.
 fn toml_message(err: &toml::de::Error) -> String {
-    let line = err.message().lines().next().unwrap_or("invalid toml").to_owned();
+    let first = err.message().lines().next().unwrap_or("invalid toml");
+    let line: String = first.split('`').step_by(2).collect::<Vec<_>>().join("…");
     match err.span() {
         Some(span) => format!("{line} (at byte {})", span.start),
         None => line,
@@ -262,8 +290,23 @@ fn apply_override(table: &mut toml::Table, name: &str, value: &str) -> Result<()
         let entry = node.entry(key.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
         node = entry.as_table_mut().ok_or_else(|| ConfigError::new(name, format!("{key} is not a table")))?;
     }
-    node.insert(last.clone(), env_value(value));
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let value = match keys.as_slice() {
+        ["sources", _, "secrets"] => secret_list(value),
+        secret if is_secret_key(secret) => toml::Value::String(value.to_owned()),
+        _ => env_value(value),
+    };
+    node.insert(last.clone(), value);
     Ok(())
+}
+
+/// A source's secrets from one variable: a TOML list of strings (`["env:A", "env:B"]`),
+/// or else the whole value as the one secret, never coerced to a number or a date.
+fn secret_list(value: &str) -> toml::Value {
+    match env_value(value) {
+        toml::Value::Array(items) if items.iter().all(toml::Value::is_str) => toml::Value::Array(items),
+        _ => toml::Value::Array(vec![toml::Value::String(value.to_owned())]),
+    }
 }
 
 /// A TOML literal if the value is one (`30`, `true`, `["a","b"]`), else a plain string.
@@ -320,5 +363,69 @@ mod tests {
         let err = parse("[server\nlisten = 1", env(&[])).unwrap_err();
         assert_eq!(err.key, "config");
         assert_eq!(err.to_string().lines().count(), 1, "{err}");
+    }
+
+    /// Values a TOML parser would turn into numbers, dates, booleans, lists or tables.
+    const ODD_SECRETS: [&str; 9] = [
+        "123456789012345678",
+        "12345678901234567890123456789",
+        "0x1234567890abcdef",
+        "1979-05-27T07:32:00Z",
+        "1_234_567_890_123",
+        "6.02e23",
+        "true",
+        "[1234567890, 1234567890]",
+        "{ a = 1234567890 }",
+    ];
+
+    const SOURCE_AND_DESTINATION: &str =
+        "[sources.a]\nscheme = \"github\"\n[destinations.d]\nurl = \"http://127.0.0.1:1/\"\n";
+
+    #[test]
+    fn environment_values_of_secret_keys_stay_strings() {
+        for value in ODD_SECRETS {
+            let raw = parse(
+                SOURCE_AND_DESTINATION,
+                env(&[
+                    ("IDEMGATE_ADMIN__TOKEN", value),
+                    ("IDEMGATE_STORE__URL", value),
+                    ("IDEMGATE_SOURCES__A__SECRETS", value),
+                    ("IDEMGATE_DESTINATIONS__D__SECRET", value),
+                ]),
+            )
+            .unwrap_or_else(|err| panic!("{value}: {err}"));
+            assert_eq!(raw.admin.unwrap().token.as_deref(), Some(value));
+            assert_eq!(raw.store.url.as_deref(), Some(value));
+            assert_eq!(raw.sources["a"].secrets, [value]);
+            assert_eq!(raw.destinations["d"].secret.as_deref(), Some(value));
+        }
+    }
+
+    #[test]
+    fn a_secret_of_another_type_in_the_file_is_named_but_not_shown() {
+        for value in ODD_SECRETS {
+            let files = [
+                format!("[admin]\ntoken = {value}\n{SOURCE_AND_DESTINATION}"),
+                format!("[store]\nurl = {value}\n{SOURCE_AND_DESTINATION}"),
+                format!("[sources.a]\nscheme = \"github\"\nsecrets = {value}\n"),
+                format!("[sources.a]\nscheme = \"github\"\nsecrets = [\"ok\", {value}]\n"),
+                format!("[destinations.d]\nurl = \"http://127.0.0.1:1/\"\nsecret = {value}\n"),
+            ];
+            for text in files {
+                // A TOML date reads as its text: that configuration is simply accepted.
+                let Err(err) = parse(&text, env(&[])) else { continue };
+                assert!(!err.to_string().contains(value), "{err}");
+                for part in value.split(|c: char| !c.is_ascii_alphanumeric()).filter(|p| p.len() >= 4) {
+                    assert!(!err.to_string().contains(part), "{err}");
+                }
+                // "config": the TOML itself does not parse (a number too large for any type).
+                assert!(
+                    ["admin.token", "store.url", "sources.a.secrets", "destinations.d.secret", "config"]
+                        .iter()
+                        .any(|key| err.key.starts_with(key)),
+                    "{err}"
+                );
+            }
+        }
     }
 }

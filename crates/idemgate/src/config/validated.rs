@@ -237,12 +237,11 @@ pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarnin
 
     unique_routes(&sources)?;
     let worker = worker(&raw.worker, &destinations)?;
-    let proxies = raw
-        .proxy
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| proxy(&format!("proxy[{i}]"), p, server.body_timeout))
-        .collect::<Result<_, _>>()?;
+    let mut proxies = Vec::with_capacity(raw.proxy.len());
+    for (i, raw) in raw.proxy.into_iter().enumerate() {
+        let proxy = proxy(&format!("proxy[{i}]"), raw, &proxies, server.body_timeout)?;
+        proxies.push(proxy);
+    }
     let admin = raw.admin.map(|a| admin(a, base, &server, &mut warnings)).transpose()?.flatten();
     Ok((Config { server, store, sources, destinations, worker, proxies, admin }, warnings))
 }
@@ -280,14 +279,37 @@ fn admin(
     Ok(Some(AdminConfig { listen, token: Secret::new(token.into_bytes()), session_lifetime, tls }))
 }
 
-fn proxy(key: &str, raw: RawProxy, body_timeout: Duration) -> Result<ProxyConfig, ConfigError> {
-    let reserved = ["/in", "/healthz", "/readyz"];
-    if !raw.prefix.starts_with('/') || raw.prefix.len() < 2 || raw.prefix.ends_with('/') {
-        return Err(ConfigError::new(format!("{key}.prefix"), "must start with / and not end with / (e.g. \"/api\")"));
+/// A `[[proxy]]` prefix: plain path segments, outside the gateway's own routes and
+/// different from every earlier proxy's.
+fn proxy_prefix(key: &str, prefix: &str, earlier: &[ProxyConfig]) -> Result<(), ConfigError> {
+    let key = format!("{key}.prefix");
+    let plain = |segment: &str| {
+        !matches!(segment, "" | "." | "..")
+            && segment.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()+,;=:@%".contains(&b))
+    };
+    if !prefix.starts_with('/') || prefix.len() < 2 || !prefix[1..].split('/').all(plain) {
+        return Err(ConfigError::new(
+            key,
+            "must be / followed by plain path segments, not ending with / (e.g. \"/api\" or \"/api/v1\")",
+        ));
     }
-    if reserved.iter().any(|r| raw.prefix == *r || raw.prefix.starts_with(&format!("{r}/"))) {
-        return Err(ConfigError::new(format!("{key}.prefix"), "is taken by the gateway's own routes"));
+    let below = |taken: &str| prefix == taken || prefix.starts_with(&format!("{taken}/"));
+    if let Some(taken) = crate::gateway::reserved_prefixes().into_iter().find(|taken| below(taken)) {
+        return Err(ConfigError::new(key, format!("{taken} is the gateway's own route")));
     }
+    if let Some(i) = earlier.iter().position(|other| other.prefix == prefix) {
+        return Err(ConfigError::new(key, format!("is already the prefix of proxy[{i}]")));
+    }
+    Ok(())
+}
+
+fn proxy(
+    key: &str,
+    raw: RawProxy,
+    earlier: &[ProxyConfig],
+    body_timeout: Duration,
+) -> Result<ProxyConfig, ConfigError> {
+    proxy_prefix(key, &raw.prefix, earlier)?;
     let upstream: http::Uri =
         raw.upstream.parse().map_err(|_| ConfigError::new(format!("{key}.upstream"), "not a valid URL"))?;
     if !matches!(upstream.scheme_str(), Some("http" | "https")) || upstream.host().is_none() {
@@ -523,15 +545,8 @@ fn source(
             return Err(ConfigError::new(format!("{key}.destinations[{i}]"), format!("no destination named {dest:?}")));
         }
     }
-    let forward_headers = raw
-        .forward_headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            http::HeaderName::try_from(h.as_str())
-                .map_err(|_| ConfigError::new(format!("{key}.forward_headers[{i}]"), "not a valid header name"))
-        })
-        .collect::<Result<_, _>>()?;
+    let forward_headers =
+        raw.forward_headers.iter().enumerate().map(|(i, h)| forward_header(&key, i, h)).collect::<Result<_, _>>()?;
     let ordering = match raw.ordering {
         None => None,
         Some(o) => Some(OrderingConfig {
@@ -569,6 +584,19 @@ fn source(
         scheme,
         secrets,
     })
+}
+
+/// One name of `forward_headers`: a valid header that the worker does not set itself.
+fn forward_header(key: &str, i: usize, name: &str) -> Result<http::HeaderName, ConfigError> {
+    let key = format!("{key}.forward_headers[{i}]");
+    let name = http::HeaderName::try_from(name).map_err(|_| ConfigError::new(&key, "not a valid header name"))?;
+    if idemgate_worker::http::sets_itself(&name) {
+        return Err(ConfigError::new(
+            key,
+            format!("{name} is set by idemgate on every delivery; it cannot be forwarded"),
+        ));
+    }
+    Ok(name)
 }
 
 fn source_secrets(
