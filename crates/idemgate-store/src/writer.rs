@@ -254,14 +254,14 @@ fn gather(inbox: &mut mpsc::Receiver<Command>, batch: &mut Vec<Command>, options
 
 /// A batch member's answer, held until the batch's commit has returned.
 enum Pending {
-    Receive(oneshot::Sender<Outcome>, Outcome),
+    Receive(oneshot::Sender<Outcome>, Outcome, ReceiptKey),
     Write(Finish, bool),
 }
 
 /// Group commit: one transaction and one fsync for the whole batch, one savepoint per
 /// command so that a failing handler or write rolls back alone. No answer leaves before
 /// the commit returned; if the commit fails, nothing of the batch is stored and every
-/// member is answered as failed.
+/// member is answered as failed (but see [`after_failed_commit`]).
 fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats) {
     let deliveries = batch.iter().filter(|c| matches!(c, Command::Receive(_))).count() as u64;
     let started = Instant::now();
@@ -272,7 +272,8 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats)
             for command in batch {
                 pending.push(match command {
                     Command::Receive(Work { request, handler, reply }) => {
-                        Pending::Receive(reply, receive_in_savepoint(&mut tx, &request, handler))
+                        let outcome = receive_in_savepoint(&mut tx, &request, handler);
+                        Pending::Receive(reply, outcome, request.key)
                     }
                     Command::Write(job) => write_in_savepoint(&mut tx, job),
                 });
@@ -283,7 +284,7 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats)
             tracing::warn!(error = %err, "cannot begin the writer's transaction; the batch fails");
             for command in batch {
                 match command {
-                    Command::Receive(work) => pending.push(Pending::Receive(work.reply, failed())),
+                    Command::Receive(work) => pending.push(Pending::Receive(work.reply, failed(), work.request.key)),
                     Command::Write(job) => job.abort(),
                 }
             }
@@ -298,14 +299,34 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats)
         stats.batches.fetch_add(1, Ordering::Relaxed);
         stats.deliveries.fetch_add(deliveries, Ordering::Relaxed);
     }
-    for member in pending {
+    let stands: Vec<bool> = match committed {
+        Ok(()) => Vec::new(),
+        Err(()) => pending.iter().map(|member| conflict_stands(member, &pending)).collect(),
+    };
+    for (i, member) in pending.into_iter().enumerate() {
         match member {
-            Pending::Receive(reply, outcome) => {
-                let _ = reply.send(if committed.is_ok() { outcome } else { failed() });
+            Pending::Receive(reply, outcome, _) => {
+                let _ = reply.send(if committed.is_ok() || stands[i] { outcome } else { failed() });
             }
             Pending::Write(finish, released) => finish(committed.is_ok() && released),
         }
     }
+}
+
+/// Whether a member keeps its answer although its batch's commit failed. Nothing of the
+/// batch is stored, so every member fails, except a conflict with a receipt committed
+/// before this batch: that receipt still stands and the repeat is still a conflict; only
+/// its record is lost, and the answer is 409 as on PostgreSQL (ARCHITECTURE.md). A conflict
+/// with a receipt applied earlier in the same batch fails with it: that receipt was never
+/// stored.
+fn conflict_stands(member: &Pending, batch: &[Pending]) -> bool {
+    let Pending::Receive(_, Outcome::Conflict, key) = member else { return false };
+    let applied_in_batch =
+        batch.iter().any(|other| matches!(other, Pending::Receive(_, Outcome::Applied { .. }, k) if k == key));
+    if !applied_in_batch {
+        conflict_not_recorded(key, &"the batch's commit failed");
+    }
+    !applied_in_batch
 }
 
 /// Runs one write on its own savepoint. A write that fails, panics or cannot be released
@@ -364,7 +385,9 @@ fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Hand
             return Ok(Outcome::Duplicate { result: parse_result(&result)? });
         }
         record_conflict(&savepoint, request);
-        savepoint.commit()?;
+        if let Err(err) = savepoint.commit() {
+            conflict_not_recorded(key, &err);
+        }
         return Ok(Outcome::Conflict);
     }
     if request.dedupe_body && !insert_body_receipt(&savepoint, request)? {

@@ -120,3 +120,52 @@ async fn the_same_event_twice_in_one_batch_resolves_as_in_separate_transactions(
     );
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
+
+/// A handler that leaves a row its deferred foreign key refuses: its savepoint is released,
+/// and the batch's `COMMIT` fails.
+fn poison_the_commit(conn: &rusqlite::Connection) -> Result<serde_json::Value, HandlerError> {
+    conn.execute(
+        "INSERT INTO body_receipts (source, body_sha256, identity) VALUES ('test', zeroblob(32), 'no-such-receipt')",
+        [],
+    )?;
+    Ok(json!("poison"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_commit_still_answers_a_conflict_with_an_earlier_receipt_and_fails_everything_else() {
+    let t = open_store();
+    let stored = t.store.receive(request("old", b"first"), |_| Ok(json!("first"))).await;
+    assert_eq!(stored, Outcome::Applied { result: json!("first") });
+    let (release, holder) = hold_writer(&t.store).await;
+    let mut tasks = Vec::new();
+    let members: [(&str, &[u8], bool); 4] =
+        [("old", b"other", false), ("new", b"first", false), ("new", b"other", false), ("poison", b"x", true)];
+    for (identity, body, poison) in members {
+        let store = Arc::clone(&t.store);
+        tasks.push(tokio::spawn(async move {
+            store
+                .receive(
+                    request(identity, body),
+                    move |conn| if poison { poison_the_commit(conn) } else { Ok(json!(1)) },
+                )
+                .await
+        }));
+        // One at a time, so the four enter the queue (and the batch) in this order.
+        wait_for_queue(&t.store, tasks.len()).await;
+    }
+    release.send(()).unwrap();
+    holder.await.unwrap();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    let failed = Outcome::Failed { cause: FailureCause::Store };
+    assert_eq!(
+        outcomes,
+        [Outcome::Conflict, failed.clone(), failed.clone(), failed],
+        "the conflict with a committed receipt stands; one with a receipt of the failed batch does not"
+    );
+    let conn = rusqlite::Connection::open(&t.path).unwrap();
+    let receipts: i64 = conn.query_row("SELECT count(*) FROM receipts", [], |r| r.get(0)).unwrap();
+    assert_eq!(receipts, 1, "nothing of the failed batch is stored");
+}
