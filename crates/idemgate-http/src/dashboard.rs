@@ -53,8 +53,9 @@ fn signed_in(state: &AdminState, headers: &HeaderMap) -> Option<SignedIn> {
 
 /// Whether a state-changing request comes from the dashboard's own origin, as far as the
 /// browser says: `Sec-Fetch-Site` must be `same-origin` (or `none`, typed by the user),
-/// and `Origin` must be this listener's scheme and `Host`. Clients that send neither
-/// (scripts) are let through to the session and CSRF checks.
+/// and `Origin` must be this listener's `Host` under its scheme: `https` under TLS; `http`,
+/// or `https` through a TLS-terminating proxy in front, on a plain listener. Clients that
+/// send neither (scripts) are let through to the session and CSRF checks.
 fn from_own_origin(headers: &HeaderMap, tls: bool) -> bool {
     if let Some(site) = headers.get("sec-fetch-site")
         && !matches!(site.as_bytes(), b"same-origin" | b"none")
@@ -63,8 +64,16 @@ fn from_own_origin(headers: &HeaderMap, tls: bool) -> bool {
     }
     let Some(origin) = headers.get(header::ORIGIN) else { return true };
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
-    let scheme = if tls { "https" } else { "http" };
-    origin.to_str().is_ok_and(|origin| origin.eq_ignore_ascii_case(&format!("{scheme}://{host}")))
+    let schemes: &[&str] = if tls { &["https"] } else { &["http", "https"] };
+    origin
+        .to_str()
+        .is_ok_and(|origin| schemes.iter().any(|scheme| origin.eq_ignore_ascii_case(&format!("{scheme}://{host}"))))
+}
+
+/// Whether the browser reached the dashboard over HTTPS: the listener's own TLS, or a
+/// TLS-terminating proxy in front (the browser's `Origin` says `https`).
+fn over_https(headers: &HeaderMap, tls: bool) -> bool {
+    tls || headers.get(header::ORIGIN).is_some_and(|origin| origin.as_bytes().starts_with(b"https://"))
 }
 
 /// `403`: a cross-origin request or a missing or wrong CSRF token; nothing was changed.
@@ -76,8 +85,8 @@ fn refused() -> Response {
         .into_response()
 }
 
-fn session_cookie(state: &AdminState, id: &str, max_age: u64) -> Option<HeaderValue> {
-    let secure = if state.tls { "; Secure" } else { "" };
+fn session_cookie(id: &str, max_age: u64, https: bool) -> Option<HeaderValue> {
+    let secure = if https { "; Secure" } else { "" };
     HeaderValue::from_str(&format!("{COOKIE}={id}; Path=/admin; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}"))
         .ok()
 }
@@ -126,7 +135,8 @@ async fn login(State(state): State<AdminState>, headers: HeaderMap, Form(form): 
     }
     match state.sessions.create(Instant::now()) {
         Ok(session) => {
-            let cookie = session_cookie(&state, &session.id, state.sessions.lifetime().as_secs());
+            let cookie =
+                session_cookie(&session.id, state.sessions.lifetime().as_secs(), over_https(&headers, state.tls));
             with_cookie(Redirect::to("/admin/").into_response(), cookie)
         }
         Err(err) => {
@@ -154,7 +164,7 @@ async fn logout(State(state): State<AdminState>, headers: HeaderMap, Form(form):
         return refused();
     }
     state.sessions.end(&session.id);
-    with_cookie(Redirect::to("/admin/login").into_response(), session_cookie(&state, "", 0))
+    with_cookie(Redirect::to("/admin/login").into_response(), session_cookie("", 0, over_https(&headers, state.tls)))
 }
 
 async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
@@ -267,7 +277,7 @@ async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form):
 mod tests {
     use axum::http::{HeaderMap, HeaderValue};
 
-    use super::from_own_origin;
+    use super::{from_own_origin, over_https};
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         pairs.iter().map(|(k, v)| (k.parse().unwrap_or_else(|_| unreachable!()), HeaderValue::from_static(v))).collect()
@@ -278,6 +288,10 @@ mod tests {
         let own = [("host", "127.0.0.1:8081"), ("origin", "http://127.0.0.1:8081"), ("sec-fetch-site", "same-origin")];
         assert!(from_own_origin(&headers(&own), false));
         assert!(!from_own_origin(&headers(&own), true), "https origin expected under TLS");
+        let proxied =
+            [("host", "admin.example"), ("origin", "https://admin.example"), ("sec-fetch-site", "same-origin")];
+        assert!(from_own_origin(&headers(&proxied), false), "through a TLS-terminating proxy in front");
+        assert!(from_own_origin(&headers(&proxied), true));
         assert!(from_own_origin(&headers(&[("host", "x")]), false), "a script sends neither");
         for foreign in [
             vec![("host", "127.0.0.1:8081"), ("origin", "http://127.0.0.1:8080")],
@@ -288,5 +302,13 @@ mod tests {
         ] {
             assert!(!from_own_origin(&headers(&foreign), false), "{foreign:?}");
         }
+    }
+
+    #[test]
+    fn the_cookie_is_secure_whenever_the_browser_is_on_https() {
+        assert!(over_https(&headers(&[]), true));
+        assert!(over_https(&headers(&[("origin", "https://admin.example")]), false), "a TLS proxy in front");
+        assert!(!over_https(&headers(&[("origin", "http://127.0.0.1:8081")]), false));
+        assert!(!over_https(&headers(&[]), false));
     }
 }

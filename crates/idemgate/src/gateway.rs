@@ -219,14 +219,22 @@ async fn scrape(State(gateway): State<Arc<Gateway>>) -> Response {
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()).into_response()
 }
 
+/// Reads the queue's gauges from the store. While the store cannot be read, the gauges keep
+/// their last values (a backlog does not look empty because the store is down) and
+/// `idemgate_store_available` says 0.
 async fn record_store_gauges(store: &Store) -> Result<(), idemgate_store::StoreError> {
+    let read =
+        async { Ok::<_, idemgate_store::StoreError>((store.job_states().await?, store.oldest_waiting_job().await?)) };
+    let read = read.await;
+    metrics::gauge!("idemgate_store_available").set(if read.is_ok() { 1.0 } else { 0.0 });
+    let (states, oldest) = read?;
     for state in idemgate_core::job::JobState::ALL {
         metrics::gauge!("idemgate_jobs", "state" => state.as_str()).set(0.0);
     }
-    for (state, count) in store.job_states().await? {
+    for (state, count) in states {
         metrics::gauge!("idemgate_jobs", "state" => state).set(count as f64);
     }
-    let age = store.oldest_waiting_job().await?.map_or(0, |oldest| (system_now().0 - oldest.0).max(0));
+    let age = oldest.map_or(0, |oldest| (system_now().0 - oldest.0).max(0));
     metrics::gauge!("idemgate_oldest_waiting_job_seconds").set(age as f64);
     Ok(())
 }

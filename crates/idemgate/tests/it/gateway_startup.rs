@@ -332,6 +332,7 @@ fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
     assert_eq!(api.received().len(), 1, "the pass-through proxy forwards unprotected");
     let metrics = String::from_utf8(send(addr, "GET", "/metrics", &[], b"").unwrap().body).unwrap();
     assert!(metrics.contains("idemgate_idempotency_unprotected_total 1"), "{metrics}");
+    assert!(metrics.contains("idemgate_store_available 0"), "{metrics}");
     thread::sleep(Duration::from_millis(500));
     assert!(app.received().is_empty(), "the worker ran without a store");
 
@@ -346,6 +347,9 @@ fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
     let again = send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap();
     assert_eq!(again.headers.get("idempotency-replay").map(String::as_str), Some("true"), "{again:?}");
     assert_eq!(api.received().len(), 2, "a replayed key does not reach the upstream again");
+    let metrics = String::from_utf8(send(addr, "GET", "/metrics", &[], b"").unwrap().body).unwrap();
+    assert!(metrics.contains("idemgate_store_available 1"), "{metrics}");
+    assert!(metrics.contains("idemgate_jobs{state=\"succeeded\"} 1"), "{metrics}");
     let inbox = crate::gateway_harness::inbox(&setup.db());
     assert_eq!(inbox.receipts, ["evt_1"], "the receipt is in the file");
     assert_eq!(inbox.events, ["evt_1"]);
