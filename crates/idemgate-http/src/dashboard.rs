@@ -76,6 +76,36 @@ fn over_https(headers: &HeaderMap, tls: bool) -> bool {
     tls || headers.get(header::ORIGIN).is_some_and(|origin| origin.as_bytes().starts_with(b"https://"))
 }
 
+/// The checks every state-changing form passes: the dashboard's own origin, a live
+/// session, and that session's CSRF token.
+fn form_session(state: &AdminState, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, FormRefused> {
+    if !from_own_origin(headers, state.tls) {
+        return Err(FormRefused::Forbidden);
+    }
+    let Some(session) = signed_in(state, headers) else { return Err(FormRefused::SignedOut) };
+    if !state.sessions.csrf_matches(&session.id, csrf, Instant::now()) {
+        return Err(FormRefused::Forbidden);
+    }
+    Ok(session)
+}
+
+/// Why a form was not acted on.
+enum FormRefused {
+    /// Another origin, or a missing or wrong CSRF token.
+    Forbidden,
+    /// No live session: back to the sign-in page.
+    SignedOut,
+}
+
+impl IntoResponse for FormRefused {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Forbidden => refused(),
+            Self::SignedOut => Redirect::to("/admin/login").into_response(),
+        }
+    }
+}
+
 /// `403`: a cross-origin request or a missing or wrong CSRF token; nothing was changed.
 fn refused() -> Response {
     (
@@ -154,15 +184,10 @@ struct SignOut {
 }
 
 async fn logout(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<SignOut>) -> Response {
-    if !from_own_origin(&headers, state.tls) {
-        return refused();
-    }
-    let Some(session) = signed_in(&state, &headers) else {
-        return Redirect::to("/admin/login").into_response();
+    let session = match form_session(&state, &headers, &form.csrf) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
     };
-    if !state.sessions.csrf_matches(&session.id, &form.csrf, Instant::now()) {
-        return refused();
-    }
     state.sessions.end(&session.id);
     with_cookie(Redirect::to("/admin/login").into_response(), session_cookie("", 0, over_https(&headers, state.tls)))
 }
@@ -253,14 +278,8 @@ struct ReplayForm {
 }
 
 async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<ReplayForm>) -> Response {
-    if !from_own_origin(&headers, state.tls) {
-        return refused();
-    }
-    let Some(session) = signed_in(&state, &headers) else {
-        return Redirect::to("/admin/login").into_response();
-    };
-    if !state.sessions.csrf_matches(&session.id, &form.csrf, Instant::now()) {
-        return refused();
+    if let Err(refusal) = form_session(&state, &headers, &form.csrf) {
+        return refusal.into_response();
     }
     let filter = ReplayFilter { source: Some(form.source), identity: Some(form.identity), ..ReplayFilter::default() };
     match state.store.replay_jobs(filter, system_now(), 1000).await {

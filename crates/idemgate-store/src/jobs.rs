@@ -263,23 +263,46 @@ impl ReplayFilter {
             Err(StoreError::Malformed("only succeeded, dead or superseded jobs can be replayed"))
         }
     }
+
+    /// The values both backends' `MATCHING` query binds as its first six parameters.
+    pub(crate) fn bindings(&self) -> Result<FilterBindings<'_>, StoreError> {
+        Ok(FilterBindings {
+            state: self.replayed_state()?.as_str(),
+            source: self.source.as_deref(),
+            identity: self.identity.as_deref(),
+            destination: self.destination.as_deref(),
+            since: self.since.map(|t| t.0),
+            until: self.until.map(|t| t.0),
+        })
+    }
+}
+
+/// A [`ReplayFilter`] as the six values its query binds, in order: state, source,
+/// identity, destination, since, until.
+pub(crate) struct FilterBindings<'a> {
+    pub state: &'static str,
+    pub source: Option<&'a str>,
+    pub identity: Option<&'a str>,
+    pub destination: Option<&'a str>,
+    pub since: Option<i64>,
+    pub until: Option<i64>,
+}
+
+impl FilterBindings<'_> {
+    /// The six values followed by `more`, as SQLite parameters `?1`… .
+    fn with<'b>(&'b self, more: &[&'b dyn rusqlite::ToSql]) -> Vec<&'b dyn rusqlite::ToSql> {
+        let mut all: Vec<&dyn rusqlite::ToSql> =
+            vec![&self.state, &self.source, &self.identity, &self.destination, &self.since, &self.until];
+        all.extend_from_slice(more);
+        all
+    }
 }
 
 /// How many jobs `filter` selects now.
 pub fn count_replayable(conn: &Connection, filter: &ReplayFilter) -> Result<usize, StoreError> {
-    let state = filter.replayed_state()?;
-    let count: i64 = conn.query_row(
-        &format!("SELECT count(*) FROM ({MATCHING})"),
-        params![
-            state.as_str(),
-            filter.source,
-            filter.identity,
-            filter.destination,
-            filter.since.map(|t| t.0),
-            filter.until.map(|t| t.0)
-        ],
-        |row| row.get(0),
-    )?;
+    let bindings = filter.bindings()?;
+    let count: i64 =
+        conn.query_row(&format!("SELECT count(*) FROM ({MATCHING})"), &*bindings.with(&[]), |row| row.get(0))?;
     Ok(usize::try_from(count).unwrap_or(0))
 }
 
@@ -287,43 +310,23 @@ pub fn count_replayable(conn: &Connection, filter: &ReplayFilter) -> Result<usiz
 /// schedule; the event, its identity and so its `webhook-id` stay the same. Returns how
 /// many; a replayed job no longer matches, so calling again continues with the rest.
 pub fn replay(conn: &Connection, filter: &ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-    let state = filter.replayed_state()?;
+    let bindings = filter.bindings()?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let changed = conn.execute(
         &format!(
             "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = ?7 * 1000, last_error = NULL, updated_at = ?7
              WHERE id IN ({MATCHING} LIMIT ?8)"
         ),
-        params![
-            state.as_str(),
-            filter.source,
-            filter.identity,
-            filter.destination,
-            filter.since.map(|t| t.0),
-            filter.until.map(|t| t.0),
-            now.0,
-            i64::try_from(limit).unwrap_or(i64::MAX)
-        ],
+        &*bindings.with(&[&now.0, &limit]),
     )?;
     Ok(changed)
 }
 
 /// The ids of the jobs `filter` selects now, in id order: a bulk replay's set, taken once.
 pub fn replayable(conn: &Connection, filter: &ReplayFilter) -> Result<Vec<i64>, StoreError> {
-    let state = filter.replayed_state()?;
+    let bindings = filter.bindings()?;
     let mut stmt = conn.prepare(&format!("{MATCHING} ORDER BY j.id"))?;
-    let ids = stmt
-        .query_map(
-            params![
-                state.as_str(),
-                filter.source,
-                filter.identity,
-                filter.destination,
-                filter.since.map(|t| t.0),
-                filter.until.map(|t| t.0)
-            ],
-            |row| row.get(0),
-        )?
-        .collect::<Result<_, _>>()?;
+    let ids = stmt.query_map(&*bindings.with(&[]), |row| row.get(0))?.collect::<Result<_, _>>()?;
     Ok(ids)
 }
 
@@ -335,22 +338,14 @@ pub fn replay_selected(
     ids: &[i64],
     now: UnixTime,
 ) -> Result<usize, StoreError> {
-    let state = filter.replayed_state()?;
+    let bindings = filter.bindings()?;
+    let ids = serde_json::json!(ids).to_string();
     let changed = conn.execute(
         &format!(
             "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = ?7 * 1000, last_error = NULL, updated_at = ?7
              WHERE id IN ({MATCHING} AND j.id IN (SELECT value FROM json_each(?8)))"
         ),
-        params![
-            state.as_str(),
-            filter.source,
-            filter.identity,
-            filter.destination,
-            filter.since.map(|t| t.0),
-            filter.until.map(|t| t.0),
-            now.0,
-            serde_json::json!(ids).to_string()
-        ],
+        &*bindings.with(&[&now.0, &ids]),
     )?;
     Ok(changed)
 }

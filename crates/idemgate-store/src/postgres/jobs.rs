@@ -5,12 +5,29 @@
 use std::time::Duration;
 
 use idemgate_core::{UnixTime, retry::Decision};
+use tokio_postgres::types::ToSql;
 
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, bounded, key, second_of, secs, transition},
+    jobs::{
+        AttemptRecord, ClaimedJob, Completion, FilterBindings, ReplayFilter, bounded, key, second_of, secs, transition,
+    },
 };
+
+/// A filter's six values followed by `more`, as parameters `$1`… .
+fn with<'a>(bindings: &'a FilterBindings<'_>, more: &[&'a (dyn ToSql + Sync)]) -> Vec<&'a (dyn ToSql + Sync)> {
+    let mut all: Vec<&(dyn ToSql + Sync)> = vec![
+        &bindings.state,
+        &bindings.source,
+        &bindings.identity,
+        &bindings.destination,
+        &bindings.since,
+        &bindings.until,
+    ];
+    all.extend_from_slice(more);
+    all
+}
 
 /// The jobs a [`ReplayFilter`] selects ($1 state, $2 source, $3 identity, $4 destination,
 /// $5 since, $6 until).
@@ -180,21 +197,10 @@ impl PgStore {
 
     /// How many jobs `filter` selects now.
     pub async fn count_replayable(&self, filter: &ReplayFilter) -> Result<usize, StoreError> {
-        let state = filter.replayed_state()?;
+        let bindings = filter.bindings()?;
         let client = self.client().await?;
-        let row = client
-            .query_one(
-                &format!("SELECT count(*) FROM ({MATCHING}) AS matching"),
-                &[
-                    &state.as_str(),
-                    &filter.source,
-                    &filter.identity,
-                    &filter.destination,
-                    &filter.since.map(|t| t.0),
-                    &filter.until.map(|t| t.0),
-                ],
-            )
-            .await?;
+        let row =
+            client.query_one(&format!("SELECT count(*) FROM ({MATCHING}) AS matching"), &with(&bindings, &[])).await?;
         let count: i64 = row.try_get(0)?;
         Ok(usize::try_from(count).unwrap_or(0))
     }
@@ -202,7 +208,7 @@ impl PgStore {
     /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; see
     /// [`crate::jobs::replay`].
     pub async fn replay_jobs(&self, filter: &ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-        let state = filter.replayed_state()?;
+        let bindings = filter.bindings()?;
         let client = self.client().await?;
         let changed = client
             .execute(
@@ -211,16 +217,7 @@ impl PgStore {
                             updated_at = $7
                      WHERE id IN ({MATCHING} LIMIT $8)"
                 ),
-                &[
-                    &state.as_str(),
-                    &filter.source,
-                    &filter.identity,
-                    &filter.destination,
-                    &filter.since.map(|t| t.0),
-                    &filter.until.map(|t| t.0),
-                    &now.0,
-                    &sql_limit(limit),
-                ],
+                &with(&bindings, &[&now.0, &sql_limit(limit)]),
             )
             .await?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
@@ -228,21 +225,9 @@ impl PgStore {
 
     /// The ids of the jobs `filter` selects now; see [`crate::jobs::replayable`].
     pub async fn replayable(&self, filter: &ReplayFilter) -> Result<Vec<i64>, StoreError> {
-        let state = filter.replayed_state()?;
+        let bindings = filter.bindings()?;
         let client = self.client().await?;
-        let rows = client
-            .query(
-                &format!("{MATCHING} ORDER BY j.id"),
-                &[
-                    &state.as_str(),
-                    &filter.source,
-                    &filter.identity,
-                    &filter.destination,
-                    &filter.since.map(|t| t.0),
-                    &filter.until.map(|t| t.0),
-                ],
-            )
-            .await?;
+        let rows = client.query(&format!("{MATCHING} ORDER BY j.id"), &with(&bindings, &[])).await?;
         rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
     }
 
@@ -254,7 +239,7 @@ impl PgStore {
         ids: &[i64],
         now: UnixTime,
     ) -> Result<usize, StoreError> {
-        let state = filter.replayed_state()?;
+        let bindings = filter.bindings()?;
         let client = self.client().await?;
         let changed = client
             .execute(
@@ -263,16 +248,7 @@ impl PgStore {
                             last_error = NULL, updated_at = $7
                      WHERE id IN ({MATCHING} AND j.id = ANY($8::bigint[]))"
                 ),
-                &[
-                    &state.as_str(),
-                    &filter.source,
-                    &filter.identity,
-                    &filter.destination,
-                    &filter.since.map(|t| t.0),
-                    &filter.until.map(|t| t.0),
-                    &now.0,
-                    &ids,
-                ],
+                &with(&bindings, &[&now.0, &ids]),
             )
             .await?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
