@@ -8,6 +8,8 @@
 //! another request; a 2xx or 3xx is stored and replayed; a 5xx is never stored; a 4xx
 //! releases the key unless configured to be stored.
 
+use std::time::Duration;
+
 use sha2::{Digest, Sha256};
 
 /// Longest accepted key, in characters.
@@ -111,9 +113,85 @@ pub fn after_response(status: u16, store_client_errors: bool) -> AfterResponse {
     }
 }
 
+/// What a record already under a key holds, as far as deciding a new request needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldRecord<'a> {
+    /// The fingerprint of the request that created it.
+    pub fingerprint: &'a [u8],
+    /// Whether its response is stored (else it is in flight).
+    pub completed: bool,
+    /// The fencing token of its current lock.
+    pub lock_token: i64,
+    /// When its lock expires, in milliseconds; none once completed.
+    pub locked_until_ms: Option<i64>,
+}
+
+/// What a new request with a key finds in the record already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The same request completed: replay its stored response.
+    Replay,
+    /// The same request is still running for about this much longer.
+    InFlight {
+        /// Time left on the lock.
+        retry_after: Duration,
+    },
+    /// The key was used for a request with another fingerprint.
+    Mismatch,
+    /// The lock expired: this request takes it over with `token`, fencing out the old holder.
+    TakeOver {
+        /// The new fencing token.
+        token: i64,
+    },
+}
+
+impl HeldRecord<'_> {
+    /// What a request with `fingerprint` at `now_ms` finds in this record.
+    #[must_use]
+    pub fn decide(&self, fingerprint: &Fingerprint, now_ms: i64) -> Found {
+        if self.fingerprint != fingerprint.0 {
+            return Found::Mismatch;
+        }
+        if self.completed {
+            return Found::Replay;
+        }
+        let locked_until = self.locked_until_ms.unwrap_or(0);
+        if locked_until > now_ms {
+            return Found::InFlight {
+                retry_after: Duration::from_millis(u64::try_from(locked_until - now_ms).unwrap_or(0)),
+            };
+        }
+        Found::TakeOver { token: self.lock_token + 1 }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn held(fingerprint: &Fingerprint, completed: bool, locked_until_ms: Option<i64>) -> HeldRecord<'_> {
+        HeldRecord { fingerprint: &fingerprint.0, completed, lock_token: 4, locked_until_ms }
+    }
+
+    #[test]
+    fn a_held_record_decides_the_repeat() {
+        let request = Fingerprint::of("POST", "/orders", "", b"{}");
+        let other = Fingerprint::of("POST", "/orders", "", b"{ }");
+        assert_eq!(held(&request, true, None).decide(&request, 1_000), Found::Replay);
+        assert_eq!(held(&other, true, None).decide(&request, 1_000), Found::Mismatch);
+        assert_eq!(held(&other, false, Some(5_000)).decide(&request, 1_000), Found::Mismatch);
+        assert_eq!(
+            held(&request, false, Some(1_250)).decide(&request, 1_000),
+            Found::InFlight { retry_after: Duration::from_millis(250) }
+        );
+    }
+
+    #[test]
+    fn an_expired_lock_is_taken_over_with_the_next_token() {
+        let request = Fingerprint::of("POST", "/orders", "", b"{}");
+        assert_eq!(held(&request, false, Some(1_000)).decide(&request, 1_000), Found::TakeOver { token: 5 });
+        assert_eq!(held(&request, false, None).decide(&request, 1_000), Found::TakeOver { token: 5 });
+    }
 
     #[test]
     fn bare_and_quoted_keys() {

@@ -6,7 +6,9 @@
 //! and `superseded` jobs can be replayed, which makes them `pending` again; so can
 //! `succeeded` ones (a deliberate resend with the same `webhook-id`).
 
-use std::{fmt, str::FromStr};
+use std::{fmt, str::FromStr, time::Duration};
+
+use crate::retry::Decision;
 
 /// Where a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -82,9 +84,75 @@ impl FromStr for JobState {
     }
 }
 
+/// What a job becomes after an attempt, the same on every backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// Its new state.
+    pub state: JobState,
+    /// When it is next due, in milliseconds.
+    pub next_attempt_at_ms: i64,
+    /// The error kept with it.
+    pub error: Option<String>,
+}
+
+impl Transition {
+    /// The move `decision` makes at `now_ms` for an attempt that failed with `attempt_error`
+    /// (if it did). A retry is due `now_ms` plus its delay, rounded up to the millisecond.
+    #[must_use]
+    pub fn after_attempt(decision: Decision, attempt_error: Option<&str>, now_ms: i64) -> Self {
+        let (state, next_attempt_at_ms, error) = match decision {
+            Decision::Succeeded => (JobState::Succeeded, now_ms, None),
+            Decision::RetryAfter(delay) => {
+                (JobState::Retrying, due_ms(now_ms, delay), attempt_error.map(str::to_owned))
+            }
+            Decision::Dead(reason) => (JobState::Dead, now_ms, Some(reason.describe())),
+            Decision::DisableDestination => {
+                (JobState::Retrying, now_ms, Some("destination answered 410 Gone and was disabled".to_owned()))
+            }
+        };
+        Self { state, next_attempt_at_ms, error }
+    }
+}
+
+/// `delay` after `now_ms`, in milliseconds rounded up: a due time is never earlier than
+/// its delay allows.
+fn due_ms(now_ms: i64, delay: Duration) -> i64 {
+    let delay = i64::try_from(delay.as_nanos().div_ceil(1_000_000)).unwrap_or(i64::MAX);
+    now_ms.saturating_add(delay)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retry::DeadReason;
+
+    #[test]
+    fn each_decision_moves_the_job() {
+        let now = 10_000;
+        assert_eq!(
+            Transition::after_attempt(Decision::Succeeded, Some("ignored"), now),
+            Transition { state: JobState::Succeeded, next_attempt_at_ms: now, error: None }
+        );
+        assert_eq!(
+            Transition::after_attempt(Decision::RetryAfter(Duration::from_micros(1_500)), Some("timeout"), now),
+            Transition { state: JobState::Retrying, next_attempt_at_ms: now + 2, error: Some("timeout".to_owned()) }
+        );
+        assert_eq!(
+            Transition::after_attempt(Decision::Dead(DeadReason::FinalStatus(422)), None, now),
+            Transition { state: JobState::Dead, next_attempt_at_ms: now, error: Some("final status 422".to_owned()) }
+        );
+        let gone = Transition::after_attempt(Decision::DisableDestination, None, now);
+        assert_eq!((gone.state, gone.next_attempt_at_ms), (JobState::Retrying, now));
+        assert_eq!(gone.error.as_deref(), Some("destination answered 410 Gone and was disabled"));
+    }
+
+    #[test]
+    fn a_retry_is_never_due_early_and_never_overflows() {
+        assert_eq!(due_ms(0, Duration::from_nanos(1)), 1);
+        assert_eq!(due_ms(5, Duration::from_millis(3)), 8);
+        assert_eq!(due_ms(i64::MAX - 1, Duration::from_secs(1)), i64::MAX);
+        assert_eq!(due_ms(0, Duration::MAX), i64::MAX);
+    }
 
     #[test]
     fn names_round_trip() {

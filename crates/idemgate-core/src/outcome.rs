@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::{AuthError, json::JsonError};
+use crate::{AuthError, BodyHash, json::JsonError};
 
 /// The result of offering an authenticated, parsed delivery to the store.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +47,23 @@ impl Outcome {
             Self::Refused { .. } => "refused",
             Self::Failed { .. } => "failed",
         }
+    }
+}
+
+/// What a delivery is when its identity already has a receipt: the stored body hash decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeat {
+    /// The same bytes again: answered with the stored result, nothing new happens.
+    Duplicate,
+    /// Other bytes under the same identity: refused, and recorded for the operator.
+    Conflict,
+}
+
+impl Repeat {
+    /// Judges `offered` against the receipt's `stored` body hash.
+    #[must_use]
+    pub fn judge(stored: &[u8], offered: &BodyHash) -> Self {
+        if stored == offered.0 { Self::Duplicate } else { Self::Conflict }
     }
 }
 
@@ -108,5 +125,18 @@ impl Rejection {
             Self::InvalidJson(err) => err.reason(),
             Self::Contract { .. } => "event_contract",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_bytes_repeat_as_duplicate_other_bytes_conflict() {
+        let first = BodyHash::of(br#"{"id":1}"#);
+        assert_eq!(Repeat::judge(&first.0, &BodyHash::of(br#"{"id":1}"#)), Repeat::Duplicate);
+        assert_eq!(Repeat::judge(&first.0, &BodyHash::of(br#"{"id": 1}"#)), Repeat::Conflict);
+        assert_eq!(Repeat::judge(&first.0[..31], &first), Repeat::Conflict);
     }
 }

@@ -11,7 +11,10 @@ use std::time::Duration;
 use idemgate_core::idempotency::Fingerprint;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::{SqliteStore, StoreError};
+use crate::{
+    SqliteStore, StoreError,
+    model::{IdempotencyRow, ms},
+};
 
 /// Where a record lives: the caller's scope (from configuration) and the client's key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -63,10 +66,6 @@ pub struct Lifetimes {
     pub retention: Duration,
 }
 
-pub(crate) fn ms(duration: Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
 /// Starts (or looks up) the operation named by `record` at `now_ms`.
 pub fn begin(
     conn: &Connection,
@@ -85,7 +84,7 @@ pub fn begin(
              FROM idempotency_records WHERE scope = ?1 AND key = ?2",
             params![record.scope, record.key],
             |row| {
-                Ok(Existing {
+                Ok(IdempotencyRow {
                     fingerprint: row.get(0)?,
                     state: row.get(1)?,
                     lock_token: row.get(2)?,
@@ -123,47 +122,6 @@ pub fn begin(
         )?;
     }
     Ok(decided)
-}
-
-/// A record as read back, on either backend.
-pub(crate) struct Existing {
-    pub(crate) fingerprint: Vec<u8>,
-    pub(crate) state: String,
-    pub(crate) lock_token: i64,
-    pub(crate) locked_until_ms: Option<i64>,
-    pub(crate) status: Option<u16>,
-    pub(crate) headers: Option<String>,
-    pub(crate) body: Option<Vec<u8>>,
-    pub(crate) body_omitted: bool,
-}
-
-impl Existing {
-    /// What a `begin` with `fingerprint` at `now_ms` finds in this record. `Proceed` means
-    /// the lock expired: the caller stores the returned token and the new lock time.
-    pub(crate) fn decide(self, fingerprint: &Fingerprint, now_ms: i64) -> Begin {
-        if self.fingerprint != fingerprint.0 {
-            return Begin::Mismatch;
-        }
-        if self.state == "completed" {
-            return Begin::Replay(self.response());
-        }
-        let locked_until = self.locked_until_ms.unwrap_or(0);
-        if locked_until > now_ms {
-            return Begin::InFlight {
-                retry_after: Duration::from_millis(u64::try_from(locked_until - now_ms).unwrap_or(0)),
-            };
-        }
-        Begin::Proceed { token: self.lock_token + 1 }
-    }
-
-    fn response(self) -> StoredResponse {
-        StoredResponse {
-            status: self.status.unwrap_or(200),
-            headers: self.headers.and_then(|h| serde_json::from_str(&h).ok()).unwrap_or_default(),
-            body: self.body.unwrap_or_default(),
-            body_omitted: self.body_omitted,
-        }
-    }
 }
 
 /// Stores `response` for `record` if `token` still holds the lock. Returns whether it did.

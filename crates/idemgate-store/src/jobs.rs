@@ -7,10 +7,17 @@
 
 use std::time::Duration;
 
-use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime, job::JobState, retry::Decision};
+use idemgate_core::{
+    ReceiptKey, UnixTime,
+    job::{JobState, Transition},
+    retry::Decision,
+};
 use rusqlite::{Connection, params};
 
-use crate::{SqliteStore, StoreError};
+use crate::{
+    SqliteStore, StoreError,
+    model::{FilterBindings, bounded, key, second_of, secs},
+};
 
 /// Longest error text and response prefix kept per attempt.
 pub const MAX_ATTEMPT_TEXT: usize = 256;
@@ -79,26 +86,6 @@ pub struct ReplayFilter {
     pub until: Option<UnixTime>,
 }
 
-pub(crate) fn bounded(text: Option<&str>) -> Option<String> {
-    text.map(|t| t.chars().take(MAX_ATTEMPT_TEXT).collect())
-}
-
-pub(crate) fn secs(duration: Duration) -> i64 {
-    i64::try_from(duration.as_secs()).unwrap_or(i64::MAX)
-}
-
-/// The whole second `now_ms` falls in, for the second-granular columns (leases, `updated_at`).
-pub(crate) fn second_of(now_ms: i64) -> i64 {
-    now_ms.div_euclid(1000)
-}
-
-/// `delay` after `now_ms`, in milliseconds rounded up: a due time is never earlier than
-/// its delay allows.
-pub(crate) fn due_ms(now_ms: i64, delay: Duration) -> i64 {
-    let delay = i64::try_from(delay.as_nanos().div_ceil(1_000_000)).unwrap_or(i64::MAX);
-    now_ms.saturating_add(delay)
-}
-
 /// Claims up to `limit` due jobs at `now_ms` for `lease`. A job is due when it is pending or
 /// retrying and its time (kept in milliseconds) has come, or running with an expired lease. Jobs of disabled
 /// destinations wait; for destinations in `fifo`, only the oldest unfinished job of each
@@ -164,13 +151,6 @@ fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<Cl
     })
 }
 
-pub(crate) fn key(source: &str, identity: &str) -> Result<ReceiptKey, StoreError> {
-    Ok(ReceiptKey {
-        source: SourceName::new(source).map_err(|_| StoreError::Malformed("source name"))?,
-        identity: Identity::new(identity).map_err(|_| StoreError::Malformed("identity"))?,
-    })
-}
-
 /// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current.
 /// A retry is due `now_ms` plus its delay, to the millisecond.
 pub fn complete(
@@ -197,27 +177,21 @@ pub fn complete(
     if decision == Decision::DisableDestination {
         disable_destination(conn, &job.destination, "410 Gone", now)?;
     }
-    let (state, next_ms, error) = transition(decision, attempt, now_ms);
+    let next = Transition::after_attempt(decision, attempt.error.as_deref(), now_ms);
     let changed = conn
         .prepare_cached(
             "UPDATE jobs SET state = ?3, next_attempt_at_ms = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
          WHERE id = ?1 AND lease_token = ?2 AND state = 'running'",
         )?
-        .execute(params![job.id, job.lease_token, state.as_str(), next_ms, bounded(error.as_deref()), now.0])?;
+        .execute(params![
+            job.id,
+            job.lease_token,
+            next.state.as_str(),
+            next.next_attempt_at_ms,
+            bounded(next.error.as_deref()),
+            now.0
+        ])?;
     Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
-}
-
-/// What a job becomes after an attempt: its state, when it is next due (milliseconds),
-/// and the error kept with it. The same on both backends.
-pub(crate) fn transition(decision: Decision, attempt: &AttemptRecord, now_ms: i64) -> (JobState, i64, Option<String>) {
-    match decision {
-        Decision::Succeeded => (JobState::Succeeded, now_ms, None),
-        Decision::RetryAfter(delay) => (JobState::Retrying, due_ms(now_ms, delay), attempt.error.clone()),
-        Decision::Dead(reason) => (JobState::Dead, now_ms, Some(reason.describe())),
-        Decision::DisableDestination => {
-            (JobState::Retrying, now_ms, Some("destination answered 410 Gone and was disabled".to_owned()))
-        }
-    }
 }
 
 /// Marks `destination` disabled: none of its jobs is claimed until it is enabled again.
@@ -253,40 +227,6 @@ const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_
     WHERE j.state = ?1 AND e.payload_purged = 0 AND (?2 IS NULL OR e.source = ?2) AND (?3 IS NULL OR e.identity = ?3)
       AND (?4 IS NULL OR j.destination = ?4)
       AND (?5 IS NULL OR e.received_at >= ?5) AND (?6 IS NULL OR e.received_at < ?6)";
-
-impl ReplayFilter {
-    pub(crate) fn replayed_state(&self) -> Result<JobState, StoreError> {
-        let state = self.state.unwrap_or(JobState::Dead);
-        if state.is_replayable() {
-            Ok(state)
-        } else {
-            Err(StoreError::Malformed("only succeeded, dead or superseded jobs can be replayed"))
-        }
-    }
-
-    /// The values both backends' `MATCHING` query binds as its first six parameters.
-    pub(crate) fn bindings(&self) -> Result<FilterBindings<'_>, StoreError> {
-        Ok(FilterBindings {
-            state: self.replayed_state()?.as_str(),
-            source: self.source.as_deref(),
-            identity: self.identity.as_deref(),
-            destination: self.destination.as_deref(),
-            since: self.since.map(|t| t.0),
-            until: self.until.map(|t| t.0),
-        })
-    }
-}
-
-/// A [`ReplayFilter`] as the six values its query binds, in order: state, source,
-/// identity, destination, since, until.
-pub(crate) struct FilterBindings<'a> {
-    pub state: &'static str,
-    pub source: Option<&'a str>,
-    pub identity: Option<&'a str>,
-    pub destination: Option<&'a str>,
-    pub since: Option<i64>,
-    pub until: Option<i64>,
-}
 
 impl FilterBindings<'_> {
     /// The six values followed by `more`, as SQLite parameters `?1`… .

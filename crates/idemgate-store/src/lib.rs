@@ -20,6 +20,7 @@ mod lock;
 pub mod maintenance;
 
 mod migrations;
+mod model;
 mod postgres;
 mod reader;
 mod sqlite;

@@ -7,7 +7,7 @@ use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde_json::Value;
 
-use crate::{StoreError, StoreOptions, migrations, sqlite::open_connection, writer::parse_result};
+use crate::{StoreError, StoreOptions, migrations, model::parse_result, sqlite::open_connection};
 
 /// A stored receipt: the durable record that an event was processed.
 #[derive(Debug, Clone, PartialEq)]

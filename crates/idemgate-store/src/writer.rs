@@ -16,12 +16,21 @@ use std::{
     time::{Duration, Instant},
 };
 
-use idemgate_core::{BodyHash, Outcome, ReceiptKey, UnixTime, outcome::FailureCause};
+use idemgate_core::{
+    BodyHash, Outcome, ReceiptKey, UnixTime,
+    outcome::{FailureCause, Repeat},
+};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{HandlerError, StoreError, StoreOptions, lock::WriterLock, migrations, sqlite::open_connection};
+use crate::{
+    HandlerError, StoreError, StoreOptions,
+    lock::WriterLock,
+    migrations,
+    model::{conflict_not_recorded, parse_result},
+    sqlite::open_connection,
+};
 
 /// The effect of a first delivery, run inside the receipt's transaction. Whatever it
 /// writes through the connection commits together with the receipt, or not at all.
@@ -381,7 +390,7 @@ fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Hand
     let key = &request.key;
     let savepoint = tx.savepoint()?;
     if let Some((hash, result)) = existing_receipt(&savepoint, key)? {
-        if hash == request.body_hash.0 {
+        if Repeat::judge(&hash, &request.body_hash) == Repeat::Duplicate {
             return Ok(Outcome::Duplicate { result: parse_result(&result)? });
         }
         record_conflict(&savepoint, request);
@@ -459,10 +468,6 @@ fn body_receipt_result(conn: &Connection, request: &ReceiveRequest) -> Result<St
     Ok(result)
 }
 
-pub(crate) fn parse_result(text: &str) -> Result<Value, StoreError> {
-    serde_json::from_str(text).map_err(|_| StoreError::Malformed("receipt result is not json"))
-}
-
 /// Remembers a conflicting repeat for the operator.
 ///
 /// Failing to record it does not change the answer, on either backend: the conflict is a
@@ -485,11 +490,4 @@ fn record_conflict(conn: &Connection, request: &ReceiveRequest) {
         }
         Err(err) => conflict_not_recorded(key, &err),
     }
-}
-
-/// What either backend does when a conflict could not be recorded: it is still answered
-/// as a conflict, and the operator is told here.
-pub(crate) fn conflict_not_recorded(key: &ReceiptKey, err: &dyn std::fmt::Display) {
-    metrics::counter!("idemgate_conflicts_unrecorded_total", "source" => key.source.to_string()).increment(1);
-    tracing::error!(source = %key.source, identity = %key.identity, error = %err, "conflicting repeat refused, but could not be recorded");
 }

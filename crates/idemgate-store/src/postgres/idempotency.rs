@@ -10,7 +10,8 @@ use idemgate_core::idempotency::Fingerprint;
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
-    idempotency::{Begin, Existing, Lifetimes, RecordKey, StoredResponse, ms},
+    idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
+    model::{IdempotencyRow, ms},
 };
 
 impl PgStore {
@@ -67,7 +68,7 @@ impl PgStore {
             return Ok(Begin::InFlight { retry_after: Duration::from_millis(10) });
         };
         let status: Option<i32> = row.try_get(4)?;
-        let existing = Existing {
+        let existing = IdempotencyRow {
             fingerprint: row.try_get(0)?,
             state: row.try_get(1)?,
             lock_token: row.try_get(2)?,

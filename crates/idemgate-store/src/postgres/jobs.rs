@@ -4,15 +4,14 @@
 
 use std::time::Duration;
 
-use idemgate_core::{UnixTime, retry::Decision};
+use idemgate_core::{UnixTime, job::Transition, retry::Decision};
 use tokio_postgres::types::ToSql;
 
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
-    jobs::{
-        AttemptRecord, ClaimedJob, Completion, FilterBindings, ReplayFilter, bounded, key, second_of, secs, transition,
-    },
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+    model::{FilterBindings, bounded, key, second_of, secs},
 };
 
 /// A filter's six values followed by `more`, as parameters `$1`… .
@@ -291,7 +290,7 @@ impl Columns {
             if *decision == Decision::DisableDestination {
                 c.disable.push(job.destination.clone());
             }
-            let (state, next_ms, error) = transition(*decision, attempt, now_ms);
+            let next = Transition::after_attempt(*decision, attempt.error.as_deref(), now_ms);
             c.id.push(job.id);
             c.token.push(job.lease_token);
             c.attempt.push(i32::try_from(job.attempt).unwrap_or(i32::MAX));
@@ -300,9 +299,9 @@ impl Columns {
             c.status.push(attempt.status.map(i32::from));
             c.error.push(bounded(attempt.error.as_deref()));
             c.response_prefix.push(bounded(attempt.response_prefix.as_deref()));
-            c.state.push(state.as_str());
-            c.next_attempt_at_ms.push(next_ms);
-            c.last_error.push(bounded(error.as_deref()));
+            c.state.push(next.state.as_str());
+            c.next_attempt_at_ms.push(next.next_attempt_at_ms);
+            c.last_error.push(bounded(next.error.as_deref()));
         }
         c
     }

@@ -1,13 +1,16 @@
 //! Receipts and the gateway's inbox on PostgreSQL: one transaction per delivery that
 //! inserts the receipt, the event and its jobs, or finds the receipt already there.
 
-use idemgate_core::{Outcome, outcome::FailureCause};
+use idemgate_core::{
+    Outcome,
+    outcome::{FailureCause, Repeat},
+};
 
 use super::{PgStore, retrying};
 use crate::{
     ErrorKind, ReceiveRequest, StoreError,
     inbox::{IncomingEvent, Version},
-    writer::{conflict_not_recorded, parse_result},
+    model::{conflict_not_recorded, parse_result},
 };
 
 impl PgStore {
@@ -242,7 +245,7 @@ async fn repeat(
         return Err(StoreError::Malformed("receipt vanished during its lookup"));
     };
     let hash: Vec<u8> = row.try_get(0)?;
-    if hash == request.body_hash.0 {
+    if Repeat::judge(&hash, &request.body_hash) == Repeat::Duplicate {
         let result: String = row.try_get(1)?;
         return Ok(Outcome::Duplicate { result: parse_result(&result)? });
     }

@@ -8,8 +8,8 @@ use super::{PgStore, sql_limit};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
+    model::parse_result,
     views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
-    writer::parse_result,
 };
 
 fn unsigned(value: i64) -> u64 {
