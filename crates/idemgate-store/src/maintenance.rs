@@ -16,7 +16,7 @@ use std::{
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
-use crate::{StoreError, StoreOptions, lock::WriterLock, migrations, sqlite::open_connection};
+use crate::{StoreError, StoreOptions, lock::WriterLock, migrations, model::cutoff, sqlite::open_connection};
 
 /// How long one source's receipts and payloads are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,10 +41,6 @@ pub struct PurgeReport {
     pub payloads: usize,
     /// Conflict records deleted with their receipts' age.
     pub conflicts: usize,
-}
-
-pub(crate) fn cutoff(now: UnixTime, keep: Duration) -> i64 {
-    now.0.saturating_sub(i64::try_from(keep.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// Events of `?1` received before `?2` whose jobs are all finished and that hold no

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use idemgate_core::{
-    Identity, ReceiptKey, SourceName,
+    Identity, ReceiptKey, SourceName, UnixTime,
     idempotency::{Fingerprint, Found, HeldRecord},
     job::JobState,
 };
@@ -35,6 +35,11 @@ pub(crate) fn ms(duration: Duration) -> i64 {
 /// The whole second `now_ms` falls in, for the second-granular columns (leases, `updated_at`).
 pub(crate) fn second_of(now_ms: i64) -> i64 {
     now_ms.div_euclid(1000)
+}
+
+/// The time `keep` before `now`, in seconds: what is older goes.
+pub(crate) fn cutoff(now: UnixTime, keep: Duration) -> i64 {
+    now.0.saturating_sub(secs(keep))
 }
 
 /// A stored (source, identity) as a receipt key.

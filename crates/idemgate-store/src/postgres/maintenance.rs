@@ -6,7 +6,8 @@ use idemgate_core::UnixTime;
 use super::PgStore;
 use crate::{
     StoreError,
-    maintenance::{PurgeReport, Retention, cutoff},
+    maintenance::{PurgeReport, Retention},
+    model::cutoff,
 };
 
 /// Events of `$1` received before `$2` whose jobs are all finished and that hold no
