@@ -3,10 +3,8 @@
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
-use idemgate_core::{
-    Clock, SystemClock,
-    retry::{AttemptResult, Decision, RetryPolicy, parse_retry_after},
-};
+use idemgate_clock::{Clock, SystemClock};
+use idemgate_core::retry::{AttemptResult, Decision, RetryPolicy, parse_retry_after};
 use reqwest::header::RETRY_AFTER;
 
 use crate::{Request, request::generate_id};

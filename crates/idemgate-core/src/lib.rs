@@ -23,4 +23,4 @@ pub use outcome::{Outcome, Rejection};
 pub use receipt::{Identity, ReceiptKey, SourceName};
 pub use scheme::{AuthError, Scheme, VerifiedDelivery};
 pub use secret::{Secret, SecretSet};
-pub use time::{Clock, ManualClock, SystemClock, UnixTime};
+pub use time::UnixTime;

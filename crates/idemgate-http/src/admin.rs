@@ -18,13 +18,14 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
+use idemgate_clock::Clock;
 use idemgate_core::{Identity, ReceiptKey, Secret, SourceName, UnixTime, job::JobState};
 use idemgate_store::{Store, StoreError, jobs::ReplayFilter, views::EventFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::{DeliveryAnswer, RejectionCounts, body::read_limited, session::Sessions, system_now};
+use crate::{DeliveryAnswer, RejectionCounts, body::read_limited, session::Sessions};
 
 /// Largest request body the admin routes read (replay filters and dashboard forms).
 const BODY_LIMIT: usize = 64 * 1024;
@@ -47,6 +48,8 @@ pub struct AdminState {
     pub tls: bool,
     /// How long a client may take to send a request body.
     pub body_timeout: Duration,
+    /// Where replays and re-enabled destinations read the time.
+    pub clock: Arc<dyn Clock>,
 }
 
 #[derive(OpenApi)]
@@ -344,7 +347,7 @@ async fn replay_event(
         state: replay_state(query.state.as_deref())?,
         ..ReplayFilter::default()
     };
-    let replayed = state.store.replay_jobs(filter, system_now(), 10_000).await?;
+    let replayed = state.store.replay_jobs(filter, state.clock.now(), 10_000).await?;
     Ok(Json(Replayed { replayed }))
 }
 
@@ -373,7 +376,7 @@ async fn replay_bulk(
         until: request.until.map(UnixTime),
         identity: None,
     };
-    let replayed = state.store.replay_all(filter, system_now(), 500, |_, _| std::future::ready(())).await?;
+    let replayed = state.store.replay_all(filter, state.clock.now(), 500, |_, _| std::future::ready(())).await?;
     Ok(Json(Replayed { replayed }))
 }
 
@@ -445,6 +448,6 @@ async fn enable_destination(
     State(state): State<AdminState>,
     Path(name): Path<String>,
 ) -> Result<Json<Enabled>, AdminError> {
-    let was_disabled = state.store.enable_destination(name, system_now()).await?;
+    let was_disabled = state.store.enable_destination(name, state.clock.now()).await?;
     Ok(Json(Enabled { was_disabled }))
 }

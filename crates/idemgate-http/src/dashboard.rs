@@ -8,7 +8,7 @@
 //! say), so every state-changing request must also come from the dashboard's own origin
 //! (`Sec-Fetch-Site`, `Origin`) and, once signed in, carry the session's CSRF token.
 
-use std::{fmt::Write as _, time::Instant};
+use std::fmt::Write as _;
 
 use axum::{
     Form, Router,
@@ -20,7 +20,7 @@ use axum::{
 use idemgate_store::{StoreError, jobs::ReplayFilter};
 use serde::Deserialize;
 
-use crate::{admin::AdminState, session::token_matches, system_now};
+use crate::{admin::AdminState, session::token_matches};
 
 const COOKIE: &str = "idemgate_admin";
 
@@ -47,7 +47,7 @@ fn signed_in(state: &AdminState, headers: &HeaderMap) -> Option<SignedIn> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .find_map(|pair| pair.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_owned))?;
-    let csrf = state.sessions.csrf(&id, Instant::now())?;
+    let csrf = state.sessions.csrf(&id, state.clock.now_ms())?;
     Some(SignedIn { id, csrf })
 }
 
@@ -83,7 +83,7 @@ fn form_session(state: &AdminState, headers: &HeaderMap, csrf: &str) -> Result<S
         return Err(FormRefused::Forbidden);
     }
     let Some(session) = signed_in(state, headers) else { return Err(FormRefused::SignedOut) };
-    if !state.sessions.csrf_matches(&session.id, csrf, Instant::now()) {
+    if !state.sessions.csrf_matches(&session.id, csrf, state.clock.now_ms()) {
         return Err(FormRefused::Forbidden);
     }
     Ok(session)
@@ -163,7 +163,7 @@ async fn login(State(state): State<AdminState>, headers: HeaderMap, Form(form): 
         return (StatusCode::UNAUTHORIZED, layout("idemgate: sign in", "<p class=\"bad\">Wrong token.</p>"))
             .into_response();
     }
-    match state.sessions.create(Instant::now()) {
+    match state.sessions.create(state.clock.now_ms()) {
         Ok(session) => {
             let cookie =
                 session_cookie(&session.id, state.sessions.lifetime().as_secs(), over_https(&headers, state.tls));
@@ -282,7 +282,7 @@ async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form):
         return refusal.into_response();
     }
     let filter = ReplayFilter { source: Some(form.source), identity: Some(form.identity), ..ReplayFilter::default() };
-    match state.store.replay_jobs(filter, system_now(), 1000).await {
+    match state.store.replay_jobs(filter, state.clock.now(), 1000).await {
         Ok(_) => Redirect::to("/admin/").into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard replay failed");

@@ -56,7 +56,7 @@ pub struct Delivered {
 /// as a value.
 #[must_use]
 pub fn system_now() -> UnixTime {
-    idemgate_core::Clock::now(&idemgate_core::SystemClock)
+    idemgate_clock::Clock::now(&idemgate_clock::SystemClock)
 }
 
 /// Rejections counted by source and bounded reason: what the operator sees instead of

@@ -2,13 +2,10 @@
 //! the token itself, so a leaked cookie expires, can be signed out, and tells nothing about
 //! the token. Sessions live in memory (a restart signs everyone out), bounded in number;
 //! each carries its own CSRF token for the dashboard's forms. The map is keyed by the
-//! SHA-256 of the id, so the ids themselves are not kept.
+//! SHA-256 of the id, so the ids themselves are not kept. Times are milliseconds since the
+//! epoch from the admin listener's clock, so expiry is tested on a manual clock.
 
-use std::{
-    collections::HashMap,
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 use idemgate_core::Secret;
 use sha2::{Digest, Sha256};
@@ -34,7 +31,7 @@ pub struct NewSession {
 }
 
 struct Session {
-    expires: Instant,
+    expires_ms: i64,
     csrf: String,
 }
 
@@ -63,28 +60,35 @@ impl Sessions {
         self.lifetime
     }
 
-    /// Starts a session at `now`, dropping expired ones and, when full, the oldest.
-    pub fn create(&self, now: Instant) -> Result<NewSession, NoRandomness> {
+    fn lifetime_ms(&self) -> i64 {
+        i64::try_from(self.lifetime.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Starts a session at `now_ms`, dropping expired ones and, when full, the oldest.
+    pub fn create(&self, now_ms: i64) -> Result<NewSession, NoRandomness> {
         let id = random_hex()?;
         let csrf = random_hex()?;
         let mut sessions = self.lock();
-        sessions.retain(|_, s| s.expires > now);
+        sessions.retain(|_, s| s.expires_ms > now_ms);
         if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions.iter().min_by_key(|(_, s)| s.expires).map(|(k, _)| *k)
+            && let Some(oldest) = sessions.iter().min_by_key(|(_, s)| s.expires_ms).map(|(k, _)| *k)
         {
             sessions.remove(&oldest);
         }
-        sessions.insert(digest(id.as_bytes()), Session { expires: now + self.lifetime, csrf: csrf.clone() });
+        sessions.insert(
+            digest(id.as_bytes()),
+            Session { expires_ms: now_ms.saturating_add(self.lifetime_ms()), csrf: csrf.clone() },
+        );
         Ok(NewSession { id, csrf })
     }
 
     /// The CSRF token of the live session `id`; `None` if unknown, signed out or expired.
     #[must_use]
-    pub fn csrf(&self, id: &str, now: Instant) -> Option<String> {
+    pub fn csrf(&self, id: &str, now_ms: i64) -> Option<String> {
         let mut sessions = self.lock();
         let key = digest(id.as_bytes());
         match sessions.get(&key) {
-            Some(s) if s.expires > now => Some(s.csrf.clone()),
+            Some(s) if s.expires_ms > now_ms => Some(s.csrf.clone()),
             Some(_) => {
                 sessions.remove(&key);
                 None
@@ -95,8 +99,8 @@ impl Sessions {
 
     /// Whether `given` is the CSRF token of the live session `id`.
     #[must_use]
-    pub fn csrf_matches(&self, id: &str, given: &str, now: Instant) -> bool {
-        self.csrf(id, now).is_some_and(|csrf| digest_eq(csrf.as_bytes(), given.as_bytes()))
+    pub fn csrf_matches(&self, id: &str, given: &str, now_ms: i64) -> bool {
+        self.csrf(id, now_ms).is_some_and(|csrf| digest_eq(csrf.as_bytes(), given.as_bytes()))
     }
 
     /// Signs the session `id` out.
@@ -140,15 +144,15 @@ mod tests {
     #[test]
     fn a_session_lives_until_its_expiry_and_not_after_sign_out() {
         let sessions = Sessions::new(Duration::from_secs(60));
-        let start = Instant::now();
+        let start = 1_800_000_000_000_i64;
         let session = sessions.create(start).unwrap();
         assert_eq!(session.id.len(), 64);
         assert_ne!(session.id, session.csrf);
-        assert_eq!(sessions.csrf(&session.id, start + Duration::from_secs(59)).as_deref(), Some(&*session.csrf));
+        assert_eq!(sessions.csrf(&session.id, start + 59_000).as_deref(), Some(&*session.csrf));
         assert!(sessions.csrf_matches(&session.id, &session.csrf, start));
         assert!(!sessions.csrf_matches(&session.id, "", start));
         assert!(!sessions.csrf_matches(&session.id, &session.id, start));
-        assert_eq!(sessions.csrf(&session.id, start + Duration::from_secs(60)), None, "expired");
+        assert_eq!(sessions.csrf(&session.id, start + 60_000), None, "expired");
         let other = sessions.create(start).unwrap();
         sessions.end(&other.id);
         assert_eq!(sessions.csrf(&other.id, start), None, "signed out");
@@ -158,10 +162,10 @@ mod tests {
     #[test]
     fn sessions_are_bounded_and_the_oldest_goes_first() {
         let sessions = Sessions::new(Duration::from_secs(60));
-        let start = Instant::now();
+        let start = 1_800_000_000_000_i64;
         let first = sessions.create(start).unwrap();
         let ids: Vec<String> =
-            (1..=MAX_SESSIONS as u64).map(|i| sessions.create(start + Duration::from_millis(i)).unwrap().id).collect();
+            (1..=MAX_SESSIONS as u64).map(|i| sessions.create(start + i as i64).unwrap().id).collect();
         assert_eq!(sessions.lock().len(), MAX_SESSIONS);
         assert_eq!(sessions.csrf(&first.id, start), None);
         assert!(ids.iter().all(|id| sessions.csrf(id, start).is_some()));

@@ -1,3 +1,3 @@
-//! The worker's clock is the core's: injectable, so retry timing is tested without sleeping.
+//! The worker's clock is `idemgate-clock`'s: injectable, so retry timing is tested without sleeping.
 
-pub use idemgate_core::time::{Clock, ManualClock, SystemClock};
+pub use idemgate_clock::{Clock, ManualClock, SystemClock};

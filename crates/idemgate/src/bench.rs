@@ -161,7 +161,7 @@ fn events_workload(
     body: impl Fn(&str, usize) -> String,
 ) -> Vec<Prepared> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let now = idemgate_core::Clock::now(&idemgate_core::SystemClock);
+    let now = idemgate_clock::Clock::now(&idemgate_clock::SystemClock);
     let repeats = (events as f64 * redeliver.max(0.0)).round() as usize;
     let picks = (0..events).chain((0..repeats).map(|_| rng.usize(..events.max(1))));
     let mut prepared: Vec<Prepared> = picks

@@ -14,7 +14,8 @@ use axum::{
     routing::{MethodRouter, get, post},
 };
 use http::{HeaderName, header::CONTENT_TYPE};
-use idemgate_core::{Rejection, SystemClock, json};
+use idemgate_clock::SystemClock;
+use idemgate_core::{Rejection, json};
 
 use idemgate_http::{
     Accepted, AnswerStyle, Checked, Inbound, RejectionCounts,

@@ -6,7 +6,7 @@
 //! settings, [`gateway`] assembles the routes from them, [`outbound`] the worker that
 //! forwards stored events, and [`verify`] explains offline why a captured delivery would be
 //! refused. It also re-exports the workspace crates so an application depends on one
-//! crate: [`core`] (pure decisions), [`store`] (receipts on SQLite), [`http`] (the axum
+//! crate: [`core`] (pure decisions), [`clock`] (where the time is read), [`store`] (receipts on SQLite), [`http`] (the axum
 //! edge), [`worker`] (delivery). `examples/counter.rs` shows the library path.
 
 pub mod availability;
@@ -21,6 +21,7 @@ pub mod send;
 
 pub mod verify;
 
+pub use idemgate_clock as clock;
 pub use idemgate_core as core;
 pub use idemgate_http as http;
 pub use idemgate_store as store;

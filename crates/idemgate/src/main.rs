@@ -16,7 +16,8 @@ use idemgate::{
     config::{self, Config},
     gateway, operator, outbound, send, verify,
 };
-use idemgate_core::{Secret, SystemClock, UnixTime, job::JobState};
+use idemgate_clock::{Clock, SystemClock};
+use idemgate_core::{Secret, UnixTime, job::JobState};
 use idemgate_http::{ServeOptions, idempotency, serve, system_now, termination_signal};
 use idemgate_store::{SqliteReader, Store, jobs::ReplayFilter, maintenance, views};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -414,9 +415,11 @@ fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
         Command::Serve { .. } => serve_gateway(config()?, true),
         Command::Worker { .. } => serve_gateway(config()?, false),
         Command::Verify { source, headers, body, at, .. } => verify_capture(&config()?, &source, &headers, &body, at),
-        Command::Events { command: EventsCommand::Replay { filter, .. } } => replay(&config()?, filter),
+        Command::Events { command: EventsCommand::Replay { filter, .. } } => replay(&config()?, filter, &SystemClock),
         Command::Events { command } => events_view(&config()?, command),
-        Command::Destination { command: DestinationCommand::Enable { name, .. } } => enable(&config()?, name),
+        Command::Destination { command: DestinationCommand::Enable { name, .. } } => {
+            enable(&config()?, name, &SystemClock)
+        }
         Command::Bench { workload } => bench(workload),
         Command::Send(args) => send_command(args),
         Command::Store { command } => store_command(&config()?, command),
@@ -565,6 +568,7 @@ async fn serve_admin(
         sessions: Arc::new(idemgate_http::session::Sessions::new(admin.session_lifetime)),
         tls: admin.tls.is_some(),
         body_timeout: server.body_timeout,
+        clock: Arc::new(SystemClock),
     };
     let options = ServeOptions {
         header_timeout: server.header_timeout,
@@ -593,7 +597,7 @@ fn print_line(line: &str) -> anyhow::Result<()> {
 
 /// Replays the jobs matching at the start, in batches, so a large replay shows its progress
 /// and never holds the write lock for long.
-fn replay(config: &Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
+fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
     let filter = ReplayFilter {
         source: args.source,
         identity: args.identity,
@@ -610,7 +614,7 @@ fn replay(config: &Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let replayed = store
-            .replay_all(filter, system_now(), REPLAY_BATCH, |done, total| {
+            .replay_all(filter, clock.now(), REPLAY_BATCH, |done, total| {
                 progress.set_length(total as u64);
                 progress.set_position(done as u64);
                 std::future::ready(())
@@ -622,14 +626,14 @@ fn replay(config: &Config, args: ReplayArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn enable(config: &Config, name: String) -> anyhow::Result<ExitCode> {
+fn enable(config: &Config, name: String, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
     if !config.destinations.contains_key(&name) {
         return Err(anyhow!("no destination {name:?} in the configuration"));
     }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the runtime")?;
     runtime.block_on(async move {
         let store = open_store(config).await?;
-        let was_disabled = store.enable_destination(name.clone(), system_now()).await?;
+        let was_disabled = store.enable_destination(name.clone(), clock.now()).await?;
         print_line(&format!(
             "{name}: {}",
             if was_disabled { "enabled; waiting jobs are due now" } else { "was not disabled" }

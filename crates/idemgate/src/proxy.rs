@@ -20,7 +20,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use http::{HeaderMap, HeaderName, HeaderValue, header};
-use idemgate_core::Clock;
+use idemgate_clock::Clock;
 use idemgate_http::{Peer, answer::ProxyAnswer, body::read_limited, idempotency::IdempotencyLayer};
 use idemgate_store::Store;
 use percent_encoding::percent_decode_str;

@@ -5,7 +5,7 @@ use std::{
     time::Duration,
 };
 
-use idemgate_core::{Clock, SystemClock};
+use idemgate_clock::{Clock, SystemClock};
 use idemgate_store::Store;
 use tower::Layer;
 

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod admin;
+
 use std::{
     io::{Read, Write},
     net::{SocketAddr, TcpStream},
@@ -12,7 +14,7 @@ use std::{
 };
 
 use axum::{Router, extract::State, routing::post};
-use idemgate_core::{ManualClock, UnixTime};
+use idemgate_clock::{ManualClock, UnixTime};
 use idemgate_http::{
     ServeOptions,
     idempotency::{IdempotencyConfig, IdempotencyLayer},
@@ -88,7 +90,7 @@ async fn after_the_retention_a_request_with_the_same_key_is_a_new_operation() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     clock.advance(3 * 3600);
     assert_eq!(
-        store.purge_idempotency(idemgate_core::Clock::now_ms(&*clock), 100).await.unwrap(),
+        store.purge_idempotency(idemgate_clock::Clock::now_ms(&*clock), 100).await.unwrap(),
         1,
         "the purge removes expired records"
     );
