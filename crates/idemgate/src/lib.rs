@@ -17,6 +17,7 @@ pub mod gateway;
 pub mod operator;
 pub mod outbound;
 pub mod proxy;
+pub mod run;
 pub mod send;
 
 pub mod verify;

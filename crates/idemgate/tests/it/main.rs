@@ -9,6 +9,7 @@ mod gateway_cli;
 mod gateway_dashboard;
 mod gateway_delivery;
 mod gateway_harness;
+mod gateway_in_process;
 mod gateway_startup;
 mod harness;
 mod hostile_clients;

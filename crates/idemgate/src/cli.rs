@@ -1,0 +1,317 @@
+//! The command line: clap's types for every subcommand, kept apart from what the commands
+//! do (`commands`). `--config` is global, so it goes before or after the subcommand.
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::{Parser, Subcommand};
+use idemgate_core::job::JobState;
+#[derive(Parser)]
+#[command(version, about = "Webhook inbox and idempotency gateway")]
+pub(crate) struct Cli {
+    /// The TOML configuration file.
+    #[arg(global = true, long, env = "IDEMGATE_CONFIG", default_value = "idemgate.toml")]
+    pub(crate) config: PathBuf,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Receive webhooks for the configured sources (and deliver them, unless
+    /// `[worker] enabled = false`).
+    Serve,
+    /// Deliver stored events to their destinations, without receiving any.
+    Worker,
+    /// Check a captured request offline against a source's configuration.
+    Verify {
+        /// The source id (its `[sources.<id>]` table).
+        #[arg(long)]
+        source: String,
+        /// File with the request's headers, one `Name: value` per line.
+        #[arg(long)]
+        headers: PathBuf,
+        /// File with the raw body bytes.
+        #[arg(long)]
+        body: PathBuf,
+        /// Judge the timestamp as of this unix time instead of now.
+        #[arg(long)]
+        at: Option<i64>,
+    },
+    /// Work with stored events.
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
+    /// Work with destinations.
+    Destination {
+        #[command(subcommand)]
+        command: DestinationCommand,
+    },
+    /// Retention and backups.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
+    /// Send one request and retry it safely (or, with --repeat, many).
+    Send(SendArgs),
+    /// Drive a server with load over real HTTP and report throughput and latency.
+    Bench {
+        #[command(subcommand)]
+        workload: BenchWorkload,
+    },
+}
+
+#[derive(clap::Args)]
+pub(crate) struct SendArgs {
+    /// Where to send it.
+    pub(crate) url: String,
+    /// The HTTP method.
+    #[arg(long, short = 'X', default_value = "POST")]
+    pub(crate) method: String,
+    /// A header, `Name: value` (repeatable).
+    #[arg(long = "header", short = 'H')]
+    pub(crate) headers: Vec<String>,
+    /// The body, sent byte for byte.
+    #[arg(long, short = 'd', conflicts_with = "data_file")]
+    pub(crate) data: Option<String>,
+    /// Read the body from this file (`-` for standard input).
+    #[arg(long)]
+    pub(crate) data_file: Option<PathBuf>,
+    /// Sign as a webhook with this scheme (standard-webhooks, demo-webhook-v1, github,
+    /// stripe, shopify, slack).
+    #[arg(long, requires = "secret")]
+    pub(crate) scheme: Option<String>,
+    /// The signing secret: `env:NAME` or `file:PATH` (a literal works but shows in `ps`).
+    #[arg(long)]
+    pub(crate) secret: Option<String>,
+    /// The webhook's event identity (`webhook-id`, `X-GitHub-Delivery`, ...); generated
+    /// once when absent, and kept on every retry.
+    #[arg(long)]
+    pub(crate) event_id: Option<String>,
+    /// The Idempotency-Key, so separate invocations share one operation; generated once
+    /// per operation for POST, PATCH and DELETE when absent.
+    #[arg(long)]
+    pub(crate) idempotency_key: Option<String>,
+    /// Attempts in all, the first included.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) max_attempts: u32,
+    /// Timeout of one attempt.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub(crate) timeout: Duration,
+    /// Show every attempt on stderr.
+    #[arg(long, short)]
+    pub(crate) verbose: bool,
+    /// Send this many operations (each with its own key or event id unless one is given).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) repeat: usize,
+    /// Operations in flight at once with --repeat.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) concurrency: usize,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum BenchWorkload {
+    /// Signed increments against a server speaking the counter contract
+    /// (`shared/contracts/counter-example.md`); checks exactly-once at the end.
+    Counter {
+        /// The webhook URL, e.g. http://127.0.0.1:8081/webhook.
+        #[arg(long)]
+        target: String,
+        /// Environment variable holding the 64-hex-character secret.
+        #[arg(long, default_value = "COUNTER_SECRET")]
+        secret_env: String,
+        /// Distinct events.
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+        /// Redeliveries, as a share of the events (0.2 = one in five is sent twice).
+        #[arg(long, default_value_t = 0.2)]
+        redeliver: f64,
+        #[command(flatten)]
+        run: BenchRun,
+    },
+    /// Signed webhook events against a gateway source (`POST /in/<route>`); checks that
+    /// every event was accepted exactly once.
+    Webhooks {
+        /// The source's URL, e.g. http://127.0.0.1:8080/in/demo; several, comma-separated,
+        /// share the connections round-robin (instances on one store).
+        #[arg(long)]
+        target: String,
+        /// The source's scheme.
+        #[arg(long, default_value = "standard-webhooks")]
+        scheme: String,
+        /// The signing secret: `env:NAME`, `file:PATH` or a literal.
+        #[arg(long)]
+        secret: String,
+        /// Distinct events.
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+        /// Redeliveries, as a share of the events.
+        #[arg(long, default_value_t = 0.2)]
+        redeliver: f64,
+        #[command(flatten)]
+        run: BenchRun,
+    },
+    /// Fill a store with synthetic receipts, to measure throughput on a large store.
+    Seed {
+        /// The SQLite file (created if missing).
+        #[arg(long)]
+        db: PathBuf,
+        /// The source id the receipts belong to.
+        #[arg(long, default_value = "demo-source")]
+        source: String,
+        /// How many.
+        #[arg(long, default_value_t = 10_000_000)]
+        receipts: u64,
+    },
+    /// POSTs against an API, optionally with Idempotency-Keys.
+    Api {
+        /// The URL to POST to, e.g. http://127.0.0.1:7000/orders.
+        #[arg(long)]
+        target: String,
+        /// Requests in the measured round.
+        #[arg(long, default_value_t = 10_000)]
+        requests: usize,
+        /// `none`: no key; `unique`: a fresh key each; `replay`: the keys of an unmeasured
+        /// first round, sent again.
+        #[arg(long, value_enum, default_value_t = Keys::Unique)]
+        keys: Keys,
+        #[command(flatten)]
+        run: BenchRun,
+    },
+}
+
+/// Idempotency-Keys in `bench api`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Keys {
+    /// No key.
+    None,
+    /// A fresh key each.
+    Unique,
+    /// The keys of an unmeasured first round, sent again.
+    Replay,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct BenchRun {
+    /// Keep-alive connections sending at once.
+    #[arg(long, default_value_t = 32)]
+    pub(crate) concurrency: usize,
+    /// Open loop: send this many requests per second whatever the answers, and count each
+    /// latency from the moment its request was due (default: as fast as answers come).
+    #[arg(long)]
+    pub(crate) rate: Option<f64>,
+    /// Seed for event ids, keys and shuffling (change it to run again on the same store).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum EventsCommand {
+    /// List events, newest first, with their jobs' states.
+    List {
+        /// Only this source id.
+        #[arg(long)]
+        source: Option<String>,
+        /// Only events with a job in this state (e.g. dead).
+        #[arg(long)]
+        state: Option<JobState>,
+        /// Only events with a job for this destination.
+        #[arg(long)]
+        destination: Option<String>,
+        /// Received at or after this unix time.
+        #[arg(long)]
+        since: Option<i64>,
+        /// Received before this unix time.
+        #[arg(long)]
+        until: Option<i64>,
+        /// The next page: events with an id below this.
+        #[arg(long)]
+        before: Option<i64>,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One event: its receipt, jobs and every delivery attempt.
+    Show {
+        /// The source id.
+        source: String,
+        /// The event identity.
+        identity: String,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Counts per source: receipts, conflicts, jobs by state.
+    Stats {
+        /// Only what arrived at or after this unix time.
+        #[arg(long)]
+        since: Option<i64>,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send finished jobs again (default: the dead ones), with the same `webhook-id`.
+    Replay {
+        #[command(flatten)]
+        filter: ReplayArgs,
+    },
+}
+
+#[derive(clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// Only this source id.
+    #[arg(long)]
+    pub(crate) source: Option<String>,
+    /// Only this event identity.
+    #[arg(long)]
+    pub(crate) identity: Option<String>,
+    /// Only this destination.
+    #[arg(long)]
+    pub(crate) destination: Option<String>,
+    /// Jobs in this state: dead (default), superseded (forced delivery) or succeeded (resend).
+    #[arg(long, default_value = "dead")]
+    pub(crate) state: JobState,
+    /// Only events received at or after this unix time.
+    #[arg(long)]
+    pub(crate) since: Option<i64>,
+    /// Only events received before this unix time.
+    #[arg(long)]
+    pub(crate) until: Option<i64>,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum StoreCommand {
+    /// Forget what every source's retention allows (never unfinished work).
+    Purge {
+        /// Only count what would go.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Write a consistent copy of the store to a new file, while servers run.
+    Backup {
+        /// The new file.
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Replace the store with a backup; refused while any idemgate process has it open.
+    Restore {
+        /// The backup file.
+        #[arg(long)]
+        from: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum DestinationCommand {
+    /// Resume deliveries to a destination disabled by a `410 Gone`.
+    Enable {
+        /// The destination's name.
+        name: String,
+    },
+}

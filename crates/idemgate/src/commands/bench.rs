@@ -1,0 +1,44 @@
+//! `idemgate bench`: build a workload, drive it, print the report; exit 1 if exactly-once
+//! failed.
+
+use std::{path::Path, process::ExitCode};
+
+use anyhow::{Context, anyhow};
+use idemgate::{bench, config, send};
+use idemgate_core::Secret;
+use idemgate_http::system_now;
+use idemgate_store::maintenance;
+
+use super::{EXIT_FAILED, print_line};
+use crate::cli::{BenchWorkload, Keys};
+
+pub(super) async fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
+    let (target, work, run) = match workload {
+        BenchWorkload::Seed { db, source, receipts } => {
+            let started = std::time::Instant::now();
+            let written = maintenance::seed_receipts(&db, &source, receipts, system_now())?;
+            print_line(&format!("seeded {written} receipts of {source} in {:.1} s", started.elapsed().as_secs_f64()))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        BenchWorkload::Counter { target, secret_env, events, redeliver, run } => {
+            let text = std::env::var(&secret_env).with_context(|| format!("{secret_env} is not set"))?;
+            let secret = Secret::from_hex(&text, 32).map_err(|err| anyhow!("{secret_env}: {err}"))?;
+            (target, bench::counter_workload(&secret, events, redeliver, run.seed), run)
+        }
+        BenchWorkload::Webhooks { target, scheme, secret, events, redeliver, run } => {
+            let text = config::secrets::resolve("--secret", &secret, Path::new("."), &mut Vec::new())?;
+            let signer = send::signer(&scheme, &text)?;
+            (target, bench::webhook_workload(&signer, events, redeliver, run.seed), run)
+        }
+        BenchWorkload::Api { target, requests, keys, run } => {
+            let work = bench::api_workload(requests, keys != Keys::None, run.seed);
+            if keys == Keys::Replay {
+                bench::drive(&target, work.clone(), run.concurrency, !run.json, None).await?;
+            }
+            (target, work, run)
+        }
+    };
+    let report = bench::drive(&target, work, run.concurrency, !run.json, run.rate).await?;
+    print_line(&if run.json { report.to_json().to_string() } else { report.to_text() })?;
+    Ok(if report.exactly_once == Some(false) { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,78 @@
+//! `idemgate events`: the views of stored events, and replaying finished jobs.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, anyhow};
+use idemgate::{config::Config, operator};
+use idemgate_clock::Clock;
+use idemgate_core::UnixTime;
+use idemgate_store::{SqliteReader, jobs::ReplayFilter, views};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{open_store, print_line};
+use crate::cli::{EventsCommand, ReplayArgs};
+
+/// Jobs replayed per write transaction.
+const REPLAY_BATCH: usize = 500;
+
+/// Replays the jobs matching at the start, in batches, so a large replay shows its progress
+/// and never holds the write lock for long.
+pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
+    let filter = ReplayFilter {
+        source: args.source,
+        identity: args.identity,
+        destination: args.destination,
+        state: Some(args.state),
+        since: args.since.map(UnixTime),
+        until: args.until.map(UnixTime),
+    };
+    let store = open_store(config).await?;
+    let progress = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} jobs replayed")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let replayed = store
+        .replay_all(filter, clock.now(), REPLAY_BATCH, |done, total| {
+            progress.set_length(total as u64);
+            progress.set_position(done as u64);
+            std::future::ready(())
+        })
+        .await?;
+    progress.finish_and_clear();
+    print_line(&format!("replayed {replayed} job(s); the worker delivers them with their original webhook-id"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `events list`, `show` and `stats`.
+pub(super) async fn view(config: &Config, command: EventsCommand) -> anyhow::Result<ExitCode> {
+    if config.store.postgres.is_none() {
+        // A view never creates a store: a missing or foreign file is an error.
+        SqliteReader::open(&config.store.path)
+            .with_context(|| format!("cannot read the store {}", config.store.path.display()))?;
+    }
+    let store = open_store(config).await?;
+    let text = match command {
+        EventsCommand::List { source, state, destination, since, until, before, limit, json } => {
+            let filter = views::EventFilter {
+                source,
+                state: state.map(|s| s.as_str().to_owned()),
+                destination,
+                since: since.map(UnixTime),
+                until: until.map(UnixTime),
+                before_id: before,
+                limit: limit.max(1),
+            };
+            operator::list(&store, filter, json).await?
+        }
+        EventsCommand::Show { source, identity, json } => match operator::show(&store, &source, &identity, json).await?
+        {
+            Some(text) => text,
+            None => return Err(anyhow!("no event {identity:?} from source {source:?}")),
+        },
+        EventsCommand::Stats { since, json } => operator::stats(&store, since.map(UnixTime), json).await?,
+        EventsCommand::Replay { .. } => return Err(anyhow!("replay is not a view")),
+    };
+    store.close().await;
+    print_line(text.trim_end())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,69 @@
+//! `idemgate store`: retention purges, backups and restores.
+
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use idemgate::config::Config;
+use idemgate_http::system_now;
+use idemgate_store::maintenance::{self, PurgeReport};
+
+use super::{open_store, print_line};
+use crate::cli::StoreCommand;
+
+pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Result<ExitCode> {
+    let path = &config.store.path;
+    let line = match command {
+        StoreCommand::Purge { dry_run } => {
+            let report = purge(config, dry_run).await?;
+            let verb = if dry_run { "would purge" } else { "purged" };
+            format!(
+                "{verb} {} receipt(s), {} event(s) with their jobs, {} payload(s), {} conflict record(s)",
+                report.receipts, report.events, report.payloads, report.conflicts
+            )
+        }
+        StoreCommand::Backup { .. } | StoreCommand::Restore { .. } if config.store.postgres.is_some() => {
+            return Err(anyhow!(
+                "store backup and restore work on the SQLite file; back up PostgreSQL with pg_dump or a base backup"
+            ));
+        }
+        StoreCommand::Backup { to } => {
+            let summary = maintenance::backup(path, &to)?;
+            format!(
+                "backup {}: {} receipt(s), {} event(s), {} job(s), one consistent snapshot",
+                to.display(),
+                summary.receipts,
+                summary.events,
+                summary.jobs
+            )
+        }
+        StoreCommand::Restore { from } => {
+            let restored = maintenance::restore(&from, path)?;
+            let kept = restored.kept.map(|kept| format!("; the replaced store is kept as {}", kept.display()));
+            format!(
+                "restored {} from {}: {} receipt(s){}; events received after the backup are forgotten (see the README)",
+                path.display(),
+                from.display(),
+                restored.summary.receipts,
+                kept.unwrap_or_default()
+            )
+        }
+    };
+    print_line(&line)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Purges (or counts) what retention allows: through the store on PostgreSQL, on the file
+/// directly on SQLite.
+async fn purge(config: &Config, dry_run: bool) -> anyhow::Result<PurgeReport> {
+    if config.store.postgres.is_none() {
+        return Ok(maintenance::purge_file(&config.store.path, system_now(), &config.retention(), dry_run)?);
+    }
+    let store = open_store(config).await?;
+    let report = if dry_run {
+        store.purge_dry_run(system_now(), config.retention()).await
+    } else {
+        store.purge(system_now(), config.retention()).await
+    };
+    store.close().await;
+    Ok(report?)
+}

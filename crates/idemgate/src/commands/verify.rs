@@ -1,0 +1,38 @@
+//! `idemgate verify`: why a captured delivery would be accepted or refused, check by check.
+
+use std::{io::Write, path::Path, process::ExitCode};
+
+use anyhow::{Context, anyhow};
+use idemgate::{config::Config, verify};
+use idemgate_core::UnixTime;
+use idemgate_http::system_now;
+
+use super::EXIT_FAILED;
+
+pub(super) fn capture(
+    config: &Config,
+    source: &str,
+    headers: &Path,
+    body: &Path,
+    at: Option<i64>,
+) -> anyhow::Result<ExitCode> {
+    let source = config
+        .sources
+        .iter()
+        .find(|s| s.id.as_str() == source)
+        .ok_or_else(|| anyhow!("no source {source:?} in the configuration"))?;
+    let head = std::fs::read_to_string(headers).with_context(|| format!("cannot read {}", headers.display()))?;
+    let headers = verify::parse_headers(&head).map_err(|err| anyhow!("{}: {err}", headers.display()))?;
+    let body = std::fs::read(body).with_context(|| format!("cannot read {}", body.display()))?;
+    let now = at.map_or_else(system_now, UnixTime);
+    let checks = verify::verify_capture(source, &headers, &body, now);
+    let mut stdout = std::io::stdout().lock();
+    for check in &checks {
+        match &check.result {
+            Ok(found) => writeln!(stdout, "{:<9} ok      {found}", check.name)?,
+            Err(why) => writeln!(stdout, "{:<9} FAILED  {why}", check.name)?,
+        }
+    }
+    let passed = checks.iter().all(|c| c.result.is_ok());
+    Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) })
+}

@@ -1,0 +1,200 @@
+//! The whole gateway started on listeners the caller bound: the sources' routes, the
+//! worker (unless `[worker] enabled = false`), the retention purges and the admin API, until
+//! a shutdown future completes. `idemgate serve` and `idemgate worker` are this function
+//! behind a signal; tests call it in-process on `127.0.0.1:0`.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use idemgate_clock::SystemClock;
+use idemgate_http::{RejectionCounts, ServeOptions, idempotency, serve, system_now};
+use idemgate_store::{Store, maintenance};
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::{net::TcpListener, sync::watch};
+
+use crate::{
+    availability::{Availability, OpenError},
+    config::{AdminConfig, Config, ServerConfig},
+    gateway, outbound,
+};
+
+/// What [`run`] serves on, besides the configuration.
+#[derive(Debug, Default)]
+pub struct RunOptions {
+    /// The public listener; `None` runs the worker alone (`idemgate worker`), whatever
+    /// `[worker] enabled` says.
+    pub public: Option<TcpListener>,
+    /// The admin API's listener; served only when `[admin]` is configured too.
+    pub admin: Option<TcpListener>,
+    /// Renders `/metrics`; `None` answers it with 404 (the recorder is process-wide, so
+    /// only the binary installs one).
+    pub metrics: Option<PrometheusHandle>,
+}
+
+/// Why the gateway could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The store refuses its configuration (`idemgate` exits with 2).
+    #[error("{key}: {source}")]
+    StoreConfig {
+        /// `store.url` or `store.path`.
+        key: &'static str,
+        /// What the store said.
+        source: OpenError,
+    },
+    /// The store could not be opened for another lasting reason.
+    #[error(transparent)]
+    Open(OpenError),
+    /// A `[[proxy]]`'s HTTP client could not be built.
+    #[error("cannot build the proxy's http client")]
+    Proxy(#[source] reqwest::Error),
+    /// The worker's HTTP client could not be built.
+    #[error(transparent)]
+    Worker(#[from] idemgate_worker::http::ClientError),
+    /// A listener failed.
+    #[error(transparent)]
+    Serve(#[from] std::io::Error),
+}
+
+/// Runs the gateway until `shutdown` completes, then drains the listeners and the worker
+/// and closes the store. A store that cannot be opened yet is opened in the background
+/// (`availability`).
+pub async fn run(
+    config: Config,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let (stop, stopped) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    });
+    let availability = match Availability::open(&config.store, stopped.clone()).await {
+        Ok(availability) => Arc::new(availability),
+        Err(source) if source.is_config() => {
+            let key = if config.store.postgres.is_some() { "store.url" } else { "store.path" };
+            return Err(RunError::StoreConfig { key, source });
+        }
+        Err(err) => return Err(RunError::Open(err)),
+    };
+    let store = availability.store.clone();
+    let RunOptions { public, admin, metrics } = options;
+    let receive = public.is_some();
+    let worker = (config.worker.enabled || !receive).then(|| outbound::worker(&config, &store)).transpose()?;
+    let worker = worker.map(|worker| {
+        let (availability, stopped) = (Arc::clone(&availability), stopped.clone());
+        tokio::spawn(async move {
+            if availability.until_open(stopped.clone()).await {
+                worker.run(stopped).await;
+            }
+        })
+    });
+    match public {
+        Some(public) => receive_until_stopped(&config, &availability, public, (admin, metrics), stopped).await?,
+        None => tracing::info!(destinations = config.destinations.len(), "worker running"),
+    }
+    if let Some(worker) = worker {
+        let _ = worker.await;
+    }
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn receive_until_stopped(
+    config: &Config,
+    availability: &Arc<Availability>,
+    listener: TcpListener,
+    (admin_listener, metrics): (Option<TcpListener>, Option<PrometheusHandle>),
+    stopped: watch::Receiver<bool>,
+) -> Result<(), RunError> {
+    let store = &availability.store;
+    let rejections: Arc<RejectionCounts> = Arc::default();
+    let observers = gateway::Observers { metrics, rejections: Arc::clone(&rejections) };
+    let router = gateway::router(config, store, observers).map_err(RunError::Proxy)?;
+    tokio::spawn(purges(config, Arc::clone(availability), stopped.clone()));
+    for source in &config.sources {
+        tracing::info!(source = %source.id, scheme = source.scheme.name(), route = %format!("/in/{}", source.route), "source ready");
+    }
+    let admin = match (&config.admin, admin_listener) {
+        (Some(admin), Some(listener)) => {
+            Some(serve_admin(admin, &config.server, listener, store, rejections, stopped.clone()))
+        }
+        _ => {
+            tracing::info!("admin API off: no [admin] token configured");
+            None
+        }
+    };
+    let serving = ServeOptions {
+        header_timeout: config.server.header_timeout,
+        shutdown_grace: config.server.shutdown_grace,
+        tls: config.server.tls.as_ref().map(|tls| tls.acceptor.clone()),
+    };
+    serve(listener, router, serving, until_stopped(stopped)).await?;
+    if let Some(admin) = admin {
+        let _ = admin.await;
+    }
+    Ok(())
+}
+
+/// Retention (and, with proxies, expired idempotency records) purged once the store is
+/// open, for as long as the server runs.
+fn purges(
+    config: &Config,
+    availability: Arc<Availability>,
+    stopped: watch::Receiver<bool>,
+) -> impl Future<Output = ()> + Send + 'static {
+    let (policies, interval, proxies) = (config.retention(), config.store.purge_interval, !config.proxies.is_empty());
+    async move {
+        if !availability.until_open(stopped).await {
+            return;
+        }
+        let store = availability.store.clone();
+        if proxies {
+            let clock = Arc::new(SystemClock);
+            tokio::spawn(idempotency::purge_expired_every(store.clone(), clock, Duration::from_secs(60)));
+        }
+        purge_every(store, policies, interval).await;
+    }
+}
+
+/// Purges what retention allows, every `interval`, for as long as the server runs.
+async fn purge_every(store: Store, policies: Vec<maintenance::Retention>, interval: Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        match store.purge(system_now(), policies.clone()).await {
+            Ok(report) => tracing::info!(?report, "retention purge"),
+            Err(err) => tracing::warn!(error = %err, "retention purge failed"),
+        }
+    }
+}
+
+/// Starts the admin API on its own listener, with the public listener's timeouts and TLS
+/// (`[admin.tls]` or `[server.tls]`).
+fn serve_admin(
+    admin: &AdminConfig,
+    server: &ServerConfig,
+    listener: TcpListener,
+    store: &Store,
+    rejections: Arc<RejectionCounts>,
+    stopped: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    let state = idemgate_http::admin::AdminState {
+        store: store.clone(),
+        token: admin.token.clone(),
+        rejections,
+        sessions: Arc::new(idemgate_http::session::Sessions::new(admin.session_lifetime)),
+        tls: admin.tls.is_some(),
+        body_timeout: server.body_timeout,
+        clock: Arc::new(SystemClock),
+    };
+    let options = ServeOptions {
+        header_timeout: server.header_timeout,
+        shutdown_grace: server.shutdown_grace,
+        tls: admin.tls.as_ref().map(|tls| tls.acceptor.clone()),
+    };
+    tokio::spawn(serve(listener, idemgate_http::admin::router(state), options, until_stopped(stopped)))
+}
+
+async fn until_stopped(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|stop| *stop).await;
+}
