@@ -294,3 +294,33 @@ fn restore_after_a_crash_keeps_a_copy_with_everything_the_crashed_store_held() {
     assert_eq!(kept.len(), 2, "a second restore keeps its own copy: {kept:?}");
     assert!(kept.iter().any(|path| inbox(path).receipts == everything), "the first copy was not overwritten");
 }
+
+#[test]
+fn the_config_is_found_before_or_after_the_subcommand_and_through_idemgate_config() {
+    let setup = Setup::new(SOURCE);
+    let secret = secret();
+    let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &[("HOOKS_SECRET", &secret)]);
+    let event = body("msg_1", "t.created");
+    let signer = Signer::Standard(vec![9; 32]);
+    assert_eq!(gateway.post("hooks", &signer.headers("msg_1", &event, unix_now()), &event).status(), 202);
+    let config = setup.config();
+    let stats = |args: &[&str], env: &[(&str, &str)]| {
+        let output = std::process::Command::new(crate::gateway_harness::idemgate_bin())
+            .args(args)
+            .env("HOOKS_SECRET", &secret)
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        let stats: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        stats
+    };
+    let config = config.to_str().unwrap();
+    let before = stats(&["--config", config, "events", "stats", "--json"], &[]);
+    let after = stats(&["events", "stats", "--json", "--config", config], &[]);
+    let from_env = stats(&["events", "stats", "--json"], &[("IDEMGATE_CONFIG", config)]);
+    assert_eq!(before, after);
+    assert_eq!(before, from_env);
+    assert!(before.to_string().contains("hooks"), "{before}");
+}
