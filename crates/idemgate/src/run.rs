@@ -28,6 +28,9 @@ pub struct RunOptions {
     /// Renders `/metrics`; `None` answers it with 404 (the recorder is process-wide, so
     /// only the binary installs one).
     pub metrics: Option<PrometheusHandle>,
+    /// Told once the store's configuration was accepted and the gateway starts serving, so
+    /// a caller announces its listeners only then (a store config error comes first, alone).
+    pub ready: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// Why the gateway could not run.
@@ -77,7 +80,10 @@ pub async fn run(
         Err(err) => return Err(RunError::Open(err)),
     };
     let store = availability.store.clone();
-    let RunOptions { public, admin, metrics } = options;
+    let RunOptions { public, admin, metrics, ready } = options;
+    if let Some(ready) = ready {
+        let _ = ready.send(());
+    }
     let receive = public.is_some();
     let worker = (config.worker.enabled || !receive).then(|| outbound::worker(&config, &store)).transpose()?;
     let worker = worker.map(|worker| {

@@ -15,10 +15,17 @@ use super::{EXIT_CONFIG, print_line};
 
 /// Runs the receiving side (`receive`), with the worker if enabled, or the worker alone.
 pub(super) async fn serve(config: Config, receive: bool) -> anyhow::Result<ExitCode> {
-    let options = if receive { listen(&config).await? } else { RunOptions::default() };
-    if !receive {
-        print_line("worker running")?;
-    }
+    let (mut options, lines) =
+        if receive { listen(&config).await? } else { (RunOptions::default(), vec!["worker running".to_owned()]) };
+    let (ready, announce) = tokio::sync::oneshot::channel();
+    options.ready = Some(ready);
+    tokio::spawn(async move {
+        if announce.await.is_ok() {
+            for line in lines {
+                let _ = print_line(&line);
+            }
+        }
+    });
     match run(config, options, termination_signal()).await {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(err @ RunError::StoreConfig { .. }) => {
@@ -29,25 +36,25 @@ pub(super) async fn serve(config: Config, receive: bool) -> anyhow::Result<ExitC
     }
 }
 
-/// Binds the public listener (printed first) and the admin one (printed second), and
-/// installs the metrics recorder.
-async fn listen(config: &Config) -> anyhow::Result<RunOptions> {
+/// Binds the public listener and the admin one, and installs the metrics recorder; the
+/// lines announcing them are printed once the gateway starts serving.
+async fn listen(config: &Config) -> anyhow::Result<(RunOptions, Vec<String>)> {
     let public = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.server.listen))?;
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
         .context("cannot install the metrics recorder")?;
-    print_line(&format!("listening on {}", public.local_addr()?))?;
+    let mut lines = vec![format!("listening on {}", public.local_addr()?)];
     let admin = match &config.admin {
         Some(admin) => {
             let listener = TcpListener::bind(admin.listen)
                 .await
                 .with_context(|| format!("cannot listen on {} (admin)", admin.listen))?;
-            print_line(&format!("admin listening on {}", listener.local_addr()?))?;
+            lines.push(format!("admin listening on {}", listener.local_addr()?));
             Some(listener)
         }
         None => None,
     };
-    Ok(RunOptions { public: Some(public), admin, metrics: Some(metrics) })
+    Ok((RunOptions { public: Some(public), admin, metrics: Some(metrics), ready: None }, lines))
 }
