@@ -16,15 +16,21 @@ use base64::Engine;
 use base64::alphabet;
 use base64::engine::general_purpose::STANDARD;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use std::sync::Arc;
+
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use http::HeaderMap;
 
 use super::{
-    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, check_tolerance, hmac_sha256,
-    single_header,
+    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, check_tolerance,
+    hmac_sha256, single_header,
 };
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
+/// The configuration name of Standard Webhooks `v1` (HMAC).
+pub const NAME: &str = "standard-webhooks";
+/// The configuration name of Standard Webhooks `v1a` (ed25519).
+pub const ED25519_NAME: &str = "standard-webhooks-ed25519";
 /// Header carrying the message id, stable across retries.
 pub const ID_HEADER: &str = "webhook-id";
 /// Header carrying the signed unix timestamp of the attempt, in seconds.
@@ -39,6 +45,8 @@ pub const SVIX_TIMESTAMP_HEADER: &str = "svix-timestamp";
 pub const SVIX_SIGNATURE_HEADER: &str = "svix-signature";
 /// Both spellings of the signed message id, the event's identity.
 const SIGNED_ID_HEADERS: &[&str] = &[ID_HEADER, SVIX_ID_HEADER];
+/// The headers a sender sets, in the `webhook-*` spelling.
+const SIGNING_HEADERS: &[&str] = &[ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER];
 /// Prefix of a serialized symmetric (`v1`) secret.
 pub const SECRET_PREFIX: &str = "whsec_";
 /// Prefix of a serialized ed25519 (`v1a`) public key.
@@ -176,10 +184,14 @@ pub struct StandardWebhooks {
     pub tolerance_secs: u64,
 }
 
-impl Default for StandardWebhooks {
+impl StandardWebhooks {
     /// The reference libraries' five minutes.
+    pub const DEFAULT: Self = Self { tolerance_secs: 300 };
+}
+
+impl Default for StandardWebhooks {
     fn default() -> Self {
-        Self { tolerance_secs: 300 }
+        Self::DEFAULT
     }
 }
 
@@ -196,13 +208,18 @@ pub fn sign(secret: &Secret, msg_id: &str, timestamp: i64, body: &[u8]) -> Strin
     format!("{SYMMETRIC_VERSION},{}", STANDARD.encode(tag(secret, msg_id, timestamp, body)))
 }
 
+/// What both versions send besides the signature: the id and the timestamp.
+fn envelope(message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+    vec![(ID_HEADER, message.id.to_owned()), (TIMESTAMP_HEADER, message.timestamp.0.to_string())]
+}
+
 fn tag(secret: &Secret, msg_id: &str, timestamp: i64, body: &[u8]) -> [u8; 32] {
     hmac_sha256(secret, &[msg_id.as_bytes(), b".", timestamp.to_string().as_bytes(), b".", body])
 }
 
 impl Scheme for StandardWebhooks {
     fn name(&self) -> &'static str {
-        "standard-webhooks"
+        NAME
     }
 
     fn default_identity(&self) -> IdentityLocation {
@@ -241,6 +258,22 @@ impl Scheme for StandardWebhooks {
         }
         Ok(signed.verified())
     }
+
+    fn configured(&self, tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(Self { tolerance_secs: tolerance_secs.unwrap_or(self.tolerance_secs) })
+    }
+
+    fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        envelope(message)
+    }
+
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        Some((SIGNATURE_HEADER, sign(key, message.id, message.timestamp.0, message.body)))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        SIGNING_HEADERS
+    }
 }
 
 /// Standard Webhooks `v1a`: ed25519 under the sender's key pair; the receiver is
@@ -251,10 +284,14 @@ pub struct StandardWebhooksEd25519 {
     pub tolerance_secs: u64,
 }
 
-impl Default for StandardWebhooksEd25519 {
+impl StandardWebhooksEd25519 {
     /// The reference libraries' five minutes.
+    pub const DEFAULT: Self = Self { tolerance_secs: 300 };
+}
+
+impl Default for StandardWebhooksEd25519 {
     fn default() -> Self {
-        Self { tolerance_secs: 300 }
+        Self::DEFAULT
     }
 }
 
@@ -308,7 +345,7 @@ fn decode_public_key(text: &str) -> Result<Secret, SecretError> {
 
 impl Scheme for StandardWebhooksEd25519 {
     fn name(&self) -> &'static str {
-        "standard-webhooks-ed25519"
+        ED25519_NAME
     }
 
     fn default_identity(&self) -> IdentityLocation {
@@ -341,6 +378,36 @@ impl Scheme for StandardWebhooksEd25519 {
             return Err(AuthError::SignatureMismatch);
         }
         Ok(signed.verified())
+    }
+
+    fn configured(&self, tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(Self { tolerance_secs: tolerance_secs.unwrap_or(self.tolerance_secs) })
+    }
+
+    fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        envelope(message)
+    }
+
+    /// Signs with the sender's private seed (see [`sign_ed25519`]).
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        let seed: &[u8; 32] = key.expose().try_into().ok()?;
+        Some((SIGNATURE_HEADER, sign_ed25519(seed, message.id, message.timestamp.0, message.body)))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        SIGNING_HEADERS
+    }
+
+    fn check_signing_key(&self, key: &Secret) -> Result<(), SecretError> {
+        match key.expose().len() {
+            32 => Ok(()),
+            _ => Err(SecretError::Invalid { reason: "an ed25519 signing key is its 32-byte private seed" }),
+        }
+    }
+
+    /// The receiver holds the public key only.
+    fn secret_signs(&self) -> bool {
+        false
     }
 }
 

@@ -5,7 +5,8 @@ use std::{path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
 use idemgate::{bench, config, send};
-use idemgate_core::Secret;
+use idemgate_client::WebhookSigner;
+use idemgate_core::{Secret, scheme::DemoV1};
 use idemgate_http::system_now;
 use idemgate_store::maintenance;
 
@@ -23,7 +24,8 @@ pub(super) async fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
         BenchWorkload::Counter { target, secret_env, events, redeliver, run } => {
             let text = std::env::var(&secret_env).with_context(|| format!("{secret_env} is not set"))?;
             let secret = Secret::from_hex(&text, 32).map_err(|err| anyhow!("{secret_env}: {err}"))?;
-            (target, bench::counter_workload(&secret, events, redeliver, run.seed), run)
+            let signer = WebhookSigner::new(&DemoV1::DEFAULT, secret).map_err(|err| anyhow!("{secret_env}: {err}"))?;
+            (target, bench::counter_workload(&signer, events, redeliver, run.seed), run)
         }
         BenchWorkload::Webhooks { target, scheme, secret, events, redeliver, run } => {
             let text = config::secrets::resolve("--secret", &secret, Path::new("."), &mut Vec::new())?;
