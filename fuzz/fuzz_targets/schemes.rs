@@ -29,10 +29,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let body = parts.next().unwrap_or_default();
     let secrets = SecretSet::new(vec![Secret::new(b"whsec_fuzzing-secret-key-of-enough-length".to_vec())]).unwrap();
-    for name in scheme::NAMES {
-        let scheme = scheme::build(name, None).unwrap();
+    for scheme in scheme::SCHEMES {
         let verified = scheme.verify(&secrets, RawDelivery { headers: &headers, body }, UnixTime(1_800_000_000));
-        assert!(verified.is_err(), "{name} accepted a forged delivery");
+        assert!(verified.is_err(), "{} accepted a forged delivery", scheme.name());
         let _ = scheme.decode_secret(&String::from_utf8_lossy(body));
     }
 });

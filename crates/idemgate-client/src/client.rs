@@ -4,7 +4,10 @@
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use idemgate_clock::{Clock, SystemClock};
-use idemgate_core::retry::{AttemptResult, Decision, RetryPolicy, parse_retry_after};
+use idemgate_core::{
+    retry::{AttemptResult, Decision, RetryPolicy, parse_retry_after},
+    scheme::Outgoing,
+};
 use reqwest::header::RETRY_AFTER;
 
 use crate::{Request, request::generate_id};
@@ -184,7 +187,8 @@ impl Client {
             builder = builder.header("idempotency-key", key);
         }
         if let Some((signer, identity)) = &request.webhook {
-            for (name, value) in signer.headers(identity, attempt, self.clock.now(), &request.body) {
+            let message = Outgoing { id: identity, attempt, timestamp: self.clock.now(), body: &request.body };
+            for (name, value) in signer.headers(&message) {
                 builder = builder.header(name, value);
             }
         }

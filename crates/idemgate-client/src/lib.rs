@@ -3,8 +3,9 @@
 //!
 //! - An API mutation (POST, PATCH, DELETE) gets an `Idempotency-Key` generated once, or
 //!   the one given, and keeps it on every retry.
-//! - A webhook is signed with a scheme ([`WebhookSigner`]): its event identity is chosen
-//!   once and kept on every retry, while each attempt gets a fresh timestamp and signature.
+//! - A webhook is signed with a scheme of the core's registry ([`WebhookSigner`], the
+//!   same code that verifies it): its event identity is chosen once and kept on every
+//!   retry, while each attempt gets a fresh timestamp and signature.
 //! - Connection errors, timeouts, 5xx, 408 and 429 are retried with exponential backoff
 //!   and jitter, honouring `Retry-After`; other 4xx are final.
 //!
@@ -20,8 +21,8 @@
 
 mod client;
 mod request;
-mod signing;
 
 pub use client::{Attempt, Client, ClientOptions, Final, SendError, Sent, Sleeper, TokioSleeper};
+/// A scheme and its key, ready to sign attempts: the core's [`idemgate_core::scheme::Signer`].
+pub use idemgate_core::scheme::Signer as WebhookSigner;
 pub use request::Request;
-pub use signing::WebhookSigner;

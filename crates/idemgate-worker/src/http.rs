@@ -1,16 +1,17 @@
-//! HTTP destinations: the event's original bytes and content type, signed with the
-//! destination's own Standard Webhooks secret, `webhook-id` = the outgoing id fixed when
-//! the event was accepted, the source and the original identity in headers of their own
-//! (so a receiver can match the provider's logs), and an `Idempotency-Key` that is the
-//! same on every attempt.
+//! HTTP destinations: the event's original bytes and content type, signed in the
+//! registry's outgoing scheme ([`idemgate_core::scheme::OUTGOING`], Standard Webhooks) with
+//! the destination's own secret, `webhook-id` = the outgoing id fixed when the event was
+//! accepted, the source and the original identity in headers of their own (so a receiver
+//! can match the provider's logs), and an `Idempotency-Key` that is the same on every
+//! attempt.
 
-use std::time::Duration;
+use std::{sync::LazyLock, time::Duration};
 
 use idemgate_core::{
     Secret, UnixTime,
     fingerprint::delivery_key,
     retry::{AttemptResult, parse_retry_after},
-    scheme::standard,
+    scheme::{OUTGOING, Outgoing},
 };
 use idemgate_store::jobs::{ClaimedJob, MAX_ATTEMPT_TEXT};
 use reqwest::header::{
@@ -25,16 +26,16 @@ pub const SOURCE_HEADER: &str = "idemgate-source";
 /// Header carrying the event's identity as the source gave it.
 pub const EVENT_ID_HEADER: &str = "idemgate-event-id";
 
-const WEBHOOK_ID: HeaderName = HeaderName::from_static(standard::ID_HEADER);
-const WEBHOOK_TIMESTAMP: HeaderName = HeaderName::from_static(standard::TIMESTAMP_HEADER);
-const WEBHOOK_SIGNATURE: HeaderName = HeaderName::from_static(standard::SIGNATURE_HEADER);
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const SOURCE: HeaderName = HeaderName::from_static(SOURCE_HEADER);
 const EVENT_ID: HeaderName = HeaderName::from_static(EVENT_ID_HEADER);
 
-/// The headers [`HttpDestination`] sets on every attempt itself.
-const OWN_HEADERS: [HeaderName; 8] =
-    [CONTENT_TYPE, USER_AGENT, WEBHOOK_ID, WEBHOOK_TIMESTAMP, WEBHOOK_SIGNATURE, IDEMPOTENCY_KEY, SOURCE, EVENT_ID];
+/// The headers [`HttpDestination`] sets on every attempt itself: its own, and every one
+/// the outgoing scheme signs with.
+static OWN_HEADERS: LazyLock<Vec<HeaderName>> = LazyLock::new(|| {
+    let signing = OUTGOING.signing_headers().iter().map(|name| HeaderName::from_static(name));
+    [CONTENT_TYPE, USER_AGENT].into_iter().chain(signing).chain([IDEMPOTENCY_KEY, SOURCE, EVENT_ID]).collect()
+});
 
 /// The headers the HTTP client sets from the body and the URL, and those that describe
 /// one hop only (RFC 9110, 7.6.1).
@@ -88,20 +89,21 @@ impl HttpDestination {
     }
 
     fn request(&self, job: &ClaimedJob, now: UnixTime) -> reqwest::RequestBuilder {
-        let id = job.outgoing_id.as_str();
+        let message = Outgoing { id: &job.outgoing_id, attempt: job.attempt, timestamp: now, body: &job.body };
         let mut request = self
             .client
             .post(&self.url)
             .header(CONTENT_TYPE, job.content_type.as_deref().unwrap_or("application/json"))
-            .header(USER_AGENT, concat!("idemgate/", env!("CARGO_PKG_VERSION")))
-            .header(WEBHOOK_ID, id)
-            .header(WEBHOOK_TIMESTAMP, now.0.to_string())
+            .header(USER_AGENT, concat!("idemgate/", env!("CARGO_PKG_VERSION")));
+        // The envelope (`webhook-id`, `webhook-timestamp`) goes out signed or not.
+        let signature = self.secret.as_ref().and_then(|secret| OUTGOING.signature(secret, &message));
+        for (name, value) in OUTGOING.envelope(&message).into_iter().chain(signature) {
+            request = request.header(name, value);
+        }
+        request = request
             .header(SOURCE, job.key.source.as_str())
             .header(EVENT_ID, job.key.identity.as_str())
             .header(IDEMPOTENCY_KEY, delivery_key(&job.key, &job.destination));
-        if let Some(secret) = &self.secret {
-            request = request.header(WEBHOOK_SIGNATURE, standard::sign(secret, id, now.0, &job.body));
-        }
         // The configuration refuses such names; events stored before it did may hold them.
         let forwarded = job.headers.iter().filter_map(|(name, value)| Some((HeaderName::try_from(name).ok()?, value)));
         for (name, value) in forwarded.filter(|(name, _)| !sets_itself(name)) {

@@ -19,7 +19,7 @@ use std::{
 };
 
 use idemgate_client::WebhookSigner;
-use idemgate_core::Secret;
+use idemgate_core::{UnixTime, scheme::Outgoing};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
@@ -137,20 +137,32 @@ impl Report {
     }
 }
 
-/// `events` distinct increments and `events * redeliver` redeliveries, signed now with
-/// `secret` in the counter's `demo-webhook-v1` scheme, shuffled by `seed`.
+/// `events` distinct increments and `events * redeliver` redeliveries, signed at `now`
+/// with `signer` (the counter's `demo-webhook-v1`), shuffled by `seed`.
 #[must_use]
-pub fn counter_workload(secret: &Secret, events: usize, redeliver: f64, seed: u64) -> Vec<Prepared> {
+pub fn counter_workload(
+    signer: &WebhookSigner,
+    events: usize,
+    redeliver: f64,
+    seed: u64,
+    now: UnixTime,
+) -> Vec<Prepared> {
     let increment = |id: &str, i: usize| format!(r#"{{"event_id":"{id}","kind":"increment","value":{}}}"#, i % 100 + 1);
-    events_workload(&WebhookSigner::Demo(secret.clone()), events, redeliver, seed, increment)
+    events_workload(signer, events, redeliver, seed, now, increment)
 }
 
 /// The same shape for a gateway source: `events` distinct webhook events plus
-/// redeliveries (same identity and bytes, a fresh signature), signed with `signer`.
+/// redeliveries (same identity and bytes, a fresh signature), signed at `now` with `signer`.
 #[must_use]
-pub fn webhook_workload(signer: &WebhookSigner, events: usize, redeliver: f64, seed: u64) -> Vec<Prepared> {
+pub fn webhook_workload(
+    signer: &WebhookSigner,
+    events: usize,
+    redeliver: f64,
+    seed: u64,
+    now: UnixTime,
+) -> Vec<Prepared> {
     let event = |id: &str, i: usize| format!(r#"{{"id":"{id}","event_id":"{id}","type":"bench.event","n":{i}}}"#);
-    events_workload(signer, events, redeliver, seed, event)
+    events_workload(signer, events, redeliver, seed, now, event)
 }
 
 fn events_workload(
@@ -158,10 +170,10 @@ fn events_workload(
     events: usize,
     redeliver: f64,
     seed: u64,
+    now: UnixTime,
     body: impl Fn(&str, usize) -> String,
 ) -> Vec<Prepared> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let now = idemgate_clock::Clock::now(&idemgate_clock::SystemClock);
     let repeats = (events as f64 * redeliver.max(0.0)).round() as usize;
     let picks = (0..events).chain((0..repeats).map(|_| rng.usize(..events.max(1))));
     let mut prepared: Vec<Prepared> = picks
@@ -170,8 +182,9 @@ fn events_workload(
             let identity = format!("evt-b{seed}-{i}");
             let body = body(&identity, i).into_bytes();
             let attempt = u32::try_from(n).unwrap_or(u32::MAX);
+            let message = Outgoing { id: &identity, attempt, timestamp: now, body: &body };
             let mut headers: Vec<(String, String)> =
-                signer.headers(&identity, attempt, now, &body).into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+                signer.headers(&message).into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
             headers.push(("content-type".to_owned(), "application/json".to_owned()));
             Prepared { headers, body, event: Some(identity) }
         })
@@ -323,6 +336,8 @@ fn nearest_rank(sorted: &[Duration], q: f64) -> Duration {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use idemgate_core::Secret;
+
     use super::*;
 
     #[test]
@@ -344,7 +359,8 @@ mod tests {
 
     #[test]
     fn the_counter_workload_repeats_events_with_the_same_bytes() {
-        let work = counter_workload(&Secret::new(vec![1; 32]), 100, 0.5, 7);
+        let signer = WebhookSigner::new(&idemgate_core::scheme::DemoV1::DEFAULT, Secret::new(vec![1; 32])).unwrap();
+        let work = counter_workload(&signer, 100, 0.5, 7, UnixTime(1_700_000_000));
         assert_eq!(work.len(), 150);
         let distinct: std::collections::BTreeSet<_> = work.iter().map(|p| p.event.clone().unwrap()).collect();
         assert_eq!(distinct.len(), 100);

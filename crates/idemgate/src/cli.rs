@@ -77,8 +77,8 @@ pub(crate) struct SendArgs {
     /// Read the body from this file (`-` for standard input).
     #[arg(long)]
     pub(crate) data_file: Option<PathBuf>,
-    /// Sign as a webhook with this scheme (standard-webhooks, demo-webhook-v1, github,
-    /// stripe, shopify, slack).
+    /// Sign as a webhook with this scheme: any source scheme whose secret also signs (an
+    /// unknown name is answered with the list).
     #[arg(long, requires = "secret")]
     pub(crate) scheme: Option<String>,
     /// The signing secret: `env:NAME` or `file:PATH` (a literal works but shows in `ps`).
@@ -137,7 +137,7 @@ pub(crate) enum BenchWorkload {
         #[arg(long)]
         target: String,
         /// The source's scheme.
-        #[arg(long, default_value = "standard-webhooks")]
+        #[arg(long, default_value = idemgate_core::scheme::standard::NAME)]
         scheme: String,
         /// The signing secret: `env:NAME`, `file:PATH` or a literal.
         #[arg(long)]

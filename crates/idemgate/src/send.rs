@@ -8,7 +8,7 @@
 use std::{collections::BTreeMap, sync::Arc, time::Instant};
 
 use idemgate_client::{Client, Final, Request, Sent, WebhookSigner};
-use idemgate_core::{Secret, scheme};
+use idemgate_core::{scheme, secret::SecretError};
 
 /// A final non-2xx answer.
 pub const EXIT_REJECTED: u8 = 3;
@@ -35,28 +35,18 @@ pub enum SendSetupError {
     Header(String),
 }
 
-/// The signer for `scheme` with the secret text `secret`, decoded as the scheme's
-/// verifier decodes it.
+/// The signer for the registry's scheme `scheme_name` with the secret text `secret`,
+/// decoded as the scheme's verifier decodes it.
 pub fn signer(scheme_name: &str, secret: &str) -> Result<WebhookSigner, SendSetupError> {
-    let verifier = scheme::build(scheme_name, None).ok_or_else(|| {
-        SendSetupError::Scheme(format!("unknown scheme {scheme_name:?} (known: {})", scheme::NAMES.join(", ")))
-    })?;
-    let key: Secret = verifier
-        .decode_secret(secret)
-        .map_err(|err| SendSetupError::Secret { scheme: scheme_name.to_owned(), reason: err.to_string() })?;
-    Ok(match scheme_name {
-        "standard-webhooks" => WebhookSigner::StandardWebhooks(key),
-        "demo-webhook-v1" => WebhookSigner::Demo(key),
-        "github" => WebhookSigner::GitHub(key),
-        "stripe" => WebhookSigner::Stripe(key),
-        "shopify" => WebhookSigner::Shopify(key),
-        "slack" => WebhookSigner::Slack(key),
-        other => {
-            return Err(SendSetupError::Scheme(format!(
-                "{other} deliveries cannot be signed by send (it needs a private key)"
-            )));
-        }
-    })
+    let scheme = scheme::lookup(scheme_name).map_err(|err| SendSetupError::Scheme(err.to_string()))?;
+    let invalid = |err: SecretError| SendSetupError::Secret { scheme: scheme_name.to_owned(), reason: err.to_string() };
+    let key = scheme.decode_secret(secret).map_err(invalid)?;
+    if !scheme.secret_signs() {
+        return Err(SendSetupError::Scheme(format!(
+            "{scheme_name} deliveries cannot be signed by send (it needs a private key)"
+        )));
+    }
+    WebhookSigner::new(scheme, key).map_err(invalid)
 }
 
 /// Parses `-H 'Name: value'`.

@@ -103,7 +103,7 @@ async fn a_webhook_keeps_its_identity_and_signs_every_attempt_afresh() {
     let key = Secret::new(vec![8; 32]);
     let request = Request::post(format!("http://{addr}/in/hooks"))
         .json_body(&br#"{"type":"t"}"#[..])
-        .webhook(WebhookSigner::StandardWebhooks(key.clone()), "msg_fixed");
+        .webhook(WebhookSigner::new(&StandardWebhooks::DEFAULT, key.clone()).unwrap(), "msg_fixed");
     let sent = client.send(request).await.unwrap();
     assert_eq!(sent.outcome, Final::Succeeded);
     let secrets = SecretSet::new(vec![key]).unwrap();

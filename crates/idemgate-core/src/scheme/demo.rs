@@ -5,12 +5,16 @@
 //! `Demo-Delivery-Id` and unix seconds in `Demo-Timestamp`. The event identity lives in the
 //! body (`event_id`), so this scheme reports none.
 
+use std::sync::Arc;
+
 use super::{
-    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, check_tolerance, hmac_sha256,
-    single_header,
+    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, check_tolerance,
+    hmac_sha256, single_header,
 };
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
+/// The scheme's configuration name.
+pub const NAME: &str = "demo-webhook-v1";
 /// Header carrying the per-attempt delivery id, `[a-z0-9-]{1,64}`.
 pub const DELIVERY_ID_HEADER: &str = "demo-delivery-id";
 /// Header carrying the signed unix timestamp, exactly ten digits.
@@ -19,6 +23,8 @@ pub const TIMESTAMP_HEADER: &str = "demo-timestamp";
 pub const SIGNATURE_HEADER: &str = "demo-signature";
 /// The purpose label that starts the signed material.
 const PURPOSE: &[u8] = b"demo-webhook-v1\n";
+/// The headers a sender sets.
+const SIGNING_HEADERS: &[&str] = &[DELIVERY_ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER];
 
 /// The seed's scheme with its timestamp tolerance (300 s in the seed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,9 +33,14 @@ pub struct DemoV1 {
     pub tolerance_secs: u64,
 }
 
+impl DemoV1 {
+    /// The seed's five minutes.
+    pub const DEFAULT: Self = Self { tolerance_secs: 300 };
+}
+
 impl Default for DemoV1 {
     fn default() -> Self {
-        Self { tolerance_secs: 300 }
+        Self::DEFAULT
     }
 }
 
@@ -43,6 +54,14 @@ impl Default for DemoV1 {
 #[must_use]
 pub fn sign(secret: &Secret, delivery_id: &str, timestamp: &str, body: &[u8]) -> String {
     hex::encode(tag(secret, delivery_id, timestamp, body))
+}
+
+/// Attempt `attempt` of message `id` gets its own delivery id, `[a-z0-9-]{1,64}`: the id
+/// lowercased, stripped to letters, digits and `-`, cut to 48 characters, then `-attempt`.
+fn delivery_id(message: &Outgoing<'_>) -> String {
+    let safe: String =
+        message.id.to_ascii_lowercase().chars().filter(|c| c.is_ascii_alphanumeric() || *c == '-').take(48).collect();
+    format!("{safe}-{}", message.attempt)
 }
 
 fn tag(secret: &Secret, delivery_id: &str, timestamp: &str, body: &[u8]) -> [u8; 32] {
@@ -78,7 +97,7 @@ fn parse_signature(value: &str) -> Result<[u8; 32], AuthError> {
 
 impl Scheme for DemoV1 {
     fn name(&self) -> &'static str {
-        "demo-webhook-v1"
+        NAME
     }
 
     fn default_identity(&self) -> IdentityLocation {
@@ -109,6 +128,23 @@ impl Scheme for DemoV1 {
             event_identity: None,
             timestamp: Some(timestamp),
         })
+    }
+
+    fn configured(&self, tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(Self { tolerance_secs: tolerance_secs.unwrap_or(self.tolerance_secs) })
+    }
+
+    fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        vec![(DELIVERY_ID_HEADER, delivery_id(message)), (TIMESTAMP_HEADER, message.timestamp.0.to_string())]
+    }
+
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        let timestamp = message.timestamp.0.to_string();
+        Some((SIGNATURE_HEADER, sign(key, &delivery_id(message), &timestamp, message.body)))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        SIGNING_HEADERS
     }
 }
 

@@ -16,16 +16,22 @@
 //! `"sha256=" + hexdigest`, so an uppercase digest fails there too; here it is refused as
 //! malformed before any MAC is computed.
 
+use std::sync::Arc;
+
 use super::{
-    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, hmac_sha256, plain_secret,
-    single_header,
+    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, hmac_sha256,
+    plain_secret, single_header,
 };
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
+/// The scheme's configuration name.
+pub const NAME: &str = "github";
 /// Header carrying `sha256=` and the lowercase hex HMAC-SHA256 of the body.
 pub const SIGNATURE_HEADER: &str = "x-hub-signature-256";
 /// Header carrying the delivery's GUID, kept by GitHub on redelivery.
 pub const DELIVERY_HEADER: &str = "x-github-delivery";
+/// The headers a sender sets.
+const SIGNING_HEADERS: &[&str] = &[DELIVERY_HEADER, SIGNATURE_HEADER];
 /// The prefix GitHub puts before the hex digest.
 const PREFIX: &str = "sha256=";
 /// The longest delivery id accepted, in bytes (GitHub sends 36-character GUIDs).
@@ -74,7 +80,7 @@ fn parse_delivery_id(value: &str) -> Result<&str, AuthError> {
 
 impl Scheme for GitHub {
     fn name(&self) -> &'static str {
-        "github"
+        NAME
     }
 
     fn default_identity(&self) -> IdentityLocation {
@@ -102,6 +108,22 @@ impl Scheme for GitHub {
             event_identity: Some(delivery_id.to_owned()),
             timestamp: None,
         })
+    }
+
+    fn configured(&self, _tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(*self)
+    }
+
+    fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        vec![(DELIVERY_HEADER, message.id.to_owned())]
+    }
+
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        Some((SIGNATURE_HEADER, sign(key, message.body)))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        SIGNING_HEADERS
     }
 }
 

@@ -1,13 +1,19 @@
-//! Signature schemes: how a source proves that a delivery's raw bytes are its own.
+//! Signature schemes: how a source proves that a delivery's raw bytes are its own, and how
+//! a sender makes that proof.
 //!
 //! A scheme sees the headers, the raw body bytes exactly as received, the source's active
 //! secrets and the current time, and either vouches for the delivery or says why not. It
-//! runs before any parsing: nothing from an unauthenticated body is ever interpreted.
-//! Adding a provider means adding one module that implements [`Scheme`].
+//! runs before any parsing: nothing from an unauthenticated body is ever interpreted. The
+//! same scheme signs one attempt of a message for a sender (`idemgate send`, the bench, the
+//! worker's outgoing deliveries, the tests), so what is sent is made by the code that checks it.
+//! Every scheme is listed once, in [`registry`]; adding a provider means adding one module
+//! that implements [`Scheme`] and one entry there.
 
 pub mod demo;
 pub mod github;
+pub mod registry;
 pub mod shopify;
+mod signing;
 pub mod slack;
 pub mod standard;
 pub mod stripe;
@@ -23,36 +29,12 @@ use crate::{Identity, Rejection, Secret, SecretSet, UnixTime, json::Json, secret
 
 pub use demo::DemoV1;
 pub use github::GitHub;
+pub use registry::{OUTGOING, SCHEMES, UnknownScheme, lookup, names};
 pub use shopify::Shopify;
+pub use signing::{Outgoing, Signer};
 pub use slack::Slack;
 pub use standard::{StandardWebhooks, StandardWebhooksEd25519};
 pub use stripe::Stripe;
-
-/// The configuration names of every scheme, for error messages and docs.
-pub const NAMES: &[&str] =
-    &["standard-webhooks", "standard-webhooks-ed25519", "github", "stripe", "shopify", "slack", "demo-webhook-v1"];
-
-/// The scheme configured as `name`, with `tolerance_secs` replacing the scheme's default
-/// timestamp tolerance where it signs a timestamp. `None` for an unknown name.
-#[must_use]
-pub fn build(name: &str, tolerance_secs: Option<u64>) -> Option<Arc<dyn Scheme>> {
-    let tolerance = |default: u64| tolerance_secs.unwrap_or(default);
-    let scheme: Arc<dyn Scheme> = match name {
-        "standard-webhooks" => {
-            Arc::new(StandardWebhooks { tolerance_secs: tolerance(StandardWebhooks::default().tolerance_secs) })
-        }
-        "standard-webhooks-ed25519" => Arc::new(StandardWebhooksEd25519 {
-            tolerance_secs: tolerance(StandardWebhooksEd25519::default().tolerance_secs),
-        }),
-        "github" => Arc::new(GitHub),
-        "stripe" => Arc::new(Stripe { tolerance_secs: tolerance(Stripe::default().tolerance_secs) }),
-        "shopify" => Arc::new(Shopify),
-        "slack" => Arc::new(Slack { tolerance_secs: tolerance(Slack::default().tolerance_secs) }),
-        "demo-webhook-v1" => Arc::new(DemoV1 { tolerance_secs: tolerance(DemoV1::default().tolerance_secs) }),
-        _ => return None,
-    };
-    Some(scheme)
-}
 
 /// What a scheme needs to see of one delivery.
 #[derive(Debug, Clone, Copy)]
@@ -166,6 +148,35 @@ pub trait Scheme: Send + Sync + std::fmt::Debug {
         delivery: RawDelivery<'_>,
         now: UnixTime,
     ) -> Result<VerifiedDelivery, AuthError>;
+
+    /// The scheme as a source configures it: `tolerance_secs` replaces the default
+    /// timestamp tolerance where the scheme signs a timestamp, and changes nothing where it
+    /// signs none.
+    fn configured(&self, tolerance_secs: Option<u64>) -> Arc<dyn Scheme>;
+
+    /// The headers that name one attempt of `message` (its id and timestamp, as this
+    /// scheme spells them), which it carries whether or not it is signed.
+    fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)>;
+
+    /// The signature header of `message` under `key`, made as the provider's sender makes
+    /// it. `None` only for a key that [`Scheme::check_signing_key`] refuses.
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)>;
+
+    /// Every header that [`Scheme::envelope`] and [`Scheme::signature`] set.
+    fn signing_headers(&self) -> &'static [&'static str];
+
+    /// Whether `key` can sign in this scheme; the reason never contains the key. HMAC
+    /// schemes sign with any key bytes.
+    fn check_signing_key(&self, _key: &Secret) -> Result<(), SecretError> {
+        Ok(())
+    }
+
+    /// Whether the secret a receiver holds also signs (HMAC schemes), so that a sender
+    /// given the source's secret can sign; `false` where signing needs a private key the
+    /// receiver never holds (ed25519).
+    fn secret_signs(&self) -> bool {
+        true
+    }
 }
 
 /// Why a delivery failed authentication. Reasons are bounded and carry header names only,

@@ -12,20 +12,26 @@
 //! `X-Shopify-Webhook-Id` is reported as the delivery id when present. Neither header is
 //! covered by the signature: they are trusted only because the body they arrive with is.
 
+use std::sync::Arc;
+
 use base64::{Engine, engine::general_purpose::STANDARD};
 
 use super::{
-    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, hmac_sha256, plain_secret,
-    single_header,
+    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, hmac_sha256,
+    plain_secret, single_header,
 };
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
+/// The scheme's configuration name.
+pub const NAME: &str = "shopify";
 /// Header carrying the base64 HMAC-SHA256 of the body.
 pub const SIGNATURE_HEADER: &str = "x-shopify-hmac-sha256";
 /// Header carrying the event's id, the same on every duplicate delivery of the event.
 pub const EVENT_ID_HEADER: &str = "x-shopify-event-id";
 /// Header carrying the webhook delivery's id; optional here.
 pub const WEBHOOK_ID_HEADER: &str = "x-shopify-webhook-id";
+/// The headers a sender sets.
+const SIGNING_HEADERS: &[&str] = &[EVENT_ID_HEADER, SIGNATURE_HEADER];
 /// The length of a padded base64 encoding of 32 bytes.
 const SIGNATURE_LEN: usize = 44;
 /// The longest id accepted in either id header, in bytes.
@@ -80,7 +86,7 @@ fn optional_id<'h>(headers: &'h http::HeaderMap, header: &'static str) -> Result
 
 impl Scheme for Shopify {
     fn name(&self) -> &'static str {
-        "shopify"
+        NAME
     }
 
     fn default_identity(&self) -> IdentityLocation {
@@ -109,6 +115,22 @@ impl Scheme for Shopify {
             event_identity: Some(event_id.to_owned()),
             timestamp: None,
         })
+    }
+
+    fn configured(&self, _tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(*self)
+    }
+
+    fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        vec![(EVENT_ID_HEADER, message.id.to_owned())]
+    }
+
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        Some((SIGNATURE_HEADER, sign(key, message.body)))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        SIGNING_HEADERS
     }
 }
 

@@ -16,16 +16,22 @@
 //! and interactivity payloads (form-encoded) carry none, so sources receiving those must
 //! configure another identity.
 
+use std::sync::Arc;
+
 use super::{
-    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, check_tolerance, hmac_sha256,
-    plain_secret, single_header,
+    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, check_tolerance,
+    hmac_sha256, plain_secret, single_header,
 };
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
+/// The scheme's configuration name.
+pub const NAME: &str = "slack";
 /// Header carrying `v0=` and the lowercase hex HMAC-SHA256.
 pub const SIGNATURE_HEADER: &str = "x-slack-signature";
 /// Header carrying the signed unix timestamp, in seconds.
 pub const TIMESTAMP_HEADER: &str = "x-slack-request-timestamp";
+/// The headers a sender sets.
+const SIGNING_HEADERS: &[&str] = &[TIMESTAMP_HEADER, SIGNATURE_HEADER];
 /// The signature version, both the header prefix and the start of the signed material.
 const VERSION: &str = "v0";
 /// The most digits accepted in a timestamp (`i64::MAX` has 19).
@@ -38,9 +44,14 @@ pub struct Slack {
     pub tolerance_secs: u64,
 }
 
+impl Slack {
+    /// Slack's five minutes.
+    pub const DEFAULT: Self = Self { tolerance_secs: 300 };
+}
+
 impl Default for Slack {
     fn default() -> Self {
-        Self { tolerance_secs: 300 }
+        Self::DEFAULT
     }
 }
 
@@ -85,7 +96,7 @@ fn parse_signature(value: &str) -> Result<[u8; 32], AuthError> {
 
 impl Scheme for Slack {
     fn name(&self) -> &'static str {
-        "slack"
+        NAME
     }
 
     fn default_identity(&self) -> IdentityLocation {
@@ -111,6 +122,22 @@ impl Scheme for Slack {
             return Err(AuthError::SignatureMismatch);
         }
         Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(timestamp) })
+    }
+
+    fn configured(&self, tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(Self { tolerance_secs: tolerance_secs.unwrap_or(self.tolerance_secs) })
+    }
+
+    fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        vec![(TIMESTAMP_HEADER, message.timestamp.0.to_string())]
+    }
+
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        Some((SIGNATURE_HEADER, sign(key, &message.timestamp.0.to_string(), message.body)))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        SIGNING_HEADERS
     }
 }
 

@@ -26,15 +26,22 @@
 //! For bounded work the header may be at most 4096 bytes and 16 entries. The event's
 //! identity lives in the body (`id`, `evt_...`), so this scheme reports none.
 
+use std::sync::Arc;
+
 use super::{
-    AuthError, IdentityLocation, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, hmac_sha256, single_header,
+    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, any_tag_matches, hmac_sha256,
+    single_header,
 };
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
+/// The scheme's configuration name.
+pub const NAME: &str = "stripe";
 /// Header carrying the timestamp and the signatures.
 pub const SIGNATURE_HEADER: &str = "stripe-signature";
 /// The prefix of every Stripe webhook signing secret; it is part of the key.
 pub const SECRET_PREFIX: &str = "whsec_";
+/// The headers a sender sets: the signature alone, which carries the timestamp.
+const SIGNING_HEADERS: &[&str] = &[SIGNATURE_HEADER];
 /// The longest header accepted, in bytes.
 const MAX_HEADER_LEN: usize = 4096;
 /// The most comma-separated entries accepted in the header.
@@ -49,9 +56,14 @@ pub struct Stripe {
     pub tolerance_secs: u64,
 }
 
+impl Stripe {
+    /// The official libraries' five minutes.
+    pub const DEFAULT: Self = Self { tolerance_secs: 300 };
+}
+
 impl Default for Stripe {
     fn default() -> Self {
-        Self { tolerance_secs: 300 }
+        Self::DEFAULT
     }
 }
 
@@ -148,7 +160,7 @@ fn secret_error(reason: &'static str) -> SecretError {
 
 impl Scheme for Stripe {
     fn name(&self) -> &'static str {
-        "stripe"
+        NAME
     }
 
     fn default_identity(&self) -> IdentityLocation {
@@ -183,6 +195,23 @@ impl Scheme for Stripe {
             return Err(AuthError::SignatureMismatch);
         }
         Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(timestamp) })
+    }
+
+    fn configured(&self, tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(Self { tolerance_secs: tolerance_secs.unwrap_or(self.tolerance_secs) })
+    }
+
+    /// Stripe sends no header but the signature; the identity is the body's `id`.
+    fn envelope(&self, _message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        Some((SIGNATURE_HEADER, sign(key, message.timestamp, message.body)))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        SIGNING_HEADERS
     }
 }
 

@@ -1,34 +1,36 @@
 //! `idemgate bench`: build a workload, drive it, print the report; exit 1 if exactly-once
-//! failed.
+//! failed. Receipts and signatures are dated by the clock it is given.
 
 use std::{path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
 use idemgate::{bench, config, send};
-use idemgate_core::Secret;
-use idemgate_http::system_now;
+use idemgate_client::WebhookSigner;
+use idemgate_clock::Clock;
+use idemgate_core::{Secret, scheme::DemoV1};
 use idemgate_store::maintenance;
 
 use super::{EXIT_FAILED, print_line};
 use crate::cli::{BenchWorkload, Keys};
 
-pub(super) async fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
+pub(super) async fn bench(workload: BenchWorkload, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
     let (target, work, run) = match workload {
         BenchWorkload::Seed { db, source, receipts } => {
             let started = std::time::Instant::now();
-            let written = maintenance::seed_receipts(&db, &source, receipts, system_now())?;
+            let written = maintenance::seed_receipts(&db, &source, receipts, clock.now())?;
             print_line(&format!("seeded {written} receipts of {source} in {:.1} s", started.elapsed().as_secs_f64()))?;
             return Ok(ExitCode::SUCCESS);
         }
         BenchWorkload::Counter { target, secret_env, events, redeliver, run } => {
             let text = std::env::var(&secret_env).with_context(|| format!("{secret_env} is not set"))?;
             let secret = Secret::from_hex(&text, 32).map_err(|err| anyhow!("{secret_env}: {err}"))?;
-            (target, bench::counter_workload(&secret, events, redeliver, run.seed), run)
+            let signer = WebhookSigner::new(&DemoV1::DEFAULT, secret).map_err(|err| anyhow!("{secret_env}: {err}"))?;
+            (target, bench::counter_workload(&signer, events, redeliver, run.seed, clock.now()), run)
         }
         BenchWorkload::Webhooks { target, scheme, secret, events, redeliver, run } => {
             let text = config::secrets::resolve("--secret", &secret, Path::new("."), &mut Vec::new())?;
             let signer = send::signer(&scheme, &text)?;
-            (target, bench::webhook_workload(&signer, events, redeliver, run.seed), run)
+            (target, bench::webhook_workload(&signer, events, redeliver, run.seed, clock.now()), run)
         }
         BenchWorkload::Api { target, requests, keys, run } => {
             let work = bench::api_workload(requests, keys != Keys::None, run.seed);

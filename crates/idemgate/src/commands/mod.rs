@@ -28,7 +28,9 @@ pub(crate) async fn run(command: Command, config: Option<Config>) -> anyhow::Res
     match command {
         Command::Serve => serve::serve(config()?, true).await,
         Command::Worker => serve::serve(config()?, false).await,
-        Command::Verify { source, headers, body, at } => verify::capture(&config()?, &source, &headers, &body, at),
+        Command::Verify { source, headers, body, at } => {
+            verify::capture(&config()?, &source, &headers, &body, at, &SystemClock)
+        }
         Command::Events { command: EventsCommand::Replay { filter } } => {
             events::replay(&config()?, filter, &SystemClock).await
         }
@@ -36,7 +38,7 @@ pub(crate) async fn run(command: Command, config: Option<Config>) -> anyhow::Res
         Command::Destination { command: DestinationCommand::Enable { name } } => {
             destination::enable(&config()?, name, &SystemClock).await
         }
-        Command::Bench { workload } => bench::bench(workload).await,
+        Command::Bench { workload } => bench::bench(workload, &SystemClock).await,
         Command::Send(args) => send::send(args).await,
         Command::Store { command } => store::store(&config()?, command).await,
     }

@@ -1,11 +1,12 @@
-//! `idemgate verify`: why a captured delivery would be accepted or refused, check by check.
+//! `idemgate verify`: why a captured delivery would be accepted or refused, check by check,
+//! at `--at` or else at the clock's now.
 
 use std::{io::Write, path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
 use idemgate::{config::Config, verify};
+use idemgate_clock::Clock;
 use idemgate_core::UnixTime;
-use idemgate_http::system_now;
 
 use super::EXIT_FAILED;
 
@@ -15,6 +16,7 @@ pub(super) fn capture(
     headers: &Path,
     body: &Path,
     at: Option<i64>,
+    clock: &dyn Clock,
 ) -> anyhow::Result<ExitCode> {
     let source = config
         .sources
@@ -24,7 +26,7 @@ pub(super) fn capture(
     let head = std::fs::read_to_string(headers).with_context(|| format!("cannot read {}", headers.display()))?;
     let headers = verify::parse_headers(&head).map_err(|err| anyhow!("{}: {err}", headers.display()))?;
     let body = std::fs::read(body).with_context(|| format!("cannot read {}", body.display()))?;
-    let now = at.map_or_else(system_now, UnixTime);
+    let now = at.map_or_else(|| clock.now(), UnixTime);
     let checks = verify::verify_capture(source, &headers, &body, now);
     let mut stdout = std::io::stdout().lock();
     for check in &checks {

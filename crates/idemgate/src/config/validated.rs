@@ -481,7 +481,7 @@ fn destination(
         Some(reference) => {
             let secret_key = format!("{key}.secret");
             let text = secrets::resolve(&secret_key, &reference, base, warnings)?;
-            let decoded = scheme::standard::StandardWebhooks::default().decode_secret(&text);
+            let decoded = scheme::OUTGOING.decode_secret(&text);
             Some(decoded.map_err(|err| ConfigError::new(secret_key, err.to_string()))?)
         }
     };
@@ -533,12 +533,9 @@ fn source(
         Some(text) => Some(duration(&format!("{key}.tolerance"), Some(text), Duration::ZERO)?.as_secs()),
         None => None,
     };
-    let scheme = scheme::build(&raw.scheme, tolerance).ok_or_else(|| {
-        ConfigError::new(
-            format!("{key}.scheme"),
-            format!("unknown scheme {:?} (known: {})", raw.scheme, scheme::NAMES.join(", ")),
-        )
-    })?;
+    let scheme = scheme::lookup(&raw.scheme)
+        .map_err(|unknown| ConfigError::new(format!("{key}.scheme"), unknown.to_string()))?
+        .configured(tolerance);
     let secrets = source_secrets(&key, &raw.secrets, scheme.as_ref(), base, warnings)?;
     for (i, dest) in raw.destinations.iter().enumerate() {
         if !destinations.contains_key(dest) {

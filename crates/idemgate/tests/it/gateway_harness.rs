@@ -9,7 +9,10 @@ use std::{
 };
 
 use base64::{Engine, engine::general_purpose::STANDARD};
-use idemgate::core::{Secret, UnixTime, scheme::standard};
+use idemgate::core::{
+    Secret, UnixTime,
+    scheme::{DemoV1, GitHub, Outgoing, Scheme, Shopify, Slack, StandardWebhooks, StandardWebhooksEd25519, Stripe},
+};
 use idemgate_client::WebhookSigner;
 
 use crate::harness::{Reply, post, unix_now};
@@ -146,8 +149,8 @@ impl Drop for Gateway {
     }
 }
 
-/// How a test signs for one scheme: the scheme's name, the secret text for the config,
-/// and the signing key.
+/// How a test signs for one scheme of the registry: the scheme, the secret text for the
+/// config, and the signing key; the headers come from the registry's own signing.
 #[derive(Clone)]
 pub enum Signer {
     Standard(Vec<u8>),
@@ -160,16 +163,31 @@ pub enum Signer {
 }
 
 impl Signer {
+    /// The scheme's configuration name, from the registry.
     pub fn scheme(&self) -> &'static str {
+        self.registered().name()
+    }
+
+    fn registered(&self) -> &'static dyn Scheme {
         match self {
-            Self::Standard(_) => "standard-webhooks",
-            Self::Ed25519(_) => "standard-webhooks-ed25519",
-            Self::GitHub(_) => "github",
-            Self::Stripe(_) => "stripe",
-            Self::Shopify(_) => "shopify",
-            Self::Slack(_) => "slack",
-            Self::Demo(_) => "demo-webhook-v1",
+            Self::Standard(_) => &StandardWebhooks::DEFAULT,
+            Self::Ed25519(_) => &StandardWebhooksEd25519::DEFAULT,
+            Self::GitHub(_) => &GitHub,
+            Self::Stripe(_) => &Stripe::DEFAULT,
+            Self::Shopify(_) => &Shopify,
+            Self::Slack(_) => &Slack::DEFAULT,
+            Self::Demo(_) => &DemoV1::DEFAULT,
         }
+    }
+
+    /// The key the sender signs with: the configured secret's bytes, or for ed25519 the
+    /// private seed whose public key is configured.
+    fn signing_key(&self) -> Secret {
+        Secret::new(match self {
+            Self::Standard(key) => key.clone(),
+            Self::Ed25519(seed) | Self::Demo(seed) => seed.to_vec(),
+            Self::GitHub(s) | Self::Stripe(s) | Self::Shopify(s) | Self::Slack(s) => s.as_bytes().to_vec(),
+        })
     }
 
     /// The secret as written in the config file.
@@ -191,36 +209,13 @@ impl Signer {
 
     /// Headers of one delivery attempt of event `identity` signed at `timestamp`.
     pub fn headers(&self, identity: &str, body: &[u8], timestamp: i64) -> Vec<(String, String)> {
-        let pairs = match (self, self.webhook_signer()) {
-            (_, Some(signer)) => {
-                let attempt = u32::try_from(unix_now() % 1000).unwrap_or(0);
-                signer.headers(identity, attempt, UnixTime(timestamp), body)
-            }
-            // The client signs with secrets it holds; ed25519 needs the private seed here.
-            (Self::Ed25519(seed), None) => vec![
-                (standard::ID_HEADER, identity.to_owned()),
-                (standard::TIMESTAMP_HEADER, timestamp.to_string()),
-                (standard::SIGNATURE_HEADER, standard::sign_ed25519(seed, identity, timestamp, body)),
-            ],
-            (_, None) => Vec::new(),
-        };
-        let mut headers: Vec<(String, String)> = pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        let signer = WebhookSigner::new(self.registered(), self.signing_key()).unwrap();
+        let attempt = u32::try_from(unix_now() % 1000).unwrap_or(0);
+        let message = Outgoing { id: identity, attempt, timestamp: UnixTime(timestamp), body };
+        let mut headers: Vec<(String, String)> =
+            signer.headers(&message).into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         headers.push(("Content-Type".into(), "application/json".into()));
         headers
-    }
-
-    /// The client library's signer for this scheme and key (none for ed25519).
-    fn webhook_signer(&self) -> Option<WebhookSigner> {
-        let text = |s: &str| Secret::new(s.as_bytes().to_vec());
-        Some(match self {
-            Self::Standard(key) => WebhookSigner::StandardWebhooks(Secret::new(key.clone())),
-            Self::Demo(key) => WebhookSigner::Demo(Secret::new(key.to_vec())),
-            Self::GitHub(s) => WebhookSigner::GitHub(text(s)),
-            Self::Stripe(s) => WebhookSigner::Stripe(text(s)),
-            Self::Shopify(s) => WebhookSigner::Shopify(text(s)),
-            Self::Slack(s) => WebhookSigner::Slack(text(s)),
-            Self::Ed25519(_) => return None,
-        })
     }
 }
 
