@@ -8,7 +8,8 @@
 //! - [`answer`]: the one place where a rejection or an outcome becomes a status and a body;
 //! - [`server`]: the accept loop with graceful shutdown;
 //! - [`session`]: the dashboard's signed-in sessions and the admin token's comparison;
-//! - [`tls`]: TLS termination from PEM files.
+//! - [`tls`]: TLS termination from PEM files;
+//! - [`views`]: the operator's views of the store, one shape for the admin API and the CLI.
 
 pub mod admin;
 pub mod answer;
@@ -20,6 +21,7 @@ pub mod inbound;
 pub mod server;
 pub mod session;
 pub mod tls;
+pub mod views;
 
 pub use answer::DeliveryAnswer;
 pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts, system_now};
