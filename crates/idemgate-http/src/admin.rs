@@ -13,20 +13,21 @@ use axum::{
     Json, Router,
     body::Body,
     extract::{Path, Query, Request, State},
-    http::{HeaderValue, StatusCode, header},
+    http::{HeaderValue, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::get,
 };
 use idemgate_clock::Clock;
 use idemgate_core::{Secret, UnixTime, job::JobState};
-use idemgate_store::{Store, StoreError, jobs::ReplayFilter, views::EventFilter};
+use idemgate_store::{Store, jobs::ReplayFilter, views::EventFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     DeliveryAnswer, RejectionCounts,
+    answer::AdminError,
     body::read_limited,
     session::Sessions,
     views::{self, EventDetail, EventsPage, SourceCounts},
@@ -124,37 +125,7 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
     if crate::session::token_matches(&state.token, given.as_bytes()) {
         return next.run(request).await;
     }
-    let mut response = (StatusCode::UNAUTHORIZED, Json(serde_json::json!({ "error": "unauthorized" }))).into_response();
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
-}
-
-/// An admin error: one status each.
-#[derive(Debug)]
-enum AdminError {
-    NotFound,
-    BadRequest(&'static str),
-    Store(StoreError),
-}
-
-impl From<StoreError> for AdminError {
-    fn from(err: StoreError) -> Self {
-        Self::Store(err)
-    }
-}
-
-impl IntoResponse for AdminError {
-    fn into_response(self) -> Response {
-        let (status, error) = match self {
-            Self::NotFound => (StatusCode::NOT_FOUND, "not_found".to_owned()),
-            Self::BadRequest(why) => (StatusCode::BAD_REQUEST, why.to_owned()),
-            Self::Store(err) => {
-                tracing::warn!(error = %err, "admin request failed");
-                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable".to_owned())
-            }
-        };
-        (status, Json(serde_json::json!({ "error": error }))).into_response()
-    }
+    AdminError::Unauthorized.into_response()
 }
 
 /// Filters of the event listing.
