@@ -1,7 +1,7 @@
 //! Where every HTTP status idemgate chooses is chosen: one mapping per family of answers,
 //! each an enum with one `IntoResponse`, so a given case has the same status everywhere
 //! and internals never leak into a body. No other module names a status
-//! (`tests/it/statuses.rs` checks every crate's sources); a handler returns one of these.
+//! (`tests/it/edge.rs` checks every crate's sources); a handler returns one of these.
 //!
 //! - [`DeliveryAnswer`] (here): a delivery's rejection or outcome, on every receiving route;
 //!   with [`not_found`], [`method_not_allowed`], [`healthy`] and [`readiness`] for the routes

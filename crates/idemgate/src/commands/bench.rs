@@ -5,8 +5,8 @@ use std::{path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
 use idemgate::{bench, config, send};
+use idemgate_clock::{Clock, SystemClock};
 use idemgate_core::Secret;
-use idemgate_http::system_now;
 use idemgate_store::maintenance;
 
 use super::{EXIT_FAILED, print_line};
@@ -16,7 +16,7 @@ pub(super) async fn bench(workload: BenchWorkload) -> anyhow::Result<ExitCode> {
     let (target, work, run) = match workload {
         BenchWorkload::Seed { db, source, receipts } => {
             let started = std::time::Instant::now();
-            let written = maintenance::seed_receipts(&db, &source, receipts, system_now())?;
+            let written = maintenance::seed_receipts(&db, &source, receipts, SystemClock.now())?;
             print_line(&format!("seeded {written} receipts of {source} in {:.1} s", started.elapsed().as_secs_f64()))?;
             return Ok(ExitCode::SUCCESS);
         }

@@ -4,8 +4,8 @@ use std::{io::Write, path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
 use idemgate::{config::Config, verify};
+use idemgate_clock::{Clock, SystemClock};
 use idemgate_core::UnixTime;
-use idemgate_http::system_now;
 
 use super::EXIT_FAILED;
 
@@ -24,7 +24,7 @@ pub(super) fn capture(
     let head = std::fs::read_to_string(headers).with_context(|| format!("cannot read {}", headers.display()))?;
     let headers = verify::parse_headers(&head).map_err(|err| anyhow!("{}: {err}", headers.display()))?;
     let body = std::fs::read(body).with_context(|| format!("cannot read {}", body.display()))?;
-    let now = at.map_or_else(system_now, UnixTime);
+    let now = at.map_or_else(|| SystemClock.now(), UnixTime);
     let checks = verify::verify_capture(source, &headers, &body, now);
     let mut stdout = std::io::stdout().lock();
     for check in &checks {
