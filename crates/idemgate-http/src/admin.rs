@@ -13,19 +13,25 @@ use axum::{
     Json, Router,
     body::Body,
     extract::{Path, Query, Request, State},
-    http::{HeaderValue, StatusCode, header},
+    http::{HeaderValue, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::get,
 };
 use idemgate_clock::Clock;
-use idemgate_core::{Identity, ReceiptKey, Secret, SourceName, UnixTime, job::JobState};
-use idemgate_store::{Store, StoreError, jobs::ReplayFilter, views::EventFilter};
+use idemgate_core::{Secret, UnixTime, job::JobState};
+use idemgate_store::{Store, jobs::ReplayFilter, views::EventFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::{DeliveryAnswer, RejectionCounts, body::read_limited, session::Sessions};
+use crate::{
+    DeliveryAnswer, RejectionCounts,
+    answer::AdminError,
+    body::read_limited,
+    session::Sessions,
+    views::{self, EventDetail, EventsPage, SourceCounts},
+};
 
 /// Largest request body the admin routes read (replay filters and dashboard forms).
 const BODY_LIMIT: usize = 64 * 1024;
@@ -119,37 +125,7 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
     if crate::session::token_matches(&state.token, given.as_bytes()) {
         return next.run(request).await;
     }
-    let mut response = (StatusCode::UNAUTHORIZED, Json(serde_json::json!({ "error": "unauthorized" }))).into_response();
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
-}
-
-/// An admin error: one status each.
-#[derive(Debug)]
-enum AdminError {
-    NotFound,
-    BadRequest(&'static str),
-    Store(StoreError),
-}
-
-impl From<StoreError> for AdminError {
-    fn from(err: StoreError) -> Self {
-        Self::Store(err)
-    }
-}
-
-impl IntoResponse for AdminError {
-    fn into_response(self) -> Response {
-        let (status, error) = match self {
-            Self::NotFound => (StatusCode::NOT_FOUND, "not_found".to_owned()),
-            Self::BadRequest(why) => (StatusCode::BAD_REQUEST, why.to_owned()),
-            Self::Store(err) => {
-                tracing::warn!(error = %err, "admin request failed");
-                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable".to_owned())
-            }
-        };
-        (status, Json(serde_json::json!({ "error": error }))).into_response()
-    }
+    AdminError::Unauthorized.into_response()
 }
 
 /// Filters of the event listing.
@@ -170,24 +146,6 @@ struct ListQuery {
     before: Option<i64>,
     /// Page size (1 to 500, default 50).
     limit: Option<usize>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct EventSummary {
-    id: i64,
-    source: String,
-    identity: String,
-    event_type: Option<String>,
-    received_at: i64,
-    /// Destination to job state.
-    jobs: std::collections::BTreeMap<String, String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct EventsPage {
-    events: Vec<EventSummary>,
-    /// Pass as `before` for the next page; absent on the last one.
-    next_before: Option<i64>,
 }
 
 /// List events, newest first.
@@ -211,57 +169,7 @@ async fn list_events(
         before_id: query.before,
         limit,
     };
-    let rows = state.store.list_events(filter).await?;
-    let next_before = rows.last().filter(|_| rows.len() == limit).map(|e| e.id);
-    let events = rows
-        .into_iter()
-        .map(|e| EventSummary {
-            id: e.id,
-            source: e.source,
-            identity: e.identity,
-            event_type: e.event_type,
-            received_at: e.received_at.0,
-            jobs: e.jobs.into_iter().collect(),
-        })
-        .collect();
-    Ok(Json(EventsPage { events, next_before }))
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct JobView {
-    destination: String,
-    state: String,
-    attempts: u32,
-    next_attempt_at: i64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct AttemptView {
-    destination: String,
-    attempt: u32,
-    started_at: i64,
-    latency_ms: u64,
-    status: Option<u16>,
-    error: Option<String>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-struct EventDetail {
-    source: String,
-    identity: String,
-    body_sha256: String,
-    outcome: String,
-    #[schema(value_type = Object)]
-    result: serde_json::Value,
-    received_at: i64,
-    jobs: Vec<JobView>,
-    attempts: Vec<AttemptView>,
-}
-
-fn key(source: &str, identity: &str) -> Result<ReceiptKey, AdminError> {
-    let source = SourceName::new(source).map_err(|_| AdminError::NotFound)?;
-    let identity = Identity::new(identity).map_err(|_| AdminError::NotFound)?;
-    Ok(ReceiptKey { source, identity })
+    Ok(Json(views::events_page(&state.store, filter).await?))
 }
 
 /// One event: its receipt, jobs and every delivery attempt.
@@ -272,44 +180,7 @@ async fn show_event(
     State(state): State<AdminState>,
     Path((source, identity)): Path<(String, String)>,
 ) -> Result<Json<EventDetail>, AdminError> {
-    let key = key(&source, &identity)?;
-    let receipt = state.store.receipt(key.clone()).await?.ok_or(AdminError::NotFound)?;
-    let jobs = state
-        .store
-        .jobs(key)
-        .await?
-        .into_iter()
-        .map(|j| JobView {
-            destination: j.destination,
-            state: j.state,
-            attempts: j.attempts,
-            next_attempt_at: j.next_attempt_at.0,
-        })
-        .collect();
-    let attempts = state
-        .store
-        .attempts(source.clone(), identity.clone())
-        .await?
-        .into_iter()
-        .map(|a| AttemptView {
-            destination: a.destination,
-            attempt: a.attempt,
-            started_at: a.started_at.0,
-            latency_ms: a.latency_ms,
-            status: a.status,
-            error: a.error,
-        })
-        .collect();
-    Ok(Json(EventDetail {
-        source,
-        identity,
-        body_sha256: receipt.body_hash.to_hex(),
-        outcome: receipt.outcome,
-        result: receipt.result,
-        received_at: receipt.received_at.0,
-        jobs,
-        attempts,
-    }))
+    views::event_detail(&state.store, &source, &identity).await?.map(Json).ok_or(AdminError::NotFound)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -387,31 +258,13 @@ struct StatsQuery {
     since: Option<i64>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-struct SourceCounts {
-    source: String,
-    receipts: u64,
-    conflicts: u64,
-    jobs: std::collections::BTreeMap<String, u64>,
-}
-
 /// Counts per source: receipts, conflicts, jobs by state.
 #[utoipa::path(get, path = "/admin/v1/stats", params(StatsQuery), responses((status = 200, body = Vec<SourceCounts>), (status = 401)))]
 async fn stats(
     State(state): State<AdminState>,
     Query(query): Query<StatsQuery>,
 ) -> Result<Json<Vec<SourceCounts>>, AdminError> {
-    let all = state.store.stats(query.since.map(UnixTime)).await?;
-    Ok(Json(
-        all.into_iter()
-            .map(|s| SourceCounts {
-                source: s.source,
-                receipts: s.receipts,
-                conflicts: s.conflicts,
-                jobs: s.jobs.into_iter().collect(),
-            })
-            .collect(),
-    ))
+    Ok(Json(views::source_counts(&state.store, query.since.map(UnixTime)).await?))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

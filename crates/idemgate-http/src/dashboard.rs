@@ -13,14 +13,14 @@ use std::fmt::Write as _;
 use axum::{
     Form, Router,
     extract::State,
-    http::{HeaderMap, HeaderValue, StatusCode, header},
+    http::{HeaderMap, HeaderValue, header},
     response::{Html, IntoResponse, Redirect, Response},
     routing::{get, post},
 };
 use idemgate_store::{StoreError, jobs::ReplayFilter};
 use serde::Deserialize;
 
-use crate::{admin::AdminState, session::token_matches};
+use crate::{admin::AdminState, answer::DashboardAnswer, session::token_matches};
 
 const COOKIE: &str = "idemgate_admin";
 
@@ -78,41 +78,15 @@ fn over_https(headers: &HeaderMap, tls: bool) -> bool {
 
 /// The checks every state-changing form passes: the dashboard's own origin, a live
 /// session, and that session's CSRF token.
-fn form_session(state: &AdminState, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, FormRefused> {
+fn form_session(state: &AdminState, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, DashboardAnswer> {
     if !from_own_origin(headers, state.tls) {
-        return Err(FormRefused::Forbidden);
+        return Err(DashboardAnswer::Refused);
     }
-    let Some(session) = signed_in(state, headers) else { return Err(FormRefused::SignedOut) };
+    let Some(session) = signed_in(state, headers) else { return Err(DashboardAnswer::SignedOut) };
     if !state.sessions.csrf_matches(&session.id, csrf, state.clock.now_ms()) {
-        return Err(FormRefused::Forbidden);
+        return Err(DashboardAnswer::Refused);
     }
     Ok(session)
-}
-
-/// Why a form was not acted on.
-enum FormRefused {
-    /// Another origin, or a missing or wrong CSRF token.
-    Forbidden,
-    /// No live session: back to the sign-in page.
-    SignedOut,
-}
-
-impl IntoResponse for FormRefused {
-    fn into_response(self) -> Response {
-        match self {
-            Self::Forbidden => refused(),
-            Self::SignedOut => Redirect::to("/admin/login").into_response(),
-        }
-    }
-}
-
-/// `403`: a cross-origin request or a missing or wrong CSRF token; nothing was changed.
-fn refused() -> Response {
-    (
-        StatusCode::FORBIDDEN,
-        layout("idemgate", "<p class=\"bad\">Refused: this request did not come from the dashboard.</p>"),
-    )
-        .into_response()
 }
 
 fn session_cookie(id: &str, max_age: u64, https: bool) -> Option<HeaderValue> {
@@ -133,7 +107,8 @@ fn esc(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
-fn layout(title: &str, body: &str) -> Html<String> {
+/// A dashboard page: `title` as its heading, then `body` (already HTML).
+pub(crate) fn layout(title: &str, body: &str) -> Html<String> {
     Html(format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title><style>\
          body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}\
@@ -157,11 +132,10 @@ struct Login {
 
 async fn login(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<Login>) -> Response {
     if !from_own_origin(&headers, state.tls) {
-        return refused();
+        return DashboardAnswer::Refused.into_response();
     }
     if !token_matches(&state.token, form.token.as_bytes()) {
-        return (StatusCode::UNAUTHORIZED, layout("idemgate: sign in", "<p class=\"bad\">Wrong token.</p>"))
-            .into_response();
+        return DashboardAnswer::WrongToken.into_response();
     }
     match state.sessions.create(state.clock.now_ms()) {
         Ok(session) => {
@@ -171,8 +145,7 @@ async fn login(State(state): State<AdminState>, headers: HeaderMap, Form(form): 
         }
         Err(err) => {
             tracing::error!(error = %err, "cannot start a dashboard session");
-            (StatusCode::SERVICE_UNAVAILABLE, layout("idemgate: sign in", "<p class=\"bad\">Try again.</p>"))
-                .into_response()
+            DashboardAnswer::NoSession.into_response()
         }
     }
 }
@@ -194,14 +167,13 @@ async fn logout(State(state): State<AdminState>, headers: HeaderMap, Form(form):
 
 async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
     let Some(session) = signed_in(&state, &headers) else {
-        return Redirect::to("/admin/login").into_response();
+        return DashboardAnswer::SignedOut.into_response();
     };
     match render(&state, &esc(&session.csrf)).await {
         Ok(body) => layout("idemgate", &body).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard could not read the store");
-            (StatusCode::SERVICE_UNAVAILABLE, layout("idemgate", "<p class=\"bad\">The store cannot be read.</p>"))
-                .into_response()
+            DashboardAnswer::StoreUnreadable.into_response()
         }
     }
 }
@@ -286,8 +258,7 @@ async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form):
         Ok(_) => Redirect::to("/admin/").into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard replay failed");
-            (StatusCode::SERVICE_UNAVAILABLE, layout("idemgate", "<p class=\"bad\">Replay failed; try again.</p>"))
-                .into_response()
+            DashboardAnswer::ReplayFailed.into_response()
         }
     }
 }

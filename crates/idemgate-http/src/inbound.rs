@@ -52,13 +52,6 @@ pub struct Delivered {
     pub identity: Option<Identity>,
 }
 
-/// The current wall-clock time: the edge is where the clock is read, the core gets it
-/// as a value.
-#[must_use]
-pub fn system_now() -> UnixTime {
-    idemgate_clock::Clock::now(&idemgate_clock::SystemClock)
-}
-
 /// Rejections counted by source and bounded reason: what the operator sees instead of
 /// stored payloads (nothing is stored for a rejected delivery).
 #[derive(Debug, Default)]

@@ -1,11 +1,15 @@
-//! The HTTP edge of idemgate: the only crate that knows status codes and JSON wire shapes.
+//! The HTTP edge of idemgate: the only crate that knows status codes and JSON wire shapes,
+//! and where every router is built.
 //!
 //! - [`body`]: reads a request body under a size limit, never buffering more than it allows;
 //! - [`idempotency`]: the `Idempotency-Key` tower layer for HTTP APIs;
-
 //! - [`inbound`]: one delivery from raw request to outcome (size, verify, parse, contract,
 //!   store), in that order;
-//! - [`answer`]: the one place where a rejection or an outcome becomes a status and a body;
+//! - [`gateway`]: the gateway's router (sources, health, metrics, proxies) from plain settings;
+//! - [`proxy`]: one `[[proxy]]`'s forwarding routes behind the layer;
+//! - [`admin`] and [`dashboard`]: the admin API and the dashboard, on their own listener;
+//! - [`answer`]: where every status is chosen, one mapping per family of answers;
+//! - [`views`]: the operator's views of the store, one shape for the admin API and the CLI;
 //! - [`server`]: the accept loop with graceful shutdown;
 //! - [`session`]: the dashboard's signed-in sessions and the admin token's comparison;
 //! - [`tls`]: TLS termination from PEM files.
@@ -14,13 +18,15 @@ pub mod admin;
 pub mod answer;
 pub mod body;
 pub mod dashboard;
+pub mod gateway;
 pub mod idempotency;
-
 pub mod inbound;
+pub mod proxy;
 pub mod server;
 pub mod session;
 pub mod tls;
+pub mod views;
 
 pub use answer::DeliveryAnswer;
-pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts, system_now};
+pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts};
 pub use server::{CloseWithoutResponse, Peer, ServeOptions, serve, termination_signal};

@@ -23,6 +23,7 @@ use axum::{
 };
 use clap::{Parser, Subcommand};
 use idemgate::{
+    clock::{Clock, SystemClock},
     core::{
         Identity, Rejection, Secret, SecretSet, SourceName,
         json::{Json, Limits, MAX_DEPTH_CEILING},
@@ -32,7 +33,7 @@ use idemgate::{
         Accepted, AnswerStyle, Checked, CloseWithoutResponse, Delivered, DeliveryAnswer, Inbound, ServeOptions,
         answer::{method_not_allowed, not_found},
         body::BODY_TIMEOUT,
-        serve, system_now, termination_signal,
+        serve, termination_signal,
     },
     store::{Connection, Handler, HandlerError, SqliteReader, SqliteStore, StoreError, StoreOptions, receipts},
 };
@@ -113,7 +114,11 @@ fn serve_counter(listen: SocketAddr, db: &Path) -> Result<(), Failure> {
             .await
             .map_err(|err| Failure::runtime(format!("cannot listen on {listen}: {err}")))?;
         let address = listener.local_addr().map_err(Failure::runtime)?;
-        let app = App { inbound: inbound(secret, Arc::clone(&store))?, faults: Arc::new(faults) };
+        let app = App {
+            inbound: inbound(secret, Arc::clone(&store))?,
+            faults: Arc::new(faults),
+            clock: Arc::new(SystemClock),
+        };
         let router = Router::new()
             .route("/webhook", post(webhook).fallback(method_not_allowed))
             .fallback(not_found)
@@ -168,6 +173,8 @@ fn create_counter(conn: &Connection) -> Result<(), idemgate::store::rusqlite::Er
 struct App {
     inbound: Inbound<Arc<SqliteStore>>,
     faults: Arc<Faults>,
+    /// Where a delivery's time is read (its signature's tolerance window).
+    clock: Arc<dyn Clock>,
 }
 
 async fn webhook(State(app): State<App>, request: axum::extract::Request) -> Response {
@@ -180,7 +187,7 @@ async fn webhook(State(app): State<App>, request: axum::extract::Request) -> Res
         let effect: Handler = Box::new(move |conn: &Connection| increment(conn, value, fail));
         Ok(Accepted { identity, effect })
     };
-    let Delivered { answer, identity } = app.inbound.deliver(&parts.headers, body, system_now(), contract).await;
+    let Delivered { answer, identity } = app.inbound.deliver(&parts.headers, body, app.clock.now(), contract).await;
     let applied = matches!(answer, DeliveryAnswer::Settled(idemgate::core::Outcome::Applied { .. }));
     if let Some(identity) = identity.filter(|_| applied)
         && app.faults.take(&app.faults.drop_after_commit, &identity)

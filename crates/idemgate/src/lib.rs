@@ -3,11 +3,14 @@
 //! commit is durable, and give every repeat its original answer.
 //!
 //! This crate is the gateway (`idemgate serve`): [`config`] turns the TOML file into typed
-//! settings, [`gateway`] assembles the routes from them, [`outbound`] the worker that
+//! settings, [`gateway`] turns them into the routes `idemgate_http::gateway` builds and
+//! serves, [`run`] starts everything on one clock, [`outbound`] builds the worker that
 //! forwards stored events, and [`verify`] explains offline why a captured delivery would be
-//! refused. It also re-exports the workspace crates so an application depends on one
-//! crate: [`core`] (pure decisions), [`clock`] (where the time is read), [`store`] (receipts on SQLite), [`http`] (the axum
-//! edge), [`worker`] (delivery). `examples/counter.rs` shows the library path.
+//! refused. It builds no router and chooses no status: that is `idemgate-http`'s. It also
+//! re-exports the workspace crates so an application depends on one crate: [`core`] (pure
+//! decisions), [`clock`] (where the time is read), [`store`] (receipts on SQLite and
+//! PostgreSQL), [`http`] (the HTTP edge), [`worker`] (delivery). `examples/counter.rs` shows
+//! the library path.
 
 pub mod availability;
 pub mod bench;
@@ -16,7 +19,6 @@ pub mod config;
 pub mod gateway;
 pub mod operator;
 pub mod outbound;
-pub mod proxy;
 pub mod run;
 pub mod send;
 

@@ -1,29 +1,24 @@
 //! `idemgate events list | show | stats`: what an operator types during an incident, as
-//! aligned text or `--json`. Reads the store directly; identities and states only.
+//! aligned text or `--json`. Reads the store directly through `idemgate_http::views`, so
+//! `--json` prints the admin API's shapes (`stats` as `{"sources": [...]}`), and the text is
+//! made from the same views; identities and states only.
 
-use idemgate_core::{Identity, ReceiptKey, SourceName};
+use idemgate_http::views::{self, EventDetail, EventsPage, SourceCounts};
 use idemgate_store::{Store, StoreError, views::EventFilter};
-use serde_json::{Value, json};
 
 /// The listing as text (one event a line) or JSON.
 pub async fn list(store: &Store, filter: EventFilter, as_json: bool) -> Result<String, StoreError> {
-    let limit = filter.limit;
-    let events = store.list_events(filter).await?;
+    let page = views::events_page(store, filter).await?;
     if as_json {
-        let rows: Vec<Value> = events
-            .iter()
-            .map(|e| {
-                let jobs: serde_json::Map<String, Value> = e.jobs.iter().map(|(d, s)| (d.clone(), json!(s))).collect();
-                json!({"id": e.id, "source": e.source, "identity": e.identity, "type": e.event_type,
-                       "received_at": e.received_at.0, "jobs": jobs})
-            })
-            .collect();
-        let next = events.last().filter(|_| events.len() == limit).map(|e| e.id);
-        return Ok(json!({ "events": rows, "next_before": next }).to_string());
+        return Ok(to_json(&page));
     }
+    Ok(list_text(&page))
+}
+
+fn list_text(page: &EventsPage) -> String {
     let mut text =
         format!("{:>8}  {:<16} {:<40} {:<20} {:>11}  jobs\n", "id", "source", "identity", "type", "received");
-    for e in &events {
+    for e in &page.events {
         let jobs: Vec<String> = e.jobs.iter().map(|(d, s)| format!("{d}={s}")).collect();
         text.push_str(&format!(
             "{:>8}  {:<16} {:<40} {:<20} {:>11}  {}\n",
@@ -31,86 +26,69 @@ pub async fn list(store: &Store, filter: EventFilter, as_json: bool) -> Result<S
             e.source,
             e.identity,
             e.event_type.as_deref().unwrap_or("-"),
-            e.received_at.0,
+            e.received_at,
             jobs.join(" ")
         ));
     }
-    if events.len() == limit {
-        if let Some(last) = events.last() {
-            text.push_str(&format!("(more: --before {})\n", last.id));
-        }
+    if let Some(before) = page.next_before {
+        text.push_str(&format!("(more: --before {before})\n"));
     }
-    Ok(text)
+    text
 }
 
 /// One event: its receipt, its jobs and every attempt.
 pub async fn show(store: &Store, source: &str, identity: &str, as_json: bool) -> Result<Option<String>, StoreError> {
-    let (Ok(source_name), Ok(id)) = (SourceName::new(source), Identity::new(identity)) else { return Ok(None) };
-    let key = ReceiptKey { source: source_name, identity: id };
-    let Some(receipt) = store.receipt(key.clone()).await? else { return Ok(None) };
-    let jobs = store.jobs(key).await?;
-    let attempts = store.attempts(source.to_owned(), identity.to_owned()).await?;
+    let Some(event) = views::event_detail(store, source, identity).await? else { return Ok(None) };
     if as_json {
-        let jobs: Vec<Value> = jobs
-            .iter()
-            .map(|j| json!({"destination": j.destination, "state": j.state, "attempts": j.attempts, "next_attempt_at": j.next_attempt_at.0}))
-            .collect();
-        let attempts: Vec<Value> = attempts
-            .iter()
-            .map(|a| {
-                json!({"destination": a.destination, "attempt": a.attempt, "started_at": a.started_at.0,
-                             "latency_ms": a.latency_ms, "status": a.status, "error": a.error})
-            })
-            .collect();
-        let view = json!({"source": source, "identity": identity, "body_sha256": receipt.body_hash.to_hex(),
-                          "outcome": receipt.outcome, "result": receipt.result, "received_at": receipt.received_at.0,
-                          "jobs": jobs, "attempts": attempts});
-        return Ok(Some(view.to_string()));
+        return Ok(Some(to_json(&event)));
     }
+    Ok(Some(show_text(&event)))
+}
+
+fn show_text(event: &EventDetail) -> String {
     let mut text = format!(
-        "event     {source} / {identity}\nreceived  {}\nsha256    {}\noutcome   {} (result {})\n",
-        receipt.received_at.0,
-        receipt.body_hash.to_hex(),
-        receipt.outcome,
-        receipt.result
+        "event     {} / {}\nreceived  {}\nsha256    {}\noutcome   {} (result {})\n",
+        event.source, event.identity, event.received_at, event.body_sha256, event.outcome, event.result
     );
-    for job in &jobs {
+    for job in &event.jobs {
         text.push_str(&format!(
             "job       {:<16} {:<10} attempts {}  next {}\n",
-            job.destination, job.state, job.attempts, job.next_attempt_at.0
+            job.destination, job.state, job.attempts, job.next_attempt_at
         ));
     }
-    for a in &attempts {
+    for a in &event.attempts {
         let status = a.status.map_or("-".to_owned(), |s| s.to_string());
         text.push_str(&format!(
             "attempt   {:<16} #{:<3} at {} {:>6} ms  status {status}  {}\n",
             a.destination,
             a.attempt,
-            a.started_at.0,
+            a.started_at,
             a.latency_ms,
             a.error.as_deref().unwrap_or("")
         ));
     }
-    Ok(Some(text))
+    text
 }
 
 /// Counts per source.
 pub async fn stats(store: &Store, since: Option<idemgate_core::UnixTime>, as_json: bool) -> Result<String, StoreError> {
-    let all = store.stats(since).await?;
+    let sources = views::source_counts(store, since).await?;
     if as_json {
-        let rows: Vec<Value> = all
-            .iter()
-            .map(|s| {
-                let jobs: serde_json::Map<String, Value> = s.jobs.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-                json!({"source": s.source, "receipts": s.receipts, "conflicts": s.conflicts, "jobs": jobs})
-            })
-            .collect();
-        return Ok(json!({ "sources": rows }).to_string());
+        return Ok(serde_json::json!({ "sources": sources }).to_string());
     }
+    Ok(stats_text(&sources))
+}
+
+fn stats_text(sources: &[SourceCounts]) -> String {
     let mut text = format!("{:<16} {:>9} {:>9}  jobs\n", "source", "receipts", "conflicts");
-    for s in &all {
+    for s in sources {
         let jobs: Vec<String> = s.jobs.iter().map(|(k, v)| format!("{k} {v}")).collect();
         text.push_str(&format!("{:<16} {:>9} {:>9}  {}\n", s.source, s.receipts, s.conflicts, jobs.join(", ")));
     }
-    Ok(text)
+    text
+}
+
+/// A view as one line of JSON; a view is plain data, so this cannot fail.
+fn to_json(view: &impl serde::Serialize) -> String {
+    serde_json::to_string(view).unwrap_or_default()
 }

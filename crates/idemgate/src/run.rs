@@ -1,12 +1,18 @@
 //! The whole gateway started on listeners the caller bound: the sources' routes, the
 //! worker (unless `[worker] enabled = false`), the retention purges and the admin API, until
 //! a shutdown future completes. `idemgate serve` and `idemgate worker` are this function
-//! behind a signal; tests call it in-process on `127.0.0.1:0`.
+//! behind a signal; tests call it in-process on `127.0.0.1:0`. Every part reads the time
+//! from the one clock in [`RunOptions`], so a test can run the whole gateway on a
+//! `ManualClock`.
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use idemgate_clock::SystemClock;
-use idemgate_http::{RejectionCounts, ServeOptions, idempotency, serve, system_now};
+use idemgate_clock::{Clock, SystemClock};
+use idemgate_http::{
+    RejectionCounts, ServeOptions,
+    gateway::{self as routes, Observers, Render},
+    idempotency, serve,
+};
 use idemgate_store::{Store, maintenance};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::{net::TcpListener, sync::watch};
@@ -18,7 +24,7 @@ use crate::{
 };
 
 /// What [`run`] serves on, besides the configuration.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RunOptions {
     /// The public listener; `None` runs the worker alone (`idemgate worker`), whatever
     /// `[worker] enabled` says.
@@ -31,6 +37,15 @@ pub struct RunOptions {
     /// Told once the store's configuration was accepted and the gateway starts serving, so
     /// a caller announces its listeners only then (a store config error comes first, alone).
     pub ready: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Where every part reads the time: deliveries, gauges, the worker, purges, the admin
+    /// API and the proxies' `Idempotency-Key` records. [`SystemClock`] by default.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self { public: None, admin: None, metrics: None, ready: None, clock: Arc::new(SystemClock) }
+    }
 }
 
 /// Why the gateway could not run.
@@ -80,12 +95,14 @@ pub async fn run(
         Err(err) => return Err(RunError::Open(err)),
     };
     let store = availability.store.clone();
-    let RunOptions { public, admin, metrics, ready } = options;
+    let RunOptions { public, admin, metrics, ready, clock } = options;
     if let Some(ready) = ready {
         let _ = ready.send(());
     }
     let receive = public.is_some();
-    let worker = (config.worker.enabled || !receive).then(|| outbound::worker(&config, &store)).transpose()?;
+    let worker = (config.worker.enabled || !receive)
+        .then(|| outbound::worker(&config, &store).map(|worker| worker.with_clock(Arc::clone(&clock))))
+        .transpose()?;
     let worker = worker.map(|worker| {
         let (availability, stopped) = (Arc::clone(&availability), stopped.clone());
         tokio::spawn(async move {
@@ -95,7 +112,9 @@ pub async fn run(
         })
     });
     match public {
-        Some(public) => receive_until_stopped(&config, &availability, public, (admin, metrics), stopped).await?,
+        Some(public) => {
+            receive_until_stopped(&config, &availability, public, (admin, metrics), clock, stopped).await?;
+        }
         None => tracing::info!(destinations = config.destinations.len(), "worker running"),
     }
     if let Some(worker) = worker {
@@ -111,19 +130,22 @@ async fn receive_until_stopped(
     availability: &Arc<Availability>,
     listener: TcpListener,
     (admin_listener, metrics): (Option<TcpListener>, Option<PrometheusHandle>),
+    clock: Arc<dyn Clock>,
     stopped: watch::Receiver<bool>,
 ) -> Result<(), RunError> {
     let store = &availability.store;
     let rejections: Arc<RejectionCounts> = Arc::default();
-    let observers = gateway::Observers { metrics, rejections: Arc::clone(&rejections) };
-    let router = gateway::router(config, store, observers).map_err(RunError::Proxy)?;
-    tokio::spawn(purges(config, Arc::clone(availability), stopped.clone()));
+    let metrics = metrics.map(|handle| Render(Arc::new(move || handle.render())));
+    let observers = Observers { metrics, rejections: Arc::clone(&rejections) };
+    let router =
+        routes::router(&gateway::routes(config), store, Arc::clone(&clock), observers).map_err(RunError::Proxy)?;
+    tokio::spawn(purges(config, Arc::clone(availability), Arc::clone(&clock), stopped.clone()));
     for source in &config.sources {
         tracing::info!(source = %source.id, scheme = source.scheme.name(), route = %format!("/in/{}", source.route), "source ready");
     }
     let admin = match (&config.admin, admin_listener) {
         (Some(admin), Some(listener)) => {
-            Some(serve_admin(admin, &config.server, listener, store, rejections, stopped.clone()))
+            Some(serve_admin(admin, &config.server, listener, (store, clock), rejections, stopped.clone()))
         }
         _ => {
             tracing::info!("admin API off: no [admin] token configured");
@@ -147,6 +169,7 @@ async fn receive_until_stopped(
 fn purges(
     config: &Config,
     availability: Arc<Availability>,
+    clock: Arc<dyn Clock>,
     stopped: watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let (policies, interval, proxies) = (config.retention(), config.store.purge_interval, !config.proxies.is_empty());
@@ -156,18 +179,18 @@ fn purges(
         }
         let store = availability.store.clone();
         if proxies {
-            let clock = Arc::new(SystemClock);
+            let clock = Arc::clone(&clock);
             tokio::spawn(idempotency::purge_expired_every(store.clone(), clock, Duration::from_secs(60)));
         }
-        purge_every(store, policies, interval).await;
+        purge_every(store, policies, interval, clock.as_ref()).await;
     }
 }
 
 /// Purges what retention allows, every `interval`, for as long as the server runs.
-async fn purge_every(store: Store, policies: Vec<maintenance::Retention>, interval: Duration) {
+async fn purge_every(store: Store, policies: Vec<maintenance::Retention>, interval: Duration, clock: &dyn Clock) {
     loop {
         tokio::time::sleep(interval).await;
-        match store.purge(system_now(), policies.clone()).await {
+        match store.purge(clock.now(), policies.clone()).await {
             Ok(report) => tracing::info!(?report, "retention purge"),
             Err(err) => tracing::warn!(error = %err, "retention purge failed"),
         }
@@ -180,7 +203,7 @@ fn serve_admin(
     admin: &AdminConfig,
     server: &ServerConfig,
     listener: TcpListener,
-    store: &Store,
+    (store, clock): (&Store, Arc<dyn Clock>),
     rejections: Arc<RejectionCounts>,
     stopped: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
@@ -191,7 +214,7 @@ fn serve_admin(
         sessions: Arc::new(idemgate_http::session::Sessions::new(admin.session_lifetime)),
         tls: admin.tls.is_some(),
         body_timeout: server.body_timeout,
-        clock: Arc::new(SystemClock),
+        clock,
     };
     let options = ServeOptions {
         header_timeout: server.header_timeout,

@@ -15,7 +15,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use bytes::{Bytes, BytesMut};
-use http::{HeaderName, HeaderValue, Request, request::Parts};
+use http::{Request, request::Parts};
 use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use idemgate_core::idempotency::{AfterResponse, Fingerprint, after_response, parse_key};
@@ -23,8 +23,8 @@ use idemgate_store::idempotency::{Begin, Lifetimes, RecordKey, StoredResponse};
 use sha2::{Digest, Sha256};
 use tower::{Service, ServiceExt};
 
-use super::{IDEMPOTENCY_KEY, IDEMPOTENCY_REPLAY, Refusal, Scope, WhenUnavailable, layer::Shared};
-use crate::body::read_limited;
+use super::{IDEMPOTENCY_KEY, Refusal, Scope, WhenUnavailable, layer::Shared};
+use crate::{answer, body::read_limited};
 
 /// Wraps `S` with `Idempotency-Key` semantics; built by [`super::IdempotencyLayer`].
 #[derive(Debug, Clone)]
@@ -83,7 +83,7 @@ impl Shared {
         let lifetimes = Lifetimes { lock: self.config.lock, retention: self.config.retention };
         match self.store.begin_idempotent(record.clone(), fingerprint, self.clock.now_ms(), lifetimes).await {
             Ok(Begin::Proceed { token }) => self.run_once(inner, request, record, token).await,
-            Ok(Begin::Replay(stored)) => replay(stored),
+            Ok(Begin::Replay(stored)) => answer::replayed(stored),
             Ok(Begin::InFlight { retry_after }) => Refusal::InFlight { retry_after }.into_response(),
             Ok(Begin::Mismatch) => Refusal::Mismatch.into_response(),
             Err(err) => self.unavailable(inner, request, &err).await,
@@ -223,20 +223,4 @@ impl HttpBody for Prefixed {
         hint.set_lower(rest.lower() + extra);
         hint
     }
-}
-
-fn replay(stored: StoredResponse) -> Response {
-    let mut response = Response::new(Body::from(stored.body));
-    *response.status_mut() = http::StatusCode::from_u16(stored.status).unwrap_or(http::StatusCode::OK);
-    let headers = response.headers_mut();
-    for (name, value) in &stored.headers {
-        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name.as_str()), HeaderValue::from_str(value)) {
-            headers.append(name, value);
-        }
-    }
-    headers.insert(IDEMPOTENCY_REPLAY, HeaderValue::from_static("true"));
-    if stored.body_omitted {
-        headers.insert(HeaderName::from_static("idempotency-replay-body"), HeaderValue::from_static("omitted"));
-    }
-    response
 }

@@ -56,5 +56,5 @@ async fn listen(config: &Config) -> anyhow::Result<(RunOptions, Vec<String>)> {
         }
         None => None,
     };
-    Ok((RunOptions { public: Some(public), admin, metrics: Some(metrics), ready: None }, lines))
+    Ok((RunOptions { public: Some(public), admin, metrics: Some(metrics), ..RunOptions::default() }, lines))
 }

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::anyhow;
 use idemgate::config::Config;
-use idemgate_http::system_now;
+use idemgate_clock::{Clock, SystemClock};
 use idemgate_store::maintenance::{self, PurgeReport};
 
 use super::{open_store, print_line};
@@ -56,13 +56,13 @@ pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Res
 /// directly on SQLite.
 async fn purge(config: &Config, dry_run: bool) -> anyhow::Result<PurgeReport> {
     if config.store.postgres.is_none() {
-        return Ok(maintenance::purge_file(&config.store.path, system_now(), &config.retention(), dry_run)?);
+        return Ok(maintenance::purge_file(&config.store.path, SystemClock.now(), &config.retention(), dry_run)?);
     }
     let store = open_store(config).await?;
     let report = if dry_run {
-        store.purge_dry_run(system_now(), config.retention()).await
+        store.purge_dry_run(SystemClock.now(), config.retention()).await
     } else {
-        store.purge(system_now(), config.retention()).await
+        store.purge(SystemClock.now(), config.retention()).await
     };
     store.close().await;
     Ok(report?)

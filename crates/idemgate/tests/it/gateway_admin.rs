@@ -102,3 +102,20 @@ fn every_route_of_the_openapi_document_answers() {
         }
     }
 }
+
+#[test]
+fn the_clis_json_views_are_the_admin_apis_views() {
+    let (setup, _gateway, admin) = start();
+    let cli = |args: &[&str]| -> Value {
+        let output = setup.run(args, &[("ADMIN_TOKEN", TOKEN)]);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let api = |path: &str| request(admin, "GET", path, Some(TOKEN), "").body().clone();
+    let listed = cli(&["events", "list", "--source", "alpha", "--limit", "2", "--json"]);
+    assert_eq!(listed, api("/admin/v1/events?source=alpha&limit=2"));
+    let first = listed["events"][0].as_object().unwrap();
+    assert!(first.contains_key("event_type") && !first.contains_key("type"), "the API's name: {first:?}");
+    assert_eq!(cli(&["events", "show", "alpha", "a2", "--json"]), api("/admin/v1/events/alpha/a2"));
+    assert_eq!(cli(&["events", "stats", "--json"])["sources"], api("/admin/v1/stats"));
+}

@@ -1,20 +1,26 @@
 //! The gateway started in-process with `idemgate::run::run` on `127.0.0.1:0`: the same
 //! routes and worker as `idemgate serve`, stopped by its shutdown future instead of a signal.
 
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
 use idemgate::{
+    clock::{ManualClock, UnixTime},
     config,
     run::{RunOptions, run},
 };
 
 use crate::{
-    gateway_harness::{Setup, Signer},
+    gateway_harness::{Setup, Signer, inbox},
     harness::{post, unix_now},
     recorder::Recorder,
 };
 
 const KEY: [u8; 32] = [5; 32];
 
-fn sources(recorder: &Recorder) -> String {
+fn sources(recorder: &Recorder, source_settings: &str) -> String {
     format!(
         r#"
 [worker]
@@ -23,6 +29,7 @@ poll_interval = "50ms"
 scheme = "standard-webhooks"
 secrets = [{secret:?}]
 destinations = ["app"]
+{source_settings}
 [destinations.app]
 url = "{url}"
 secret = {secret:?}
@@ -36,7 +43,7 @@ timeout = "1s"
 #[test]
 fn run_forwards_a_signed_event_and_stops_when_its_shutdown_future_completes() {
     let recorder = Recorder::start(&[]);
-    let setup = Setup::new(&sources(&recorder));
+    let setup = Setup::new(&sources(&recorder, ""));
     let (config, _) = config::load(&setup.config(), std::env::vars()).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
@@ -58,4 +65,48 @@ fn run_forwards_a_signed_event_and_stops_when_its_shutdown_future_completes() {
     stop.send(()).unwrap();
     runtime.block_on(gateway).unwrap().unwrap();
     assert!(std::net::TcpStream::connect(addr).is_err(), "the listener is closed after shutdown");
+}
+
+/// Polls `done` until it holds, for at most 30 s.
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn every_part_of_run_reads_the_time_from_the_clock_it_was_given() {
+    // Years away from the wall clock: a gateway reading that would refuse the signature,
+    // stamp another webhook-timestamp and keep the receipt.
+    const AT: i64 = 2_000_000_000;
+    let recorder = Recorder::start(&[]);
+    let setup = Setup::new(&sources(&recorder, "retention = \"1d\""));
+    let overrides = [("IDEMGATE_STORE__PURGE_INTERVAL".to_owned(), "50ms".to_owned())];
+    let (config, _) = config::load(&setup.config(), overrides).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let clock = Arc::new(ManualClock::at(UnixTime(AT)));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let options = RunOptions { public: Some(listener), clock: clock.clone(), ..RunOptions::default() };
+    let gateway = runtime.spawn(run(config, options, async move {
+        let _ = stopped.await;
+    }));
+
+    let body = br#"{"type":"t","n":1}"#;
+    let headers = Signer::Standard(KEY.to_vec()).headers("msg_on_the_clock", body, AT);
+    assert_eq!(post(addr, "/in/hooks", &headers, body).status(), 202, "the signature is judged at the clock's time");
+    recorder.wait_until("the event forwarded", |r| !r.is_empty());
+    assert_eq!(recorder.received()[0].headers["webhook-timestamp"], AT.to_string(), "the worker signs at it");
+    let delivered = |state: &str| inbox(&setup.db()).jobs.iter().any(|(_, _, s)| s == state);
+    wait_for("the job recorded as succeeded", || delivered("succeeded"));
+    assert_eq!(inbox(&setup.db()).receipts, ["msg_on_the_clock"], "within its retention on the clock");
+
+    clock.advance(2 * 86_400);
+    wait_for("the retention purge on the clock's time", || inbox(&setup.db()).receipts.is_empty());
+
+    stop.send(()).unwrap();
+    runtime.block_on(gateway).unwrap().unwrap();
 }

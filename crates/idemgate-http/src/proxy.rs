@@ -21,11 +21,15 @@ use axum::{
 };
 use http::{HeaderMap, HeaderName, HeaderValue, header};
 use idemgate_clock::Clock;
-use idemgate_http::{Peer, answer::ProxyAnswer, body::read_limited, idempotency::IdempotencyLayer};
 use idemgate_store::Store;
 use percent_encoding::percent_decode_str;
 
-use crate::config::ProxyConfig;
+use crate::{
+    Peer,
+    answer::ProxyAnswer,
+    body::read_limited,
+    idempotency::{IdempotencyConfig, IdempotencyLayer},
+};
 
 /// Headers that describe one hop, never forwarded (RFC 9110, 7.6.1; `Proxy-Connection` is
 /// its obsolete spelling), plus the ones the client library sets itself.
@@ -47,6 +51,22 @@ const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 const X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
 const X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
 
+/// One `[[proxy]]`: an upstream API served under a prefix behind the `Idempotency-Key`
+/// layer.
+#[derive(Debug, Clone)]
+pub struct ProxyRoute {
+    /// The path prefix it is served under (a `[[proxy]]` may not take one of the gateway's
+    /// own, [`crate::gateway::reserved_prefixes`]).
+    pub prefix: String,
+    /// The upstream's base URL; the path below the prefix is appended to it.
+    pub upstream: http::Uri,
+    /// Total timeout of one upstream request.
+    pub timeout: Duration,
+    /// The layer's settings for this upstream; its body limit and timeout also bound the
+    /// requests it does not apply to.
+    pub idempotency: IdempotencyConfig,
+}
+
 #[derive(Debug)]
 struct Upstream {
     base: String,
@@ -55,8 +75,9 @@ struct Upstream {
     body_timeout: Duration,
 }
 
-/// The routes for one `[[proxy]]`, to be nested under its prefix.
-pub fn router(proxy: &ProxyConfig, store: &Store, clock: Arc<dyn Clock>) -> Result<Router, reqwest::Error> {
+/// The routes for one `[[proxy]]`, to be nested under its prefix; the layer's records go to
+/// `store` and read the time from `clock`.
+pub fn router(proxy: &ProxyRoute, store: &Store, clock: Arc<dyn Clock>) -> Result<Router, reqwest::Error> {
     let client =
         reqwest::Client::builder().timeout(proxy.timeout).redirect(reqwest::redirect::Policy::none()).build()?;
     let upstream = Arc::new(Upstream {

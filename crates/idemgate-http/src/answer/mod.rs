@@ -1,6 +1,18 @@
-//! The one mapping from what happened to a delivery to the HTTP answer: status, JSON body,
-//! headers. Every receiving route answers through [`DeliveryAnswer`], so a given outcome
-//! has the same status everywhere, and internals never leak into a body.
+//! Where every HTTP status idemgate chooses is chosen: one mapping per family of answers,
+//! each an enum with one `IntoResponse`, so a given case has the same status everywhere
+//! and internals never leak into a body. No other module names a status
+//! (`tests/it/edge.rs` checks every crate's sources); a handler returns one of these.
+//!
+//! - [`DeliveryAnswer`] (here): a delivery's rejection or outcome, on every receiving route;
+//!   with [`not_found`], [`method_not_allowed`], [`healthy`] and [`readiness`] for the routes
+//!   around it;
+//! - [`Refusal`](crate::idempotency::Refusal) (`idempotency.rs`): the `Idempotency-Key`
+//!   layer's refusals, and its replays of stored answers;
+//! - [`ProxyAnswer`]: proxy mode's own answers;
+//! - [`AdminError`]: the admin API's refusals and failures;
+//! - [`DashboardAnswer`]: the dashboard's.
+//!
+//! A delivery's answers:
 //!
 //! | what | status | body |
 //! |---|---|---|
@@ -28,6 +40,16 @@ use idemgate_core::{Outcome, Rejection};
 use serde_json::{Map, Value, json};
 
 use crate::body::BodyError;
+
+mod admin;
+mod dashboard;
+mod idempotency;
+mod proxy;
+
+pub use admin::AdminError;
+pub use dashboard::DashboardAnswer;
+pub(crate) use idempotency::replayed;
+pub use proxy::ProxyAnswer;
 
 /// Seconds a sender is asked to wait before retrying a failed delivery.
 pub const RETRY_AFTER_SECS: u32 = 1;
@@ -180,95 +202,6 @@ pub fn readiness(ready: bool) -> Response {
 /// `405 {"error":"method_not_allowed"}`, for method fallbacks.
 pub async fn method_not_allowed() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, Json(json!({ "error": "method_not_allowed" }))).into_response()
-}
-
-/// The `Idempotency-Key` layer's own answers, as `application/problem+json` (RFC 9457).
-impl IntoResponse for crate::idempotency::Refusal {
-    fn into_response(self) -> Response {
-        use crate::idempotency::Refusal;
-        let (status, title) = match &self {
-            Refusal::MissingKey => (StatusCode::BAD_REQUEST, "this route requires an Idempotency-Key"),
-            Refusal::BadKey(_) => (StatusCode::BAD_REQUEST, "the Idempotency-Key is malformed"),
-            Refusal::BodyTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large"),
-            Refusal::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"),
-            Refusal::BodyUnreadable => (StatusCode::BAD_REQUEST, "the request body could not be read"),
-            Refusal::Mismatch => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "the Idempotency-Key was used for a different request")
-            }
-            Refusal::InFlight { .. } => (StatusCode::CONFLICT, "a request with this Idempotency-Key is in progress"),
-            Refusal::StoreUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "idempotency is unavailable; retry later"),
-        };
-        let detail = match &self {
-            Refusal::BadKey(err) => Some(err.to_string()),
-            _ => None,
-        };
-        let mut response = problem(status, title, detail);
-        let headers = response.headers_mut();
-        match self {
-            Refusal::InFlight { retry_after } => {
-                let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-            }
-            Refusal::StoreUnavailable => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
-            }
-            // The rest of the body may still be in flight: read no further request here.
-            Refusal::BodyTooLarge | Refusal::BodyTimeout | Refusal::BodyUnreadable => {
-                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            _ => {}
-        }
-        response
-    }
-}
-
-impl From<BodyError> for crate::idempotency::Refusal {
-    fn from(err: BodyError) -> Self {
-        match err {
-            BodyError::TooLarge { .. } => Self::BodyTooLarge,
-            BodyError::Timeout => Self::BodyTimeout,
-            BodyError::Broken => Self::BodyUnreadable,
-        }
-    }
-}
-
-/// Why proxy mode answered itself instead of the upstream.
-///
-/// | what | status | body |
-/// |---|---|---|
-/// | a `.` or `..` path segment, plain or percent-encoded | 400 | problem+json |
-/// | request body over `max_body`, too slow, broken | 413 / 408 / 400 | problem+json, as the layer's |
-/// | upstream did not answer in time | 504 | `{"error":"upstream_unavailable"}` |
-/// | upstream unreachable or broke off | 502 | `{"error":"upstream_unavailable"}` |
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ProxyAnswer {
-    /// The path has a dot segment, which could climb above the upstream's base path.
-    DotSegment,
-    /// The request body could not be read.
-    Body(BodyError),
-    /// The upstream request failed.
-    Upstream {
-        /// Whether it failed by running out of time.
-        timed_out: bool,
-    },
-}
-
-impl IntoResponse for ProxyAnswer {
-    fn into_response(self) -> Response {
-        match self {
-            Self::DotSegment => problem(
-                StatusCode::BAD_REQUEST,
-                "the path has a dot segment (\".\" or \"..\", also percent-encoded)",
-                None,
-            ),
-            Self::Body(err) => crate::idempotency::Refusal::from(err).into_response(),
-            Self::Upstream { timed_out } => {
-                let status = if timed_out { StatusCode::GATEWAY_TIMEOUT } else { StatusCode::BAD_GATEWAY };
-                (status, Json(json!({ "error": "upstream_unavailable" }))).into_response()
-            }
-        }
-    }
 }
 
 /// An `application/problem+json` answer (RFC 9457).

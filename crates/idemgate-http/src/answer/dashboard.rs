@@ -1,0 +1,72 @@
+//! The dashboard's own answers when it does not show what was asked: each refusal and
+//! failure of `/admin/` as one status and a page saying so (HTML, like the rest of it).
+//!
+//! | what | status | page |
+//! |---|---|---|
+//! | a form from another origin, or without the session's CSRF token | 403 | "Refused: …" |
+//! | no live session | 303 to `/admin/login` | |
+//! | sign-in with a wrong token | 401 | the sign-in page's "Wrong token." |
+//! | a session cannot be started (no randomness) | 503 | the sign-in page's "Try again." |
+//! | the store cannot be read for the page | 503 | "The store cannot be read." |
+//! | a replay cannot be recorded | 503 | "Replay failed; try again." |
+
+use axum::response::{IntoResponse, Redirect, Response};
+use http::StatusCode;
+
+use crate::dashboard::layout;
+
+/// Why the dashboard answered with a page of its own. The cause is logged where it happened;
+/// the page names none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DashboardAnswer {
+    /// Another origin, or a missing or wrong CSRF token: nothing was changed.
+    Refused,
+    /// No live session: back to the sign-in page.
+    SignedOut,
+    /// The token given to sign in is wrong.
+    WrongToken,
+    /// A session could not be started.
+    NoSession,
+    /// The store could not be read for the page.
+    StoreUnreadable,
+    /// A replay could not be recorded.
+    ReplayFailed,
+}
+
+const SIGN_IN: &str = "idemgate: sign in";
+const PAGE: &str = "idemgate";
+
+impl IntoResponse for DashboardAnswer {
+    fn into_response(self) -> Response {
+        let (status, title, message) = match self {
+            Self::SignedOut => return Redirect::to("/admin/login").into_response(),
+            Self::Refused => (StatusCode::FORBIDDEN, PAGE, "Refused: this request did not come from the dashboard."),
+            Self::WrongToken => (StatusCode::UNAUTHORIZED, SIGN_IN, "Wrong token."),
+            Self::NoSession => (StatusCode::SERVICE_UNAVAILABLE, SIGN_IN, "Try again."),
+            Self::StoreUnreadable => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "The store cannot be read."),
+            Self::ReplayFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Replay failed; try again."),
+        };
+        (status, layout(title, &format!("<p class=\"bad\">{message}</p>"))).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_dashboard_answer_has_its_one_status() {
+        let cases = [
+            (DashboardAnswer::Refused, 403),
+            (DashboardAnswer::SignedOut, 303),
+            (DashboardAnswer::WrongToken, 401),
+            (DashboardAnswer::NoSession, 503),
+            (DashboardAnswer::StoreUnreadable, 503),
+            (DashboardAnswer::ReplayFailed, 503),
+        ];
+        for (answer, status) in cases {
+            assert_eq!(answer.into_response().status().as_u16(), status, "{answer:?}");
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! The gateway's routes: `POST /in/{route}` for each configured source, `/healthz`,
+//! `/readyz`, `/metrics`, and each `[[proxy]]` under its prefix. Each accepted event is
+//! stored with one job per destination in the receipt's transaction and answered `202`
+//! once that commit is durable.
+//!
+//! What the routes are made from is plain data ([`Routes`], [`Source`],
+//! [`ProxyRoute`]): the gateway binary turns its configuration into it, so this crate
+//! knows no configuration file. The time of every delivery and gauge is read from the
+//! [`Clock`] given to [`router`].
+
+use std::{
+    collections::{BTreeSet, HashMap},
+    sync::Arc,
+    time::Duration,
+};
+
+use axum::{
+    Router,
+    extract::{Path, Request, State},
+    response::{IntoResponse, Response},
+    routing::{MethodRouter, get, post},
+};
+use http::{HeaderName, header::CONTENT_TYPE};
+use idemgate_clock::Clock;
+use idemgate_core::{Rejection, Scheme, SecretSet, SourceName, json, scheme::IdentityLocation};
+use idemgate_store::{
+    Store,
+    inbox::{IncomingEvent, Ordering, Version},
+};
+use serde_json::json;
+
+use crate::{
+    Accepted, AnswerStyle, Checked, Inbound, RejectionCounts,
+    answer::{healthy, method_not_allowed, not_found, readiness},
+    proxy::{self, ProxyRoute},
+};
+
+/// Longest content type kept with an event; longer ones are not stored.
+const MAX_CONTENT_TYPE: usize = 255;
+
+/// Everything the gateway's router serves.
+#[derive(Debug, Clone, Default)]
+pub struct Routes {
+    /// The sources, each at `POST /in/<route>`.
+    pub sources: Vec<Source>,
+    /// The proxied upstreams, each under its prefix.
+    pub proxies: Vec<ProxyRoute>,
+    /// How long a sender may take to send a delivery's whole body.
+    pub body_timeout: Duration,
+}
+
+/// One source's route: how its deliveries are verified, identified and stored.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Stable id: receipts are keyed by it.
+    pub id: SourceName,
+    /// `POST /in/<route>`.
+    pub route: String,
+    /// The signature scheme.
+    pub scheme: Arc<dyn Scheme>,
+    /// Decoded active secrets.
+    pub secrets: SecretSet,
+    /// Largest body, in bytes.
+    pub body_limit: usize,
+    /// Strict JSON limits.
+    pub json_limits: json::Limits,
+    /// Where the stable event identity is.
+    pub identity: IdentityLocation,
+    /// Whether the same body bytes under another identity are a duplicate of the first.
+    pub dedupe_body: bool,
+    /// JSON pointer to the event type.
+    pub event_type: Option<String>,
+    /// Accepted event types; `None` accepts all.
+    pub allowed_types: Option<BTreeSet<String>>,
+    /// Destination names: one job for each.
+    pub destinations: Vec<String>,
+    /// Original headers passed on to destinations (lowercase names).
+    pub forward_headers: Vec<HeaderName>,
+    /// The ordering guard, if any.
+    pub ordering: Option<OrderingGuard>,
+}
+
+/// Where an event's ordering key and version are (JSON pointers): of two events with one
+/// key, the one with the lower version is not delivered after the higher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderingGuard {
+    /// JSON pointer to the ordering key.
+    pub key: String,
+    /// JSON pointer to the version.
+    pub version: String,
+}
+
+/// One source's route at run time: its settings and its inbound pipeline.
+#[derive(Debug)]
+struct SourceRoute {
+    source: Source,
+    inbound: Inbound<Store>,
+    destinations: Arc<[String]>,
+    allowed_types: Option<Arc<BTreeSet<String>>>,
+    /// Whether another source feeds one of this source's destinations: its events'
+    /// outgoing ids then carry the source, so that no destination gets two events under
+    /// one `webhook-id`.
+    shares_a_destination: bool,
+}
+
+#[derive(Debug)]
+struct Gateway {
+    routes: HashMap<String, SourceRoute>,
+    store: Store,
+    clock: Arc<dyn Clock>,
+    metrics: Option<Render>,
+}
+
+/// Renders the metrics recorded so far as Prometheus text.
+#[derive(Clone)]
+pub struct Render(pub Arc<dyn Fn() -> String + Send + Sync>);
+
+impl std::fmt::Debug for Render {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Render(..)")
+    }
+}
+
+/// What the routes report to: the metrics renderer (for `/metrics`) and the rejection
+/// counts (for the admin API).
+#[derive(Debug, Clone, Default)]
+pub struct Observers {
+    /// Renders `/metrics`; `None` answers it with 404.
+    pub metrics: Option<Render>,
+    /// Rejections by source and reason.
+    pub rejections: Arc<RejectionCounts>,
+}
+
+/// The gateway's router for `routes`, writing to `store` and reading the time from
+/// `clock`: the sources' routes, health, metrics, and each proxy under its prefix.
+pub fn router(
+    routes: &Routes,
+    store: &Store,
+    clock: Arc<dyn Clock>,
+    observers: Observers,
+) -> Result<Router, reqwest::Error> {
+    let Observers { metrics, rejections } = observers;
+    let sources =
+        routes.sources.iter().map(|source| (source.route.clone(), route(routes, source, store, &rejections))).collect();
+    let gateway = Arc::new(Gateway { routes: sources, store: store.clone(), clock: Arc::clone(&clock), metrics });
+    let mut router = Router::new();
+    for (path, handler) in own_routes() {
+        router = router.route(path, handler);
+    }
+    for proxy in &routes.proxies {
+        router = router.nest_service(&proxy.prefix, proxy::router(proxy, store, Arc::clone(&clock))?);
+    }
+    Ok(router.fallback(not_found).with_state(gateway))
+}
+
+/// The gateway's own routes, from which both the router and the reserved prefixes are made.
+fn own_routes() -> [(&'static str, MethodRouter<Arc<Gateway>>); 4] {
+    [
+        ("/in/{route}", post(deliver).fallback(method_not_allowed)),
+        ("/healthz", get(healthy)),
+        ("/readyz", get(readyz)),
+        ("/metrics", get(scrape)),
+    ]
+}
+
+/// The first path segment of each of the gateway's own routes (`/in`, `/healthz`, …): a
+/// `[[proxy]]` prefix may neither be one nor lie below one.
+#[must_use]
+pub fn reserved_prefixes() -> Vec<&'static str> {
+    own_routes().map(|(path, _)| first_segment(path)).into()
+}
+
+/// `/in/{route}` → `/in`.
+fn first_segment(path: &'static str) -> &'static str {
+    let end = path[1..].find('/').map_or(path.len(), |slash| slash + 1);
+    &path[..end]
+}
+
+fn route(routes: &Routes, source: &Source, store: &Store, rejections: &Arc<RejectionCounts>) -> SourceRoute {
+    let inbound = Inbound {
+        source: source.id.clone(),
+        scheme: Arc::clone(&source.scheme),
+        secrets: source.secrets.clone(),
+        body_limit: source.body_limit,
+        body_timeout: routes.body_timeout,
+        dedupe_body: source.dedupe_body,
+        json_limits: source.json_limits,
+        answers: AnswerStyle::Queued,
+        rejections: Arc::clone(rejections),
+        store: store.clone(),
+    };
+    SourceRoute {
+        shares_a_destination: shares_a_destination(routes, source),
+        destinations: source.destinations.clone().into(),
+        allowed_types: source.allowed_types.clone().map(Arc::new),
+        source: source.clone(),
+        inbound,
+    }
+}
+
+fn shares_a_destination(routes: &Routes, source: &Source) -> bool {
+    routes
+        .sources
+        .iter()
+        .filter(|other| other.id != source.id)
+        .any(|other| other.destinations.iter().any(|d| source.destinations.contains(d)))
+}
+
+async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>, request: Request) -> Response {
+    // An unknown source looks exactly like any other unknown path.
+    let Some(source) = gateway.routes.get(&route) else {
+        return not_found().await;
+    };
+    let (parts, body) = request.into_parts();
+    let delivered =
+        source.inbound.deliver(&parts.headers, body, gateway.clock.now(), |checked| source.accept(checked)).await;
+    delivered.answer.into_response()
+}
+
+impl SourceRoute {
+    /// Resolves the identity now. The event-type check is decided here but applied by the
+    /// store only to a first delivery, after the receipt lookup, so that a repeat of an
+    /// event accepted under an older allowlist is still answered as a duplicate.
+    fn accept(&self, checked: Checked<'_>) -> Result<Accepted<IncomingEvent>, Rejection> {
+        let identity = self.source.identity.resolve(
+            self.source.scheme.as_ref(),
+            checked.headers,
+            checked.delivery,
+            checked.event,
+        )?;
+        let event_type = self.event_type(checked);
+        let refusal = self
+            .allowed_types
+            .as_ref()
+            .filter(|allowed| !event_type.as_ref().is_some_and(|t| allowed.contains(t)))
+            .map(|_| "event type is not accepted by this source");
+        let event = IncomingEvent {
+            result: json!({ "event": identity.as_str() }),
+            outgoing_id: self.shares_a_destination.then(|| format!("{}:{identity}", self.source.id)),
+            event_type,
+            content_type: content_type(checked),
+            headers: self.forwarded_headers(checked),
+            ordering: self.ordering(checked),
+            body: checked.raw.clone(),
+            destinations: Arc::clone(&self.destinations),
+            refusal,
+        };
+        Ok(Accepted { identity, effect: event })
+    }
+
+    fn event_type(&self, checked: Checked<'_>) -> Option<String> {
+        let pointer = self.source.event_type.as_deref()?;
+        checked.event.pointer(pointer)?.as_str().map(str::to_owned)
+    }
+
+    /// The configured headers present on the request, to pass on to destinations.
+    fn forwarded_headers(&self, checked: Checked<'_>) -> Vec<(String, String)> {
+        let present =
+            |name: &HeaderName| Some((name.to_string(), checked.headers.get(name)?.to_str().ok()?.to_owned()));
+        self.source.forward_headers.iter().filter_map(present).collect()
+    }
+
+    /// The ordering key and version, when the source has a guard and the event has both.
+    fn ordering(&self, checked: Checked<'_>) -> Option<Ordering> {
+        let guard = self.source.ordering.as_ref()?;
+        let key = match checked.event.pointer(&guard.key)? {
+            json::Json::String(text) => text.clone(),
+            number => number.as_i64()?.to_string(),
+        };
+        let version = match checked.event.pointer(&guard.version)? {
+            json::Json::String(text) => Version::Text(text.clone()),
+            number => Version::Int(number.as_i64()?),
+        };
+        Some(Ordering { key, version })
+    }
+}
+
+fn content_type(checked: Checked<'_>) -> Option<String> {
+    let value = checked.headers.get(CONTENT_TYPE)?.to_str().ok()?;
+    (value.len() <= MAX_CONTENT_TYPE).then(|| value.to_owned())
+}
+
+/// Prometheus text: the counters and histograms recorded so far, and gauges read from the
+/// store now (jobs by state, the age of the oldest waiting job).
+async fn scrape(State(gateway): State<Arc<Gateway>>) -> Response {
+    let Some(Render(render)) = &gateway.metrics else { return not_found().await };
+    if let Err(err) = record_store_gauges(&gateway.store, gateway.clock.as_ref()).await {
+        tracing::warn!(error = %err, "could not read job gauges");
+    }
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], render()).into_response()
+}
+
+/// Reads the queue's gauges from the store. While the store cannot be read, the gauges keep
+/// their last values (a backlog does not look empty because the store is down) and
+/// `idemgate_store_available` says 0.
+async fn record_store_gauges(store: &Store, clock: &dyn Clock) -> Result<(), idemgate_store::StoreError> {
+    let read =
+        async { Ok::<_, idemgate_store::StoreError>((store.job_states().await?, store.oldest_waiting_job().await?)) };
+    let read = read.await;
+    metrics::gauge!("idemgate_store_available").set(if read.is_ok() { 1.0 } else { 0.0 });
+    let (states, oldest) = read?;
+    for state in idemgate_core::job::JobState::ALL {
+        metrics::gauge!("idemgate_jobs", "state" => state.as_str()).set(0.0);
+    }
+    for (state, count) in states {
+        metrics::gauge!("idemgate_jobs", "state" => state).set(count as f64);
+    }
+    let age = oldest.map_or(0, |oldest| (clock.now().0 - oldest.0).max(0));
+    metrics::gauge!("idemgate_oldest_waiting_job_seconds").set(age as f64);
+    Ok(())
+}
+
+/// Ready when the store's writer can take the write lock now.
+async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
+    let ready = gateway.store.ping().await;
+    if let Err(err) = &ready {
+        tracing::warn!(error = %err, "readiness check failed");
+    }
+    readiness(ready.is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reserved_prefixes;
+
+    #[test]
+    fn the_reserved_prefixes_are_the_first_segments_of_the_own_routes() {
+        assert_eq!(reserved_prefixes(), ["/in", "/healthz", "/readyz", "/metrics"]);
+    }
+}

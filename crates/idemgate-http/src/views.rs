@@ -1,0 +1,178 @@
+//! The operator's views of what was stored, in the one shape the admin API answers with and
+//! `idemgate events list | show | stats --json` prints: an event listing page, one event's
+//! history, counts per source. Each view is read from the store's view rows here, once, so
+//! a field has one name wherever an operator or a tool reads it.
+
+use std::collections::BTreeMap;
+
+use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime};
+use idemgate_store::{Store, StoreError, views::EventFilter};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// One event in a listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct EventSummary {
+    /// The event's id, also the listing's cursor.
+    pub id: i64,
+    /// The source it arrived from.
+    pub source: String,
+    /// Its identity within the source.
+    pub identity: String,
+    /// Its type, when the source names where to find one.
+    pub event_type: Option<String>,
+    /// When its receipt was recorded (unix seconds).
+    pub received_at: i64,
+    /// Destination to job state.
+    pub jobs: BTreeMap<String, String>,
+}
+
+/// One page of events, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct EventsPage {
+    /// The events on this page.
+    pub events: Vec<EventSummary>,
+    /// Pass as `before` for the next page; absent on the last one.
+    pub next_before: Option<i64>,
+}
+
+/// One job of an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct JobView {
+    /// Where the job delivers.
+    pub destination: String,
+    /// Its state (`pending`, `running`, `retrying`, `succeeded`, `dead`, …).
+    pub state: String,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When it is due next (unix seconds).
+    pub next_attempt_at: i64,
+}
+
+/// One delivery attempt of an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct AttemptView {
+    /// Where it was sent.
+    pub destination: String,
+    /// Its number for that destination, from 1.
+    pub attempt: u32,
+    /// When it started (unix seconds).
+    pub started_at: i64,
+    /// How long it took.
+    pub latency_ms: u64,
+    /// The destination's status, if it answered.
+    pub status: Option<u16>,
+    /// What went wrong, if anything.
+    pub error: Option<String>,
+}
+
+/// One event: its receipt, its jobs and every attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct EventDetail {
+    /// The source it arrived from.
+    pub source: String,
+    /// Its identity within the source.
+    pub identity: String,
+    /// SHA-256 of the body bytes its receipt was recorded with, in hex.
+    pub body_sha256: String,
+    /// The receipt's outcome.
+    pub outcome: String,
+    /// The result stored with the receipt, answered to every repeat.
+    #[schema(value_type = Object)]
+    pub result: serde_json::Value,
+    /// When its receipt was recorded (unix seconds).
+    pub received_at: i64,
+    /// Its jobs, by destination.
+    pub jobs: Vec<JobView>,
+    /// Every delivery attempt, in order.
+    pub attempts: Vec<AttemptView>,
+}
+
+/// Counts for one source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct SourceCounts {
+    /// The source.
+    pub source: String,
+    /// Receipts recorded.
+    pub receipts: u64,
+    /// Conflicting repeats seen.
+    pub conflicts: u64,
+    /// Job state to count.
+    pub jobs: BTreeMap<String, u64>,
+}
+
+/// The page of events `filter` selects; `next_before` is set when the page is full.
+pub async fn events_page(store: &Store, filter: EventFilter) -> Result<EventsPage, StoreError> {
+    let limit = filter.limit;
+    let rows = store.list_events(filter).await?;
+    let next_before = rows.last().filter(|_| rows.len() == limit).map(|e| e.id);
+    let events = rows
+        .into_iter()
+        .map(|e| EventSummary {
+            id: e.id,
+            source: e.source,
+            identity: e.identity,
+            event_type: e.event_type,
+            received_at: e.received_at.0,
+            jobs: e.jobs.into_iter().collect(),
+        })
+        .collect();
+    Ok(EventsPage { events, next_before })
+}
+
+/// The event `identity` of `source`, or `None` when there is no such receipt (a source or
+/// identity that is not even well-formed included).
+pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result<Option<EventDetail>, StoreError> {
+    let (Ok(source_name), Ok(id)) = (SourceName::new(source), Identity::new(identity)) else { return Ok(None) };
+    let key = ReceiptKey { source: source_name, identity: id };
+    let Some(receipt) = store.receipt(key.clone()).await? else { return Ok(None) };
+    let jobs = store
+        .jobs(key)
+        .await?
+        .into_iter()
+        .map(|j| JobView {
+            destination: j.destination,
+            state: j.state,
+            attempts: j.attempts,
+            next_attempt_at: j.next_attempt_at.0,
+        })
+        .collect();
+    let attempts = store
+        .attempts(source.to_owned(), identity.to_owned())
+        .await?
+        .into_iter()
+        .map(|a| AttemptView {
+            destination: a.destination,
+            attempt: a.attempt,
+            started_at: a.started_at.0,
+            latency_ms: a.latency_ms,
+            status: a.status,
+            error: a.error,
+        })
+        .collect();
+    Ok(Some(EventDetail {
+        source: source.to_owned(),
+        identity: identity.to_owned(),
+        body_sha256: receipt.body_hash.to_hex(),
+        outcome: receipt.outcome,
+        result: receipt.result,
+        received_at: receipt.received_at.0,
+        jobs,
+        attempts,
+    }))
+}
+
+/// Counts per source, of what arrived at or after `since` when given.
+pub async fn source_counts(store: &Store, since: Option<UnixTime>) -> Result<Vec<SourceCounts>, StoreError> {
+    Ok(store
+        .stats(since)
+        .await?
+        .into_iter()
+        .map(|s| SourceCounts {
+            source: s.source,
+            receipts: s.receipts,
+            conflicts: s.conflicts,
+            jobs: s.jobs.into_iter().collect(),
+        })
+        .collect())
+}

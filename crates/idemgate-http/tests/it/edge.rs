@@ -1,0 +1,63 @@
+//! HTTP where HTTP lives. Every status idemgate chooses is chosen in `idemgate-http`'s
+//! `src/answer/`: no other source file of any crate names a `StatusCode` (a status passed
+//! through, an upstream's or a stored one, is a value, not a name). And every router and
+//! response is built in `idemgate-http`: the gateway binary's sources name no axum type,
+//! they only turn configuration into this crate's settings.
+
+use std::path::{Path, PathBuf};
+
+fn sources(folder: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// Every `src/**/*.rs` of every crate of the workspace.
+fn workspace_sources() -> Vec<PathBuf> {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(crates).unwrap() {
+        let src = krate.unwrap().path().join("src");
+        if src.is_dir() {
+            sources(&src, &mut files);
+        }
+    }
+    for expected in ["idemgate/src/run.rs", "idemgate-http/src/admin.rs", "idemgate-worker/src/worker.rs"] {
+        assert!(files.iter().any(|path| path.ends_with(expected)), "{expected} was scanned");
+    }
+    files
+}
+
+fn naming<'a>(files: &'a [PathBuf], words: &[&str], skip: impl Fn(&Path) -> bool) -> Vec<(&'a Path, String)> {
+    files
+        .iter()
+        .filter(|path| !skip(path))
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            words.iter().filter(move |word| text.contains(*word)).map(move |word| (path.as_path(), (*word).to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_answer_modules_name_a_status() {
+    let answer = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/answer");
+    let mapping = std::fs::read_to_string(answer.join("mod.rs")).unwrap();
+    assert!(mapping.contains("StatusCode::"), "the mapping was read");
+    let files = workspace_sources();
+    let found = naming(&files, &["StatusCode::"], |path| path.starts_with(&answer));
+    assert!(found.is_empty(), "statuses chosen outside idemgate-http/src/answer/: {found:?}");
+}
+
+#[test]
+fn the_gateway_binary_builds_no_router_and_no_response() {
+    let binary = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("idemgate/src");
+    let files = workspace_sources();
+    let found = naming(&files, &["axum", "Router", "IntoResponse", "Response<"], |path| !path.starts_with(&binary));
+    assert!(found.is_empty(), "HTTP built in the binary crate: {found:?}");
+}
