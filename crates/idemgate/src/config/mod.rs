@@ -3,6 +3,7 @@
 //! typed, ready-to-use result. Validation happens once, at start-up, and the first problem
 //! becomes one line naming the key: `sources.stripe.tolerance: invalid duration "5 mins"`.
 
+pub mod origin;
 pub mod raw;
 pub mod secrets;
 pub mod validated;
