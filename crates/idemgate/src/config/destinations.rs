@@ -69,15 +69,15 @@ fn destination(
     delivers: bool,
 ) -> Result<(Duration, Option<DestinationConfig>), ConfigError> {
     let key = format!("destinations.{name}");
-    r.show(&format!("{key}.url"), true, Shown::Value(raw.url.clone().into()));
+    r.show(&format!("{key}.url"), Shown::Value(raw.url.clone().into()));
     let url: http::Uri = raw.url.parse().map_err(|_| ConfigError::new(format!("{key}.url"), "not a valid URL"))?;
     if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
         return Err(ConfigError::new(format!("{key}.url"), "must be an http:// or https:// URL with a host"));
     }
     let secret_key = format!("{key}.secret");
     match &raw.secret {
-        Some(reference) => r.show(&secret_key, true, Shown::Value(effective::reference(reference))),
-        None => r.show(&secret_key, false, Shown::Note("(none: deliveries are not signed)")),
+        Some(reference) => r.show(&secret_key, Shown::Value(effective::reference(reference))),
+        None => r.show(&secret_key, Shown::Note("(none: deliveries are not signed)")),
     }
     let timeout = r.duration(&format!("{key}.timeout"), raw.timeout.as_deref(), DEFAULT_DESTINATION_TIMEOUT)?;
     let connect_timeout = r.duration(&format!("{key}.connect_timeout"), raw.connect_timeout.as_deref(), timeout)?;
@@ -116,7 +116,7 @@ fn retry_policy(key: &str, raw: &RawDestination, r: &mut Reading<'_>) -> Result<
             .collect::<Result<_, _>>()?,
     };
     let shown = schedule.iter().map(|delay| shown_duration(*delay)).collect::<Vec<_>>();
-    r.show(&schedule_key, raw.retry_schedule.is_some(), Shown::Value(toml::Value::Array(shown)));
+    r.show(&schedule_key, Shown::Value(toml::Value::Array(shown)));
     let jitter = r.value(&format!("{key}.jitter"), raw.jitter, defaults.jitter);
     if !(0.0..=1.0).contains(&jitter) {
         return Err(ConfigError::new(format!("{key}.jitter"), "must be between 0.0 and 1.0"));

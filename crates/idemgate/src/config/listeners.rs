@@ -83,10 +83,10 @@ pub(super) fn admin(
     serves: bool,
 ) -> Result<Option<AdminConfig>, ConfigError> {
     let Some(reference) = raw.token else {
-        r.show("admin.token", false, Shown::Note("(not set: the admin API is off)"));
+        r.show("admin.token", Shown::Note("(not set: the admin API is off)"));
         return Ok(None);
     };
-    r.show("admin.token", true, Shown::Value(effective::reference(&reference)));
+    r.show("admin.token", Shown::Value(effective::reference(&reference)));
     let listen = r.value("admin.listen", raw.listen, DEFAULT_ADMIN_LISTEN.to_owned());
     let listen = address("admin.listen", &listen)?;
     let has_tls = raw.tls.is_some() || server_tls;
@@ -128,7 +128,7 @@ fn address(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {
 fn tls_config(table: &str, raw: RawTls, r: &mut Reading<'_>, serves: bool) -> Result<Option<TlsConfig>, ConfigError> {
     let (cert, key) = (r.base.join(raw.cert), r.base.join(raw.key));
     for (field, path) in [("cert", &cert), ("key", &key)] {
-        r.show(&format!("{table}.{field}"), true, Shown::Value(path.display().to_string().into()));
+        r.show(&format!("{table}.{field}"), Shown::Value(path.display().to_string().into()));
     }
     if !serves {
         return Ok(None);

@@ -70,8 +70,8 @@ fn proxy(
     r: &mut Reading<'_>,
 ) -> Result<ProxyConfig, ConfigError> {
     proxy_prefix(key, &raw.prefix, earlier)?;
-    r.show(&format!("{key}.prefix"), true, Shown::Value(raw.prefix.clone().into()));
-    r.show(&format!("{key}.upstream"), true, Shown::Value(raw.upstream.clone().into()));
+    r.show(&format!("{key}.prefix"), Shown::Value(raw.prefix.clone().into()));
+    r.show(&format!("{key}.upstream"), Shown::Value(raw.upstream.clone().into()));
     let upstream: http::Uri =
         raw.upstream.parse().map_err(|_| ConfigError::new(format!("{key}.upstream"), "not a valid URL"))?;
     if !matches!(upstream.scheme_str(), Some("http" | "https")) || upstream.host().is_none() {
@@ -88,7 +88,7 @@ fn proxy(
             .map_err(|_| ConfigError::new(format!("{key}.methods"), "not a valid method"))?,
     };
     let shown = methods.iter().map(ToString::to_string).collect::<Vec<_>>();
-    r.show(&format!("{key}.methods"), raw.methods.is_some(), Shown::Value(shown.into()));
+    r.show(&format!("{key}.methods"), Shown::Value(shown.into()));
     let require_key = r.value(&format!("{key}.require_key"), raw.require_key, defaults.require_key);
     let lock = r.duration(&format!("{key}.lock"), raw.lock.as_deref(), defaults.lock)?;
     let retention = r.duration(&format!("{key}.retention"), raw.retention.as_deref(), defaults.retention)?;
@@ -104,7 +104,7 @@ fn proxy(
             .map_err(|_| ConfigError::new(format!("{key}.stored_headers"), "not a valid header name"))?,
     };
     let shown = stored_headers.iter().map(|name| name.as_str().to_owned()).collect::<Vec<_>>();
-    r.show(&format!("{key}.stored_headers"), raw.stored_headers.is_some(), Shown::Value(shown.into()));
+    r.show(&format!("{key}.stored_headers"), Shown::Value(shown.into()));
     let store_client_errors =
         r.value(&format!("{key}.store_client_errors"), raw.store_client_errors, defaults.store_client_errors);
     let when_unavailable = match raw.when_unavailable.as_deref() {
@@ -115,7 +115,7 @@ fn proxy(
         }
     };
     let shown = if matches!(when_unavailable, WhenUnavailable::Refuse) { "refuse" } else { "pass-through" };
-    r.show(&format!("{key}.when_unavailable"), raw.when_unavailable.is_some(), Shown::Value(shown.into()));
+    r.show(&format!("{key}.when_unavailable"), Shown::Value(shown.into()));
     let scope = match &raw.scope_header {
         None => defaults.scope,
         Some(name) => Scope::HeaderHash(
@@ -127,7 +127,7 @@ fn proxy(
         Scope::HeaderHash(name) => Shown::Value(name.as_str().into()),
         Scope::Custom(_) => Shown::Note("(the application's)"),
     };
-    r.show(&format!("{key}.scope_header"), raw.scope_header.is_some(), shown);
+    r.show(&format!("{key}.scope_header"), shown);
     let idempotency = IdempotencyConfig {
         methods,
         require_key,

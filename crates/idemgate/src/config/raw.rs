@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{ConfigError, origin::Overrides};
+use super::{ConfigError, origin::Origins};
 
 /// Prefix of environment overrides; `__` separates the levels of the key.
 pub const ENV_PREFIX: &str = "IDEMGATE_";
@@ -35,9 +35,9 @@ pub struct RawConfig {
     /// `[[proxy]]`: idempotency in front of HTTP APIs.
     #[serde(default)]
     pub proxy: Vec<RawProxy>,
-    /// The keys the environment set, for each value's origin.
+    /// What the file said and which keys the environment set, for each value's origin.
     #[serde(skip)]
-    pub overrides: Overrides,
+    pub origins: Origins,
 }
 
 /// `[admin]`: the admin API and its token.
@@ -251,22 +251,21 @@ fn is_secret_key(keys: &[&str]) -> bool {
 /// Parses the TOML text, overlays the environment, and deserialises.
 pub fn parse(text: &str, env: impl IntoIterator<Item = (String, String)>) -> Result<RawConfig, ConfigError> {
     let mut table: toml::Table = toml::from_str(text).map_err(|err| ConfigError::new("config", toml_message(&err)))?;
-    let file = table.clone();
-    let mut overrides = Overrides::default();
+    let mut origins = Origins::new(table.clone());
     for (name, value) in env {
-        apply_override(&mut table, &name, &value, &mut overrides)?;
+        apply_override(&mut table, &name, &value, &mut origins)?;
     }
-    switch_store(&mut table, &overrides);
-    let mut raw: RawConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
-        .map_err(|err| deserialise_error(&err, &file, &overrides))?;
-    raw.overrides = overrides;
+    switch_store(&mut table, &origins);
+    let mut raw: RawConfig =
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| deserialise_error(&err, &origins))?;
+    raw.origins = origins;
     Ok(raw)
 }
 
 /// An override of one store kind replaces the other kind the file gives:
 /// `IDEMGATE_STORE__URL` on a file with `store.path` means PostgreSQL instead of SQLite.
 /// Both kinds from the environment stay an error.
-fn switch_store(table: &mut toml::Table, overrides: &Overrides) {
+fn switch_store(table: &mut toml::Table, overrides: &Origins) {
     for (set, other) in [("url", "path"), ("path", "url")] {
         if overrides.sets(&["store", set]) && !overrides.sets(&["store", other]) {
             if let Some(store) = table.get_mut("store").and_then(toml::Value::as_table_mut) {
@@ -278,11 +277,7 @@ fn switch_store(table: &mut toml::Table, overrides: &Overrides) {
 
 /// The deserialiser's error, located by its key, or by the variable when an override
 /// gave that key (or created the table it is in) and the file did not.
-fn deserialise_error(
-    err: &serde_path_to_error::Error<toml::de::Error>,
-    file: &toml::Table,
-    overrides: &Overrides,
-) -> ConfigError {
+fn deserialise_error(err: &serde_path_to_error::Error<toml::de::Error>, origins: &Origins) -> ConfigError {
     let key = err.path().to_string();
     let segments: Vec<Option<&str>> = err
         .path()
@@ -296,8 +291,8 @@ fn deserialise_error(
     let message = err.inner().message();
     let message = if is_secret_key(&tables) { SECRET_TYPE_MESSAGE } else { message };
     let only_tables = segments.len() == tables.len() && !tables.is_empty();
-    if let Some((variable, set)) = overrides.creator(&tables).filter(|_| only_tables) {
-        if set == key || !in_table(file, &tables) {
+    if let Some((variable, set)) = origins.creator(&tables).filter(|_| only_tables) {
+        if set == key || !origins.in_file(&tables) {
             let message = match message.strip_prefix("unknown field ") {
                 Some(rest) => match rest.split_once(", ") {
                     Some((_, expected)) => format!("no key {set} ({expected})"),
@@ -309,16 +304,6 @@ fn deserialise_error(
         }
     }
     ConfigError::new(if key == "." { "config".into() } else { key }, message)
-}
-
-/// Whether the file has a value at `path`.
-fn in_table(table: &toml::Table, path: &[&str]) -> bool {
-    let Some((first, rest)) = path.split_first() else { return true };
-    match table.get(*first) {
-        None => false,
-        Some(toml::Value::Table(inner)) => in_table(inner, rest),
-        Some(_) => rest.is_empty(),
-    }
 }
 
 /// toml's own errors span several lines; keep the first and the position. What the
@@ -338,7 +323,7 @@ fn apply_override(
     table: &mut toml::Table,
     name: &str,
     value: &str,
-    overrides: &mut Overrides,
+    overrides: &mut Origins,
 ) -> Result<(), ConfigError> {
     let Some(path) = name.strip_prefix(ENV_PREFIX).filter(|rest| rest.contains("__")) else {
         return Ok(());

@@ -117,11 +117,11 @@ fn source(
     if SourceName::new(route.as_str()).is_err() {
         return Err(ConfigError::new(format!("{key}.route"), "must match [a-z0-9][a-z0-9_-]{0,62}"));
     }
-    r.show(&format!("{key}.scheme"), true, Shown::Value(raw.scheme.clone().into()));
+    r.show(&format!("{key}.scheme"), Shown::Value(raw.scheme.clone().into()));
     let tolerance = match raw.tolerance.as_deref() {
         Some(text) => Some(r.duration(&format!("{key}.tolerance"), Some(text), Duration::ZERO)?.as_secs()),
         None => {
-            r.show(&format!("{key}.tolerance"), false, Shown::Note("(the scheme's own)"));
+            r.show(&format!("{key}.tolerance"), Shown::Note("(the scheme's own)"));
             None
         }
     };
@@ -132,12 +132,12 @@ fn source(
         )
     })?;
     let shown = raw.secrets.iter().map(|reference| effective::reference(reference)).collect();
-    r.show(&format!("{key}.secrets"), !raw.secrets.is_empty(), Shown::Value(toml::Value::Array(shown)));
+    r.show(&format!("{key}.secrets"), Shown::Value(toml::Value::Array(shown)));
     let body_limit = r.count(&format!("{key}.body_limit"), raw.body_limit, DEFAULT_BODY_LIMIT);
     let max_depth = r.count(&format!("{key}.max_depth"), raw.max_depth, Limits::default().max_depth);
     let configured_identity = raw.identity.is_some();
     let identity = identity(&key, raw.identity, scheme.as_ref())?;
-    r.show(&format!("{key}.identity"), configured_identity, Shown::Value(shown_identity(&identity)));
+    r.show(&format!("{key}.identity"), Shown::Value(shown_identity(&identity)));
     let signed = identity.is_signed_by(scheme.as_ref());
     let dedupe_body = r.value(&format!("{key}.dedupe_body"), raw.dedupe_body, !signed);
     if configured_identity && !signed {
@@ -150,25 +150,25 @@ fn source(
     }
     let event_type = raw.event_type.map(|p| pointer(&format!("{key}.event_type"), p)).transpose()?;
     if let Some(event_type) = &event_type {
-        r.show(&format!("{key}.event_type"), true, Shown::Value(event_type.clone().into()));
+        r.show(&format!("{key}.event_type"), Shown::Value(event_type.clone().into()));
     }
     match &raw.allowed_types {
-        Some(types) => r.show(&format!("{key}.allowed_types"), true, Shown::Value(types.clone().into())),
-        None => r.show(&format!("{key}.allowed_types"), false, Shown::Note("(all)")),
+        Some(types) => r.show(&format!("{key}.allowed_types"), Shown::Value(types.clone().into())),
+        None => r.show(&format!("{key}.allowed_types"), Shown::Note("(all)")),
     }
     for (i, dest) in raw.destinations.iter().enumerate() {
         if !destinations.contains(dest) {
             return Err(ConfigError::new(format!("{key}.destinations[{i}]"), format!("no destination named {dest:?}")));
         }
     }
-    r.show(&format!("{key}.destinations"), true, Shown::Value(raw.destinations.clone().into()));
+    r.show(&format!("{key}.destinations"), Shown::Value(raw.destinations.clone().into()));
     let retention = r.duration(&format!("{key}.retention"), raw.retention.as_deref(), DEFAULT_RETENTION)?;
     let payload_retention =
         r.duration(&format!("{key}.payload_retention"), raw.payload_retention.as_deref(), retention)?;
     let forward_headers: Vec<http::HeaderName> =
         raw.forward_headers.iter().enumerate().map(|(i, h)| forward_header(&key, i, h)).collect::<Result<_, _>>()?;
     let shown = forward_headers.iter().map(|name| name.as_str().to_owned()).collect::<Vec<_>>();
-    r.show(&format!("{key}.forward_headers"), !raw.forward_headers.is_empty(), Shown::Value(shown.into()));
+    r.show(&format!("{key}.forward_headers"), Shown::Value(shown.into()));
     let ordering = match raw.ordering {
         None => None,
         Some(o) => Some(OrderingConfig {
@@ -181,7 +181,7 @@ fn source(
             ("key".to_owned(), toml::Value::String(ordering.key.clone())),
             ("version".to_owned(), toml::Value::String(ordering.version.clone())),
         ]);
-        r.show(&format!("{key}.ordering"), true, Shown::Value(toml::Value::Table(table)));
+        r.show(&format!("{key}.ordering"), Shown::Value(toml::Value::Table(table)));
     }
     let kept = Retention { source: id.to_owned(), receipts: retention, payloads: payload_retention };
     if !verified {

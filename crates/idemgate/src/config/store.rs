@@ -82,13 +82,13 @@ enum Kind {
 fn kind(raw: &RawStore, r: &mut Reading<'_>) -> Result<Kind, ConfigError> {
     let Some(reference) = raw.url.clone() else {
         let path = sqlite_path(raw, r);
-        r.show("store.path", raw.path.is_some(), Shown::Value(path.display().to_string().into()));
+        r.show("store.path", Shown::Value(path.display().to_string().into()));
         return Ok(Kind::Sqlite);
     };
     if raw.path.is_some() {
         return Err(ConfigError::new("store.url", "give either store.path (SQLite) or store.url (PostgreSQL)"));
     }
-    r.show("store.url", true, Shown::Value(effective::reference(&reference)));
+    r.show("store.url", Shown::Value(effective::reference(&reference)));
     let defaults = PgOptions::default();
     let pool_size = r.count("store.pool_size", raw.pool_size, defaults.pool_size);
     if pool_size == 0 {

@@ -18,7 +18,7 @@ use idemgate_worker::WorkerOptions;
 use super::{
     ConfigError, ConfigWarning,
     effective::{Listing, Shown},
-    origin::{Origin, Overrides},
+    origin::{Origin, Origins},
     raw::{RawConfig, RawStore, RawWorker},
     secrets,
 };
@@ -135,29 +135,29 @@ impl Config {
 /// where each key came from, the warnings so far and the listing of what was read.
 pub(super) struct Reading<'a> {
     pub(super) base: &'a Path,
-    overrides: Overrides,
+    origins: Origins,
     pub(super) warnings: Vec<ConfigWarning>,
     listing: Listing,
 }
 
 impl Reading<'_> {
-    /// Records `key`'s effective value; `given` says whether the file or the environment set it.
-    pub(super) fn show(&mut self, key: &str, given: bool, shown: Shown) {
-        let origin = self.overrides.origin(key, given);
+    /// Records `key`'s effective value.
+    pub(super) fn show(&mut self, key: &str, shown: Shown) {
+        let origin = self.origins.origin(key);
         self.listing.push(key, shown, origin);
     }
 
     /// Records a value given or defaulted.
     pub(super) fn value<T: Clone + Into<toml::Value>>(&mut self, key: &str, given: Option<T>, default: T) -> T {
-        let value = given.clone().unwrap_or(default);
-        self.show(key, given.is_some(), Shown::Value(value.clone().into()));
+        let value = given.unwrap_or(default);
+        self.show(key, Shown::Value(value.clone().into()));
         value
     }
 
     /// A count given or defaulted.
     pub(super) fn count(&mut self, key: &str, given: Option<usize>, default: usize) -> usize {
         let value = given.unwrap_or(default);
-        self.show(key, given.is_some(), Shown::Value(toml::Value::Integer(i64::try_from(value).unwrap_or(i64::MAX))));
+        self.show(key, Shown::Value(toml::Value::Integer(i64::try_from(value).unwrap_or(i64::MAX))));
         value
     }
 
@@ -174,7 +174,7 @@ impl Reading<'_> {
                 ConfigError::new(key, format!("invalid duration {text:?} (use e.g. \"30s\", \"5m\", \"2h\")"))
             })?,
         };
-        self.show(key, text.is_some(), Shown::Value(shown_duration(value)));
+        self.show(key, Shown::Value(shown_duration(value)));
         Ok(value)
     }
 
@@ -191,7 +191,7 @@ impl Reading<'_> {
 
     /// Whether an `IDEMGATE_*` variable gave `key`, rather than the file.
     pub(super) fn set_by_environment(&self, key: &str) -> bool {
-        matches!(self.overrides.origin(key, true), Origin::Environment(_))
+        matches!(self.origins.origin(key), Origin::Environment(_))
     }
 }
 
@@ -254,9 +254,8 @@ fn parts<'a, S>(
     resolves: Resolves<'_>,
     store: impl FnOnce(RawStore, &mut Reading<'_>) -> Result<S, ConfigError>,
 ) -> Result<(Parts<S>, Reading<'a>), ConfigError> {
-    let RawConfig { server, store: raw_store, sources, destinations, worker: raw_worker, admin, proxy, overrides } =
-        raw;
-    let mut reading = Reading { base, overrides, warnings: Vec::new(), listing: Listing::default() };
+    let RawConfig { server, store: raw_store, sources, destinations, worker: raw_worker, admin, proxy, origins } = raw;
+    let mut reading = Reading { base, origins, warnings: Vec::new(), listing: Listing::default() };
     let r = &mut reading;
     let server_tls = server.tls.is_some();
     let server = super::listeners::server(server, r, resolves.listeners)?;
@@ -271,7 +270,7 @@ fn parts<'a, S>(
     let admin = match admin {
         Some(admin) => super::listeners::admin(admin, &server, server_tls, r, resolves.listeners)?,
         None => {
-            r.show("admin.token", false, Shown::Note("(not set: the admin API is off)"));
+            r.show("admin.token", Shown::Note("(not set: the admin API is off)"));
             None
         }
     };
