@@ -3,24 +3,14 @@
 use std::{io::Write, path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
-use idemgate::{config::Config, verify};
+use idemgate::{config::SourceConfig, verify};
 use idemgate_core::UnixTime;
 use idemgate_http::system_now;
 
 use super::EXIT_FAILED;
 
-pub(super) fn capture(
-    config: &Config,
-    source: &str,
-    headers: &Path,
-    body: &Path,
-    at: Option<i64>,
-) -> anyhow::Result<ExitCode> {
-    let source = config
-        .sources
-        .iter()
-        .find(|s| s.id.as_str() == source)
-        .ok_or_else(|| anyhow!("no source {source:?} in the configuration"))?;
+/// Checks the captured request against `source`, loaded with its secrets alone.
+pub(super) fn capture(source: &SourceConfig, headers: &Path, body: &Path, at: Option<i64>) -> anyhow::Result<ExitCode> {
     let head = std::fs::read_to_string(headers).with_context(|| format!("cannot read {}", headers.display()))?;
     let headers = verify::parse_headers(&head).map_err(|err| anyhow!("{}: {err}", headers.display()))?;
     let body = std::fs::read(body).with_context(|| format!("cannot read {}", body.display()))?;
