@@ -59,6 +59,19 @@ pub(crate) enum Command {
         #[command(subcommand)]
         workload: BenchWorkload,
     },
+    /// Work with the configuration itself.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Validate the configuration as `serve` would (every secret resolved) and print the
+    /// values in effect, each with where it came from; secrets are never shown. Exit 1 with
+    /// the first problem when it is not valid.
+    Check,
 }
 
 #[derive(clap::Args)]

@@ -6,12 +6,13 @@ use anyhow::anyhow;
 use idemgate::config::Config;
 use idemgate_clock::Clock;
 
-use super::{open_store, print_line};
+use super::{existing_store, open_store, print_line};
 
 pub(super) async fn enable(config: &Config, name: String, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
-    if !config.destinations.contains_key(&name) {
+    if !config.has_destination(&name) {
         return Err(anyhow!("no destination {name:?} in the configuration"));
     }
+    existing_store(config)?;
     let store = open_store(config).await?;
     let was_disabled = store.enable_destination(name.clone(), clock.now()).await?;
     print_line(&format!(

@@ -9,7 +9,7 @@ use idemgate_core::UnixTime;
 use idemgate_store::{SqliteReader, jobs::ReplayFilter, views};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{open_store, print_line};
+use super::{existing_store, open_store, print_line};
 use crate::cli::{EventsCommand, ReplayArgs};
 
 /// Jobs replayed per write transaction.
@@ -26,6 +26,7 @@ pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock)
         since: args.since.map(UnixTime),
         until: args.until.map(UnixTime),
     };
+    existing_store(config)?;
     let store = open_store(config).await?;
     let progress = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} jobs replayed")
@@ -45,8 +46,9 @@ pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock)
 
 /// `events list`, `show` and `stats`.
 pub(super) async fn view(config: &Config, command: EventsCommand) -> anyhow::Result<ExitCode> {
+    existing_store(config)?;
     if config.store.postgres.is_none() {
-        // A view never creates a store: a missing or foreign file is an error.
+        // A view changes nothing: a foreign file or one of another schema version is an error.
         SqliteReader::open(&config.store.path)
             .with_context(|| format!("cannot read the store {}", config.store.path.display()))?;
     }

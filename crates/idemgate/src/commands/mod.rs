@@ -1,16 +1,21 @@
 //! What each subcommand does, one module per command group; each runs on the one runtime
-//! that `main` builds.
+//! that `main` builds and loads what it uses of the configuration, no more: `events list`
+//! needs no admin token and `worker` no source secret ([`Uses`]).
 
-use std::{io::Write, process::ExitCode};
+use std::{io::Write, path::Path, process::ExitCode};
 
-use anyhow::anyhow;
-use idemgate::{availability, config::Config};
+use anyhow::{Context, anyhow};
+use idemgate::{
+    availability,
+    config::{self, Config, ConfigError, Uses},
+};
 use idemgate_clock::SystemClock;
 use idemgate_store::Store;
 
-use crate::cli::{Command, DestinationCommand, EventsCommand};
+use crate::cli::{Command, ConfigCommand, DestinationCommand, EventsCommand};
 
 mod bench;
+mod check;
 mod destination;
 mod events;
 mod send;
@@ -22,41 +27,84 @@ mod verify;
 pub(crate) const EXIT_FAILED: u8 = 1;
 pub(crate) const EXIT_CONFIG: u8 = 2;
 
-/// Runs `command`; `config` is loaded for every command that reads one.
-pub(crate) async fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
-    let config = || config.ok_or_else(|| anyhow!("this command needs --config"));
+/// The configuration a command needs is not valid: `main` prints it as a config error and
+/// exits with [`EXIT_CONFIG`].
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub(crate) struct BadConfig(#[from] ConfigError);
+
+/// Runs `command` with the configuration file at `path`.
+pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve => serve::serve(config()?, true).await,
-        Command::Worker => serve::serve(config()?, false).await,
+        Command::Serve => serve::serve(load(path, Uses::Serve)?, true).await,
+        Command::Worker => serve::serve(load(path, Uses::Worker)?, false).await,
         Command::Verify { source, headers, body, at } => {
-            verify::capture(&config()?, &source, &headers, &body, at, &SystemClock)
+            logs();
+            let (found, _) = config::load_source(path, std::env::vars(), &source).map_err(BadConfig)?;
+            let source = found.ok_or_else(|| anyhow!("no source {source:?} in the configuration"))?;
+            verify::capture(&source, &headers, &body, at, &SystemClock)
         }
         Command::Events { command: EventsCommand::Replay { filter } } => {
-            events::replay(&config()?, filter, &SystemClock).await
+            events::replay(&load(path, Uses::Store)?, filter, &SystemClock).await
         }
-        Command::Events { command } => events::view(&config()?, command).await,
+        Command::Events { command } => events::view(&load(path, Uses::Store)?, command).await,
         Command::Destination { command: DestinationCommand::Enable { name } } => {
-            destination::enable(&config()?, name, &SystemClock).await
+            destination::enable(&load(path, Uses::Store)?, name, &SystemClock).await
         }
+        Command::Store { command } => store::store(&load(path, Uses::Store)?, command).await,
+        Command::Config { command: ConfigCommand::Check } => check::check(path),
         Command::Bench { workload } => bench::bench(workload, &SystemClock).await,
         Command::Send(args) => send::send(args).await,
-        Command::Store { command } => store::store(&config()?, command).await,
     }
 }
 
-/// Whether `command` reads the configuration file, and whether it runs long (and so logs
-/// the configuration's warnings).
-pub(crate) fn reads_config(command: &Command) -> Option<bool> {
-    match command {
-        Command::Bench { .. } | Command::Send(_) => None,
-        Command::Serve | Command::Worker => Some(true),
-        _ => Some(false),
+/// Loads what a command `uses` of the configuration; the long-running ones log its
+/// warnings (the short ones would repeat them on every invocation).
+fn load(path: &Path, uses: Uses) -> Result<Config, BadConfig> {
+    logs();
+    let (config, warnings) = config::load_for(path, std::env::vars(), uses)?;
+    if matches!(uses, Uses::Serve | Uses::Worker) {
+        for warning in warnings {
+            tracing::warn!("{}", warning.0);
+        }
+    }
+    Ok(config)
+}
+
+/// Logs to stderr: `IDEMGATE_LOG` filters (`info` by default), `IDEMGATE_LOG_FORMAT=json`
+/// gives one JSON object per line, for log pipelines.
+fn logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("IDEMGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
+    if std::env::var("IDEMGATE_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        logs.json().init();
+    } else {
+        logs.init();
     }
 }
 
 /// The configured store for a command that needs it now.
 async fn open_store(config: &Config) -> anyhow::Result<Store> {
     Ok(availability::open(&config.store).await?)
+}
+
+/// The store of a command that works on what is there: only `serve` and `worker` create
+/// it, so for any other command a missing SQLite file is an error naming it.
+fn existing_store(config: &Config) -> anyhow::Result<()> {
+    if config.store.postgres.is_some() {
+        return Ok(());
+    }
+    let path = &config.store.path;
+    match std::fs::metadata(path) {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(anyhow!(
+            "no store at {}: the file does not exist (`idemgate serve` creates it; store.path is relative to the \
+             config file)",
+            path.display()
+        )),
+        Err(err) => Err(err).with_context(|| format!("cannot read the store {}", path.display())),
+    }
 }
 
 /// The first stdout line (`listening on ADDR`, so scripts and tests learn the real port

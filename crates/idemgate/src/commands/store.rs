@@ -7,11 +7,15 @@ use idemgate::config::Config;
 use idemgate_clock::{Clock, SystemClock};
 use idemgate_store::maintenance::{self, PurgeReport};
 
-use super::{open_store, print_line};
+use super::{existing_store, open_store, print_line};
 use crate::cli::StoreCommand;
 
 pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Result<ExitCode> {
     let path = &config.store.path;
+    if !matches!(command, StoreCommand::Restore { .. }) {
+        // Restoring may create the store; purging and backing up need one.
+        existing_store(config)?;
+    }
     let line = match command {
         StoreCommand::Purge { dry_run } => {
             let report = purge(config, dry_run).await?;

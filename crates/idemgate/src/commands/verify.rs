@@ -4,25 +4,21 @@
 use std::{io::Write, path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
-use idemgate::{config::Config, verify};
+use idemgate::{config::SourceConfig, verify};
 use idemgate_clock::Clock;
 use idemgate_core::UnixTime;
 
 use super::EXIT_FAILED;
 
+/// Checks the captured request against `source`, loaded with its secrets alone, at `at` or
+/// the clock's now.
 pub(super) fn capture(
-    config: &Config,
-    source: &str,
+    source: &SourceConfig,
     headers: &Path,
     body: &Path,
     at: Option<i64>,
     clock: &dyn Clock,
 ) -> anyhow::Result<ExitCode> {
-    let source = config
-        .sources
-        .iter()
-        .find(|s| s.id.as_str() == source)
-        .ok_or_else(|| anyhow!("no source {source:?} in the configuration"))?;
     let head = std::fs::read_to_string(headers).with_context(|| format!("cannot read {}", headers.display()))?;
     let headers = verify::parse_headers(&head).map_err(|err| anyhow!("{}: {err}", headers.display()))?;
     let body = std::fs::read(body).with_context(|| format!("cannot read {}", body.display()))?;

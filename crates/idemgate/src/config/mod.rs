@@ -1,24 +1,36 @@
 //! Configuration in two stages: [`raw`] is what the TOML file and the `IDEMGATE_*`
 //! environment say, with every key optional and unknown keys refused; [`validated`] is the
-//! typed, ready-to-use result. Validation happens once, at start-up, and the first problem
-//! becomes one line naming the key: `sources.stripe.tolerance: invalid duration "5 mins"`.
+//! typed, ready-to-use result, holding the secrets and files of what its command uses.
+//! Validation happens once, at start-up, and the first problem becomes one line naming
+//! the key (`sources.stripe.tolerance: invalid duration "5 mins"`), or the variable when
+//! only an override has that key. Every path in the file is relative to the file's folder.
+//! While validating, [`effective`] records each key's value and [`origin`], for
+//! `idemgate config check`.
 
+mod destinations;
+pub mod effective;
+mod listeners;
+pub mod origin;
+mod proxies;
 pub mod raw;
 pub mod secrets;
+mod sources;
+mod store;
 pub mod validated;
 
 use std::path::Path;
 
 pub use validated::{
-    AdminConfig, Config, DestinationConfig, OrderingConfig, ProxyConfig, ServerConfig, SourceConfig, StoreConfig,
-    TlsConfig, WorkerConfig,
+    AdminConfig, Config, DestinationConfig, OrderingConfig, PostgresConfig, ProxyConfig, ServerConfig, SourceConfig,
+    StoreConfig, TlsConfig, Uses, WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {message}")]
 pub struct ConfigError {
-    /// The dotted key, e.g. `sources.stripe.secrets[0]`, or the file for read errors.
+    /// The dotted key, e.g. `sources.stripe.secrets[0]`, the variable of an override, or
+    /// the file for read errors.
     pub key: String,
     /// What is wrong with it.
     pub message: String,
@@ -35,14 +47,43 @@ impl ConfigError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigWarning(pub String);
 
-/// Reads `path`, applies `env` overrides (`IDEMGATE_SECTION__KEY=value`), and validates.
+/// Reads `path`, applies `env` overrides (`IDEMGATE_SECTION__KEY=value`), and validates,
+/// resolving every secret and file.
 pub fn load(
     path: &Path,
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
+    load_for(path, env, Uses::Everything)
+}
+
+/// [`load`] for a command that resolves only the secrets and files it `uses`.
+pub fn load_for(
+    path: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+    uses: Uses,
+) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
+    let raw = read(path, env)?;
+    validated::validate_for(raw, folder(path), uses)
+}
+
+/// Validates the whole configuration and resolves the secrets of source `id` alone (for
+/// `idemgate verify`); `None` when there is no such source.
+pub fn load_source(
+    path: &Path,
+    env: impl IntoIterator<Item = (String, String)>,
+    id: &str,
+) -> Result<(Option<SourceConfig>, Vec<ConfigWarning>), ConfigError> {
+    let raw = read(path, env)?;
+    validated::validate_source(raw, folder(path), id)
+}
+
+fn read(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Result<raw::RawConfig, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| ConfigError::new(path.display().to_string(), format!("cannot read: {err}")))?;
-    let raw = raw::parse(&text, env)?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    validated::validate(raw, base)
+    raw::parse(&text, env)
+}
+
+/// The folder relative paths in the file at `path` start from.
+fn folder(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
 }

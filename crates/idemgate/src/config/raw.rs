@@ -1,11 +1,12 @@
 //! The configuration as written: TOML plus environment overrides, deserialised with
-//! unknown keys refused and the path of the offending key kept for the error.
+//! unknown keys refused and the path of the offending key kept for the error. An error
+//! about a key that only an override gave names the variable, not a key of the file.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::{ConfigError, origin::Origins};
 
 /// Prefix of environment overrides; `__` separates the levels of the key.
 pub const ENV_PREFIX: &str = "IDEMGATE_";
@@ -34,6 +35,9 @@ pub struct RawConfig {
     /// `[[proxy]]`: idempotency in front of HTTP APIs.
     #[serde(default)]
     pub proxy: Vec<RawProxy>,
+    /// What the file said and which keys the environment set, for each value's origin.
+    #[serde(skip)]
+    pub origins: Origins,
 }
 
 /// `[admin]`: the admin API and its token.
@@ -247,23 +251,59 @@ fn is_secret_key(keys: &[&str]) -> bool {
 /// Parses the TOML text, overlays the environment, and deserialises.
 pub fn parse(text: &str, env: impl IntoIterator<Item = (String, String)>) -> Result<RawConfig, ConfigError> {
     let mut table: toml::Table = toml::from_str(text).map_err(|err| ConfigError::new("config", toml_message(&err)))?;
+    let mut origins = Origins::new(table.clone());
     for (name, value) in env {
-        apply_override(&mut table, &name, &value)?;
+        apply_override(&mut table, &name, &value, &mut origins)?;
     }
-    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| {
-        let key = err.path().to_string();
-        let tables: Vec<&str> = err
-            .path()
-            .iter()
-            .filter_map(|segment| match segment {
-                serde_path_to_error::Segment::Map { key } => Some(key.as_str()),
-                _ => None,
-            })
-            .collect();
-        let message =
-            if is_secret_key(&tables) { SECRET_TYPE_MESSAGE.to_owned() } else { err.into_inner().message().to_owned() };
-        ConfigError::new(if key == "." { "config".into() } else { key }, message)
-    })
+    switch_store(&mut table, &origins);
+    let mut raw: RawConfig =
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| deserialise_error(&err, &origins))?;
+    raw.origins = origins;
+    Ok(raw)
+}
+
+/// An override of one store kind replaces the other kind the file gives:
+/// `IDEMGATE_STORE__URL` on a file with `store.path` means PostgreSQL instead of SQLite.
+/// Both kinds from the environment stay an error.
+fn switch_store(table: &mut toml::Table, overrides: &Origins) {
+    for (set, other) in [("url", "path"), ("path", "url")] {
+        if overrides.sets(&["store", set]) && !overrides.sets(&["store", other]) {
+            if let Some(store) = table.get_mut("store").and_then(toml::Value::as_table_mut) {
+                store.remove(other);
+            }
+        }
+    }
+}
+
+/// The deserialiser's error, located by its key, or by the variable when an override
+/// gave that key (or created the table it is in) and the file did not.
+fn deserialise_error(err: &serde_path_to_error::Error<toml::de::Error>, origins: &Origins) -> ConfigError {
+    let key = err.path().to_string();
+    let segments: Vec<Option<&str>> = err
+        .path()
+        .iter()
+        .map(|segment| match segment {
+            serde_path_to_error::Segment::Map { key } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    let tables: Vec<&str> = segments.iter().flatten().copied().collect();
+    let message = err.inner().message();
+    let message = if is_secret_key(&tables) { SECRET_TYPE_MESSAGE } else { message };
+    let only_tables = segments.len() == tables.len() && !tables.is_empty();
+    if let Some((variable, set)) = origins.creator(&tables).filter(|_| only_tables) {
+        if set == key || !origins.in_file(&tables) {
+            let message = match message.strip_prefix("unknown field ") {
+                Some(rest) => match rest.split_once(", ") {
+                    Some((_, expected)) => format!("no key {set} ({expected})"),
+                    None => format!("no key {set}"),
+                },
+                None => format!("{key}: {message}"),
+            };
+            return ConfigError::new(variable, message);
+        }
+    }
+    ConfigError::new(if key == "." { "config".into() } else { key }, message)
 }
 
 /// toml's own errors span several lines; keep the first and the position. What the
@@ -279,7 +319,12 @@ fn toml_message(err: &toml::de::Error) -> String {
 
 /// `IDEMGATE_SOURCES__STRIPE__TOLERANCE=10m` sets `sources.stripe.tolerance`. Variables
 /// without `__` (like `IDEMGATE_LOG`) are not configuration and are skipped.
-fn apply_override(table: &mut toml::Table, name: &str, value: &str) -> Result<(), ConfigError> {
+fn apply_override(
+    table: &mut toml::Table,
+    name: &str,
+    value: &str,
+    overrides: &mut Origins,
+) -> Result<(), ConfigError> {
     let Some(path) = name.strip_prefix(ENV_PREFIX).filter(|rest| rest.contains("__")) else {
         return Ok(());
     };
@@ -297,6 +342,7 @@ fn apply_override(table: &mut toml::Table, name: &str, value: &str) -> Result<()
         _ => env_value(value),
     };
     node.insert(last.clone(), value);
+    overrides.push(keys.iter().map(|key| (*key).to_owned()).collect(), name);
     Ok(())
 }
 
@@ -356,6 +402,45 @@ mod tests {
     fn a_wrong_type_is_named_with_its_path() {
         let err = parse("[sources.a]\nscheme = \"github\"\nbody_limit = \"big\"\n", env(&[])).unwrap_err();
         assert_eq!(err.key, "sources.a.body_limit");
+    }
+
+    #[test]
+    fn an_override_of_one_store_kind_replaces_the_other_from_the_file() {
+        let file = "[store]\npath = \"data/x.sqlite3\"\nbusy_timeout = \"1s\"\n";
+        let raw = parse(file, env(&[("IDEMGATE_STORE__URL", "env:DB")])).unwrap();
+        assert_eq!((raw.store.url.as_deref(), raw.store.path), (Some("env:DB"), None));
+        assert_eq!(raw.store.busy_timeout.as_deref(), Some("1s"), "the other keys stay");
+
+        let raw = parse("[store]\nurl = \"env:DB\"\n", env(&[("IDEMGATE_STORE__PATH", "y.sqlite3")])).unwrap();
+        assert_eq!((raw.store.url, raw.store.path.as_deref()), (None, Some("y.sqlite3")));
+
+        let both = env(&[("IDEMGATE_STORE__PATH", "y.sqlite3"), ("IDEMGATE_STORE__URL", "env:DB")]);
+        let raw = parse(file, both).unwrap();
+        assert!(raw.store.url.is_some() && raw.store.path.is_some(), "both from the environment stay both");
+        let raw = parse("[store]\npath = \"a\"\nurl = \"env:DB\"\n", env(&[])).unwrap();
+        assert!(raw.store.url.is_some() && raw.store.path.is_some(), "both in the file stay both");
+    }
+
+    #[test]
+    fn a_key_only_an_override_gives_is_named_by_its_variable() {
+        let file = "[server]\nlisten = \"127.0.0.1:1\"\n[sources.a]\nscheme = \"github\"\n";
+        let err = parse(file, env(&[("IDEMGATE_SERVER__LISTN", "127.0.0.1:2")])).unwrap_err();
+        assert_eq!(err.key, "IDEMGATE_SERVER__LISTN");
+        assert!(err.message.starts_with("no key server.listn (expected one of `listen`"), "{err}");
+
+        let err = parse(file, env(&[("IDEMGATE_SERVR__LISTEN", "x")])).unwrap_err();
+        assert_eq!(err.to_string().split(" (").next(), Some("IDEMGATE_SERVR__LISTEN: no key servr.listen"));
+
+        let err = parse(file, env(&[("IDEMGATE_SOURCES__B__BODY_LIMIT", "5")])).unwrap_err();
+        assert_eq!(err.to_string(), "IDEMGATE_SOURCES__B__BODY_LIMIT: sources.b: missing field `scheme`");
+
+        let err = parse(file, env(&[("IDEMGATE_SOURCES__A__BODY_LIMIT", "big")])).unwrap_err();
+        assert_eq!(err.key, "IDEMGATE_SOURCES__A__BODY_LIMIT");
+        assert!(err.message.starts_with("sources.a.body_limit: invalid type"), "{err}");
+
+        let err = parse(&format!("{file}body_limit = \"big\"\n"), env(&[("IDEMGATE_SOURCES__A__MAX_DEPTH", "3")]))
+            .unwrap_err();
+        assert_eq!(err.key, "sources.a.body_limit", "a file key's error names the key");
     }
 
     #[test]

@@ -101,12 +101,12 @@ fn a_non_loopback_admin_address_without_tls_is_refused_unless_the_config_opts_in
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
     append(&setup, "allow_plaintext = true\n");
-    let output = setup.run(&["events", "replay"], &[("ADMIN_TOKEN", TOKEN)]);
+    let output = setup.run(&["config", "check"], &[("ADMIN_TOKEN", TOKEN)]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 
     let (setup, _) = tls_setup();
     append(&setup, "[admin]\nlisten = \"0.0.0.0:0\"\ntoken = \"env:ADMIN_TOKEN\"\n");
-    let output = setup.run(&["events", "replay"], &[("ADMIN_TOKEN", TOKEN)]);
+    let output = setup.run(&["config", "check"], &[("ADMIN_TOKEN", TOKEN)]);
     assert_eq!(output.status.code(), Some(0), "TLS from [server.tls]: {output:?}");
 
     let setup = hooks();

@@ -193,7 +193,11 @@ fn events_list_show_and_stats_describe_what_arrived() {
 #[test]
 fn a_postgres_url_is_exclusive_with_a_path_and_its_password_is_never_shown() {
     let url = ("IDEMGATE_STORE__URL", "postgres://idemgate:hunter2-pw@127.0.0.1:1/nothing");
-    let stderr = config_error(SOURCE, &[("HOOKS_SECRET", &secret()), url]);
+    let both = Setup::new("");
+    std::fs::write(both.config(), format!("[store]\npath = \"x.sqlite3\"\nurl = \"env:DB_URL\"\n{SOURCE}")).unwrap();
+    let output = both.run(&["serve"], &[("HOOKS_SECRET", &secret()), ("DB_URL", url.1)]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("store.url: give either store.path (SQLite) or store.url (PostgreSQL)"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
 

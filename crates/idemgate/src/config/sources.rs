@@ -1,0 +1,265 @@
+//! `[sources.<id>]`: where deliveries arrive, how they are verified and what they become.
+//! Every source is validated; its secrets are resolved and decoded by its scheme only for
+//! a command that verifies its deliveries (`serve`, or `verify` for that one source).
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+    time::Duration,
+};
+
+use idemgate_core::{
+    Scheme, SecretSet, SourceName,
+    json::Limits,
+    scheme::{self, IdentityLocation},
+};
+use idemgate_store::maintenance::Retention;
+
+use super::{
+    ConfigError, ConfigWarning,
+    effective::{self, Shown},
+    raw::{RawIdentity, RawSource},
+    validated::{Reading, Verifies},
+};
+
+const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
+/// Receipts outlive every provider's redelivery window by a wide margin: Stripe retries for
+/// up to 3 days, Svix/Standard Webhooks' schedule spans about 28 hours, GitHub redelivers
+/// on request for 3 days.
+const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 86_400);
+
+/// One `[sources.<id>]`.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// Stable id: receipts are keyed by it, so the route can be renamed freely.
+    pub id: SourceName,
+    /// `POST /in/<route>`.
+    pub route: String,
+    /// The signature scheme.
+    pub scheme: Arc<dyn Scheme>,
+    /// Decoded active secrets.
+    pub secrets: SecretSet,
+    /// Largest body.
+    pub body_limit: usize,
+    /// Strict JSON limits.
+    pub json_limits: Limits,
+    /// Where the stable event identity is.
+    pub identity: IdentityLocation,
+    /// Whether the same body bytes under another identity are a duplicate of the first.
+    pub dedupe_body: bool,
+    /// JSON pointer to the event type.
+    pub event_type: Option<String>,
+    /// Accepted event types; `None` accepts all.
+    pub allowed_types: Option<BTreeSet<String>>,
+    /// Destination names.
+    pub destinations: Vec<String>,
+    /// How long receipts are kept.
+    pub retention: Duration,
+    /// How long payloads of finished events are kept.
+    pub payload_retention: Duration,
+    /// Original headers passed on to destinations (lowercase names).
+    pub forward_headers: Vec<http::HeaderName>,
+    /// The ordering guard, if configured.
+    pub ordering: Option<OrderingConfig>,
+}
+
+/// The ordering guard of a source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderingConfig {
+    /// JSON pointer to the ordering key.
+    pub key: String,
+    /// JSON pointer to the version.
+    pub version: String,
+}
+
+/// Every source validated: its retention, and the source itself with its secrets when
+/// the command verifies its deliveries.
+pub(super) struct Sources {
+    pub(super) retention: Vec<Retention>,
+    pub(super) verified: Vec<SourceConfig>,
+}
+
+pub(super) fn sources(
+    raw: BTreeMap<String, RawSource>,
+    destinations: &BTreeSet<String>,
+    r: &mut Reading<'_>,
+    verifies: Verifies<'_>,
+) -> Result<Sources, ConfigError> {
+    let mut all = Sources { retention: Vec::new(), verified: Vec::new() };
+    let mut routes = BTreeSet::new();
+    for (id, raw) in raw {
+        let verified = match verifies {
+            Verifies::All => true,
+            Verifies::One(one) => one == id,
+            Verifies::None => false,
+        };
+        let (retention, route, source) = source(&id, raw, destinations, r, verified)?;
+        if !routes.insert(route.clone()) {
+            return Err(ConfigError::new(format!("sources.{id}.route"), format!("route {route:?} is used twice")));
+        }
+        all.retention.push(retention);
+        all.verified.extend(source);
+    }
+    Ok(all)
+}
+
+/// One source's retention and route, and the source itself when `verified`.
+fn source(
+    id: &str,
+    raw: RawSource,
+    destinations: &BTreeSet<String>,
+    r: &mut Reading<'_>,
+    verified: bool,
+) -> Result<(Retention, String, Option<SourceConfig>), ConfigError> {
+    let key = format!("sources.{id}");
+    let name = SourceName::new(id).map_err(|err| ConfigError::new(&key, err.to_string()))?;
+    let route = r.value(&format!("{key}.route"), raw.route, id.to_owned());
+    if SourceName::new(route.as_str()).is_err() {
+        return Err(ConfigError::new(format!("{key}.route"), "must match [a-z0-9][a-z0-9_-]{0,62}"));
+    }
+    r.show(&format!("{key}.scheme"), Shown::Value(raw.scheme.clone().into()));
+    let tolerance = match raw.tolerance.as_deref() {
+        Some(text) => Some(r.duration(&format!("{key}.tolerance"), Some(text), Duration::ZERO)?.as_secs()),
+        None => {
+            r.show(&format!("{key}.tolerance"), Shown::Note("(the scheme's own)"));
+            None
+        }
+    };
+    let scheme = scheme::lookup(&raw.scheme)
+        .map_err(|unknown| ConfigError::new(format!("{key}.scheme"), unknown.to_string()))?
+        .configured(tolerance);
+    let shown = raw.secrets.iter().map(|reference| effective::reference(reference)).collect();
+    r.show(&format!("{key}.secrets"), Shown::Value(toml::Value::Array(shown)));
+    let body_limit = r.count(&format!("{key}.body_limit"), raw.body_limit, DEFAULT_BODY_LIMIT);
+    let max_depth = r.count(&format!("{key}.max_depth"), raw.max_depth, Limits::default().max_depth);
+    let configured_identity = raw.identity.is_some();
+    let identity = identity(&key, raw.identity, scheme.as_ref())?;
+    r.show(&format!("{key}.identity"), Shown::Value(shown_identity(&identity)));
+    let signed = identity.is_signed_by(scheme.as_ref());
+    let dedupe_body = r.value(&format!("{key}.dedupe_body"), raw.dedupe_body, !signed);
+    if configured_identity && !signed {
+        r.warnings.push(ConfigWarning(format!(
+            "{key}.identity: {identity} is not covered by the {} signature, so a captured delivery can be re-sent \
+             under another identity; dedupe_body is {}",
+            scheme.name(),
+            if dedupe_body { "on" } else { "off" },
+        )));
+    }
+    let event_type = raw.event_type.map(|p| pointer(&format!("{key}.event_type"), p)).transpose()?;
+    if let Some(event_type) = &event_type {
+        r.show(&format!("{key}.event_type"), Shown::Value(event_type.clone().into()));
+    }
+    match &raw.allowed_types {
+        Some(types) => r.show(&format!("{key}.allowed_types"), Shown::Value(types.clone().into())),
+        None => r.show(&format!("{key}.allowed_types"), Shown::Note("(all)")),
+    }
+    for (i, dest) in raw.destinations.iter().enumerate() {
+        if !destinations.contains(dest) {
+            return Err(ConfigError::new(format!("{key}.destinations[{i}]"), format!("no destination named {dest:?}")));
+        }
+    }
+    r.show(&format!("{key}.destinations"), Shown::Value(raw.destinations.clone().into()));
+    let retention = r.duration(&format!("{key}.retention"), raw.retention.as_deref(), DEFAULT_RETENTION)?;
+    let payload_retention =
+        r.duration(&format!("{key}.payload_retention"), raw.payload_retention.as_deref(), retention)?;
+    let forward_headers: Vec<http::HeaderName> =
+        raw.forward_headers.iter().enumerate().map(|(i, h)| forward_header(&key, i, h)).collect::<Result<_, _>>()?;
+    let shown = forward_headers.iter().map(|name| name.as_str().to_owned()).collect::<Vec<_>>();
+    r.show(&format!("{key}.forward_headers"), Shown::Value(shown.into()));
+    let ordering = match raw.ordering {
+        None => None,
+        Some(o) => Some(OrderingConfig {
+            key: pointer(&format!("{key}.ordering.key"), o.key)?,
+            version: pointer(&format!("{key}.ordering.version"), o.version)?,
+        }),
+    };
+    if let Some(ordering) = &ordering {
+        let table = toml::Table::from_iter([
+            ("key".to_owned(), toml::Value::String(ordering.key.clone())),
+            ("version".to_owned(), toml::Value::String(ordering.version.clone())),
+        ]);
+        r.show(&format!("{key}.ordering"), Shown::Value(toml::Value::Table(table)));
+    }
+    let kept = Retention { source: id.to_owned(), receipts: retention, payloads: payload_retention };
+    if !verified {
+        return Ok((kept, route, None));
+    }
+    let secrets = source_secrets(&key, &raw.secrets, scheme.as_ref(), r)?;
+    let source = SourceConfig {
+        id: name,
+        route: route.clone(),
+        scheme,
+        secrets,
+        body_limit,
+        json_limits: Limits { max_depth },
+        identity,
+        dedupe_body,
+        event_type,
+        allowed_types: raw.allowed_types.map(|types| types.into_iter().collect()),
+        destinations: raw.destinations,
+        retention,
+        payload_retention,
+        forward_headers,
+        ordering,
+    };
+    Ok((kept, route, Some(source)))
+}
+
+/// One name of `forward_headers`: a valid header that the worker does not set itself.
+fn forward_header(key: &str, i: usize, name: &str) -> Result<http::HeaderName, ConfigError> {
+    let key = format!("{key}.forward_headers[{i}]");
+    let name = http::HeaderName::try_from(name).map_err(|_| ConfigError::new(&key, "not a valid header name"))?;
+    if idemgate_worker::http::sets_itself(&name) {
+        return Err(ConfigError::new(
+            key,
+            format!("{name} is set by idemgate on every delivery; it cannot be forwarded"),
+        ));
+    }
+    Ok(name)
+}
+
+fn source_secrets(
+    key: &str,
+    references: &[String],
+    scheme: &dyn Scheme,
+    r: &mut Reading<'_>,
+) -> Result<SecretSet, ConfigError> {
+    let mut decoded = Vec::with_capacity(references.len());
+    for (i, reference) in references.iter().enumerate() {
+        let item = format!("{key}.secrets[{i}]");
+        let text = r.resolve(&item, reference)?;
+        decoded.push(scheme.decode_secret(&text).map_err(|err| ConfigError::new(&item, err.to_string()))?);
+    }
+    SecretSet::new(decoded).map_err(|err| ConfigError::new(format!("{key}.secrets"), err.to_string()))
+}
+
+fn identity(key: &str, raw: Option<RawIdentity>, scheme: &dyn Scheme) -> Result<IdentityLocation, ConfigError> {
+    let key = format!("{key}.identity");
+    match raw {
+        None => Ok(scheme.default_identity()),
+        Some(RawIdentity { header: Some(header), pointer: None }) => {
+            http::HeaderName::try_from(header.as_str())
+                .map_err(|_| ConfigError::new(&key, "not a valid header name"))?;
+            Ok(IdentityLocation::Header(header.to_ascii_lowercase()))
+        }
+        Some(RawIdentity { header: None, pointer: Some(p) }) => Ok(IdentityLocation::Body(pointer(&key, p)?)),
+        Some(_) => Err(ConfigError::new(key, "give exactly one of header or pointer")),
+    }
+}
+
+/// `{ header = "…" }` or `{ pointer = "…" }`, as the file says it.
+fn shown_identity(identity: &IdentityLocation) -> toml::Value {
+    let (field, value) = match identity {
+        IdentityLocation::Header(name) => ("header", name),
+        IdentityLocation::Body(pointer) => ("pointer", pointer),
+    };
+    toml::Value::Table(toml::Table::from_iter([(field.to_owned(), toml::Value::String(value.clone()))]))
+}
+
+fn pointer(key: &str, pointer: String) -> Result<String, ConfigError> {
+    if pointer.starts_with('/') {
+        Ok(pointer)
+    } else {
+        Err(ConfigError::new(key, "a JSON pointer starts with / (e.g. \"/id\")"))
+    }
+}

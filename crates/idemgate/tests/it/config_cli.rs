@@ -1,0 +1,357 @@
+//! The configuration as the operator meets it, through the real binary: paths relative to
+//! the config file whatever the working directory, commands that need only the secrets
+//! they use, environment overrides that switch the store or name a mistyped variable, and
+//! `idemgate config check`, which never shows a secret.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+use crate::{
+    gateway_harness::{Gateway, Signer, body, idemgate_bin, inbox},
+    harness::unix_now,
+};
+
+const KEY: [u8; 32] = [7; 32];
+
+/// The repository's sample configuration.
+fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../idemgate.toml")
+}
+
+/// `idemgate args --config config`, run in `cwd` with `env` added.
+fn idemgate(cwd: &Path, config: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(idemgate_bin())
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .current_dir(cwd)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A folder holding `idemgate.toml` with `config`, and the folders beside it.
+struct Folder {
+    dir: tempfile::TempDir,
+}
+
+impl Folder {
+    fn new(config: &str) -> Self {
+        let folder = Self { dir: tempfile::tempdir().unwrap() };
+        std::fs::create_dir(folder.dir.path().join("etc")).unwrap();
+        std::fs::create_dir(folder.dir.path().join("elsewhere")).unwrap();
+        std::fs::write(folder.config(), config).unwrap();
+        folder
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("etc").join("idemgate.toml")
+    }
+
+    /// A working directory that is not the config file's folder.
+    fn elsewhere(&self) -> PathBuf {
+        self.dir.path().join("elsewhere")
+    }
+
+    /// Every file under `folder`, relative to the temporary folder.
+    fn files(&self) -> Vec<String> {
+        fn walk(dir: &Path, root: &Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, root, found);
+                } else {
+                    found.push(path.strip_prefix(root).unwrap().display().to_string());
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(self.dir.path(), self.dir.path(), &mut found);
+        found.sort();
+        found
+    }
+}
+
+const RELATIVE_STORE: &str = r#"
+[server]
+listen = "127.0.0.1:0"
+[store]
+path = "data/idemgate.sqlite3"
+[sources.hooks]
+scheme = "standard-webhooks"
+secrets = ["env:HOOKS_SECRET"]
+destinations = ["app"]
+[destinations.app]
+url = "http://127.0.0.1:1/"
+[worker]
+enabled = false
+"#;
+
+#[test]
+fn the_store_path_is_relative_to_the_config_file_and_only_serve_creates_the_store() {
+    let folder = Folder::new(RELATIVE_STORE);
+    let (config, elsewhere) = (folder.config(), folder.elsewhere());
+    let store = folder.dir.path().join("etc/data/idemgate.sqlite3");
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+
+    let backup = folder.dir.path().join("backup.sqlite3");
+    let commands: [&[&str]; 7] = [
+        &["events", "list"],
+        &["events", "show", "hooks", "msg_1"],
+        &["events", "stats"],
+        &["events", "replay"],
+        &["destination", "enable", "app"],
+        &["store", "purge", "--dry-run"],
+        &["store", "backup", "--to", backup.to_str().unwrap()],
+    ];
+    for args in commands {
+        let output = idemgate(&elsewhere, &config, args, &env);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(&format!("no store at {}", store.display())), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?} answered without a store: {output:?}");
+    }
+    assert_eq!(folder.files(), ["etc/idemgate.toml"], "no command created a store, a lock or a folder");
+
+    // serve, started in the test's own working directory, creates the store beside the config.
+    let gateway = Gateway::start(&config, &env);
+    let event = body("msg_1", "t.created");
+    let signer = Signer::Standard(KEY.to_vec());
+    assert_eq!(gateway.post("hooks", &signer.headers("msg_1", &event, unix_now()), &event).status(), 202);
+    assert_eq!(inbox(&store).receipts, ["msg_1"]);
+    for cwd in [elsewhere.as_path(), folder.dir.path(), Path::new("/")] {
+        let listed = idemgate(cwd, &config, &["events", "list", "--json"], &env);
+        assert!(listed.status.success(), "from {}: {listed:?}", cwd.display());
+        assert!(text(&listed.stdout).contains("\"msg_1\""), "{listed:?}");
+    }
+    let replayed = idemgate(&elsewhere, &config, &["events", "replay"], &env);
+    assert!(text(&replayed.stdout).starts_with("replayed 0 job(s)"), "an existing store: {replayed:?}");
+    let files = folder.files();
+    assert!(files.iter().all(|file| !file.starts_with("elsewhere")), "{files:?}");
+    assert!(files.contains(&"etc/data/idemgate.sqlite3".to_owned()), "{files:?}");
+}
+
+const EVERY_SECRET: &str = r#"
+[server]
+listen = "127.0.0.1:0"
+[store]
+path = "data/idemgate.sqlite3"
+[admin]
+listen = "127.0.0.1:0"
+token = "env:ADMIN_TOKEN"
+[sources.hooks]
+scheme = "standard-webhooks"
+secrets = ["env:HOOKS_SECRET"]
+destinations = ["app"]
+[destinations.app]
+url = "http://127.0.0.1:1/"
+secret = "env:APP_SECRET"
+"#;
+
+/// Starts `idemgate worker` and returns its first stdout line, then stops it.
+fn worker_first_line(config: &Path, env: &[(&str, &str)]) -> (String, Output) {
+    let mut child = Command::new(idemgate_bin())
+        .args(["worker", "--config"])
+        .arg(config)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    (line, child.wait_with_output().unwrap())
+}
+
+#[test]
+fn each_command_needs_only_the_secrets_and_files_it_uses() {
+    let folder = Folder::new(EVERY_SECRET);
+    let (config, cwd) = (folder.config(), folder.elsewhere());
+    let hooks = Signer::Standard(KEY.to_vec()).config_secret();
+    let app = Signer::Standard(vec![8; 32]).config_secret();
+    let all =
+        [("HOOKS_SECRET", hooks.as_str()), ("APP_SECRET", app.as_str()), ("ADMIN_TOKEN", "admin-token-0123456789")];
+    drop(Gateway::start(&config, &all));
+
+    for args in [&["events", "list"][..], &["events", "stats"], &["store", "purge", "--dry-run"]] {
+        let output = idemgate(&cwd, &config, args, &[]);
+        assert!(output.status.success(), "{args:?} with no secret at all: {output:?}");
+    }
+    let enable = idemgate(&cwd, &config, &["destination", "enable", "app"], &[]);
+    assert!(text(&enable.stdout).contains("app: was not disabled"), "{enable:?}");
+    // TLS files are read only by serve.
+    let tls = ("IDEMGATE_SERVER__TLS", r#"{ cert = "missing.pem", key = "missing-key.pem" }"#);
+    assert!(idemgate(&cwd, &config, &["events", "stats"], &[tls]).status.success());
+
+    let (line, _) = worker_first_line(&config, &[all[1]]);
+    assert_eq!(line.trim(), "worker running", "the worker needs only the destinations' secrets");
+    let (line, output) = worker_first_line(&config, &[all[0], all[2]]);
+    assert_eq!(line, "");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("destinations.app.secret: environment variable APP_SECRET is not set"));
+
+    let dir = folder.dir.path();
+    std::fs::write(dir.join("head.txt"), "webhook-id: msg_1\n").unwrap();
+    std::fs::write(dir.join("body.json"), "{}").unwrap();
+    let capture = ["verify", "--source", "hooks", "--headers", "../head.txt", "--body", "../body.json"];
+    let verify = idemgate(&cwd, &config, &capture, &[all[0]]);
+    assert_eq!(verify.status.code(), Some(1), "a check fails, the configuration does not: {verify:?}");
+    assert!(text(&verify.stdout).contains("signature FAILED"), "{verify:?}");
+    let verify = idemgate(&cwd, &config, &capture, &[all[1], all[2]]);
+    assert_eq!(verify.status.code(), Some(2), "{verify:?}");
+    assert!(text(&verify.stderr).contains("sources.hooks.secrets[0]: environment variable HOOKS_SECRET is not set"));
+
+    for (missing, key) in [(0, "sources.hooks.secrets[0]"), (1, "destinations.app.secret"), (2, "admin.token")] {
+        let env: Vec<_> = all.iter().enumerate().filter(|(i, _)| *i != missing).map(|(_, pair)| *pair).collect();
+        let serve = idemgate(&cwd, &config, &["serve"], &env);
+        assert_eq!(serve.status.code(), Some(2), "{serve:?}");
+        assert!(serve.stdout.is_empty(), "serve listened without {key}");
+        let stderr = text(&serve.stderr);
+        assert!(stderr.contains(&format!("{key}: environment variable")), "{stderr}");
+    }
+    let serve = idemgate(&cwd, &config, &["serve"], &[all[0], all[1], all[2], tls]);
+    assert_eq!(serve.status.code(), Some(2), "{serve:?}");
+    assert!(text(&serve.stderr).contains("server.tls.cert"), "{serve:?}");
+    // A receiving instance without its worker signs nothing.
+    let receiving = Gateway::start(&config, &[all[0], all[2], ("IDEMGATE_WORKER__ENABLED", "false")]);
+    drop(receiving);
+}
+
+#[test]
+fn a_mistyped_variable_is_named_as_the_variable() {
+    let folder =
+        Folder::new(&RELATIVE_STORE.replace("env:HOOKS_SECRET", "whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE="));
+    for (variable, says) in [
+        ("IDEMGATE_SERVER__LISTN", "IDEMGATE_SERVER__LISTN: no key server.listn (expected one of `listen`"),
+        ("IDEMGATE_STORE__PAHT", "IDEMGATE_STORE__PAHT: no key store.paht"),
+        ("IDEMGATE_SOURCE__HOOKS__SCHEME", "IDEMGATE_SOURCE__HOOKS__SCHEME: no key source.hooks.scheme"),
+    ] {
+        let output = idemgate(&folder.elsewhere(), &folder.config(), &["serve"], &[(variable, "x")]);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with(&format!("idemgate: config error: {says}")), "{stderr}");
+    }
+}
+
+/// A fresh schema on the test database, as a URL whose connections use it; PostgreSQL
+/// missing is a failure, never a skip.
+fn fresh_schema() -> String {
+    let base = std::env::var("IDEMGATE_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/idemgate_test".to_owned());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let name = format!("config_switch_{}_{nanos}", std::process::id());
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(idemgate::store::create_schema(&base, &name))
+        .unwrap_or_else(|err| panic!("PostgreSQL is needed at {base} (set IDEMGATE_TEST_POSTGRES): {err}"))
+}
+
+#[test]
+fn an_override_of_the_store_url_switches_the_sample_config_to_postgres() {
+    let folder = Folder::new(&std::fs::read_to_string(sample()).unwrap());
+    let url = fresh_schema();
+    let env = [
+        ("IDEMGATE_STORE__URL", url.as_str()),
+        ("IDEMGATE_SERVER__LISTEN", "127.0.0.1:0"),
+        ("IDEMGATE_WORKER__ENABLED", "false"),
+    ];
+    let gateway = Gateway::start(&folder.config(), &env);
+    let signer = Signer::Standard(b"idemgate-sample-secret-32-bytes!".to_vec());
+    let event = body("msg_pg", "invoice.paid");
+    assert_eq!(gateway.post("demo", &signer.headers("msg_pg", &event, unix_now()), &event).status(), 202);
+    gateway.stop();
+    let stats = idemgate(&folder.elsewhere(), &folder.config(), &["events", "stats", "--json"], &env);
+    assert!(stats.status.success(), "{stats:?}");
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["sources"][0]["source"], "demo", "{stats}");
+    assert_eq!(stats["sources"][0]["receipts"], 1, "{stats}");
+    assert_eq!(folder.files(), ["etc/idemgate.toml"], "no SQLite store beside the config");
+
+    // And back: a path from the environment replaces a URL in the file.
+    let pg = Folder::new(&format!(
+        "[store]\nurl = \"env:NOT_SET_DB_URL\"\n{}",
+        RELATIVE_STORE.replace("[store]\npath = \"data/idemgate.sqlite3\"\n", "")
+    ));
+    let path = pg.dir.path().join("sqlite.db");
+    let output = idemgate(
+        &pg.elsewhere(),
+        &pg.config(),
+        &["events", "stats"],
+        &[("IDEMGATE_STORE__PATH", path.to_str().unwrap())],
+    );
+    assert!(text(&output.stderr).contains(&format!("no store at {}", path.display())), "{output:?}");
+    // Both from the environment stay ambiguous.
+    let both = [("IDEMGATE_STORE__PATH", "x.sqlite3"), ("IDEMGATE_STORE__URL", url.as_str())];
+    let output = idemgate(&pg.elsewhere(), &pg.config(), &["events", "stats"], &both);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(text(&output.stderr).contains("give either store.path (SQLite) or store.url (PostgreSQL)"));
+}
+
+#[test]
+fn config_check_prints_what_is_in_effect_and_where_it_came_from_but_never_a_secret() {
+    let hooks = Signer::Standard(KEY.to_vec()).config_secret();
+    let token = "admin-token-which-is-secret-0123";
+    let password = "hunter2-not-shown";
+    let db_url = format!("postgres://idemgate:{password}@127.0.0.1:1/idemgate");
+    let literal = "whsec_aWRlbWdhdGUtZGVzdGluYXRpb24tc2VjcmV0LTMyYiE=";
+    let folder = Folder::new(&EVERY_SECRET.replace("env:APP_SECRET", literal));
+    let env = [
+        ("HOOKS_SECRET", hooks.as_str()),
+        ("ADMIN_TOKEN", token),
+        ("IDEMGATE_STORE__URL", db_url.as_str()),
+        ("IDEMGATE_SOURCES__HOOKS__BODY_LIMIT", "4096"),
+    ];
+    let output = idemgate(&folder.elsewhere(), &folder.config(), &["config", "check"], &env);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = text(&output.stdout);
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key}: {stdout}"))
+    };
+    assert!(line("server.listen").ends_with("# file"), "{stdout}");
+    assert!(line("server.body_timeout").contains("\"30s\"") && line("server.body_timeout").ends_with("# default"));
+    assert!(line("sources.hooks.body_limit").contains("4096"), "{stdout}");
+    assert!(line("sources.hooks.body_limit").ends_with("# environment IDEMGATE_SOURCES__HOOKS__BODY_LIMIT"));
+    assert!(line("sources.hooks.secrets").contains("[\"env:HOOKS_SECRET\"]"), "{stdout}");
+    assert!(
+        line("store.url").contains("\"<redacted>\"")
+            && line("store.url").ends_with("# environment IDEMGATE_STORE__URL")
+    );
+    assert!(line("destinations.app.secret").contains("\"<redacted>\""), "{stdout}");
+    assert!(line("admin.token").contains("\"env:ADMIN_TOKEN\""), "{stdout}");
+    assert!(stdout.contains("# warning: destinations.app.secret: secret given literally"), "{stdout}");
+    let everything = format!("{stdout}{}", text(&output.stderr));
+    let base64 = hooks.trim_start_matches("whsec_");
+    for secret in [hooks.as_str(), base64, token, password, literal, literal.trim_start_matches("whsec_")] {
+        assert!(!everything.contains(secret), "{secret} shown: {everything}");
+    }
+    assert_eq!(folder.files(), ["etc/idemgate.toml"], "a check opens no store");
+
+    // Not valid: exit 1 with the problem, as serve would see it.
+    let without_token = &env[..1];
+    let output = idemgate(&folder.elsewhere(), &folder.config(), &["config", "check"], without_token);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.trim(), "idemgate: config error: admin.token: environment variable ADMIN_TOKEN is not set");
+
+    let sample = idemgate(&folder.elsewhere(), &sample(), &["config", "check"], &[]);
+    assert!(sample.status.success(), "{sample:?}");
+    assert!(!text(&sample.stdout).contains("aWRlbWdhdGUt"), "a sample secret was shown: {sample:?}");
+}
