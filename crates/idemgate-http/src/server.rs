@@ -147,15 +147,17 @@ fn service(
     })
 }
 
-/// Resolves on SIGTERM or SIGINT: the signals that ask a server to stop gracefully.
+/// Resolves on SIGTERM or SIGINT, the signals that ask a server to stop gracefully, and
+/// logs which one came (at INFO, so an operator sees why the process stopped).
 pub async fn termination_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
         tracing::error!("cannot install signal handlers; stop with SIGKILL");
         return std::future::pending().await;
     };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    tracing::info!(signal = name, "{name} received; stopping");
 }

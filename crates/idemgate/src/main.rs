@@ -1,7 +1,7 @@
 //! The `idemgate` command: parse the command line (`cli`), build the one runtime, run the
 //! command (`commands`) and map its result to an exit code.
 
-use std::{path::Path, process::ExitCode};
+use std::{ffi::OsStr, io::IsTerminal, path::Path, process::ExitCode};
 
 use clap::Parser;
 use idemgate::config::{self, Config};
@@ -46,7 +46,8 @@ fn main() -> ExitCode {
 fn load_config(path: &Path, long_running: bool) -> Result<Config, config::ConfigError> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IDEMGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
+    let colours = log_colours(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR").as_deref());
+    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(colours).with_env_filter(filter);
     // IDEMGATE_LOG_FORMAT=json: one JSON object per line, for log pipelines.
     if std::env::var("IDEMGATE_LOG_FORMAT").is_ok_and(|f| f == "json") {
         logs.json().init();
@@ -58,4 +59,10 @@ fn load_config(path: &Path, long_running: bool) -> Result<Config, config::Config
         tracing::warn!("{}", warning.0);
     }
     Ok(config)
+}
+
+/// Colours in the log only for a person at a terminal: not when stderr is a file or a
+/// pipe, nor when `NO_COLOR` is set to anything but the empty string (no-color.org).
+fn log_colours(stderr_is_terminal: bool, no_color: Option<&OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(OsStr::is_empty)
 }

@@ -19,6 +19,7 @@ mod postgres_instances;
 mod proxy_hardening;
 mod recorder;
 mod send_cli;
+mod serve_logs;
 mod store_faults;
 
 mod counter_contract;
