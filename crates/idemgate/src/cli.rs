@@ -59,6 +59,16 @@ pub(crate) enum Command {
         #[command(subcommand)]
         workload: BenchWorkload,
     },
+    /// Print a shell completion script to stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::aot::Shell,
+    },
+    /// Print a man page (roff) to stdout: idemgate(1), or one command's page.
+    Man {
+        /// The command, e.g. `send` or `events list`.
+        command: Vec<String>,
+    },
 }
 
 #[derive(clap::Args)]

@@ -12,6 +12,7 @@ use crate::cli::{Command, DestinationCommand, EventsCommand};
 
 mod bench;
 mod destination;
+mod docs;
 mod events;
 mod send;
 mod serve;
@@ -41,6 +42,8 @@ pub(crate) async fn run(command: Command, config: Option<Config>) -> anyhow::Res
         Command::Bench { workload } => bench::bench(workload, &SystemClock).await,
         Command::Send(args) => send::send(args).await,
         Command::Store { command } => store::store(&config()?, command).await,
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { command } => docs::man(&command),
     }
 }
 
@@ -48,7 +51,7 @@ pub(crate) async fn run(command: Command, config: Option<Config>) -> anyhow::Res
 /// the configuration's warnings).
 pub(crate) fn reads_config(command: &Command) -> Option<bool> {
     match command {
-        Command::Bench { .. } | Command::Send(_) => None,
+        Command::Bench { .. } | Command::Send(_) | Command::Completions { .. } | Command::Man { .. } => None,
         Command::Serve | Command::Worker => Some(true),
         _ => Some(false),
     }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod admin_listener;
+mod cli_docs;
 mod gateway_admin;
 mod gateway_cli;
 mod gateway_dashboard;
