@@ -70,9 +70,52 @@ pub struct Attempt {
     /// The status, if an answer came.
     pub status: Option<u16>,
     /// Why not, if none came.
-    pub error: Option<String>,
+    pub error: Option<NoAnswer>,
     /// How long the client waited before the next attempt, if there was one.
     pub waited: Option<Duration>,
+}
+
+/// Why an attempt got no answer. The causes are the operating system's words
+/// (`connection refused`) or the resolver's, never the URL, which the caller knows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NoAnswer {
+    /// No connection could be made.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// The attempt's timeout passed first.
+    #[error("timed out")]
+    TimedOut,
+    /// The connection was made but broke before a complete answer.
+    #[error("connection lost: {0}")]
+    Lost(String),
+}
+
+impl NoAnswer {
+    fn of(err: &reqwest::Error) -> Self {
+        if err.is_timeout() {
+            Self::TimedOut
+        } else if err.is_connect() {
+            Self::Connect(cause(err))
+        } else {
+            Self::Lost(cause(err))
+        }
+    }
+}
+
+/// The deepest cause of `err`: an operating system error by its kind (`connection
+/// refused`, without `(os error 111)`), otherwise the innermost message.
+fn cause(err: &reqwest::Error) -> String {
+    let mut deepest: &dyn std::error::Error = err;
+    while let Some(source) = deepest.source() {
+        if let Some(io) = source.downcast_ref::<std::io::Error>()
+            && io.raw_os_error().is_some()
+        {
+            return io.kind().to_string();
+        }
+        deepest = source;
+    }
+    deepest.to_string()
 }
 
 /// How the operation ended.
@@ -145,13 +188,12 @@ impl Client {
         let mut attempts = Vec::new();
         let mut attempt = 1;
         loop {
-            let (result, status, body) = self.attempt(&request, key.as_deref(), attempt).await?;
-            let decision = self.policy.decide(attempt, result, fastrand::f64());
-            let error = match result {
-                AttemptResult::Timeout => Some("timed out".to_owned()),
-                AttemptResult::Connection => Some("connection failed".to_owned()),
-                AttemptResult::Status { .. } => None,
+            let (result, status, body, error) = match self.attempt(&request, key.as_deref(), attempt).await? {
+                Ok((result, status, body)) => (result, status, body, None),
+                Err(NoAnswer::TimedOut) => (AttemptResult::Timeout, 0, bytes::Bytes::new(), Some(NoAnswer::TimedOut)),
+                Err(other) => (AttemptResult::Connection, 0, bytes::Bytes::new(), Some(other)),
             };
+            let decision = self.policy.decide(attempt, result, fastrand::f64());
             let outcome = match decision {
                 Decision::Succeeded => Some(Final::Succeeded),
                 Decision::RetryAfter(_) => None,
@@ -178,7 +220,7 @@ impl Client {
         request: &Request,
         key: Option<&str>,
         attempt: u32,
-    ) -> Result<(AttemptResult, u16, bytes::Bytes), SendError> {
+    ) -> Result<Result<(AttemptResult, u16, bytes::Bytes), NoAnswer>, SendError> {
         let mut builder = self.http.request(request.method.clone(), &request.url);
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
@@ -199,10 +241,9 @@ impl Client {
                 let retry_after =
                     response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
                 let body = response.bytes().await.unwrap_or_default();
-                Ok((AttemptResult::Status { status, retry_after }, status, body))
+                Ok(Ok((AttemptResult::Status { status, retry_after }, status, body)))
             }
-            Err(err) if err.is_timeout() => Ok((AttemptResult::Timeout, 0, bytes::Bytes::new())),
-            Err(_) => Ok((AttemptResult::Connection, 0, bytes::Bytes::new())),
+            Err(err) => Ok(Err(NoAnswer::of(&err))),
         }
     }
 }

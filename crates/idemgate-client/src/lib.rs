@@ -22,7 +22,7 @@
 mod client;
 mod request;
 
-pub use client::{Attempt, Client, ClientOptions, Final, SendError, Sent, Sleeper, TokioSleeper};
+pub use client::{Attempt, Client, ClientOptions, Final, NoAnswer, SendError, Sent, Sleeper, TokioSleeper};
 /// A scheme and its key, ready to sign attempts: the core's [`idemgate_core::scheme::Signer`].
 pub use idemgate_core::scheme::Signer as WebhookSigner;
 pub use request::Request;

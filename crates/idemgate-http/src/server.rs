@@ -147,15 +147,25 @@ fn service(
     })
 }
 
-/// Resolves on SIGTERM or SIGINT: the signals that ask a server to stop gracefully.
-pub async fn termination_signal() {
+/// Resolves on SIGTERM or SIGINT, the signals that ask a server to stop gracefully, and
+/// logs which one came (at INFO, so an operator sees why the process stopped).
+///
+/// The handlers are installed when this is called, not when the future is first polled:
+/// call it before announcing that the server is up, so a signal sent right after the
+/// announcement stops it gracefully instead of killing it by the default action.
+/// Call it inside the tokio runtime.
+pub fn termination_signal() -> impl Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    let handlers = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            tracing::error!("cannot install signal handlers; stop with SIGKILL");
+            return std::future::pending().await;
+        };
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!(signal = name, "{name} received; stopping");
     }
 }

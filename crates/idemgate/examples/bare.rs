@@ -35,17 +35,13 @@ fn main() -> ExitCode {
     let Ok(runtime) = tokio::runtime::Runtime::new() else { return ExitCode::FAILURE };
     let served: std::io::Result<()> = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen).await?;
+        let shutdown = termination_signal();
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "listening on {}", listener.local_addr()?)?;
         stdout.flush()?;
         drop(stdout);
-        serve(
-            listener,
-            Router::new().route("/count", get(count)).fallback(answer),
-            ServeOptions::default(),
-            termination_signal(),
-        )
-        .await
+        serve(listener, Router::new().route("/count", get(count)).fallback(answer), ServeOptions::default(), shutdown)
+            .await
     });
     if served.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

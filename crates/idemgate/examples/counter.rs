@@ -123,8 +123,9 @@ fn serve_counter(listen: SocketAddr, db: &Path) -> Result<(), Failure> {
             .route("/webhook", post(webhook).fallback(method_not_allowed))
             .fallback(not_found)
             .with_state(app);
+        let shutdown = termination_signal();
         announce(address)?;
-        serve(listener, router, ServeOptions::default(), termination_signal()).await.map_err(Failure::runtime)?;
+        serve(listener, router, ServeOptions::default(), shutdown).await.map_err(Failure::runtime)?;
         // Every connection has finished, so this is the last handle: let the writer finish.
         if let Some(store) = Arc::into_inner(store) {
             store.close().await;

@@ -121,10 +121,11 @@ async fn run(args: Args) -> Result<(), String> {
     }
     let listener = tokio::net::TcpListener::bind(args.listen).await.map_err(|e| e.to_string())?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
+    let shutdown = termination_signal();
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on {address}").and_then(|()| stdout.flush()).map_err(|e| e.to_string())?;
     drop(stdout);
-    serve(listener, app, ServeOptions::default(), termination_signal()).await.map_err(|e| e.to_string())
+    serve(listener, app, ServeOptions::default(), shutdown).await.map_err(|e| e.to_string())
 }
 
 async fn create_order(State(calls): State<Arc<Calls>>, Json(order): Json<Value>) -> Response {

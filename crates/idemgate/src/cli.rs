@@ -64,6 +64,16 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Print a shell completion script to stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::aot::Shell,
+    },
+    /// Print a man page (roff) to stdout: idemgate(1), or one command's page.
+    Man {
+        /// The command, e.g. `send` or `events list`.
+        command: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -90,12 +100,11 @@ pub(crate) struct SendArgs {
     /// Read the body from this file (`-` for standard input).
     #[arg(long)]
     pub(crate) data_file: Option<PathBuf>,
-    /// Sign as a webhook with this scheme: any source scheme whose secret also signs (an
-    /// unknown name is answered with the list).
-    #[arg(long, requires = "secret")]
+    /// Sign as a webhook with this scheme: any source scheme whose secret also signs.
+    #[arg(long, requires = "secret", value_parser = signing_schemes())]
     pub(crate) scheme: Option<String>,
     /// The signing secret: `env:NAME` or `file:PATH` (a literal works but shows in `ps`).
-    #[arg(long)]
+    #[arg(long, requires = "scheme")]
     pub(crate) secret: Option<String>,
     /// The webhook's event identity (`webhook-id`, `X-GitHub-Delivery`, ...); generated
     /// once when absent, and kept on every retry.
@@ -120,6 +129,16 @@ pub(crate) struct SendArgs {
     /// Operations in flight at once with --repeat.
     #[arg(long, default_value_t = 1)]
     pub(crate) concurrency: usize,
+    /// Print one JSON object: the answer, or with --repeat the counts.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The registry's schemes whose verifying secret also signs, so `send` can sign with it.
+fn signing_schemes() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        idemgate_core::scheme::SCHEMES.iter().filter(|scheme| scheme.secret_signs()).map(|scheme| scheme.name()),
+    )
 }
 
 #[derive(Subcommand)]

@@ -3,11 +3,11 @@
 //!
 //! Exit codes: 0 when the (every) operation got a 2xx, [`EXIT_REJECTED`] when one was
 //! refused with a final answer (a 4xx: retrying cannot help), [`EXIT_GAVE_UP`] when the
-//! retries ran out.
+//! retries ran out (the message on stderr then says why, when no answer came).
 
 use std::{collections::BTreeMap, sync::Arc, time::Instant};
 
-use idemgate_client::{Client, Final, Request, Sent, WebhookSigner};
+use idemgate_client::{Client, Final, NoAnswer, Request, SendError, Sent, WebhookSigner};
 use idemgate_core::{scheme, secret::SecretError};
 
 /// A final non-2xx answer.
@@ -72,7 +72,7 @@ pub fn describe_attempts(sent: &Sent) -> String {
     for (n, attempt) in sent.attempts.iter().enumerate() {
         let what = match (&attempt.status, &attempt.error) {
             (Some(status), _) => format!("status {status}"),
-            (None, Some(error)) => error.clone(),
+            (None, Some(error)) => error.to_string(),
             (None, None) => "no answer".to_owned(),
         };
         let next = attempt.waited.map_or(String::new(), |w| format!("; retrying in {:.1} s", w.as_secs_f64()));
@@ -84,14 +84,157 @@ pub fn describe_attempts(sent: &Sent) -> String {
     lines
 }
 
-/// Sends `count` operations built by `make` over `concurrency` tasks; returns the
-/// outcome counts, the statuses and the elapsed time.
+/// What happened to an operation whose last attempt got no answer, for `url` (`None`
+/// when an answer came): `cannot connect to http://127.0.0.1:1/x: connection refused
+/// (2 attempts)`.
+#[must_use]
+pub fn no_answer(url: &str, sent: &Sent) -> Option<String> {
+    let last = sent.attempts.last()?;
+    let what = match last.error.as_ref()? {
+        NoAnswer::Connect(cause) => format!("cannot connect to {url}: {cause}"),
+        NoAnswer::TimedOut => format!("no answer from {url} before the timeout"),
+        NoAnswer::Lost(cause) => format!("the connection to {url} broke before an answer: {cause}"),
+        other => format!("no answer from {url}: {other}"),
+    };
+    Some(match sent.attempts.len() {
+        1 => what,
+        n => format!("{what} ({n} attempts)"),
+    })
+}
+
+/// The outcome's name in reports.
+fn outcome_name(outcome: Final) -> &'static str {
+    match outcome {
+        Final::Succeeded => "succeeded",
+        Final::Rejected => "rejected",
+        Final::GaveUp => "gave_up",
+    }
+}
+
+/// One operation as `send --json` prints it.
+#[derive(Debug, serde::Serialize)]
+pub struct SentReport {
+    /// `succeeded`, `rejected` or `gave_up`.
+    pub outcome: &'static str,
+    /// The last answer's status, if one came.
+    pub status: Option<u16>,
+    /// Why the last attempt got no answer, if none came.
+    pub error: Option<String>,
+    /// Attempts made.
+    pub attempts: usize,
+    /// The key every attempt carried.
+    pub idempotency_key: Option<String>,
+    /// The last answer's body, as text (invalid UTF-8 replaced).
+    pub body: String,
+}
+
+impl From<&Sent> for SentReport {
+    fn from(sent: &Sent) -> Self {
+        let last_error = sent.attempts.last().and_then(|attempt| attempt.error.as_ref());
+        Self {
+            outcome: outcome_name(sent.outcome),
+            status: (sent.status != 0).then_some(sent.status),
+            error: last_error.map(ToString::to_string),
+            attempts: sent.attempts.len(),
+            idempotency_key: sent.idempotency_key.clone(),
+            body: String::from_utf8_lossy(&sent.body).into_owned(),
+        }
+    }
+}
+
+/// Operations by how they ended.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Outcomes {
+    /// Got a 2xx.
+    pub succeeded: usize,
+    /// Got a final refusal.
+    pub rejected: usize,
+    /// Ran out of attempts.
+    pub gave_up: usize,
+}
+
+/// What `send --repeat` did: outcome and final answer counts over all operations.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct RepeatReport {
+    /// Operations sent.
+    pub operations: usize,
+    /// Wall time of the whole run.
+    pub seconds: f64,
+    /// Operations per second.
+    pub per_second: f64,
+    /// Operations by outcome.
+    pub outcomes: Outcomes,
+    /// Operations by their last answer's status.
+    pub statuses: BTreeMap<u16, usize>,
+    /// Operations whose last attempt got no answer, by why (`cannot connect: connection
+    /// refused`).
+    pub no_answer: BTreeMap<String, usize>,
+}
+
+impl RepeatReport {
+    fn count(&mut self, sent: &Sent) {
+        let outcome = match sent.outcome {
+            Final::Succeeded => &mut self.outcomes.succeeded,
+            Final::Rejected => &mut self.outcomes.rejected,
+            Final::GaveUp => &mut self.outcomes.gave_up,
+        };
+        *outcome += 1;
+        match sent.attempts.last().and_then(|attempt| attempt.error.as_ref()) {
+            Some(error) if sent.status == 0 => *self.no_answer.entry(error.to_string()).or_insert(0) += 1,
+            _ => *self.statuses.entry(sent.status).or_insert(0) += 1,
+        }
+    }
+
+    /// The exit code: the worst outcome's.
+    #[must_use]
+    pub fn exit_code(&self) -> u8 {
+        if self.outcomes.gave_up > 0 {
+            EXIT_GAVE_UP
+        } else if self.outcomes.rejected > 0 {
+            EXIT_REJECTED
+        } else {
+            0
+        }
+    }
+
+    /// The report as text: a headline, then outcome → operations and answer → operations.
+    #[must_use]
+    pub fn table(&self) -> String {
+        let outcomes = [
+            ("succeeded".to_owned(), self.outcomes.succeeded),
+            ("rejected".to_owned(), self.outcomes.rejected),
+            ("gave up".to_owned(), self.outcomes.gave_up),
+        ];
+        let answers: Vec<(String, usize)> = self
+            .statuses
+            .iter()
+            .map(|(status, n)| (status.to_string(), *n))
+            .chain(self.no_answer.iter().map(|(why, n)| (format!("none: {why}"), *n)))
+            .collect();
+        let width = outcomes.iter().chain(&answers).map(|(label, _)| label.len()).max().unwrap_or(0).max(7);
+        let mut text = format!(
+            "{} operations in {:.2} s ({:.0}/s)\n\n{:<width$}  operations\n",
+            self.operations, self.seconds, self.per_second, "outcome"
+        );
+        for (label, n) in &outcomes {
+            text.push_str(&format!("{label:<width$}  {n:>10}\n"));
+        }
+        text.push_str(&format!("\n{:<width$}  operations\n", "status"));
+        for (label, n) in &answers {
+            text.push_str(&format!("{label:<width$}  {n:>10}\n"));
+        }
+        text
+    }
+}
+
+/// Sends `count` operations built by `make` over `concurrency` tasks and counts how they
+/// ended. A request that cannot be built at all stops the run with its error.
 pub async fn repeat(
     client: &Client,
     make: Arc<dyn Fn(usize) -> Request + Send + Sync>,
     count: usize,
     concurrency: usize,
-) -> (BTreeMap<&'static str, usize>, BTreeMap<u16, usize>, std::time::Duration) {
+) -> Result<RepeatReport, SendError> {
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let started = Instant::now();
     let tasks: Vec<_> = (0..concurrency.max(1))
@@ -102,26 +245,25 @@ pub async fn repeat(
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if i >= count {
-                        return results;
+                        return Ok(results);
                     }
-                    if let Ok(sent) = client.send(make(i)).await {
-                        results.push((sent.outcome, sent.status));
-                    }
+                    results.push(client.send(make(i)).await?);
                 }
             })
         })
         .collect();
-    let (mut outcomes, mut statuses) = (BTreeMap::new(), BTreeMap::new());
+    let mut report = RepeatReport::default();
     for task in tasks {
-        for (outcome, status) in task.await.unwrap_or_default() {
-            let name = match outcome {
-                Final::Succeeded => "succeeded",
-                Final::Rejected => "rejected",
-                Final::GaveUp => "gave up",
-            };
-            *outcomes.entry(name).or_insert(0) += 1;
-            *statuses.entry(status).or_insert(0) += 1;
+        let sent = match task.await {
+            Ok(sent) => sent?,
+            Err(panicked) => std::panic::resume_unwind(panicked.into_panic()),
+        };
+        for sent in sent {
+            report.count(&sent);
         }
     }
-    (outcomes, statuses, started.elapsed())
+    report.operations = count;
+    report.seconds = started.elapsed().as_secs_f64();
+    report.per_second = count as f64 / report.seconds.max(f64::EPSILON);
+    Ok(report)
 }

@@ -19,7 +19,7 @@ use axum::{
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use idemgate_client::{Client, ClientOptions, Final, Request, Sleeper, WebhookSigner};
+use idemgate_client::{Client, ClientOptions, Final, NoAnswer, Request, Sleeper, WebhookSigner};
 use idemgate_core::{
     Secret, SecretSet, UnixTime,
     scheme::{RawDelivery, Scheme, StandardWebhooks},
@@ -149,5 +149,5 @@ async fn a_get_carries_no_key_and_a_dead_port_gives_up() {
     drop(listener);
     let sent = client.send(Request::new(http::Method::GET, format!("http://{addr}/x"))).await.unwrap();
     assert_eq!((sent.outcome, sent.status, sent.idempotency_key), (Final::GaveUp, 0, None));
-    assert_eq!(sent.attempts[0].error.as_deref(), Some("connection failed"));
+    assert_eq!(sent.attempts[0].error, Some(NoAnswer::Connect("connection refused".to_owned())));
 }

@@ -2,7 +2,12 @@
 //! that `main` builds and loads what it uses of the configuration, no more: `events list`
 //! needs no admin token and `worker` no source secret ([`Uses`]).
 
-use std::{io::Write, path::Path, process::ExitCode};
+use std::{
+    ffi::OsStr,
+    io::{IsTerminal, Write},
+    path::Path,
+    process::ExitCode,
+};
 
 use anyhow::{Context, anyhow};
 use idemgate::{
@@ -17,6 +22,7 @@ use crate::cli::{Command, ConfigCommand, DestinationCommand, EventsCommand};
 mod bench;
 mod check;
 mod destination;
+mod docs;
 mod events;
 mod send;
 mod serve;
@@ -55,6 +61,8 @@ pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCod
         Command::Config { command: ConfigCommand::Check } => check::check(path),
         Command::Bench { workload } => bench::bench(workload, &SystemClock).await,
         Command::Send(args) => send::send(args).await,
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { command } => docs::man(&command),
     }
 }
 
@@ -76,7 +84,8 @@ fn load(path: &Path, uses: Uses) -> Result<Config, BadConfig> {
 fn logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IDEMGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
+    let colours = log_colours(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR").as_deref());
+    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(colours).with_env_filter(filter);
     if std::env::var("IDEMGATE_LOG_FORMAT").is_ok_and(|f| f == "json") {
         logs.json().init();
     } else {
@@ -114,4 +123,10 @@ fn print_line(line: &str) -> anyhow::Result<()> {
     writeln!(stdout, "{line}")?;
     stdout.flush()?;
     Ok(())
+}
+
+/// Colours in the log only for a person at a terminal: not when stderr is a file or a
+/// pipe, nor when `NO_COLOR` is set to anything but the empty string (no-color.org).
+fn log_colours(stderr_is_terminal: bool, no_color: Option<&OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(OsStr::is_empty)
 }

@@ -18,27 +18,27 @@ pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     })?;
     let make = request_maker(&args)?;
     if args.repeat > 1 {
-        let (outcomes, statuses, elapsed) = send::repeat(&client, make, args.repeat, args.concurrency).await;
-        let rate = args.repeat as f64 / elapsed.as_secs_f64().max(f64::EPSILON);
-        print_line(&format!(
-            "{} operations in {:.2} s ({rate:.0}/s): {outcomes:?}, statuses {statuses:?}",
-            args.repeat,
-            elapsed.as_secs_f64()
-        ))?;
-        let worst = if outcomes.contains_key("gave up") {
-            send::EXIT_GAVE_UP
-        } else if outcomes.contains_key("rejected") {
-            send::EXIT_REJECTED
+        let report = send::repeat(&client, make, args.repeat, args.concurrency).await?;
+        if args.json {
+            print_line(&serde_json::to_string(&report)?)?;
         } else {
-            0
-        };
-        return Ok(ExitCode::from(worst));
+            print_line(report.table().trim_end())?;
+        }
+        return Ok(ExitCode::from(report.exit_code()));
     }
     let sent = client.send(make(0)).await?;
     if args.verbose {
         eprint!("{}", send::describe_attempts(&sent));
     }
-    print_line(&format!("{}\n{}", sent.status, String::from_utf8_lossy(&sent.body)))?;
+    let no_answer = send::no_answer(&args.url, &sent);
+    if let Some(what) = &no_answer {
+        eprintln!("idemgate: {what}");
+    }
+    if args.json {
+        print_line(&serde_json::to_string(&send::SentReport::from(&sent))?)?;
+    } else if no_answer.is_none() {
+        print_line(&format!("{}\n{}", sent.status, String::from_utf8_lossy(&sent.body)))?;
+    }
     Ok(ExitCode::from(send::exit_code(sent.outcome)))
 }
 

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod admin_listener;
+mod cli_docs;
 mod config_cli;
 mod gateway_admin;
 mod gateway_cli;
@@ -20,6 +21,7 @@ mod postgres_instances;
 mod proxy_hardening;
 mod recorder;
 mod send_cli;
+mod serve_logs;
 mod store_faults;
 
 mod counter_contract;

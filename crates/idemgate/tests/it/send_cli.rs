@@ -59,14 +59,63 @@ fn a_rejection_is_not_retried_and_has_its_own_exit_code() {
     assert!(!stderr.contains(&wrong) && !String::from_utf8_lossy(&output.stdout).contains(&wrong));
 }
 
-#[test]
-fn exhausted_retries_have_their_own_exit_code() {
+/// A URL on 127.0.0.1 where nothing listens.
+fn dead_url() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/orders", listener.local_addr().unwrap());
     drop(listener);
+    url
+}
+
+#[test]
+fn exhausted_retries_have_their_own_exit_code_and_say_what_happened() {
+    let url = dead_url();
     let output = send(&[&url, "-d", "{}", "--max-attempts", "2", "--verbose"], &[]);
     assert_eq!(output.status.code(), Some(4), "{output:?}");
-    assert_eq!(String::from_utf8_lossy(&output.stderr).matches("connection failed").count(), 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("cannot connect: connection refused").count(), 2, "{stderr}");
+    assert!(
+        stderr.ends_with(&format!("idemgate: cannot connect to {url}: connection refused (2 attempts)\n")),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "no status was printed for no answer: {output:?}");
+}
+
+#[test]
+fn no_answer_in_json_names_the_reason() {
+    let output = send(&[&dead_url(), "-d", "{}", "--max-attempts", "1", "--json"], &[]);
+    assert_eq!(output.status.code(), Some(4), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["outcome"], "gave_up");
+    assert_eq!(report["status"], serde_json::Value::Null);
+    assert_eq!(report["error"], "cannot connect: connection refused");
+    assert_eq!(report["attempts"], 1);
+}
+
+#[test]
+fn a_secret_without_a_scheme_is_bad_usage_and_sends_nothing() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/in/hooks", listener.local_addr().unwrap());
+    let output = send(&[&url, "--secret", "env:HOOK_SECRET", "-d", "{}"], &[("HOOK_SECRET", "whsec_x")]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("error: the following required arguments were not provided"), "{stderr}");
+    assert!(stderr.contains("--scheme <SCHEME>") && stderr.contains("--secret <SECRET>"), "{stderr}");
+    assert!(listener.accept().is_err(), "a request was sent");
+}
+
+#[test]
+fn an_unknown_scheme_is_bad_usage_listing_the_registry_s_signing_schemes() {
+    let output = send(&[&dead_url(), "--scheme", "svix", "--secret", "env:S"], &[("S", "whsec_x")]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("invalid value 'svix' for '--scheme <SCHEME>'"), "{stderr}");
+    for scheme in idemgate::core::scheme::SCHEMES {
+        let listed =
+            stderr.contains(&format!(" {},", scheme.name())) || stderr.contains(&format!(" {}]", scheme.name()));
+        assert_eq!(listed, scheme.secret_signs(), "{}: {stderr}", scheme.name());
+    }
 }
 
 #[test]
@@ -84,12 +133,42 @@ fn separate_invocations_share_an_operation_through_idempotency_key() {
     assert_eq!(api.calls("orders"), 2, "without a key each invocation is its own operation");
 }
 
+/// The count on the row labelled `label` of `send --repeat`'s table.
+fn row(table: &str, label: &str) -> Option<usize> {
+    table.lines().find_map(|line| line.strip_prefix(label)?.trim().parse().ok())
+}
+
 #[test]
-fn repeat_mode_sends_many_operations() {
+fn repeat_mode_sends_many_operations_and_counts_them_in_a_table() {
     let api = Api::start(Mode::Layer, false);
     let url = format!("{}/orders", api.base_url());
     let output = send(&[&url, "-d", r#"{"qty":1}"#, "--repeat", "40", "--concurrency", "4"], &[]);
     assert!(output.status.success(), "{output:?}");
-    assert!(String::from_utf8_lossy(&output.stdout).contains(r#"{"succeeded": 40}"#), "{output:?}");
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(table.starts_with("40 operations in "), "{table}");
+    assert_eq!(
+        (row(&table, "succeeded"), row(&table, "rejected"), row(&table, "gave up")),
+        (Some(40), Some(0), Some(0))
+    );
+    assert_eq!(row(&table, "201"), Some(40), "{table}");
+    assert!(!table.contains('{'), "Debug output: {table}");
     assert_eq!(api.calls("orders"), 40);
+}
+
+#[test]
+fn repeat_mode_reports_json_and_the_reasons_for_no_answer() {
+    let api = Api::start(Mode::Layer, false);
+    let url = format!("{}/orders", api.base_url());
+    let output = send(&[&url, "-d", r#"{"qty":1}"#, "--repeat", "5", "--json"], &[]);
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["operations"], 5);
+    assert_eq!(report["outcomes"], serde_json::json!({"succeeded": 5, "rejected": 0, "gave_up": 0}));
+    assert_eq!(report["statuses"], serde_json::json!({"201": 5}));
+
+    let dead = send(&[&dead_url(), "-d", "{}", "--repeat", "3", "--max-attempts", "1"], &[]);
+    assert_eq!(dead.status.code(), Some(4), "{dead:?}");
+    let table = String::from_utf8(dead.stdout).unwrap();
+    assert_eq!(row(&table, "gave up"), Some(3), "{table}");
+    assert_eq!(row(&table, "none: cannot connect: connection refused"), Some(3), "{table}");
 }
