@@ -5,16 +5,16 @@ use idemgate::{
     config,
     run::{RunOptions, run},
 };
+use idemgate_testkit::Destination;
 
 use crate::{
     gateway_harness::{Setup, Signer},
     harness::{post, unix_now},
-    recorder::Recorder,
 };
 
 const KEY: [u8; 32] = [5; 32];
 
-fn sources(recorder: &Recorder) -> String {
+fn sources(recorder: &Destination) -> String {
     format!(
         r#"
 [worker]
@@ -35,7 +35,7 @@ timeout = "1s"
 
 #[test]
 fn run_forwards_a_signed_event_and_stops_when_its_shutdown_future_completes() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     let setup = Setup::new(&sources(&recorder));
     let (config, _) = config::load(&setup.config(), std::env::vars()).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -52,7 +52,7 @@ fn run_forwards_a_signed_event_and_stops_when_its_shutdown_future_completes() {
     assert_eq!(post(addr, "/in/hooks", &headers, body).status(), 202);
     recorder.wait_until("the event forwarded", |r| !r.is_empty());
     let received = recorder.received();
-    assert_eq!(received[0].headers["webhook-id"], "msg_in_process");
+    assert_eq!(received[0].header("webhook-id"), "msg_in_process");
     assert_eq!(received[0].body, body);
 
     stop.send(()).unwrap();

@@ -18,11 +18,12 @@ use std::{
     time::{Duration, Instant},
 };
 
+use idemgate_testkit::Destination;
+
 use crate::{
     gateway_harness::{Gateway, Setup, Signer, idemgate_bin},
     harness::unix_now,
     pg_cluster::Cluster,
-    recorder::Recorder,
 };
 
 const KEY: [u8; 32] = [5; 32];
@@ -277,7 +278,7 @@ fn a_store_value_the_database_cannot_take_still_stops_start_up() {
 
 /// `[sources.hooks]` to the recorder `app`, and two proxies to `api`: one that refuses
 /// while the store is unavailable, one that passes requests through unprotected.
-fn degraded_config(app: &Recorder, api: &Recorder) -> String {
+fn degraded_config(app: &Destination, api: &Destination) -> String {
     format!(
         r#"
 [worker]
@@ -312,7 +313,7 @@ fn keyed(key: &str) -> Vec<(String, String)> {
 
 #[test]
 fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
-    let (app, api) = (Recorder::start(&[]), Recorder::start(&[]));
+    let (app, api) = (Destination::start(&[]), Destination::start(&[]));
     let setup = Setup::new(&degraded_config(&app, &api));
     let folder = setup.db().parent().unwrap().to_owned();
     // The store's folder is blocked by a file: the store cannot be opened.
@@ -341,7 +342,7 @@ fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
     let accepted = deliver(addr, "evt_1").unwrap();
     assert_eq!(accepted.status, 202, "{accepted:?}");
     assert_eq!(deliver(addr, "evt_1").unwrap().status, 200, "a repeat is a duplicate");
-    app.wait_until("the event forwarded", |r| r.iter().any(|r| r.headers["webhook-id"] == "evt_1"));
+    app.wait_until("the event forwarded", |r| r.iter().any(|r| r.header("webhook-id") == "evt_1"));
     let first = send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap();
     assert_eq!(first.status, 200);
     let again = send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap();
@@ -406,8 +407,8 @@ fn send_until_stopped(addr: SocketAddr, traffic: &Traffic, stop: &AtomicBool) {
 #[test]
 fn serve_starts_without_postgres_and_rides_out_its_restarts() {
     let cluster = Cluster::init();
-    let app = Recorder::start(&[]);
-    let api = Recorder::start(&[]);
+    let app = Destination::start(&[]);
+    let api = Destination::start(&[]);
     let setup = Setup::new("");
     let config = degraded_config(&app, &api);
     std::fs::write(
@@ -461,7 +462,7 @@ fn serve_starts_without_postgres_and_rides_out_its_restarts() {
     let lost: Vec<_> = acknowledged.difference(&stored).collect();
     assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
     app.wait_until("every acknowledged event forwarded", |received| {
-        let forwarded: BTreeSet<&str> = received.iter().map(|r| r.headers["webhook-id"].as_str()).collect();
+        let forwarded: BTreeSet<&str> = received.iter().map(|r| r.header("webhook-id")).collect();
         acknowledged.iter().all(|id| forwarded.contains(id.as_str()))
     });
     assert_eq!(send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap().status, 200);

@@ -18,10 +18,11 @@ use std::{
     time::{Duration, Instant},
 };
 
+use idemgate_testkit::Destination;
+
 use crate::{
     gateway_harness::{Gateway, Signer},
     harness::unix_now,
-    recorder::Recorder,
 };
 
 const KEY: [u8; 32] = [9; 32];
@@ -78,7 +79,7 @@ fn try_post(addr: SocketAddr, path: &str, headers: &[(String, String)], body: &[
     status.parse().ok()
 }
 
-fn config(url: &str, app: &Recorder, audit: &Recorder) -> String {
+fn config(url: &str, app: &Destination, audit: &Destination) -> String {
     format!(
         r#"
 [server]
@@ -112,10 +113,10 @@ jitter = 0.0
 }
 
 /// Delivery counts by webhook-id.
-fn counts(recorder: &Recorder) -> BTreeMap<String, usize> {
+fn counts(recorder: &Destination) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for request in recorder.received() {
-        *counts.entry(request.headers["webhook-id"].clone()).or_insert(0) += 1;
+        *counts.entry(request.header("webhook-id").to_owned()).or_insert(0) += 1;
     }
     counts
 }
@@ -172,10 +173,10 @@ fn drive(instances: &mut [Gateway], kill: bool) -> BTreeSet<String> {
     acknowledged.into_inner().unwrap()
 }
 
-fn every_event_delivered(recorders: &[&Recorder], acknowledged: &BTreeSet<String>) {
+fn every_event_delivered(recorders: &[&Destination], acknowledged: &BTreeSet<String>) {
     for recorder in recorders {
         recorder.wait_until("every acknowledged event", |received| {
-            let ids: BTreeSet<&str> = received.iter().map(|r| r.headers["webhook-id"].as_str()).collect();
+            let ids: BTreeSet<&str> = received.iter().map(|r| r.header("webhook-id")).collect();
             acknowledged.iter().all(|id| ids.contains(id.as_str()))
         });
     }
@@ -198,8 +199,8 @@ fn settled_jobs(url: &str) -> BTreeMap<(String, String), usize> {
         .collect()
 }
 
-fn start(url: &str, count: usize) -> (tempfile::TempDir, Recorder, Recorder, Vec<Gateway>) {
-    let (app, audit) = (Recorder::start(&[]), Recorder::start(&[]));
+fn start(url: &str, count: usize) -> (tempfile::TempDir, Destination, Destination, Vec<Gateway>) {
+    let (app, audit) = (Destination::start(&[]), Destination::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idemgate.toml");
     std::fs::write(&path, config(url, &app, &audit)).unwrap();
@@ -380,7 +381,7 @@ impl Drop for Process {
 #[test]
 fn receivers_and_separate_workers_share_one_postgres_and_deliver_each_event_once() {
     let url = fresh_schema("split");
-    let (app, audit) = (Recorder::start(&[]), Recorder::start(&[]));
+    let (app, audit) = (Destination::start(&[]), Destination::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idemgate.toml");
     let config = config(&url, &app, &audit).replace("[worker]\n", "[worker]\nenabled = false\n");
