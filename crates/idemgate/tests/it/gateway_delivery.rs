@@ -45,6 +45,13 @@ fn send(gateway: &crate::gateway_harness::Gateway, identity: &str, body: &str) -
     gateway.post("hooks", &headers, body.as_bytes()).status()
 }
 
+/// Accepts `count` events as [`send`] sends them, event `i` named `identity(i)` with
+/// the body `{"n":i}`.
+fn accept_counted(gateway: &crate::gateway_harness::Gateway, count: usize, identity: impl Fn(usize) -> String) {
+    let events = (0..count).map(|i| (identity(i), format!(r#"{{"n":{i}}}"#).into_bytes()));
+    gateway.accept_events("hooks", &Signer::Standard(KEY.to_vec()), &[("X-Origin", "test")], events);
+}
+
 fn ids(received: &[Received]) -> BTreeSet<String> {
     received.iter().map(|r| r.header("webhook-id").to_owned()).collect()
 }
@@ -94,9 +101,7 @@ fn a_gateway_killed_mid_delivery_loses_no_job_after_restart() {
 
     let setup = Setup::new(&config(&recorder, "", ""));
     let gateway = setup.start();
-    for i in 0..30 {
-        assert_eq!(send(&gateway, &format!("msg_{i:02}"), &format!(r#"{{"n":{i}}}"#)), 202);
-    }
+    accept_counted(&gateway, 30, |i| format!("msg_{i:02}"));
     recorder.wait_until("some deliveries", |r| r.len() >= 3);
     drop(gateway); // SIGKILL
     let delivered_before_kill = recorder.received().len();
@@ -190,9 +195,7 @@ fn retries_never_come_before_their_delay_minus_its_jitter() {
     recorder.otherwise(Step::Status(503));
     let setup = Setup::new(&config(&recorder, "", "").replace("jitter = 0.0", "jitter = 0.2"));
     let gateway = setup.start();
-    for i in 0..4 {
-        assert_eq!(send(&gateway, &format!("msg_{i}"), &format!(r#"{{"n":{i}}}"#)), 202);
-    }
+    accept_counted(&gateway, 4, |i| format!("msg_{i}"));
     wait_for_state(&setup, "dead", 4);
     let gaps = gaps(&recorder.received());
     assert_eq!(gaps.len(), 12, "three retries of each of four events");
