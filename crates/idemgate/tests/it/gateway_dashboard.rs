@@ -11,7 +11,7 @@ use std::{
 use idemgate_testkit::{Destination, Step};
 
 use crate::{
-    gateway_harness::{Gateway, Setup, Signer, body, inbox},
+    gateway_harness::{Gateway, Setup, Signer, body, forwarding, inbox},
     harness::unix_now,
 };
 
@@ -107,12 +107,9 @@ fn signed_in(admin: SocketAddr, session: &str) -> bool {
 }
 
 fn start(recorder: &Destination, admin_extra: &str) -> (Setup, Gateway, SocketAddr) {
+    let sources = forwarding(&Signer::Standard(KEY.to_vec()), recorder, "", "retry_schedule = []");
     let setup = Setup::new(&format!(
-        "[worker]\npoll_interval = \"50ms\"\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"env:ADMIN_TOKEN\"\n{admin_extra}\n\
-         [sources.hooks]\nscheme = \"standard-webhooks\"\nsecrets = [{secret:?}]\ndestinations = [\"app\"]\n\
-         [destinations.app]\nurl = \"{url}\"\ntimeout = \"1s\"\nretry_schedule = []\n",
-        secret = Signer::Standard(KEY.to_vec()).config_secret(),
-        url = recorder.url(),
+        "{sources}[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"env:ADMIN_TOKEN\"\n{admin_extra}\n"
     ));
     let mut gateway = Gateway::start(&setup.config(), &[("ADMIN_TOKEN", TOKEN)]);
     let admin = gateway.admin_addr();

@@ -11,6 +11,7 @@ use std::{
 use base64::{Engine, engine::general_purpose::STANDARD};
 use idemgate::core::{Secret, UnixTime, scheme::standard};
 use idemgate_client::WebhookSigner;
+use idemgate_testkit::Destination;
 
 use crate::harness::{Reply, post, unix_now};
 
@@ -257,6 +258,30 @@ pub fn typed<I: AsRef<str>>(identities: impl IntoIterator<Item = I>, event_type:
 /// The identities `{prefix}0` to `{prefix}{count - 1}`.
 pub fn numbered(prefix: &str, count: usize) -> Vec<String> {
     (0..count).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// A config in which source `hooks` (`signer`'s scheme and secret) forwards to destination
+/// `app` at `destination`, the worker polling every 50 ms; `source_extra` and
+/// `destination_extra` are TOML lines added to those two tables.
+pub fn forwarding(signer: &Signer, destination: &Destination, source_extra: &str, destination_extra: &str) -> String {
+    format!(
+        r#"
+[worker]
+poll_interval = "50ms"
+[sources.hooks]
+scheme = "{scheme}"
+secrets = [{secret:?}]
+destinations = ["app"]
+{source_extra}
+[destinations.app]
+url = "{url}"
+timeout = "1s"
+{destination_extra}
+"#,
+        scheme = signer.scheme(),
+        secret = signer.config_secret(),
+        url = destination.url(),
+    )
 }
 
 /// What the store holds, read with plain rusqlite.

@@ -8,35 +8,17 @@ use idemgate::{
 use idemgate_testkit::Destination;
 
 use crate::{
-    gateway_harness::{Setup, Signer},
+    gateway_harness::{Setup, Signer, forwarding},
     harness::{post, unix_now},
 };
 
 const KEY: [u8; 32] = [5; 32];
 
-fn sources(recorder: &Destination) -> String {
-    format!(
-        r#"
-[worker]
-poll_interval = "50ms"
-[sources.hooks]
-scheme = "standard-webhooks"
-secrets = [{secret:?}]
-destinations = ["app"]
-[destinations.app]
-url = "{url}"
-secret = {secret:?}
-timeout = "1s"
-"#,
-        secret = Signer::Standard(KEY.to_vec()).config_secret(),
-        url = recorder.url(),
-    )
-}
-
 #[test]
 fn run_forwards_a_signed_event_and_stops_when_its_shutdown_future_completes() {
     let recorder = Destination::start(&[]);
-    let setup = Setup::new(&sources(&recorder));
+    let signer = Signer::Standard(KEY.to_vec());
+    let setup = Setup::new(&forwarding(&signer, &recorder, "", &format!("secret = {:?}", signer.config_secret())));
     let (config, _) = config::load(&setup.config(), std::env::vars()).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
@@ -48,7 +30,7 @@ fn run_forwards_a_signed_event_and_stops_when_its_shutdown_future_completes() {
     }));
 
     let body = br#"{"type":"t","n":1}"#;
-    let headers = Signer::Standard(KEY.to_vec()).headers("msg_in_process", body, unix_now());
+    let headers = signer.headers("msg_in_process", body, unix_now());
     assert_eq!(post(addr, "/in/hooks", &headers, body).status(), 202);
     recorder.wait_until("the event forwarded", |r| !r.is_empty());
     let received = recorder.received();

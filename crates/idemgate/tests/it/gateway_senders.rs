@@ -9,28 +9,11 @@ use idemgate_testkit::{Destination, Received};
 use serde_json::json;
 
 use crate::{
-    gateway_harness::{Setup, Signer},
+    gateway_harness::{Setup, Signer, forwarding},
     harness::unix_now,
 };
 
 const KEY: [u8; 32] = [5; 32];
-
-fn forwarding_source(recorder: &Destination, scheme: &str, secret: &str) -> String {
-    format!(
-        r#"
-[worker]
-poll_interval = "50ms"
-[sources.hooks]
-scheme = "{scheme}"
-secrets = [{secret:?}]
-destinations = ["app"]
-[destinations.app]
-url = "{url}"
-timeout = "1s"
-"#,
-        url = recorder.url(),
-    )
-}
 
 /// Headers of a delivery signed the way Svix sends it: only `svix-*` names.
 fn svix_headers(id: &str, body: &[u8]) -> Vec<(String, String)> {
@@ -54,8 +37,7 @@ fn settle(recorder: &Destination, count: usize) -> Vec<Received> {
 #[test]
 fn a_svix_spelled_delivery_is_accepted_forwarded_and_its_redelivery_is_a_duplicate() {
     let recorder = Destination::start(&[]);
-    let setup =
-        Setup::new(&forwarding_source(&recorder, "standard-webhooks", &Signer::Standard(KEY.to_vec()).config_secret()));
+    let setup = Setup::new(&forwarding(&Signer::Standard(KEY.to_vec()), &recorder, "", ""));
     let gateway = setup.start();
     let body = br#"{"type":"invoice.paid","data":{"n":1}}"#;
 
@@ -131,7 +113,7 @@ fn two_sources_sharing_a_destination_and_an_identity_reach_it_under_two_ids_that
 fn a_github_delivery_re_sent_under_another_delivery_id_is_a_duplicate_forwarded_once() {
     let recorder = Destination::start(&[]);
     let signer = Signer::GitHub("gh secret");
-    let setup = Setup::new(&forwarding_source(&recorder, "github", &signer.config_secret()));
+    let setup = Setup::new(&forwarding(&signer, &recorder, "", ""));
     let gateway = setup.start();
     let body = br#"{"action":"opened","number":7}"#;
     let captured = signer.headers("d-original", body, unix_now());

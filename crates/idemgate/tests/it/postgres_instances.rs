@@ -7,8 +7,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    io::{Read, Write},
-    net::{SocketAddr, TcpStream},
+    net::SocketAddr,
     process::{Child, Command, Stdio},
     sync::{
         Arc, Barrier, Mutex,
@@ -22,7 +21,7 @@ use idemgate_testkit::Destination;
 
 use crate::{
     gateway_harness::{Gateway, Signer},
-    harness::unix_now,
+    harness::{try_send, unix_now},
 };
 
 const KEY: [u8; 32] = [9; 32];
@@ -61,22 +60,9 @@ fn query(url: &str, sql: &str) -> Vec<Vec<String>> {
     })
 }
 
-/// One POST; `None` when the instance cannot be reached or gives no answer (killed).
+/// One POST's status; `None` when the instance cannot be reached or gives no answer (killed).
 fn try_post(addr: SocketAddr, path: &str, headers: &[(String, String)], body: &[u8]) -> Option<u16> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
-    let mut request =
-        format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    stream.write_all(body).ok()?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).ok()?;
-    let status = std::str::from_utf8(answer.get(9..12)?).ok()?;
-    status.parse().ok()
+    try_send(addr, "POST", path, headers, body).map(|answer| answer.status)
 }
 
 fn config(url: &str, app: &Destination, audit: &Destination) -> String {
