@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # The counter benchmark, side by side in one run on one machine: the seed's own Python
-# receiver (shared/ref/seed_counter.py), idemgate's counter example, and a bare hyper
-# server answering 200 without a store (the ceiling HTTP alone allows). Same N, same C,
-# alternating, ROUNDS times, each server started on a fresh database per round.
+# receiver, idemgate's counter example, and a bare hyper server answering 200 without a
+# store (the ceiling HTTP alone allows). Same N, same C, alternating, ROUNDS times, each
+# server started on a fresh database per round.
 #
-#   bench/counter_vs_seed.sh [EVENTS] [CONCURRENCY] [ROUNDS]
+#   SEED_COUNTER=/path/to/seed_counter.py bench/counter_vs_seed.sh [EVENTS] [CONCURRENCY] [ROUNDS]
+#
+# The seed's receiver is not part of this repository: BENCHMARKS.md says where it comes
+# from. SEED_COUNTER names it (a Python script speaking docs/counter-contract.md).
 set -euo pipefail
+if [[ -z ${SEED_COUNTER:-} ]]; then
+  echo "bench/counter_vs_seed.sh: set SEED_COUNTER to the seed's Python receiver (seed_counter.py); see BENCHMARKS.md" >&2
+  exit 2
+fi
+if [[ ! -f $SEED_COUNTER ]]; then
+  echo "bench/counter_vs_seed.sh: SEED_COUNTER=$SEED_COUNTER is not a file" >&2
+  exit 2
+fi
+ref=$(realpath "$SEED_COUNTER")
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 events=${1:-10000}
 concurrency=${2:-64}
 rounds=${3:-3}
 seed_events=$(( events / 10 ))   # the seed receiver is slow: a tenth of the events, same C
-ref=../shared/ref/seed_counter.py
 cargo build --release --quiet --bin idemgate --example counter --example bare
 bin=target/release
 work=$(mktemp -d)

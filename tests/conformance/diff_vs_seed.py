@@ -1,12 +1,20 @@
 #!/usr/bin/env python3
-# Differential check of the counter contract (shared/contracts/counter-example.md): sends
-# the same deliveries to the seed's Python receiver (shared/ref/seed_counter.py) and to the
-# counter example, and prints every case where status, body or Retry-After differ.
+# Differential check of the counter contract (docs/counter-contract.md): sends the same
+# deliveries to the seed's Python receiver and to the counter example, and prints every
+# case where status, body or Retry-After differ.
 #
-#   cargo build --release --example counter && python3 tests/conformance/diff_vs_seed.py
+#   cargo build --release --example counter
+#   SEED_COUNTER=/path/to/seed_counter.py python3 tests/conformance/diff_vs_seed.py
+#   python3 tests/conformance/diff_vs_seed.py /path/to/seed_counter.py
+#
+# The seed's receiver is not part of this repository; BENCHMARKS.md says where it comes from.
 import hmac,hashlib,time,sys,http.client,json,subprocess,os,tempfile,socket
 ROOT=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REF=os.path.join(ROOT,'..','shared','ref','seed_counter.py')
+REF=sys.argv[1] if len(sys.argv)>1 else os.environ.get('SEED_COUNTER','')
+if not REF:
+    sys.exit("diff_vs_seed.py: give the seed's Python receiver (seed_counter.py) as the argument or in SEED_COUNTER; see BENCHMARKS.md")
+if not os.path.isfile(REF):
+    sys.exit(f"diff_vs_seed.py: {REF} is not a file")
 OURS=os.path.join(ROOT,'target','release','examples','counter')
 SECRET='ab'*32
 def start(cmd, db):

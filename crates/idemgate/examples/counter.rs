@@ -1,4 +1,4 @@
-//! The seed receiver (`shared/contracts/counter-example.md`), built on idemgate.
+//! The counter example (its interface: `docs/counter-contract.md`), built on idemgate.
 //!
 //! A fictional counter that a signed `demo-webhook-v1` delivery increments. The increment
 //! and the receipt commit in one transaction; a repeat gets its original total back; the

@@ -144,7 +144,7 @@ fn signing_schemes() -> clap::builder::PossibleValuesParser {
 #[derive(Subcommand)]
 pub(crate) enum BenchWorkload {
     /// Signed increments against a server speaking the counter contract
-    /// (`shared/contracts/counter-example.md`); checks exactly-once at the end.
+    /// (`docs/counter-contract.md`); checks exactly-once at the end.
     Counter {
         /// The webhook URL, e.g. http://127.0.0.1:8081/webhook.
         #[arg(long)]

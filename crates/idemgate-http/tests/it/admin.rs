@@ -1,11 +1,6 @@
 //! The admin listener (API and dashboard) on an injected clock: time moves without sleeping.
 
-use std::{
-    io::{Read, Write},
-    net::{SocketAddr, TcpStream},
-    sync::Arc,
-    time::Duration,
-};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use idemgate_clock::{ManualClock, UnixTime};
 use idemgate_core::Secret;
@@ -16,6 +11,8 @@ use idemgate_http::{
     session::Sessions,
 };
 use idemgate_store::{SqliteStore, StoreOptions};
+
+use crate::exchange;
 
 const TOKEN: &str = "admin-token-for-tests";
 
@@ -35,18 +32,6 @@ async fn start_admin(clock: Arc<ManualClock>, lifetime: Duration) -> (SocketAddr
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(listener, admin::router(state), ServeOptions::default(), std::future::pending()));
     (addr, dir)
-}
-
-async fn exchange(addr: SocketAddr, request: String) -> String {
-    tokio::task::spawn_blocking(move || {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer
-    })
-    .await
-    .unwrap()
 }
 
 async fn sign_in(addr: SocketAddr) -> String {

@@ -61,6 +61,12 @@ async fn post_with_key(addr: SocketAddr, key: &str) -> String {
 async fn post_to(addr: SocketAddr, path: &str, key: Option<&str>) -> String {
     let key = key.map(|k| format!("Idempotency-Key: {k}\r\n")).unwrap_or_default();
     let request = format!("POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{key}Content-Length: 2\r\n\r\n{{}}");
+    exchange(addr, request).await
+}
+
+/// Writes `request` on a fresh connection (off the runtime's threads) and reads the answer
+/// until the server closes.
+async fn exchange(addr: SocketAddr, request: String) -> String {
     tokio::task::spawn_blocking(move || {
         let mut stream = TcpStream::connect(addr).unwrap();
         stream.write_all(request.as_bytes()).unwrap();

@@ -15,9 +15,8 @@ use idemgate_store::{
     inbox::{NewEvent, accept_event},
     jobs::ReplayFilter,
 };
+use idemgate_testkit::{Destination, Step};
 use idemgate_worker::{Clock, HttpDestination, ManualClock, Route, Worker, WorkerOptions};
-
-use crate::destination::{Behaviour, Destination};
 
 pub const T0: UnixTime = UnixTime(1_800_000_000);
 const SECRET: [u8; 32] = [5; 32];
@@ -105,7 +104,7 @@ fn attempts(rig: &Rig) -> Vec<(Option<u16>, Option<String>)> {
 
 #[tokio::test]
 async fn fails_twice_then_succeeds_with_the_same_identity_and_a_valid_signature() {
-    let destination = Destination::start(vec![Behaviour::Status(500), Behaviour::Status(503)]).await;
+    let destination = Destination::start(&[Step::Status(500), Step::Status(503)]);
     let rig = rig_with(&destination, &[5, 300], Duration::from_secs(2));
     enqueue(&rig.store, "evt_1").await;
 
@@ -143,7 +142,7 @@ async fn fails_twice_then_succeeds_with_the_same_identity_and_a_valid_signature(
 
 #[tokio::test]
 async fn the_outgoing_id_fixed_at_acceptance_is_the_signed_webhook_id_next_to_the_source_and_identity() {
-    let destination = Destination::start(vec![Behaviour::Status(503)]).await;
+    let destination = Destination::start(&[Step::Status(503)]);
     let rig = rig_with(&destination, &[5], Duration::from_secs(2));
     enqueue_as(&rig.store, "evt_1", Some("src:evt_1")).await;
     enqueue(&rig.store, "evt_2").await;
@@ -180,7 +179,7 @@ async fn the_outgoing_id_fixed_at_acceptance_is_the_signed_webhook_id_next_to_th
 
 #[tokio::test]
 async fn a_timeout_and_a_closed_connection_are_retried() {
-    let destination = Destination::start(vec![Behaviour::Sleep(Duration::from_secs(3)), Behaviour::Close]).await;
+    let destination = Destination::start(&[Step::Sleep(Duration::from_secs(3)), Step::Close]);
     let rig = rig_with(&destination, &[5, 5], Duration::from_millis(300));
     enqueue(&rig.store, "evt_1").await;
     rig.worker.tick().await.unwrap();
@@ -197,7 +196,7 @@ async fn a_timeout_and_a_closed_connection_are_retried() {
 
 #[tokio::test]
 async fn retry_after_from_the_destination_is_honoured() {
-    let destination = Destination::start(vec![Behaviour::StatusRetryAfter(429, 120)]).await;
+    let destination = Destination::start(&[Step::RetryAfter(429, 120)]);
     let rig = rig_with(&destination, &[5], Duration::from_secs(2));
     enqueue(&rig.store, "evt_1").await;
     rig.worker.tick().await.unwrap();
@@ -211,7 +210,7 @@ async fn retry_after_from_the_destination_is_honoured() {
 
 #[tokio::test]
 async fn gone_disables_the_destination_until_it_is_enabled_again() {
-    let destination = Destination::start(vec![Behaviour::Status(410)]).await;
+    let destination = Destination::start(&[Step::Status(410)]);
     let rig = rig_with(&destination, &[5], Duration::from_secs(2));
     enqueue(&rig.store, "evt_1").await;
     enqueue(&rig.store, "evt_2").await;
@@ -231,8 +230,8 @@ async fn gone_disables_the_destination_until_it_is_enabled_again() {
 
 #[tokio::test]
 async fn a_destination_that_never_recovers_ends_dead_and_replay_delivers_later() {
-    let destination = Destination::start(vec![]).await;
-    destination.otherwise(Behaviour::Status(500));
+    let destination = Destination::start(&[]);
+    destination.otherwise(Step::Status(500));
     let rig = rig_with(&destination, &[5, 5], Duration::from_secs(2));
     enqueue(&rig.store, "evt_1").await;
     for _ in 0..3 {
@@ -242,7 +241,7 @@ async fn a_destination_that_never_recovers_ends_dead_and_replay_delivers_later()
     assert_eq!(job_state(&rig, "evt_1").0, JobState::Dead);
     assert_eq!(rig.worker.tick().await.unwrap(), 0);
 
-    destination.otherwise(Behaviour::Status(200));
+    destination.otherwise(Step::Status(200));
     let filter = ReplayFilter { source: Some("src".into()), ..ReplayFilter::default() };
     assert_eq!(rig.store.replay_jobs(filter, rig.clock.now(), 100).await.unwrap(), 1);
     assert_eq!(rig.worker.tick().await.unwrap(), 1);
@@ -253,7 +252,7 @@ async fn a_destination_that_never_recovers_ends_dead_and_replay_delivers_later()
 
 #[tokio::test]
 async fn other_client_errors_are_final() {
-    let destination = Destination::start(vec![Behaviour::Status(422)]).await;
+    let destination = Destination::start(&[Step::Status(422)]);
     let rig = rig_with(&destination, &[5, 5], Duration::from_secs(2));
     enqueue(&rig.store, "evt_1").await;
     rig.worker.tick().await.unwrap();

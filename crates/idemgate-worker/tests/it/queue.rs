@@ -8,10 +8,10 @@ use std::{
 
 use idemgate_core::{UnixTime, job::JobState, retry::Decision};
 use idemgate_store::jobs::{AttemptRecord, Completion};
+use idemgate_testkit::Destination;
 use idemgate_worker::{AttemptOutcome, Deliver, Route, Worker, WorkerOptions, deliver::BoxFuture};
 
 use crate::delivery::{T0, enqueue, job_state, ms, rig_with};
-use crate::destination::Destination;
 
 fn record() -> AttemptRecord {
     AttemptRecord {
@@ -25,7 +25,7 @@ fn record() -> AttemptRecord {
 
 #[tokio::test]
 async fn a_completion_after_its_lease_was_taken_over_changes_nothing() {
-    let destination = Destination::start(vec![]).await;
+    let destination = Destination::start(&[]);
     let rig = rig_with(&destination, &[5], Duration::from_secs(1));
     enqueue(&rig.store, "evt_1").await;
     let first = rig.store.claim_jobs(ms(T0), Duration::from_secs(10), 10, vec![]).await.unwrap();
@@ -71,7 +71,7 @@ impl Deliver for Recorder {
 
 #[tokio::test]
 async fn a_rust_handler_registered_for_a_destination_gets_its_jobs_with_retries() {
-    let destination = Destination::start(vec![]).await;
+    let destination = Destination::start(&[]);
     let rig = rig_with(&destination, &[5], Duration::from_secs(1));
     enqueue(&rig.store, "evt_1").await;
     let recorder = Arc::new(Recorder::default());

@@ -4,7 +4,7 @@
 use std::process::Output;
 
 use crate::{
-    gateway_harness::{Setup, Signer, body, inbox},
+    gateway_harness::{Setup, Signer, body, inbox, numbered, typed},
     harness::unix_now,
 };
 
@@ -124,14 +124,7 @@ fn store_backup_restore_and_purge_from_the_command_line() {
     let setup = Setup::new(&format!("{SOURCE}retention = \"1s\"\n").replace("allowed_types = [\"t.created\"]\n", ""));
     let secret = secret();
     let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &[("HOOKS_SECRET", &secret)]);
-    let signer = Signer::Standard(vec![9; 32]);
-    for i in 0..5 {
-        let event = body(&format!("msg_{i}"), "t.created");
-        assert_eq!(
-            gateway.post("hooks", &signer.headers(&format!("msg_{i}"), &event, unix_now()), &event).status(),
-            202
-        );
-    }
+    accept_all(&gateway, numbered("msg_", 5));
     let env = [("HOOKS_SECRET", secret.as_str())];
     let copy = setup.dir.path().join("backup.sqlite3");
     let backup = setup.run(&["store", "backup", "--to", copy.to_str().unwrap()], &env);
@@ -156,14 +149,8 @@ fn events_list_show_and_stats_describe_what_arrived() {
     let setup = Setup::new(SOURCE);
     let secret = secret();
     let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &[("HOOKS_SECRET", &secret)]);
+    accept_all(&gateway, numbered("msg_", 3));
     let signer = Signer::Standard(vec![9; 32]);
-    for i in 0..3 {
-        let event = body(&format!("msg_{i}"), "t.created");
-        assert_eq!(
-            gateway.post("hooks", &signer.headers(&format!("msg_{i}"), &event, unix_now()), &event).status(),
-            202
-        );
-    }
     let conflicting = body("msg_0", "t.created2");
     assert_eq!(gateway.post("hooks", &signer.headers("msg_0", &conflicting, unix_now()), &conflicting).status(), 409);
     let env = [("HOOKS_SECRET", secret.as_str())];
@@ -217,13 +204,9 @@ fn a_postgres_url_is_exclusive_with_a_path_and_its_password_is_never_shown() {
     assert!(String::from_utf8(output.stderr).unwrap().contains("store.url: must be a postgres://"));
 }
 
-/// Accepts `identities` through `gateway`; each must be 202.
-fn accept_all(gateway: &crate::gateway_harness::Gateway, identities: &[&str]) {
-    let signer = Signer::Standard(vec![9; 32]);
-    for identity in identities {
-        let event = body(identity, "t.created");
-        assert_eq!(gateway.post("hooks", &signer.headers(identity, &event, unix_now()), &event).status(), 202);
-    }
+/// Accepts `t.created` events under `identities` through `gateway`.
+fn accept_all<I: AsRef<str>>(gateway: &crate::gateway_harness::Gateway, identities: impl IntoIterator<Item = I>) {
+    gateway.accept_events("hooks", &Signer::Standard(vec![9; 32]), &[], typed(identities, "t.created"));
 }
 
 /// The copies `restore` kept beside the store, oldest name first.
@@ -246,10 +229,10 @@ fn restore_is_refused_while_a_server_has_the_store_open_and_works_once_it_stoppe
     let secret = secret();
     let env = [("HOOKS_SECRET", secret.as_str())];
     let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &env);
-    accept_all(&gateway, &["msg_1", "msg_2"]);
+    accept_all(&gateway, ["msg_1", "msg_2"]);
     let copy = setup.dir.path().join("backup.sqlite3");
     assert!(setup.run(&["store", "backup", "--to", copy.to_str().unwrap()], &env).status.success());
-    accept_all(&gateway, &["msg_3"]);
+    accept_all(&gateway, ["msg_3"]);
 
     let refused = setup.run(&["store", "restore", "--from", copy.to_str().unwrap()], &env);
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
@@ -257,7 +240,7 @@ fn restore_is_refused_while_a_server_has_the_store_open_and_works_once_it_stoppe
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains(&format!("in use by process {}", gateway.pid())), "{stderr}");
     assert!(kept_copies(&setup).is_empty(), "a refused restore changes nothing");
-    accept_all(&gateway, &["msg_4"]);
+    accept_all(&gateway, ["msg_4"]);
     assert_eq!(inbox(&setup.db()).receipts, ["msg_1", "msg_2", "msg_3", "msg_4"]);
 
     gateway.stop();
@@ -275,10 +258,10 @@ fn restore_after_a_crash_keeps_a_copy_with_everything_the_crashed_store_held() {
     let secret = secret();
     let env = [("HOOKS_SECRET", secret.as_str())];
     let mut gateway = crate::gateway_harness::Gateway::start(&setup.config(), &env);
-    accept_all(&gateway, &["msg_1", "msg_2"]);
+    accept_all(&gateway, ["msg_1", "msg_2"]);
     let copy = setup.dir.path().join("backup.sqlite3");
     assert!(setup.run(&["store", "backup", "--to", copy.to_str().unwrap()], &env).status.success());
-    accept_all(&gateway, &["msg_3", "msg_4", "msg_5"]);
+    accept_all(&gateway, ["msg_3", "msg_4", "msg_5"]);
     gateway.kill();
     let wal = setup.db().with_file_name("idemgate.sqlite3-wal");
     assert!(std::fs::metadata(&wal).unwrap().len() > 0, "the crash left its commits in the WAL");

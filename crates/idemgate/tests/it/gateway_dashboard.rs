@@ -8,10 +8,11 @@ use std::{
     time::Duration,
 };
 
+use idemgate_testkit::{Destination, Step};
+
 use crate::{
-    gateway_harness::{Gateway, Setup, Signer, body, inbox},
+    gateway_harness::{Gateway, Setup, Signer, body, forwarding, inbox},
     harness::unix_now,
-    recorder::Recorder,
 };
 
 pub const TOKEN: &str = "a-dashboard-token-of-some-length";
@@ -105,13 +106,10 @@ fn signed_in(admin: SocketAddr, session: &str) -> bool {
     }
 }
 
-fn start(recorder: &Recorder, admin_extra: &str) -> (Setup, Gateway, SocketAddr) {
+fn start(recorder: &Destination, admin_extra: &str) -> (Setup, Gateway, SocketAddr) {
+    let sources = forwarding(&Signer::Standard(KEY.to_vec()), recorder, "", "retry_schedule = []");
     let setup = Setup::new(&format!(
-        "[worker]\npoll_interval = \"50ms\"\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"env:ADMIN_TOKEN\"\n{admin_extra}\n\
-         [sources.hooks]\nscheme = \"standard-webhooks\"\nsecrets = [{secret:?}]\ndestinations = [\"app\"]\n\
-         [destinations.app]\nurl = \"{url}\"\ntimeout = \"1s\"\nretry_schedule = []\n",
-        secret = Signer::Standard(KEY.to_vec()).config_secret(),
-        url = recorder.url(),
+        "{sources}[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"env:ADMIN_TOKEN\"\n{admin_extra}\n"
     ));
     let mut gateway = Gateway::start(&setup.config(), &[("ADMIN_TOKEN", TOKEN)]);
     let admin = gateway.admin_addr();
@@ -124,7 +122,7 @@ fn job_state(setup: &Setup) -> String {
 
 #[test]
 fn a_replay_from_another_origin_or_without_the_csrf_token_is_refused_and_replays_nothing() {
-    let recorder = Recorder::start(&[500]);
+    let recorder = Destination::start(&[Step::Status(500)]);
     let (setup, gateway, admin) = start(&recorder, "");
     let event = body("msg_dead", "t");
     let headers = Signer::Standard(KEY.to_vec()).headers("msg_dead", &event, unix_now());
@@ -171,7 +169,7 @@ fn a_replay_from_another_origin_or_without_the_csrf_token_is_refused_and_replays
 
 #[test]
 fn every_admin_answer_forbids_framing_and_the_page_loads_nothing_from_elsewhere() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     let (_setup, _gateway, admin) = start(&recorder, "");
     let session = sign_in(admin).session();
     let answers = [
@@ -195,7 +193,7 @@ fn every_admin_answer_forbids_framing_and_the_page_loads_nothing_from_elsewhere(
 
 #[test]
 fn the_cookie_is_a_random_session_not_the_token_and_sign_out_ends_it() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     let (_setup, _gateway, admin) = start(&recorder, "");
     let first = sign_in(admin);
     let cookie = first.header("set-cookie").unwrap().to_owned();
@@ -228,7 +226,7 @@ fn the_cookie_is_a_random_session_not_the_token_and_sign_out_ends_it() {
 
 #[test]
 fn an_expired_session_is_refused() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     let (_setup, _gateway, admin) = start(&recorder, "session_lifetime = \"1s\"");
     let answer = sign_in(admin);
     assert!(answer.header("set-cookie").unwrap().contains("Max-Age=1;"), "{answer:?}");

@@ -3,17 +3,17 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
+use idemgate_testkit::{Destination, Received, Step};
 use serde_json::Value;
 
 use crate::{
     gateway_harness::{Setup, Signer, inbox},
     harness::unix_now,
-    recorder::Recorder,
 };
 
 const KEY: [u8; 32] = [3; 32];
 
-fn config(recorder: &Recorder, source_extra: &str, destination_extra: &str) -> String {
+fn config(recorder: &Destination, source_extra: &str, destination_extra: &str) -> String {
     format!(
         r#"
 [worker]
@@ -45,24 +45,31 @@ fn send(gateway: &crate::gateway_harness::Gateway, identity: &str, body: &str) -
     gateway.post("hooks", &headers, body.as_bytes()).status()
 }
 
-fn ids(received: &[crate::recorder::Request]) -> BTreeSet<String> {
-    received.iter().map(|r| r.headers["webhook-id"].clone()).collect()
+/// Accepts `count` events as [`send`] sends them, event `i` named `identity(i)` with
+/// the body `{"n":i}`.
+fn accept_counted(gateway: &crate::gateway_harness::Gateway, count: usize, identity: impl Fn(usize) -> String) {
+    let events = (0..count).map(|i| (identity(i), format!(r#"{{"n":{i}}}"#).into_bytes()));
+    gateway.accept_events("hooks", &Signer::Standard(KEY.to_vec()), &[("X-Origin", "test")], events);
+}
+
+fn ids(received: &[Received]) -> BTreeSet<String> {
+    received.iter().map(|r| r.header("webhook-id").to_owned()).collect()
 }
 
 #[test]
 fn an_accepted_event_arrives_at_its_destination_signed_with_the_destination_secret() {
-    let recorder = Recorder::start(&[503]);
+    let recorder = Destination::start(&[Step::Status(503)]);
     let setup = Setup::new(&config(&recorder, "", ""));
     let gateway = setup.start();
     assert_eq!(send(&gateway, "msg_1", r#"{"type":"t","n":1}"#), 202);
     recorder.wait_until("a successful delivery", |r| r.len() == 2);
     let received = recorder.received();
     assert_eq!(ids(&received), BTreeSet::from(["msg_1".to_owned()]));
-    assert_eq!(received[0].headers["idempotency-key"], received[1].headers["idempotency-key"]);
-    assert_eq!(received[1].headers["x-origin"], "test");
+    assert_eq!(received[0].header("idempotency-key"), received[1].header("idempotency-key"));
+    assert_eq!(received[1].header("x-origin"), "test");
     assert_eq!(received[1].body, br#"{"type":"t","n":1}"#);
-    let signature = &received[1].headers["webhook-signature"];
-    let ts: i64 = received[1].headers["webhook-timestamp"].parse().unwrap();
+    let signature = received[1].header("webhook-signature");
+    let ts: i64 = received[1].header("webhook-timestamp").parse().unwrap();
     assert_eq!(
         *signature,
         idemgate::core::scheme::standard::sign(
@@ -89,14 +96,12 @@ fn wait_for_state(setup: &Setup, state: &str, count: usize) {
 
 #[test]
 fn a_gateway_killed_mid_delivery_loses_no_job_after_restart() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     recorder.delay(Duration::from_millis(100));
 
     let setup = Setup::new(&config(&recorder, "", ""));
     let gateway = setup.start();
-    for i in 0..30 {
-        assert_eq!(send(&gateway, &format!("msg_{i:02}"), &format!(r#"{{"n":{i}}}"#)), 202);
-    }
+    accept_counted(&gateway, 30, |i| format!("msg_{i:02}"));
     recorder.wait_until("some deliveries", |r| r.len() >= 3);
     drop(gateway); // SIGKILL
     let delivered_before_kill = recorder.received().len();
@@ -109,7 +114,7 @@ fn a_gateway_killed_mid_delivery_loses_no_job_after_restart() {
     for request in &received {
         let n: Value = serde_json::from_slice(&request.body).unwrap();
         assert_eq!(
-            request.headers["webhook-id"],
+            request.header("webhook-id"),
             format!("msg_{:02}", n["n"].as_i64().unwrap()),
             "a redelivery keeps its webhook-id"
         );
@@ -118,7 +123,7 @@ fn a_gateway_killed_mid_delivery_loses_no_job_after_restart() {
 
 #[test]
 fn older_versions_are_superseded_and_the_destination_ends_with_the_newest() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     let ordering = r#"ordering = { key = "/object", version = "/version" }"#;
     let setup = Setup::new(&config(&recorder, ordering, "fifo = true"));
     let gateway = setup.start();
@@ -138,14 +143,14 @@ fn older_versions_are_superseded_and_the_destination_ends_with_the_newest() {
 
 #[test]
 fn a_dead_job_is_delivered_by_replay_once_the_destination_is_back() {
-    let recorder = Recorder::start(&[]);
-    recorder.otherwise(500);
+    let recorder = Destination::start(&[]);
+    recorder.otherwise(Step::Status(500));
     let setup = Setup::new(&config(&recorder, "", ""));
     let gateway = setup.start();
     assert_eq!(send(&gateway, "msg_dead", r#"{"n":1}"#), 202);
     wait_for_state(&setup, "dead", 1);
     assert_eq!(recorder.received().len(), 4, "four attempts on a schedule of three retries");
-    recorder.otherwise(200);
+    recorder.otherwise(Step::Status(200));
     let replay = setup.run(&["events", "replay", "--source", "hooks"], &[]);
     assert!(replay.status.success(), "{replay:?}");
     assert!(String::from_utf8_lossy(&replay.stdout).contains("replayed 1 job(s)"), "{replay:?}");
@@ -156,7 +161,7 @@ fn a_dead_job_is_delivered_by_replay_once_the_destination_is_back() {
 
 #[test]
 fn a_separate_worker_process_delivers_what_a_receive_only_gateway_accepted() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     let setup = Setup::new(&config(&recorder, "", "").replace("[worker]\n", "[worker]\nenabled = false\n"));
     let gateway = setup.start();
     assert_eq!(send(&gateway, "msg_w", r#"{"n":1}"#), 202);
@@ -176,23 +181,21 @@ fn a_separate_worker_process_delivers_what_a_receive_only_gateway_accepted() {
 }
 
 /// The gaps between consecutive attempts of each event, as the destination saw them.
-fn gaps(received: &[crate::recorder::Request]) -> Vec<Duration> {
+fn gaps(received: &[Received]) -> Vec<Duration> {
     let mut by_event: std::collections::BTreeMap<&str, Vec<std::time::Instant>> = Default::default();
     for request in received {
-        by_event.entry(request.headers["webhook-id"].as_str()).or_default().push(request.at);
+        by_event.entry(request.header("webhook-id")).or_default().push(request.at);
     }
     by_event.values().flat_map(|times| times.windows(2).map(|pair| pair[1] - pair[0])).collect()
 }
 
 #[test]
 fn retries_never_come_before_their_delay_minus_its_jitter() {
-    let recorder = Recorder::start(&[]);
-    recorder.otherwise(503);
+    let recorder = Destination::start(&[]);
+    recorder.otherwise(Step::Status(503));
     let setup = Setup::new(&config(&recorder, "", "").replace("jitter = 0.0", "jitter = 0.2"));
     let gateway = setup.start();
-    for i in 0..4 {
-        assert_eq!(send(&gateway, &format!("msg_{i}"), &format!(r#"{{"n":{i}}}"#)), 202);
-    }
+    accept_counted(&gateway, 4, |i| format!("msg_{i}"));
     wait_for_state(&setup, "dead", 4);
     let gaps = gaps(&recorder.received());
     assert_eq!(gaps.len(), 12, "three retries of each of four events");
@@ -202,7 +205,7 @@ fn retries_never_come_before_their_delay_minus_its_jitter() {
 
 #[test]
 fn a_retry_after_is_never_honoured_early() {
-    let recorder = Recorder::start(&[503]);
+    let recorder = Destination::start(&[Step::Status(503)]);
     recorder.retry_after(3);
     let setup = Setup::new(&config(&recorder, "", "").replace(r#"["1s", "1s", "1s"]"#, r#"["1s"]"#));
     let gateway = setup.start();

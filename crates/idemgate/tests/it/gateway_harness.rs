@@ -14,6 +14,7 @@ use idemgate::core::{
     scheme::{DemoV1, GitHub, Outgoing, Scheme, Shopify, Slack, StandardWebhooks, StandardWebhooksEd25519, Stripe},
 };
 use idemgate_client::WebhookSigner;
+use idemgate_testkit::Destination;
 
 use crate::harness::{Reply, post, unix_now};
 
@@ -106,6 +107,25 @@ impl Gateway {
 
     pub fn post(&self, route: &str, headers: &[(String, String)], body: &[u8]) -> Reply {
         post(self.addr, &format!("/in/{route}"), headers, body)
+    }
+
+    /// Sends each `(identity, body)` of `events` to `/in/{route}`, one after another,
+    /// signed by `signer` and with the `extra` headers, and asserts each was accepted:
+    /// `202 {"status":"accepted","event":identity}`.
+    pub fn accept_events(
+        &self,
+        route: &str,
+        signer: &Signer,
+        extra: &[(&str, &str)],
+        events: impl IntoIterator<Item = (String, Vec<u8>)>,
+    ) {
+        for (identity, body) in events {
+            let mut headers = signer.headers(&identity, &body, unix_now());
+            headers.extend(extra.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())));
+            let reply = self.post(route, &headers, &body);
+            let accepted = serde_json::json!({"status": "accepted", "event": identity});
+            assert!(reply.is(202, accepted), "{route}: {identity} was not accepted: {reply:?}");
+        }
     }
 
     pub fn get(&self, path: &str) -> Reply {
@@ -223,6 +243,40 @@ impl Signer {
 /// (Slack, demo), or the identity header the signer sets.
 pub fn body(identity: &str, event_type: &str) -> Vec<u8> {
     format!(r#"{{"id":"{identity}","event_id":"{identity}","type":"{event_type}","data":{{"n":1}}}}"#).into_bytes()
+}
+
+/// Events of type `event_type` under `identities`, each with its [`body`].
+pub fn typed<I: AsRef<str>>(identities: impl IntoIterator<Item = I>, event_type: &str) -> Vec<(String, Vec<u8>)> {
+    identities.into_iter().map(|identity| (identity.as_ref().to_owned(), body(identity.as_ref(), event_type))).collect()
+}
+
+/// The identities `{prefix}0` to `{prefix}{count - 1}`.
+pub fn numbered(prefix: &str, count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// A config in which source `hooks` (`signer`'s scheme and secret) forwards to destination
+/// `app` at `destination`, the worker polling every 50 ms; `source_extra` and
+/// `destination_extra` are TOML lines added to those two tables.
+pub fn forwarding(signer: &Signer, destination: &Destination, source_extra: &str, destination_extra: &str) -> String {
+    format!(
+        r#"
+[worker]
+poll_interval = "50ms"
+[sources.hooks]
+scheme = "{scheme}"
+secrets = [{secret:?}]
+destinations = ["app"]
+{source_extra}
+[destinations.app]
+url = "{url}"
+timeout = "1s"
+{destination_extra}
+"#,
+        scheme = signer.scheme(),
+        secret = signer.config_secret(),
+        url = destination.url(),
+    )
 }
 
 /// What the store holds, read with plain rusqlite.

@@ -11,39 +11,20 @@ use idemgate::{
     config,
     run::{RunOptions, run},
 };
+use idemgate_testkit::Destination;
 
 use crate::{
-    gateway_harness::{Setup, Signer, inbox},
+    gateway_harness::{Setup, Signer, forwarding, inbox},
     harness::{post, unix_now},
-    recorder::Recorder,
 };
 
 const KEY: [u8; 32] = [5; 32];
 
-fn sources(recorder: &Recorder, source_settings: &str) -> String {
-    format!(
-        r#"
-[worker]
-poll_interval = "50ms"
-[sources.hooks]
-scheme = "standard-webhooks"
-secrets = [{secret:?}]
-destinations = ["app"]
-{source_settings}
-[destinations.app]
-url = "{url}"
-secret = {secret:?}
-timeout = "1s"
-"#,
-        secret = Signer::Standard(KEY.to_vec()).config_secret(),
-        url = recorder.url(),
-    )
-}
-
 #[test]
 fn run_forwards_a_signed_event_and_stops_when_its_shutdown_future_completes() {
-    let recorder = Recorder::start(&[]);
-    let setup = Setup::new(&sources(&recorder, ""));
+    let recorder = Destination::start(&[]);
+    let signer = Signer::Standard(KEY.to_vec());
+    let setup = Setup::new(&forwarding(&signer, &recorder, "", &format!("secret = {:?}", signer.config_secret())));
     let (config, _) = config::load(&setup.config(), std::env::vars()).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
@@ -55,11 +36,11 @@ fn run_forwards_a_signed_event_and_stops_when_its_shutdown_future_completes() {
     }));
 
     let body = br#"{"type":"t","n":1}"#;
-    let headers = Signer::Standard(KEY.to_vec()).headers("msg_in_process", body, unix_now());
+    let headers = signer.headers("msg_in_process", body, unix_now());
     assert_eq!(post(addr, "/in/hooks", &headers, body).status(), 202);
     recorder.wait_until("the event forwarded", |r| !r.is_empty());
     let received = recorder.received();
-    assert_eq!(received[0].headers["webhook-id"], "msg_in_process");
+    assert_eq!(received[0].header("webhook-id"), "msg_in_process");
     assert_eq!(received[0].body, body);
 
     stop.send(()).unwrap();
@@ -81,8 +62,14 @@ fn every_part_of_run_reads_the_time_from_the_clock_it_was_given() {
     // Years away from the wall clock: a gateway reading that would refuse the signature,
     // stamp another webhook-timestamp and keep the receipt.
     const AT: i64 = 2_000_000_000;
-    let recorder = Recorder::start(&[]);
-    let setup = Setup::new(&sources(&recorder, "retention = \"1d\""));
+    let recorder = Destination::start(&[]);
+    let signer = Signer::Standard(KEY.to_vec());
+    let setup = Setup::new(&forwarding(
+        &signer,
+        &recorder,
+        "retention = \"1d\"",
+        &format!("secret = {:?}", signer.config_secret()),
+    ));
     let overrides = [("IDEMGATE_STORE__PURGE_INTERVAL".to_owned(), "50ms".to_owned())];
     let (config, _) = config::load(&setup.config(), overrides).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -12,7 +12,7 @@ use std::{
 use serde_json::json;
 
 use crate::{
-    gateway_harness::{Setup, Signer, body, inbox},
+    gateway_harness::{Setup, Signer, body, inbox, numbered, typed},
     harness::unix_now,
 };
 
@@ -72,10 +72,7 @@ fn sixteen_concurrent_identical_deliveries_give_one_receipt_and_one_job_per_dest
 fn a_restart_keeps_every_receipt_and_pending_job() {
     let setup = Setup::new(&source(""));
     let gateway = setup.start();
-    for i in 0..5 {
-        let (headers, body) = signed(&format!("msg_{i}"), "t.created");
-        assert_eq!(gateway.post("hooks", &headers, &body).status(), 202);
-    }
+    gateway.accept_events("hooks", &Signer::Standard(KEY.to_vec()), &[], typed(numbered("msg_", 5), "t.created"));
     let before = inbox(&setup.db());
     gateway.stop();
     let restarted = setup.start();

@@ -5,32 +5,15 @@
 use std::time::Duration;
 
 use idemgate::core::{Secret, scheme::standard};
+use idemgate_testkit::{Destination, Received};
 use serde_json::json;
 
 use crate::{
-    gateway_harness::{Setup, Signer},
+    gateway_harness::{Setup, Signer, forwarding},
     harness::unix_now,
-    recorder::{Recorder, Request},
 };
 
 const KEY: [u8; 32] = [5; 32];
-
-fn forwarding_source(recorder: &Recorder, scheme: &str, secret: &str) -> String {
-    format!(
-        r#"
-[worker]
-poll_interval = "50ms"
-[sources.hooks]
-scheme = "{scheme}"
-secrets = [{secret:?}]
-destinations = ["app"]
-[destinations.app]
-url = "{url}"
-timeout = "1s"
-"#,
-        url = recorder.url(),
-    )
-}
 
 /// Headers of a delivery signed the way Svix sends it: only `svix-*` names.
 fn svix_headers(id: &str, body: &[u8]) -> Vec<(String, String)> {
@@ -45,7 +28,7 @@ fn svix_headers(id: &str, body: &[u8]) -> Vec<(String, String)> {
 }
 
 /// Waits a little past the first delivery so that a second one would have arrived.
-fn settle(recorder: &Recorder, count: usize) -> Vec<Request> {
+fn settle(recorder: &Destination, count: usize) -> Vec<Received> {
     recorder.wait_until("the deliveries", |r| r.len() >= count);
     std::thread::sleep(Duration::from_millis(500));
     recorder.received()
@@ -53,9 +36,8 @@ fn settle(recorder: &Recorder, count: usize) -> Vec<Request> {
 
 #[test]
 fn a_svix_spelled_delivery_is_accepted_forwarded_and_its_redelivery_is_a_duplicate() {
-    let recorder = Recorder::start(&[]);
-    let setup =
-        Setup::new(&forwarding_source(&recorder, "standard-webhooks", &Signer::Standard(KEY.to_vec()).config_secret()));
+    let recorder = Destination::start(&[]);
+    let setup = Setup::new(&forwarding(&Signer::Standard(KEY.to_vec()), &recorder, "", ""));
     let gateway = setup.start();
     let body = br#"{"type":"invoice.paid","data":{"n":1}}"#;
 
@@ -66,11 +48,11 @@ fn a_svix_spelled_delivery_is_accepted_forwarded_and_its_redelivery_is_a_duplica
 
     let received = settle(&recorder, 1);
     assert_eq!(received.len(), 1, "forwarded once");
-    assert_eq!(received[0].headers["webhook-id"], "msg_svix_1");
+    assert_eq!(received[0].header("webhook-id"), "msg_svix_1");
     assert_eq!(received[0].body, body);
 }
 
-fn two_sources(recorder: &Recorder, with_second: bool) -> String {
+fn two_sources(recorder: &Destination, with_second: bool) -> String {
     let secret = Signer::Standard(KEY.to_vec()).config_secret();
     let second =
         format!("[sources.beta]\nscheme = \"standard-webhooks\"\nsecrets = [{secret:?}]\ndestinations = [\"app\"]\n");
@@ -92,14 +74,14 @@ timeout = "1s"
     )
 }
 
-fn outgoing(request: &Request) -> (String, String, String) {
-    let header = |name: &str| request.headers.get(name).cloned().unwrap_or_default();
+fn outgoing(request: &Received) -> (String, String, String) {
+    let header = |name: &str| request.headers.get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     (header("webhook-id"), header("idemgate-source"), header("idemgate-event-id"))
 }
 
 #[test]
 fn two_sources_sharing_a_destination_and_an_identity_reach_it_under_two_ids_that_survive_a_config_change() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     let setup = Setup::new(&two_sources(&recorder, true));
     let gateway = setup.start();
     let signer = Signer::Standard(KEY.to_vec());
@@ -129,9 +111,9 @@ fn two_sources_sharing_a_destination_and_an_identity_reach_it_under_two_ids_that
 
 #[test]
 fn a_github_delivery_re_sent_under_another_delivery_id_is_a_duplicate_forwarded_once() {
-    let recorder = Recorder::start(&[]);
+    let recorder = Destination::start(&[]);
     let signer = Signer::GitHub("gh secret");
-    let setup = Setup::new(&forwarding_source(&recorder, "github", &signer.config_secret()));
+    let setup = Setup::new(&forwarding(&signer, &recorder, "", ""));
     let gateway = setup.start();
     let body = br#"{"action":"opened","number":7}"#;
     let captured = signer.headers("d-original", body, unix_now());
@@ -150,7 +132,7 @@ fn a_github_delivery_re_sent_under_another_delivery_id_is_a_duplicate_forwarded_
 
     let received = settle(&recorder, 1);
     assert_eq!(received.len(), 1, "forwarded once");
-    assert_eq!(received[0].headers["idemgate-event-id"], "d-original");
+    assert_eq!(received[0].header("idemgate-event-id"), "d-original");
     assert_eq!(crate::gateway_harness::inbox(&setup.db()).receipts, ["d-original"]);
 }
 

@@ -5,9 +5,8 @@
 //! out without a restart and without losing an acknowledged event.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
-    io::{Read, Write},
-    net::{SocketAddr, TcpStream},
+    collections::BTreeSet,
+    net::SocketAddr,
     path::Path,
     process::{Command, ExitStatus, Stdio},
     sync::{
@@ -18,56 +17,26 @@ use std::{
     time::{Duration, Instant},
 };
 
+use idemgate_testkit::Destination;
+
 use crate::{
     gateway_harness::{Gateway, Setup, Signer, idemgate_bin},
-    harness::unix_now,
+    harness::{RawAnswer, try_send, unix_now},
     pg_cluster::Cluster,
-    recorder::Recorder,
 };
 
 const KEY: [u8; 32] = [5; 32];
 
-/// One request on a fresh connection: status, headers (lowercase names) and body; `None`
-/// when there is no answer.
-fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(String, String)], body: &[u8]) -> Option<Answer> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let mut head =
-        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).ok()?;
-    stream.write_all(body).ok()?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).ok()?;
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
-    let headers =
-        lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()));
-    Some(Answer { status, headers: headers.collect(), body: raw[split + 4..].to_vec() })
-}
-
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    headers: BTreeMap<String, String>,
-    body: Vec<u8>,
-}
-
 fn get(addr: SocketAddr, path: &str) -> u16 {
-    send(addr, "GET", path, &[], b"").map_or(0, |a| a.status)
+    try_send(addr, "GET", path, &[], b"").map_or(0, |a| a.status)
 }
 
 /// A signed delivery of event `id` to `/in/hooks`.
-fn deliver(addr: SocketAddr, id: &str) -> Option<Answer> {
+fn deliver(addr: SocketAddr, id: &str) -> Option<RawAnswer> {
     let body = format!(r#"{{"type":"t","id":"{id}"}}"#);
     let mut headers = Signer::Standard(KEY.to_vec()).headers(id, body.as_bytes(), unix_now());
     headers.push(("content-type".into(), "application/json".into()));
-    send(addr, "POST", "/in/hooks", &headers, body.as_bytes())
+    try_send(addr, "POST", "/in/hooks", &headers, body.as_bytes())
 }
 
 /// Polls `what` until it holds, for at most 60 s.
@@ -277,7 +246,7 @@ fn a_store_value_the_database_cannot_take_still_stops_start_up() {
 
 /// `[sources.hooks]` to the recorder `app`, and two proxies to `api`: one that refuses
 /// while the store is unavailable, one that passes requests through unprotected.
-fn degraded_config(app: &Recorder, api: &Recorder) -> String {
+fn degraded_config(app: &Destination, api: &Destination) -> String {
     format!(
         r#"
 [worker]
@@ -312,7 +281,7 @@ fn keyed(key: &str) -> Vec<(String, String)> {
 
 #[test]
 fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
-    let (app, api) = (Recorder::start(&[]), Recorder::start(&[]));
+    let (app, api) = (Destination::start(&[]), Destination::start(&[]));
     let setup = Setup::new(&degraded_config(&app, &api));
     let folder = setup.db().parent().unwrap().to_owned();
     // The store's folder is blocked by a file: the store cannot be opened.
@@ -325,12 +294,12 @@ fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
     let refused = deliver(addr, "evt_1").unwrap();
     assert_eq!(refused.status, 503, "{refused:?}");
     assert!(refused.headers.contains_key("retry-after"), "{refused:?}");
-    assert_eq!(send(addr, "POST", "/strict/orders", &keyed("k1"), b"{}").unwrap().status, 503);
+    assert_eq!(try_send(addr, "POST", "/strict/orders", &keyed("k1"), b"{}").unwrap().status, 503);
     assert!(api.received().is_empty(), "a refusing proxy forwarded while the store was unavailable");
-    let passed = send(addr, "POST", "/loose/orders", &keyed("k2"), b"{}").unwrap();
+    let passed = try_send(addr, "POST", "/loose/orders", &keyed("k2"), b"{}").unwrap();
     assert_eq!(passed.status, 200, "{passed:?}");
     assert_eq!(api.received().len(), 1, "the pass-through proxy forwards unprotected");
-    let metrics = String::from_utf8(send(addr, "GET", "/metrics", &[], b"").unwrap().body).unwrap();
+    let metrics = String::from_utf8(try_send(addr, "GET", "/metrics", &[], b"").unwrap().body).unwrap();
     assert!(metrics.contains("idemgate_idempotency_unprotected_total 1"), "{metrics}");
     assert!(metrics.contains("idemgate_store_available 0"), "{metrics}");
     thread::sleep(Duration::from_millis(500));
@@ -341,13 +310,13 @@ fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
     let accepted = deliver(addr, "evt_1").unwrap();
     assert_eq!(accepted.status, 202, "{accepted:?}");
     assert_eq!(deliver(addr, "evt_1").unwrap().status, 200, "a repeat is a duplicate");
-    app.wait_until("the event forwarded", |r| r.iter().any(|r| r.headers["webhook-id"] == "evt_1"));
-    let first = send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap();
+    app.wait_until("the event forwarded", |r| r.iter().any(|r| r.header("webhook-id") == "evt_1"));
+    let first = try_send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap();
     assert_eq!(first.status, 200);
-    let again = send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap();
+    let again = try_send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap();
     assert_eq!(again.headers.get("idempotency-replay").map(String::as_str), Some("true"), "{again:?}");
     assert_eq!(api.received().len(), 2, "a replayed key does not reach the upstream again");
-    let metrics = String::from_utf8(send(addr, "GET", "/metrics", &[], b"").unwrap().body).unwrap();
+    let metrics = String::from_utf8(try_send(addr, "GET", "/metrics", &[], b"").unwrap().body).unwrap();
     assert!(metrics.contains("idemgate_store_available 1"), "{metrics}");
     assert!(metrics.contains("idemgate_jobs{state=\"succeeded\"} 1"), "{metrics}");
     let inbox = crate::gateway_harness::inbox(&setup.db());
@@ -406,8 +375,8 @@ fn send_until_stopped(addr: SocketAddr, traffic: &Traffic, stop: &AtomicBool) {
 #[test]
 fn serve_starts_without_postgres_and_rides_out_its_restarts() {
     let cluster = Cluster::init();
-    let app = Recorder::start(&[]);
-    let api = Recorder::start(&[]);
+    let app = Destination::start(&[]);
+    let api = Destination::start(&[]);
     let setup = Setup::new("");
     let config = degraded_config(&app, &api);
     std::fs::write(
@@ -423,8 +392,8 @@ fn serve_starts_without_postgres_and_rides_out_its_restarts() {
     let addr = gateway.addr;
     assert_eq!(get(addr, "/healthz"), 200);
     assert_eq!(get(addr, "/readyz"), 503);
-    assert_eq!(send(addr, "POST", "/strict/orders", &keyed("k1"), b"{}").unwrap().status, 503);
-    assert_eq!(send(addr, "POST", "/loose/orders", &keyed("k2"), b"{}").unwrap().status, 200);
+    assert_eq!(try_send(addr, "POST", "/strict/orders", &keyed("k1"), b"{}").unwrap().status, 503);
+    assert_eq!(try_send(addr, "POST", "/loose/orders", &keyed("k2"), b"{}").unwrap().status, 200);
 
     let traffic = Arc::new(Traffic::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -461,9 +430,9 @@ fn serve_starts_without_postgres_and_rides_out_its_restarts() {
     let lost: Vec<_> = acknowledged.difference(&stored).collect();
     assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
     app.wait_until("every acknowledged event forwarded", |received| {
-        let forwarded: BTreeSet<&str> = received.iter().map(|r| r.headers["webhook-id"].as_str()).collect();
+        let forwarded: BTreeSet<&str> = received.iter().map(|r| r.header("webhook-id")).collect();
         acknowledged.iter().all(|id| forwarded.contains(id.as_str()))
     });
-    assert_eq!(send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap().status, 200);
+    assert_eq!(try_send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap().status, 200);
     gateway.stop();
 }

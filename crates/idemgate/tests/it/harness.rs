@@ -194,15 +194,53 @@ impl Reply {
 
 /// One HTTP/1.1 request on a fresh connection (`Connection: close`).
 pub fn post(addr: SocketAddr, path: &str, headers: &[(String, String)], body: &[u8]) -> Reply {
+    exchange(addr, &request(addr, "POST", path, headers, body))
+}
+
+/// The bytes of one request for its own connection: `Host`, `Connection: close` and
+/// `Content-Length` first, then `headers` as given.
+fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(String, String)], body: &[u8]) -> Vec<u8> {
     let mut head =
-        format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
     let mut request = head.into_bytes();
     request.extend_from_slice(body);
-    exchange(addr, &request)
+    request
+}
+
+/// An answer as it came, for servers that may not answer JSON.
+#[derive(Debug)]
+pub struct RawAnswer {
+    pub status: u16,
+    /// Lowercase names.
+    pub headers: BTreeMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+/// One request on a fresh connection to a server that may be down, starting or killed:
+/// `None` when it cannot be reached or gives no answer.
+pub fn try_send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Option<RawAnswer> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    stream.write_all(&request(addr, method, path, headers, body)).ok()?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).ok()?;
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
+    let headers =
+        lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+    Some(RawAnswer { status, headers: headers.collect(), body: raw[split + 4..].to_vec() })
 }
 
 /// Sends raw request bytes and reads the answer until the server closes.

@@ -19,7 +19,6 @@ mod idempotency_suite;
 mod pg_cluster;
 mod postgres_instances;
 mod proxy_hardening;
-mod recorder;
 mod send_cli;
 mod serve_logs;
 mod store_faults;

@@ -7,8 +7,7 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
-    io::{Read, Write},
-    net::{SocketAddr, TcpStream},
+    net::SocketAddr,
     process::{Child, Command, Stdio},
     sync::{
         Arc, Barrier, Mutex,
@@ -18,10 +17,11 @@ use std::{
     time::{Duration, Instant},
 };
 
+use idemgate_testkit::Destination;
+
 use crate::{
     gateway_harness::{Gateway, Signer},
-    harness::unix_now,
-    recorder::Recorder,
+    harness::{try_send, unix_now},
 };
 
 const KEY: [u8; 32] = [9; 32];
@@ -60,25 +60,12 @@ fn query(url: &str, sql: &str) -> Vec<Vec<String>> {
     })
 }
 
-/// One POST; `None` when the instance cannot be reached or gives no answer (killed).
+/// One POST's status; `None` when the instance cannot be reached or gives no answer (killed).
 fn try_post(addr: SocketAddr, path: &str, headers: &[(String, String)], body: &[u8]) -> Option<u16> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(20))).ok()?;
-    let mut request =
-        format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).ok()?;
-    stream.write_all(body).ok()?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).ok()?;
-    let status = std::str::from_utf8(answer.get(9..12)?).ok()?;
-    status.parse().ok()
+    try_send(addr, "POST", path, headers, body).map(|answer| answer.status)
 }
 
-fn config(url: &str, app: &Recorder, audit: &Recorder) -> String {
+fn config(url: &str, app: &Destination, audit: &Destination) -> String {
     format!(
         r#"
 [server]
@@ -112,10 +99,10 @@ jitter = 0.0
 }
 
 /// Delivery counts by webhook-id.
-fn counts(recorder: &Recorder) -> BTreeMap<String, usize> {
+fn counts(recorder: &Destination) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for request in recorder.received() {
-        *counts.entry(request.headers["webhook-id"].clone()).or_insert(0) += 1;
+        *counts.entry(request.header("webhook-id").to_owned()).or_insert(0) += 1;
     }
     counts
 }
@@ -172,10 +159,10 @@ fn drive(instances: &mut [Gateway], kill: bool) -> BTreeSet<String> {
     acknowledged.into_inner().unwrap()
 }
 
-fn every_event_delivered(recorders: &[&Recorder], acknowledged: &BTreeSet<String>) {
+fn every_event_delivered(recorders: &[&Destination], acknowledged: &BTreeSet<String>) {
     for recorder in recorders {
         recorder.wait_until("every acknowledged event", |received| {
-            let ids: BTreeSet<&str> = received.iter().map(|r| r.headers["webhook-id"].as_str()).collect();
+            let ids: BTreeSet<&str> = received.iter().map(|r| r.header("webhook-id")).collect();
             acknowledged.iter().all(|id| ids.contains(id.as_str()))
         });
     }
@@ -198,8 +185,8 @@ fn settled_jobs(url: &str) -> BTreeMap<(String, String), usize> {
         .collect()
 }
 
-fn start(url: &str, count: usize) -> (tempfile::TempDir, Recorder, Recorder, Vec<Gateway>) {
-    let (app, audit) = (Recorder::start(&[]), Recorder::start(&[]));
+fn start(url: &str, count: usize) -> (tempfile::TempDir, Destination, Destination, Vec<Gateway>) {
+    let (app, audit) = (Destination::start(&[]), Destination::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idemgate.toml");
     std::fs::write(&path, config(url, &app, &audit)).unwrap();
@@ -380,7 +367,7 @@ impl Drop for Process {
 #[test]
 fn receivers_and_separate_workers_share_one_postgres_and_deliver_each_event_once() {
     let url = fresh_schema("split");
-    let (app, audit) = (Recorder::start(&[]), Recorder::start(&[]));
+    let (app, audit) = (Destination::start(&[]), Destination::start(&[]));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idemgate.toml");
     let config = config(&url, &app, &audit).replace("[worker]\n", "[worker]\nenabled = false\n");
