@@ -56,7 +56,7 @@ pub enum StoreError {
     #[error(
         "the store is in use by {0}; stop every idemgate process on it (serve, worker, commands) and restore again"
     )]
-    InUse(crate::lock::Holders),
+    InUse(crate::sqlite::Holders),
     /// The store is being restored; it can be opened once the restore has finished.
     #[error("the store is being restored; it opens once the restore has finished")]
     Restoring,

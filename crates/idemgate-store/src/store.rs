@@ -18,12 +18,16 @@ use serde_json::Value;
 use crate::{
     ConflictRecord, HandlerError, Receipt, ReceiveRequest, SqliteStore, StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
-    inbox::{self, IncomingEvent, JobRecord, NewEvent, StoredEvent},
+    inbox::{IncomingEvent, JobRecord, StoredEvent},
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
-    maintenance::{self, PurgeReport, Retention},
+    maintenance::{PurgeReport, Retention},
     postgres::PgStore,
-    views::{self, AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
-    writer::Handler,
+    sqlite::{
+        Handler,
+        inbox::{self, NewEvent},
+        maintenance, views,
+    },
+    views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
 };
 
 /// The store, on SQLite or PostgreSQL, or not open yet ([`Store::unavailable`]). Cheap
@@ -251,7 +255,7 @@ impl Store {
         let selected = match self.open_backend()? {
             Backend::Sqlite(store) => {
                 let filter = filter.clone();
-                read(store, move |r| crate::jobs::replayable(r.connection(), &filter)).await?
+                read(store, move |r| crate::sqlite::jobs::replayable(r.connection(), &filter)).await?
             }
             Backend::Postgres(store) => store.replayable(&filter).await?,
         };
@@ -270,7 +274,7 @@ impl Store {
     pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
         match self.open_backend()? {
             Backend::Sqlite(store) => {
-                read(store, move |r| crate::jobs::count_replayable(r.connection(), &filter)).await
+                read(store, move |r| crate::sqlite::jobs::count_replayable(r.connection(), &filter)).await
             }
             Backend::Postgres(store) => store.count_replayable(&filter).await,
         }

@@ -6,8 +6,11 @@ use std::{sync::Arc, time::Duration};
 use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime};
 use idemgate_store::{
     HandlerError, ReceiveRequest, SqliteStore,
-    inbox::{NewEvent, accept_event},
-    maintenance::{self, Retention},
+    maintenance::Retention,
+    sqlite::{
+        inbox::{NewEvent, accept_event},
+        maintenance,
+    },
 };
 use serde_json::json;
 

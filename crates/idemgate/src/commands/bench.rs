@@ -7,7 +7,7 @@ use anyhow::{Context, anyhow};
 use idemgate::{bench, config, send};
 use idemgate_core::Secret;
 use idemgate_http::system_now;
-use idemgate_store::maintenance;
+use idemgate_store::sqlite::maintenance;
 
 use super::{EXIT_FAILED, print_line};
 use crate::cli::{BenchWorkload, Keys};

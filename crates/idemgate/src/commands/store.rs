@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::anyhow;
 use idemgate::config::Config;
 use idemgate_http::system_now;
-use idemgate_store::maintenance::{self, PurgeReport};
+use idemgate_store::{maintenance::PurgeReport, sqlite::maintenance};
 
 use super::{open_store, print_line};
 use crate::cli::StoreCommand;

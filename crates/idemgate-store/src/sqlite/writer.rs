@@ -17,19 +17,17 @@ use std::{
 };
 
 use idemgate_core::{
-    BodyHash, Outcome, ReceiptKey, UnixTime,
+    Outcome, ReceiptKey,
     outcome::{FailureCause, Repeat},
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::{SqliteReader, StoreOptions, lock::WriterLock, migrations, open_connection};
 use crate::{
-    HandlerError, StoreError, StoreOptions,
-    lock::WriterLock,
-    migrations,
+    HandlerError, ReceiveRequest, StoreError,
     model::{conflict_not_recorded, parse_result},
-    sqlite::open_connection,
 };
 
 /// The effect of a first delivery, run inside the receipt's transaction. Whatever it
@@ -82,21 +80,6 @@ where
 enum Command {
     Receive(Work),
     Write(Write),
-}
-
-/// One authenticated, parsed delivery offered to the store.
-#[derive(Debug, Clone)]
-pub struct ReceiveRequest {
-    /// (source, identity): what the receipt is unique on.
-    pub key: ReceiptKey,
-    /// SHA-256 of the raw body bytes.
-    pub body_hash: BodyHash,
-    /// When the delivery arrived.
-    pub received_at: UnixTime,
-    /// Also keep a receipt on (source, body hash), so that the same bytes under another
-    /// identity are a duplicate of the first event: for schemes whose signature does not
-    /// cover the identity, where a captured delivery can be re-sent under a new one.
-    pub dedupe_body: bool,
 }
 
 /// The SQLite store's write side. Cheap to share behind an `Arc`; dropping the last handle
@@ -198,8 +181,8 @@ impl SqliteStore {
     }
 
     /// Opens a read connection to the same file.
-    pub fn reader(&self) -> Result<crate::SqliteReader, StoreError> {
-        crate::SqliteReader::open_with(&self.path, &self.options)
+    pub fn reader(&self) -> Result<SqliteReader, StoreError> {
+        SqliteReader::open_with(&self.path, &self.options)
     }
 
     /// Stops accepting work, lets the writer finish what is queued, and waits for it.

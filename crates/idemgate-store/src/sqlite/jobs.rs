@@ -7,84 +7,15 @@
 
 use std::time::Duration;
 
-use idemgate_core::{
-    ReceiptKey, UnixTime,
-    job::{JobState, Transition},
-    retry::Decision,
-};
+use idemgate_core::{UnixTime, job::Transition, retry::Decision};
 use rusqlite::{Connection, params};
 
+use super::SqliteStore;
 use crate::{
-    SqliteStore, StoreError,
+    StoreError,
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
     model::{FilterBindings, bounded, key, second_of, secs},
 };
-
-/// Longest error text and response prefix kept per attempt.
-pub const MAX_ATTEMPT_TEXT: usize = 256;
-
-/// A job a worker now holds, with what it needs to deliver it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimedJob {
-    /// The job's row id.
-    pub id: i64,
-    /// The fencing token of this claim.
-    pub lease_token: i64,
-    /// This attempt's number, from 1.
-    pub attempt: u32,
-    /// The destination's name.
-    pub destination: String,
-    /// The event's (source, identity).
-    pub key: ReceiptKey,
-    /// The `webhook-id` fixed for the event when it was accepted.
-    pub outgoing_id: String,
-    /// The original body bytes.
-    pub body: Vec<u8>,
-    /// The original content type.
-    pub content_type: Option<String>,
-    /// The original headers from the source's allowlist.
-    pub headers: Vec<(String, String)>,
-}
-
-/// What one attempt came to, as recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttemptRecord {
-    /// When it started.
-    pub started_at: UnixTime,
-    /// How long it took.
-    pub latency: Duration,
-    /// The destination's status, if it answered.
-    pub status: Option<u16>,
-    /// A bounded error text (timeout, connection refused, …).
-    pub error: Option<String>,
-    /// A bounded prefix of the response body.
-    pub response_prefix: Option<String>,
-}
-
-/// Whether a completion took effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Completion {
-    /// The job moved on.
-    Recorded,
-    /// The lease had been taken over: the attempt is recorded, the job is untouched.
-    Stale,
-}
-
-/// Which finished jobs a replay makes `pending` again.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReplayFilter {
-    /// Only this source.
-    pub source: Option<String>,
-    /// Only this event identity.
-    pub identity: Option<String>,
-    /// Only this destination.
-    pub destination: Option<String>,
-    /// Only jobs in this state (one of the replayable ones); default `dead`.
-    pub state: Option<JobState>,
-    /// Only events received at or after this time.
-    pub since: Option<UnixTime>,
-    /// Only events received before this time.
-    pub until: Option<UnixTime>,
-}
 
 /// Claims up to `limit` due jobs at `now_ms` for `lease`. A job is due when it is pending or
 /// retrying and its time (kept in milliseconds) has come, or running with an expired lease. Jobs of disabled

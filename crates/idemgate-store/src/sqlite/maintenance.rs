@@ -10,38 +10,17 @@
 use std::{
     fs::File,
     path::{Path, PathBuf},
-    time::Duration,
 };
 
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
-use crate::{StoreError, StoreOptions, lock::WriterLock, migrations, model::cutoff, sqlite::open_connection};
-
-/// How long one source's receipts and payloads are kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Retention {
-    /// The source id.
-    pub source: String,
-    /// Receipts (and their events, jobs, attempts and body receipts) older than this may
-    /// be purged.
-    pub receipts: Duration,
-    /// Payload bytes of finished events older than this are dropped.
-    pub payloads: Duration,
-}
-
-/// What a purge removed (or, in a dry run, would remove).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PurgeReport {
-    /// Receipts deleted.
-    pub receipts: usize,
-    /// Events deleted with their jobs and attempts.
-    pub events: usize,
-    /// Payloads dropped from events that stay.
-    pub payloads: usize,
-    /// Conflict records deleted with their receipts' age.
-    pub conflicts: usize,
-}
+use super::{StoreOptions, lock::WriterLock, migrations, open_connection};
+use crate::{
+    StoreError,
+    maintenance::{PurgeReport, Retention},
+    model::cutoff,
+};
 
 /// Events of `?1` received before `?2` whose jobs are all finished and that hold no
 /// ordering version.
@@ -243,7 +222,7 @@ fn io_reason(err: &std::io::Error) -> &'static str {
     }
 }
 
-impl crate::SqliteStore {
+impl super::SqliteStore {
     /// [`purge`] on the writer, committed.
     pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
         self.write(move |conn| purge(conn, now, &policies)).await

@@ -1,6 +1,15 @@
-//! What both backends share below their SQL: turning stored values back into domain
+//! The backend-neutral root: the values the store takes and returns (one module per
+//! concept, public through the crate root as `idemgate_store::jobs`, `::inbox`, …), and
+//! what both backends share below their SQL: turning stored values back into domain
 //! values, bounding what is kept, and reading an idempotency record for core's decision.
 //! Each backend imports this root, never the other backend's modules.
+
+pub mod idempotency;
+pub mod inbox;
+pub mod jobs;
+pub mod maintenance;
+pub(crate) mod receive;
+pub mod views;
 
 use std::time::Duration;
 
@@ -11,11 +20,11 @@ use idemgate_core::{
 };
 use serde_json::Value;
 
-use crate::{
-    StoreError,
+use self::{
     idempotency::{Begin, StoredResponse},
     jobs::{MAX_ATTEMPT_TEXT, ReplayFilter},
 };
+use crate::StoreError;
 
 /// An attempt's text cut to [`MAX_ATTEMPT_TEXT`] characters.
 pub(crate) fn bounded(text: Option<&str>) -> Option<String> {

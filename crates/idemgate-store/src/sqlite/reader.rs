@@ -5,39 +5,13 @@ use std::path::Path;
 
 use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde_json::Value;
 
-use crate::{StoreError, StoreOptions, migrations, model::parse_result, sqlite::open_connection};
-
-/// A stored receipt: the durable record that an event was processed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Receipt {
-    /// (source, identity).
-    pub key: ReceiptKey,
-    /// SHA-256 of the raw bytes first applied.
-    pub body_hash: BodyHash,
-    /// The outcome recorded with it (`applied`).
-    pub outcome: String,
-    /// The result the handler produced the first time.
-    pub result: Value,
-    /// When the first delivery arrived.
-    pub received_at: UnixTime,
-}
-
-/// A conflicting repeat: same identity as a receipt, other bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConflictRecord {
-    /// (source, identity) of the receipt it contradicts.
-    pub key: ReceiptKey,
-    /// SHA-256 of the conflicting bytes.
-    pub body_hash: BodyHash,
-    /// First and last time these bytes were seen.
-    pub first_seen_at: UnixTime,
-    /// See `first_seen_at`.
-    pub last_seen_at: UnixTime,
-    /// How many deliveries carried these bytes.
-    pub seen_count: u64,
-}
+use super::{StoreOptions, inbox, migrations, open_connection};
+use crate::{
+    ConflictRecord, Receipt, StoreError,
+    inbox::{JobRecord, StoredEvent},
+    model::parse_result,
+};
 
 /// A read-only view of an existing store file.
 #[derive(Debug)]
@@ -61,7 +35,7 @@ impl SqliteReader {
         Ok(Self { conn })
     }
 
-    /// The read connection, for the [`crate::views`].
+    /// The read connection, for the [`super::views`].
     #[must_use]
     pub fn connection(&self) -> &Connection {
         &self.conn
@@ -86,13 +60,13 @@ impl SqliteReader {
     }
 
     /// The event stored under `key` by the gateway's inbox, if any.
-    pub fn event(&self, key: &ReceiptKey) -> Result<Option<crate::inbox::StoredEvent>, StoreError> {
-        crate::inbox::event(&self.conn, key)
+    pub fn event(&self, key: &ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+        inbox::event(&self.conn, key)
     }
 
     /// The delivery jobs of the event stored under `key`.
-    pub fn jobs(&self, key: &ReceiptKey) -> Result<Vec<crate::inbox::JobRecord>, StoreError> {
-        crate::inbox::jobs(&self.conn, key)
+    pub fn jobs(&self, key: &ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+        inbox::jobs(&self.conn, key)
     }
 
     /// How many jobs are in each state.

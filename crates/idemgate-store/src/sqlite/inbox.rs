@@ -1,12 +1,13 @@
 //! The gateway's inbox: an accepted event and one delivery job per destination, written
 //! inside the receipt's transaction so that a receipt never exists without its work.
 
-use std::sync::Arc;
-
 use idemgate_core::{ReceiptKey, UnixTime, job::JobState};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::StoreError;
+use crate::{
+    StoreError,
+    inbox::{JobRecord, Ordering, StoredEvent, Version},
+};
 
 /// An event to keep until every destination has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,63 +28,6 @@ pub struct NewEvent<'a> {
     pub ordering: Option<&'a Ordering>,
     /// When it arrived.
     pub received_at: UnixTime,
-}
-
-/// A gateway event as offered to [`crate::Store::accept`], owned so that it can move to
-/// whichever backend stores it. The receipt's key, hash and time come with the
-/// [`crate::ReceiveRequest`].
-#[derive(Debug, Clone)]
-pub struct IncomingEvent {
-    /// The result stored with the receipt and returned to every repeat.
-    pub result: serde_json::Value,
-    /// The `webhook-id` destinations get for this event, fixed here for good; `None`: the
-    /// identity itself.
-    pub outgoing_id: Option<String>,
-    /// The event type, when the source names where it is.
-    pub event_type: Option<String>,
-    /// The original `Content-Type`.
-    pub content_type: Option<String>,
-    /// The original headers on the source's allowlist.
-    pub headers: Vec<(String, String)>,
-    /// The raw body bytes exactly as received.
-    pub body: bytes::Bytes,
-    /// The ordering key and version, when the source has a guard and the event has both.
-    pub ordering: Option<Ordering>,
-    /// One job is stored for each.
-    pub destinations: Arc<[String]>,
-    /// Set when a first delivery must be refused (say, an event type the source does not
-    /// accept). It applies only when no receipt exists, so that a repeat of an event
-    /// accepted earlier is still answered as a duplicate.
-    pub refusal: Option<&'static str>,
-}
-
-/// Where an event stands among the events of its ordering key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ordering {
-    /// E.g. the id of the object the event is about.
-    pub key: String,
-    /// E.g. the object's `updated` timestamp or sequence number.
-    pub version: Version,
-}
-
-/// An ordering version: integers compare numerically, strings lexicographically (so
-/// RFC 3339 timestamps of one format compare in time order). The two never compare.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Version {
-    /// A JSON integer.
-    Int(i64),
-    /// A JSON string.
-    Text(String),
-}
-
-impl Version {
-    fn is_older_than(&self, seen: &Version) -> bool {
-        match (self, seen) {
-            (Self::Int(a), Self::Int(b)) => a < b,
-            (Self::Text(a), Self::Text(b)) => a < b,
-            _ => false,
-        }
-    }
 }
 
 /// What became of an accepted event.
@@ -169,36 +113,6 @@ fn advance_version(
         params![source, ordering.key, int, text, event_id],
     )?;
     Ok(true)
-}
-
-/// A stored event as the operator sees it (the body is not included).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredEvent {
-    /// The event's row id.
-    pub id: i64,
-    /// The event type, if the source names one.
-    pub event_type: Option<String>,
-    /// The original content type.
-    pub content_type: Option<String>,
-    /// Length of the stored body.
-    pub body_len: usize,
-    /// When it arrived.
-    pub received_at: UnixTime,
-}
-
-/// A delivery job's current state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobRecord {
-    /// The job's row id.
-    pub id: i64,
-    /// The destination it delivers to.
-    pub destination: String,
-    /// `pending`, `running`, `succeeded`, `retrying`, `dead` or `superseded`.
-    pub state: String,
-    /// Attempts made so far.
-    pub attempts: u32,
-    /// When the next attempt is due.
-    pub next_attempt_at: UnixTime,
 }
 
 /// The event stored under `key`, if any.

@@ -1,0 +1,54 @@
+//! The values of an `Idempotency-Key` record: where it lives, what `begin` found, the
+//! response kept for replay, and how long locks and records last.
+
+use std::time::Duration;
+
+/// Where a record lives: the caller's scope (from configuration) and the client's key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RecordKey {
+    /// The caller, e.g. a hash of its credentials; one caller never sees another's records.
+    pub scope: String,
+    /// The client's `Idempotency-Key`.
+    pub key: String,
+}
+
+/// A response kept for replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// The original status.
+    pub status: u16,
+    /// The configured response headers, as sent.
+    pub headers: Vec<(String, String)>,
+    /// The original body, unless it was over the size limit.
+    pub body: Vec<u8>,
+    /// True when the body was too large to keep: the replay has an empty body.
+    pub body_omitted: bool,
+}
+
+/// What `begin` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begin {
+    /// No live record: this request holds the lock with `token` and should run.
+    Proceed {
+        /// The fencing token for `complete` and `release`.
+        token: i64,
+    },
+    /// A completed record with the same fingerprint: replay it.
+    Replay(StoredResponse),
+    /// Another request holds the lock for about this much longer.
+    InFlight {
+        /// Time left on the lock.
+        retry_after: Duration,
+    },
+    /// The key was used for a request with another fingerprint.
+    Mismatch,
+}
+
+/// How long a lock holds and how long a record lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifetimes {
+    /// The `in_flight` lock's duration.
+    pub lock: Duration,
+    /// How long a record is kept after it was created.
+    pub retention: Duration,
+}
