@@ -68,14 +68,6 @@ pub enum StoreError {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// The operation exists only on the other backend (e.g. a file backup on PostgreSQL).
-    #[error("not supported by the {backend} store: {operation}")]
-    Unsupported {
-        /// `sqlite` or `postgres`.
-        backend: &'static str,
-        /// What was asked for.
-        operation: &'static str,
-    },
 }
 
 /// What kind of failure a [`StoreError`] is, the same for both backends, so that callers

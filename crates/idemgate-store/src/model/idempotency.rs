@@ -1,5 +1,12 @@
-//! The values of an `Idempotency-Key` record: where it lives, what `begin` found, the
-//! response kept for replay, and how long locks and records last.
+//! Idempotency records, the store behind the `Idempotency-Key` layer: where a record
+//! lives, what `begin` found, the response kept for replay, and how long locks and
+//! records last.
+//!
+//! A record is unique on (scope, key) by its primary key. `begin` either creates an
+//! `in_flight` record holding a lock with an expiry, or reports what exists: the stored
+//! response, a lock still held, or a fingerprint mismatch. A lock that expired is taken
+//! over with a new `lock_token`; `complete` and `release` name the token they were given
+//! and change nothing once it is stale, so a late holder cannot overwrite the newer one.
 
 use std::time::Duration;
 

@@ -1,5 +1,16 @@
 //! The delivery queue's values: a claimed job, the record of one attempt, whether a
 //! completion took effect, and which finished jobs a replay selects.
+//!
+//! The queue's rules, the same on both backends: a job is due when it is pending or
+//! retrying and its time (kept in milliseconds) has come, or running with an expired
+//! lease; jobs of disabled destinations wait, and for destinations delivered in order
+//! (FIFO) only the oldest unfinished job of each ordering key is due. A claim bumps the
+//! job's `lease_token`; a completion names the token it was given and changes the job only
+//! if the token is still current and the job still `running`, so a worker whose lease
+//! expired and was taken over cannot overwrite the newer attempt. A retry is due at the
+//! completion's time plus its delay, to the millisecond. A replay makes finished jobs
+//! `pending` again with a fresh schedule; the event, its identity and so its `webhook-id`
+//! stay the same.
 
 use std::time::Duration;
 

@@ -1,5 +1,10 @@
-//! Retention's values: how long a source's receipts and payloads are kept, and what a
-//! purge removed.
+//! Retention: how long a source's receipts and payloads are kept, and what a purge removed.
+//!
+//! A receipt is what makes a late redelivery a harmless duplicate, so it is kept at least
+//! as long as its source can redeliver, and never while its event still has work to do.
+//! Payloads may go sooner: the receipt (identity and hash) stays, the event can no longer
+//! be replayed. An event that holds the newest version of an ordering key is kept, or an
+//! older event of that key could be delivered after it.
 
 use std::time::Duration;
 

@@ -15,16 +15,16 @@ use crate::{
 };
 
 impl PgStore {
-    /// Starts (or looks up) the operation named by `record` at `now_ms`; see
-    /// [`crate::idempotency::begin`].
+    /// Starts (or looks up) the operation named by `record` at `now_ms`, by the rules of
+    /// [`crate::idempotency`].
     pub async fn begin_idempotent(
         &self,
-        record: &RecordKey,
-        fingerprint: &Fingerprint,
+        record: RecordKey,
+        fingerprint: Fingerprint,
         now_ms: i64,
         lifetimes: Lifetimes,
     ) -> Result<Begin, StoreError> {
-        retrying(|| self.try_begin(record, fingerprint, now_ms, lifetimes)).await
+        retrying(|| self.try_begin(&record, &fingerprint, now_ms, lifetimes)).await
     }
 
     async fn try_begin(
@@ -93,9 +93,9 @@ impl PgStore {
     /// Stores `response` for `record` if `token` still holds the lock. Returns whether it did.
     pub async fn complete_idempotent(
         &self,
-        record: &RecordKey,
+        record: RecordKey,
         token: i64,
-        response: &StoredResponse,
+        response: StoredResponse,
     ) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let changed = client
@@ -118,7 +118,7 @@ impl PgStore {
     }
 
     /// Forgets `record` if `token` still holds its lock, so the key can be used again.
-    pub async fn release_idempotent(&self, record: &RecordKey, token: i64) -> Result<bool, StoreError> {
+    pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let changed = client
             .execute(

@@ -37,14 +37,14 @@ const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_
       AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)";
 
 impl PgStore {
-    /// Claims up to `limit` due jobs at `now_ms` for `lease`; see [`crate::jobs::claim`] for
-    /// what is due. Jobs locked by another claim in progress are skipped, not waited for.
+    /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of
+    /// [`crate::jobs`]. Jobs locked by another claim in progress are skipped, not waited for.
     pub async fn claim_jobs(
         &self,
         now_ms: i64,
         lease: Duration,
         limit: usize,
-        fifo: &[String],
+        fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
         let client = self.client().await?;
         let claim = client
@@ -98,19 +98,31 @@ impl PgStore {
         Ok(claimed)
     }
 
+    /// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current:
+    /// [`Self::complete_jobs`] for one.
+    pub async fn complete_job(
+        &self,
+        job: ClaimedJob,
+        attempt: AttemptRecord,
+        decision: Decision,
+        now_ms: i64,
+    ) -> Result<Completion, StoreError> {
+        Ok(self.complete_jobs(vec![(job, attempt, decision)], now_ms).await?.pop().unwrap_or(Completion::Stale))
+    }
+
     /// Records each finished attempt and moves its job as its decision says, if the job's
-    /// lease is current; see [`crate::jobs::complete`]. One statement for all of them: the
-    /// attempts, the disabling of destinations that answered `410`, and the fenced job
-    /// updates, in one round trip and one commit. Completions come back in input order.
+    /// lease is current. One statement for all of them: the attempts, the disabling of
+    /// destinations that answered `410`, and the fenced job updates, in one round trip and
+    /// one commit. Completions come back in input order.
     pub async fn complete_jobs(
         &self,
-        finished: &[(ClaimedJob, AttemptRecord, Decision)],
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
         if finished.is_empty() {
             return Ok(Vec::new());
         }
-        let columns = Columns::of(finished, now_ms);
+        let columns = Columns::of(&finished, now_ms);
         let now = UnixTime(second_of(now_ms));
         let recorded = retrying(|| self.try_complete(&columns, now)).await?;
         Ok(finished
@@ -174,7 +186,7 @@ impl PgStore {
     }
 
     /// Re-enables `destination`; its waiting jobs become due at once. Returns whether it was disabled.
-    pub async fn enable_destination(&self, destination: &str, now: UnixTime) -> Result<bool, StoreError> {
+    pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let changed = tx
@@ -195,7 +207,7 @@ impl PgStore {
     }
 
     /// How many jobs `filter` selects now.
-    pub async fn count_replayable(&self, filter: &ReplayFilter) -> Result<usize, StoreError> {
+    pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
         let bindings = filter.bindings()?;
         let client = self.client().await?;
         let row =
@@ -204,9 +216,9 @@ impl PgStore {
         Ok(usize::try_from(count).unwrap_or(0))
     }
 
-    /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; see
-    /// [`crate::jobs::replay`].
-    pub async fn replay_jobs(&self, filter: &ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+    /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; returns
+    /// how many.
+    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
         let bindings = filter.bindings()?;
         let client = self.client().await?;
         let changed = client
@@ -222,20 +234,20 @@ impl PgStore {
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
-    /// The ids of the jobs `filter` selects now; see [`crate::jobs::replayable`].
-    pub async fn replayable(&self, filter: &ReplayFilter) -> Result<Vec<i64>, StoreError> {
+    /// The ids of the jobs `filter` selects now, in id order: a bulk replay's set, taken once.
+    pub async fn replayable(&self, filter: ReplayFilter) -> Result<Vec<i64>, StoreError> {
         let bindings = filter.bindings()?;
         let client = self.client().await?;
         let rows = client.query(&format!("{MATCHING} ORDER BY j.id"), &with(&bindings, &[])).await?;
         rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
     }
 
-    /// Makes those of `ids` that `filter` still selects `pending` again; see
-    /// [`crate::jobs::replay_selected`].
+    /// Makes those of `ids` that `filter` still selects `pending` again; one that was
+    /// replayed and has not finished since is left alone.
     pub async fn replay_selected(
         &self,
-        filter: &ReplayFilter,
-        ids: &[i64],
+        filter: ReplayFilter,
+        ids: Vec<i64>,
         now: UnixTime,
     ) -> Result<usize, StoreError> {
         let bindings = filter.bindings()?;

@@ -16,8 +16,8 @@ use crate::{
 impl PgStore {
     /// Offers one delivery of a gateway event: exactly one of applied / duplicate /
     /// conflict / refused / failed, known once the commit is durable.
-    pub async fn accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Outcome {
-        match retrying(|| self.try_accept(request, event)).await {
+    pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        match retrying(|| self.try_accept(&request, &event)).await {
             Ok(outcome) => outcome,
             Err(err) => {
                 let key = &request.key;

@@ -1,10 +1,6 @@
-//! Idempotency records: the store behind the `Idempotency-Key` layer.
-//!
-//! A record is unique on (scope, key) by its primary key. `begin` either creates an
-//! `in_flight` record holding a lock with an expiry, or reports what exists: the stored
-//! response, a lock still held, or a fingerprint mismatch. A lock that expired is taken
-//! over with a new `lock_token`; `complete` and `release` name the token they were given
-//! and change nothing once it is stale, so a late holder cannot overwrite the newer one.
+//! `Idempotency-Key` records on SQLite, by the rules of [`crate::idempotency`]: each
+//! operation runs on the writer, so a lookup and the insert or take-over that follows it
+//! are one step.
 
 use idemgate_core::idempotency::Fingerprint;
 use rusqlite::{Connection, OptionalExtension, params};

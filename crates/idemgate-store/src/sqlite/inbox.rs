@@ -1,12 +1,14 @@
 //! The gateway's inbox: an accepted event and one delivery job per destination, written
 //! inside the receipt's transaction so that a receipt never exists without its work.
 
-use idemgate_core::{ReceiptKey, UnixTime, job::JobState};
+use idemgate_core::{Outcome, ReceiptKey, UnixTime, job::JobState};
 use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
 
+use super::SqliteStore;
 use crate::{
-    StoreError,
-    inbox::{JobRecord, Ordering, StoredEvent, Version},
+    HandlerError, ReceiveRequest, StoreError,
+    inbox::{IncomingEvent, JobRecord, Ordering, StoredEvent, Version},
 };
 
 /// An event to keep until every destination has it.
@@ -80,6 +82,45 @@ pub fn accept_event(
         insert.execute(params![event_id, destination, state.as_str(), event.received_at.0])?;
     }
     Ok(AcceptedEvent { event_id, superseded })
+}
+
+impl SqliteStore {
+    /// Offers one gateway delivery: the receipt, the event and one job per destination,
+    /// or the receipt found (duplicate or conflict); see [`crate::Store::accept`].
+    pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        let key = request.key.clone();
+        let received_at = request.received_at;
+        self.receive(request, move |conn| store_event(conn, &key, received_at, event)).await
+    }
+}
+
+/// The gateway's effect, on the writer thread inside the receipt's savepoint.
+fn store_event(
+    conn: &Connection,
+    key: &ReceiptKey,
+    received_at: UnixTime,
+    event: IncomingEvent,
+) -> Result<Value, HandlerError> {
+    if let Some(reason) = event.refusal {
+        return Err(HandlerError::Refused(reason));
+    }
+    let new = NewEvent {
+        key,
+        outgoing_id: event.outgoing_id.as_deref(),
+        event_type: event.event_type.as_deref(),
+        content_type: event.content_type.as_deref(),
+        headers: &event.headers,
+        body: &event.body,
+        ordering: event.ordering.as_ref(),
+        received_at,
+    };
+    let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
+    // Only the rare superseded case is logged here, on the writer thread; every outcome is
+    // logged and counted by the inbound pipeline once the commit has returned.
+    if accept_event(conn, &new, &destinations)?.superseded {
+        tracing::info!(source = %key.source, identity = %key.identity, "older than its ordering key's newest version: superseded");
+    }
+    Ok(event.result)
 }
 
 /// Records `ordering` as the newest version of its key unless a newer one was seen;

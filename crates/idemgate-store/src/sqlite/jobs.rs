@@ -1,9 +1,7 @@
-//! The delivery queue: claiming due jobs under a lease, completing them with fencing,
-//! replaying finished ones, and disabling destinations that answered `410 Gone`.
-//!
-//! A claim bumps the job's `lease_token`; a completion names the token it was given and
-//! changes the job only if the token is still current and the job still `running`. A worker
-//! whose lease expired and was taken over therefore cannot overwrite the newer attempt.
+//! The delivery queue on SQLite: claiming due jobs under a lease, completing them with
+//! fencing, replaying finished ones, and disabling destinations that answered `410 Gone`,
+//! by the rules of [`crate::jobs`]. Claims and completions run on the writer, so no two
+//! claims in this process overlap; across processes, `BEGIN IMMEDIATE` serialises them.
 
 use std::time::Duration;
 
@@ -259,6 +257,16 @@ impl SqliteStore {
     /// [`replay`] on the writer, for up to `limit` jobs.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
         self.write(move |conn| replay(conn, &filter, now, limit)).await
+    }
+
+    /// [`replayable`] on a read connection.
+    pub async fn replayable(&self, filter: ReplayFilter) -> Result<Vec<i64>, StoreError> {
+        self.read(move |r| replayable(r.connection(), &filter)).await
+    }
+
+    /// [`count_replayable`] on a read connection.
+    pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
+        self.read(move |r| count_replayable(r.connection(), &filter)).await
     }
 
     /// [`replay_selected`] on the writer.

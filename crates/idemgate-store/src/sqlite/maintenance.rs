@@ -1,11 +1,7 @@
-//! Keeping the store the right size and safe: retention (what may be forgotten, and when)
-//! and consistent backups.
-//!
-//! A receipt is what makes a late redelivery a harmless duplicate, so it is kept at least
-//! as long as its source can redeliver, and never while its event still has work to do.
-//! Payloads may go sooner: the receipt (identity and hash) stays, the event can no longer
-//! be replayed. An event that holds the newest version of an ordering key is kept, or an
-//! older event of that key could be delivered after it.
+//! Keeping the SQLite file the right size and safe: retention purges by the rules of
+//! [`crate::maintenance`], consistent backups (`VACUUM INTO`), the restore, and seeding a
+//! large store for benchmarks. These work on the file itself, so they also run without a
+//! server (the command line), under the writers' lock.
 
 use std::{
     fs::File,
@@ -226,6 +222,15 @@ impl super::SqliteStore {
     /// [`purge`] on the writer, committed.
     pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
         self.write(move |conn| purge(conn, now, &policies)).await
+    }
+
+    /// What [`Self::purge`] would remove, counted on a connection of its own ([`purge_file`],
+    /// dry run) and rolled back.
+    pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+        let path = self.path().to_owned();
+        tokio::task::spawn_blocking(move || purge_file(&path, now, &policies, true))
+            .await
+            .map_err(|_| StoreError::Unavailable)?
     }
 }
 

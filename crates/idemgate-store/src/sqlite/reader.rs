@@ -6,7 +6,7 @@ use std::path::Path;
 use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{StoreOptions, inbox, migrations, open_connection};
+use super::{SqliteStore, StoreOptions, inbox, migrations, open_connection};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
@@ -94,6 +94,44 @@ impl SqliteReader {
         )?;
         let rows = stmt.query_map(params![source.as_str()], |row| Ok(conflict_from_row(row)))?;
         rows.map(|row| row?).collect()
+    }
+}
+
+/// The reads of [`crate::Store`], each on a fresh read connection off the async threads.
+impl SqliteStore {
+    /// The receipt for `key`, if any.
+    pub async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        self.read(move |r| r.receipt(&key)).await
+    }
+
+    /// Every receipt of `source`, ordered by identity.
+    pub async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
+        self.read(move |r| r.receipts(&source)).await
+    }
+
+    /// Every recorded conflict of `source`, ordered by identity.
+    pub async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
+        self.read(move |r| r.conflicts(&source)).await
+    }
+
+    /// The event stored under `key`, if any.
+    pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+        self.read(move |r| r.event(&key)).await
+    }
+
+    /// The jobs of the event stored under `key`, by destination.
+    pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+        self.read(move |r| r.jobs(&key)).await
+    }
+
+    /// How many jobs are in each state.
+    pub async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read(SqliteReader::job_states).await
+    }
+
+    /// When the oldest job still waiting to be delivered was created.
+    pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
+        self.read(SqliteReader::oldest_waiting_job).await
     }
 }
 

@@ -4,6 +4,7 @@
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
+use super::SqliteStore;
 use crate::{
     StoreError,
     views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
@@ -151,4 +152,37 @@ pub fn stats(conn: &Connection, since: Option<UnixTime>) -> Result<Vec<SourceSta
         )?;
     }
     Ok(all)
+}
+
+/// The views of [`crate::Store`], each on a fresh read connection off the async threads.
+impl SqliteStore {
+    /// [`list_events`] on a read connection.
+    pub async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
+        self.read(move |r| list_events(r.connection(), &filter)).await
+    }
+
+    /// [`attempts`] on a read connection.
+    pub async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
+        self.read(move |r| attempts(r.connection(), &source, &identity)).await
+    }
+
+    /// [`dead_jobs`] on a read connection.
+    pub async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
+        self.read(move |r| dead_jobs(r.connection(), limit)).await
+    }
+
+    /// [`recent_conflicts`] on a read connection.
+    pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
+        self.read(move |r| recent_conflicts(r.connection(), limit)).await
+    }
+
+    /// [`destinations`] on a read connection.
+    pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
+        self.read(|r| destinations(r.connection())).await
+    }
+
+    /// [`stats`] on a read connection.
+    pub async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
+        self.read(move |r| stats(r.connection(), since)).await
+    }
 }

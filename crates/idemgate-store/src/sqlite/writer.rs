@@ -185,6 +185,18 @@ impl SqliteStore {
         SqliteReader::open_with(&self.path, &self.options)
     }
 
+    /// Runs `read` on a fresh read connection, off the async threads.
+    pub(crate) async fn read<T, F>(&self, read: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&SqliteReader) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (path, options) = (self.path.clone(), self.options);
+        tokio::task::spawn_blocking(move || read(&SqliteReader::open_with(&path, &options)?))
+            .await
+            .map_err(|_| StoreError::Unavailable)?
+    }
+
     /// Stops accepting work, lets the writer finish what is queued, and waits for it.
     pub async fn close(mut self) {
         let writer = self.writer.take();
