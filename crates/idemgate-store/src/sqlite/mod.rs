@@ -16,6 +16,7 @@ mod lock;
 pub mod maintenance;
 mod migrations;
 mod reader;
+mod receive;
 pub mod views;
 mod writer;
 

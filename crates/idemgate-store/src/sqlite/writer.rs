@@ -1,9 +1,15 @@
-//! The writer: one thread that owns the write connection and executes work from a channel.
+//! The writer: one thread that owns the write connection and commits what callers submit
+//! through a bounded queue.
 //!
 //! Funnelling every write through one owner serialises receipts in this process without
-//! locks in the callers, and gives a single place where many deliveries can later share
-//! one transaction and one flush (group commit). Across processes, `BEGIN IMMEDIATE` and
-//! the primary key keep the same guarantee.
+//! locks in the callers, and gives one place where many deliveries share one transaction
+//! and one flush (group commit). Across processes, `BEGIN IMMEDIATE` and the primary key
+//! keep the same guarantee.
+//!
+//! A caller's [`Submission`] is either a [`QueuedDelivery`] (a delivery and its handler)
+//! or a [`QueuedWrite`] (any other write, such as a queue move). The writer takes what is
+//! waiting as one [`Batch`], runs each member on its own savepoint, holds each member's
+//! [`HeldAnswer`] until the commit has returned, and only then answers them all.
 
 use std::{
     panic::{AssertUnwindSafe, catch_unwind},
@@ -16,60 +22,78 @@ use std::{
     time::{Duration, Instant},
 };
 
-use idemgate_core::{
-    Outcome, ReceiptKey,
-    outcome::{FailureCause, Repeat},
-};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use idemgate_core::{Outcome, ReceiptKey, outcome::FailureCause};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{SqliteReader, StoreOptions, lock::WriterLock, migrations, open_connection};
-use crate::{
-    HandlerError, ReceiveRequest, StoreError,
-    model::{conflict_not_recorded, parse_result},
+use super::{
+    SqliteReader, StoreOptions,
+    lock::WriterLock,
+    migrations, open_connection,
+    receive::{failed, receive_in_savepoint},
 };
+use crate::{HandlerError, ReceiveRequest, StoreError, model::conflict_not_recorded};
 
 /// The effect of a first delivery, run inside the receipt's transaction. Whatever it
 /// writes through the connection commits together with the receipt, or not at all.
 pub type Handler = Box<dyn FnOnce(&Connection) -> Result<Value, HandlerError> + Send>;
-/// Other write work (queue moves, idempotency records, an application's own tables). It
-/// runs on its own savepoint of the batch's transaction, or is aborted if the batch cannot
-/// run it; either way its caller is answered once the batch's fate is known.
-trait WriteJob: Send {
-    /// Runs the work; says whether it succeeded, and returns how to answer its caller
-    /// given whether its changes are durable.
-    fn run(self: Box<Self>, conn: &Connection) -> (bool, Finish);
+
+/// What a caller puts on the writer's queue.
+enum Submission {
+    /// A delivery to receive.
+    Delivery(QueuedDelivery),
+    /// Any other write.
+    Write(Box<dyn QueuedWrite>),
+}
+
+/// A delivery waiting for its batch: the request, the handler of its first delivery, and
+/// where its outcome goes.
+struct QueuedDelivery {
+    request: ReceiveRequest,
+    handler: Handler,
+    reply: oneshot::Sender<Outcome>,
+}
+
+/// A write waiting for its batch (queue moves, idempotency records, an application's own
+/// tables), its result type hidden. It runs on its own savepoint of the batch's
+/// transaction, or is aborted if the batch cannot run it; either way its caller is
+/// answered once the batch's fate is known.
+trait QueuedWrite: Send {
+    /// Runs the write; says whether it succeeded, and returns the reply that answers its
+    /// caller once the batch's fate is known.
+    fn run(self: Box<Self>, conn: &Connection) -> (bool, WriteReply);
     /// Answers the caller without running.
     fn abort(self: Box<Self>);
 }
 
-type Write = Box<dyn WriteJob>;
-/// Sends a write's answer; called with whether its changes are durable.
-type Finish = Box<dyn FnOnce(bool) + Send>;
+/// Sends a write's result to its caller; called with whether its changes are durable.
+type WriteReply = Box<dyn FnOnce(bool) + Send>;
 
-struct Job<F, T> {
-    work: F,
+/// The one [`QueuedWrite`]: a closure on the write connection, and the channel its
+/// result goes to.
+struct WriteFn<F, T> {
+    write: F,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
-impl<F, T, E> WriteJob for Job<F, T>
+impl<F, T, E> QueuedWrite for WriteFn<F, T>
 where
     F: FnOnce(&Connection) -> Result<T, E> + Send,
     T: Send + 'static,
     E: Into<StoreError>,
 {
-    fn run(self: Box<Self>, conn: &Connection) -> (bool, Finish) {
-        let Job { work, reply } = *self;
-        let result = work(conn).map_err(Into::into);
+    fn run(self: Box<Self>, conn: &Connection) -> (bool, WriteReply) {
+        let WriteFn { write, reply } = *self;
+        let result = write(conn).map_err(Into::into);
         let succeeded = result.is_ok();
-        let finish: Finish = Box::new(move |durable| {
+        let reply: WriteReply = Box::new(move |durable| {
             let _ = reply.send(match result {
                 Ok(_) if !durable => Err(StoreError::NotCommitted),
                 other => other,
             });
         });
-        (succeeded, finish)
+        (succeeded, reply)
     }
 
     fn abort(self: Box<Self>) {
@@ -77,16 +101,22 @@ where
     }
 }
 
-enum Command {
-    Receive(Work),
-    Write(Write),
+/// The submissions the writer commits together, in one transaction.
+type Batch = Vec<Submission>;
+
+/// A batch member's answer, held until the batch's commit has returned.
+enum HeldAnswer {
+    /// A delivery's outcome as its savepoint left it, for the delivery of `key`.
+    Delivery { reply: oneshot::Sender<Outcome>, outcome: Outcome, key: ReceiptKey },
+    /// A write's reply, and whether its savepoint was released into the transaction.
+    Write { reply: WriteReply, released: bool },
 }
 
 /// The SQLite store's write side. Cheap to share behind an `Arc`; dropping the last handle
-/// (or [`SqliteStore::close`]) stops the writer after the work already queued.
+/// (or [`SqliteStore::close`]) stops the writer after what is already queued.
 #[derive(Debug)]
 pub struct SqliteStore {
-    commands: mpsc::Sender<Command>,
+    queue: mpsc::Sender<Submission>,
     writer: Option<thread::JoinHandle<()>>,
     path: PathBuf,
     options: StoreOptions,
@@ -104,23 +134,23 @@ impl SqliteStore {
         let lock = WriterLock::shared(path)?;
         let mut conn = open_connection(path, true, &options)?;
         migrations::migrate(&mut conn)?;
-        let (commands, inbox) = mpsc::channel(options.queue_capacity.max(1));
+        let (queue, submitted) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
         let writer_stats = Arc::clone(&stats);
         let writer = thread::Builder::new()
             .name("idemgate-sqlite-writer".into())
             .spawn(move || {
-                run_writer(conn, inbox, options, &writer_stats);
+                run_writer(conn, submitted, options, &writer_stats);
                 drop(lock);
             })
             .map_err(|_| StoreError::Unavailable)?;
-        Ok(Self { commands, writer: Some(writer), path: path.to_owned(), options, stats })
+        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats })
     }
 
-    /// Commands waiting for the writer right now.
+    /// Submissions (deliveries and writes) waiting for the writer right now.
     #[must_use]
     pub fn queued(&self) -> usize {
-        self.commands.max_capacity() - self.commands.capacity()
+        self.queue.max_capacity() - self.queue.capacity()
     }
 
     /// What the writer has committed so far.
@@ -151,26 +181,26 @@ impl SqliteStore {
     /// [`Self::receive`] for a handler that is already boxed (no second box).
     pub(crate) async fn receive_boxed(&self, request: ReceiveRequest, handler: Handler) -> Outcome {
         let (reply, answer) = oneshot::channel();
-        let command = Command::Receive(Work { request, handler, reply });
+        let delivery = Submission::Delivery(QueuedDelivery { request, handler, reply });
         let unavailable = Outcome::Failed { cause: FailureCause::Unavailable };
-        if self.commands.send(command).await.is_err() {
+        if self.queue.send(delivery).await.is_err() {
             return unavailable;
         }
         answer.await.unwrap_or(unavailable)
     }
 
-    /// Runs `work` on the writer connection, e.g. to create an application's tables at
-    /// start-up. It commits with the writer's current batch if `work` returns `Ok`, and is
+    /// Runs `write` on the writer connection, e.g. to create an application's tables at
+    /// start-up. It commits with the writer's current batch if `write` returns `Ok`, and is
     /// rolled back alone if it returns an error; the answer comes once the commit is durable.
-    pub async fn write<T, E, F>(&self, work: F) -> Result<T, StoreError>
+    pub async fn write<T, E, F>(&self, write: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         E: Into<StoreError>,
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let job: Write = Box::new(Job { work, reply });
-        self.commands.send(Command::Write(job)).await.map_err(|_| StoreError::Unavailable)?;
+        let write = Submission::Write(Box::new(WriteFn { write, reply }));
+        self.queue.send(write).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
@@ -197,7 +227,7 @@ impl SqliteStore {
             .map_err(|_| StoreError::Unavailable)?
     }
 
-    /// Stops accepting work, lets the writer finish what is queued, and waits for it.
+    /// Stops taking submissions, lets the writer finish what is queued, and waits for it.
     pub async fn close(mut self) {
         let writer = self.writer.take();
         drop(self);
@@ -226,28 +256,26 @@ impl WriterStats {
     }
 }
 
-/// One delivery waiting for its batch.
-struct Work {
-    request: ReceiveRequest,
-    handler: Handler,
-    reply: oneshot::Sender<Outcome>,
-}
-
-fn run_writer(mut conn: Connection, mut inbox: mpsc::Receiver<Command>, options: StoreOptions, stats: &WriterStats) {
-    while let Some(first) = inbox.blocking_recv() {
+fn run_writer(
+    mut conn: Connection,
+    mut submitted: mpsc::Receiver<Submission>,
+    options: StoreOptions,
+    stats: &WriterStats,
+) {
+    while let Some(first) = submitted.blocking_recv() {
         let mut batch = vec![first];
-        gather(&mut inbox, &mut batch, &options);
+        gather(&mut submitted, &mut batch, &options);
         commit_batch(&mut conn, batch, stats);
     }
 }
 
-/// Adds the commands already waiting (up to `max_batch`, waiting at most `batch_wait` for
-/// more) to `batch`.
-fn gather(inbox: &mut mpsc::Receiver<Command>, batch: &mut Vec<Command>, options: &StoreOptions) {
+/// Adds the submissions already waiting (up to `max_batch`, waiting at most `batch_wait`
+/// for more) to `batch`.
+fn gather(submitted: &mut mpsc::Receiver<Submission>, batch: &mut Batch, options: &StoreOptions) {
     let deadline = Instant::now() + options.batch_wait;
     while batch.len() < options.max_batch.max(1) {
-        match inbox.try_recv() {
-            Ok(command) => batch.push(command),
+        match submitted.try_recv() {
+            Ok(submission) => batch.push(submission),
             Err(mpsc::error::TryRecvError::Empty) if Instant::now() < deadline => {
                 thread::sleep(Duration::from_micros(50));
             }
@@ -256,40 +284,36 @@ fn gather(inbox: &mut mpsc::Receiver<Command>, batch: &mut Vec<Command>, options
     }
 }
 
-/// A batch member's answer, held until the batch's commit has returned.
-enum Pending {
-    Receive(oneshot::Sender<Outcome>, Outcome, ReceiptKey),
-    Write(Finish, bool),
-}
-
 /// Group commit: one transaction and one fsync for the whole batch, one savepoint per
-/// command so that a failing handler or write rolls back alone. No answer leaves before
+/// member so that a failing handler or write rolls back alone. No answer leaves before
 /// the commit returned; if the commit fails, nothing of the batch is stored and every
-/// member is answered as failed (but see [`after_failed_commit`]).
-fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats) {
-    let deliveries = batch.iter().filter(|c| matches!(c, Command::Receive(_))).count() as u64;
+/// member is answered as failed (but see [`conflict_stands`]).
+fn commit_batch(conn: &mut Connection, batch: Batch, stats: &WriterStats) {
+    let deliveries = batch.iter().filter(|s| matches!(s, Submission::Delivery(_))).count() as u64;
     let started = Instant::now();
     metrics::histogram!("idemgate_commit_batch_size").record(batch.len() as f64);
-    let mut pending = Vec::with_capacity(batch.len());
+    let mut held = Vec::with_capacity(batch.len());
     let committed = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(mut tx) => {
-            for command in batch {
-                pending.push(match command {
-                    Command::Receive(Work { request, handler, reply }) => {
+            for submission in batch {
+                held.push(match submission {
+                    Submission::Delivery(QueuedDelivery { request, handler, reply }) => {
                         let outcome = receive_in_savepoint(&mut tx, &request, handler);
-                        Pending::Receive(reply, outcome, request.key)
+                        HeldAnswer::Delivery { reply, outcome, key: request.key }
                     }
-                    Command::Write(job) => write_in_savepoint(&mut tx, job),
+                    Submission::Write(write) => write_in_savepoint(&mut tx, write),
                 });
             }
             tx.commit().map_err(|err| tracing::warn!(error = %err, "batch commit failed; nothing of it is stored"))
         }
         Err(err) => {
             tracing::warn!(error = %err, "cannot begin the writer's transaction; the batch fails");
-            for command in batch {
-                match command {
-                    Command::Receive(work) => pending.push(Pending::Receive(work.reply, failed(), work.request.key)),
-                    Command::Write(job) => job.abort(),
+            for submission in batch {
+                match submission {
+                    Submission::Delivery(QueuedDelivery { request, reply, .. }) => {
+                        held.push(HeldAnswer::Delivery { reply, outcome: failed(), key: request.key });
+                    }
+                    Submission::Write(write) => write.abort(),
                 }
             }
             Err(())
@@ -305,14 +329,14 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats)
     }
     let stands: Vec<bool> = match committed {
         Ok(()) => Vec::new(),
-        Err(()) => pending.iter().map(|member| conflict_stands(member, &pending)).collect(),
+        Err(()) => held.iter().map(|member| conflict_stands(member, &held)).collect(),
     };
-    for (i, member) in pending.into_iter().enumerate() {
+    for (i, member) in held.into_iter().enumerate() {
         match member {
-            Pending::Receive(reply, outcome, _) => {
+            HeldAnswer::Delivery { reply, outcome, .. } => {
                 let _ = reply.send(if committed.is_ok() || stands[i] { outcome } else { failed() });
             }
-            Pending::Write(finish, released) => finish(committed.is_ok() && released),
+            HeldAnswer::Write { reply, released } => reply(committed.is_ok() && released),
         }
     }
 }
@@ -323,10 +347,11 @@ fn commit_batch(conn: &mut Connection, batch: Vec<Command>, stats: &WriterStats)
 /// its record is lost, and the answer is 409 as on PostgreSQL (ARCHITECTURE.md). A conflict
 /// with a receipt applied earlier in the same batch fails with it: that receipt was never
 /// stored.
-fn conflict_stands(member: &Pending, batch: &[Pending]) -> bool {
-    let Pending::Receive(_, Outcome::Conflict, key) = member else { return false };
-    let applied_in_batch =
-        batch.iter().any(|other| matches!(other, Pending::Receive(_, Outcome::Applied { .. }, k) if k == key));
+fn conflict_stands(member: &HeldAnswer, batch: &[HeldAnswer]) -> bool {
+    let HeldAnswer::Delivery { outcome: Outcome::Conflict, key, .. } = member else { return false };
+    let applied_in_batch = batch.iter().any(
+        |other| matches!(other, HeldAnswer::Delivery { outcome: Outcome::Applied { .. }, key: k, .. } if k == key),
+    );
     if !applied_in_batch {
         conflict_not_recorded(key, &"the batch's commit failed");
     }
@@ -336,153 +361,26 @@ fn conflict_stands(member: &Pending, batch: &[Pending]) -> bool {
 /// Runs one write on its own savepoint. A write that fails, panics or cannot be released
 /// is rolled back alone. A write that cannot run at all is dropped, and its caller learns
 /// that the store is unavailable.
-fn write_in_savepoint(tx: &mut Transaction<'_>, job: Write) -> Pending {
-    let aborted = |job: Write| {
-        job.abort();
-        Pending::Write(Box::new(|_| {}), false)
+fn write_in_savepoint(tx: &mut Transaction<'_>, write: Box<dyn QueuedWrite>) -> HeldAnswer {
+    let aborted = |write: Box<dyn QueuedWrite>| {
+        write.abort();
+        HeldAnswer::Write { reply: Box::new(|_| {}), released: false }
     };
     if tx.is_autocommit() {
-        return aborted(job);
+        return aborted(write);
     }
-    let Ok(savepoint) = tx.savepoint() else { return aborted(job) };
-    match catch_unwind(AssertUnwindSafe(|| job.run(&savepoint))) {
-        Ok((true, finish)) => {
+    let Ok(savepoint) = tx.savepoint() else { return aborted(write) };
+    match catch_unwind(AssertUnwindSafe(|| write.run(&savepoint))) {
+        Ok((true, reply)) => {
             let released = savepoint.commit().is_ok();
-            Pending::Write(finish, released)
+            HeldAnswer::Write { reply, released }
         }
-        Ok((false, finish)) => Pending::Write(finish, false),
+        Ok((false, reply)) => HeldAnswer::Write { reply, released: false },
         Err(_) => {
-            // The job and its reply are gone with the panic: the caller sees the writer's
+            // The write and its reply are gone with the panic: the caller sees the writer's
             // channel closed, which it reports as unavailable.
             tracing::error!("a write on the store panicked; rolled back");
-            Pending::Write(Box::new(|_| {}), false)
+            HeldAnswer::Write { reply: Box::new(|_| {}), released: false }
         }
-    }
-}
-
-fn failed() -> Outcome {
-    Outcome::Failed { cause: FailureCause::Store }
-}
-
-/// One delivery inside the batch's transaction. Errors become `Failed { Store }`: the
-/// savepoint was dropped, so SQLite rolled this delivery back.
-fn receive_in_savepoint(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Outcome {
-    // Some errors (a full disk, an I/O error) end the whole transaction. Running the rest
-    // would then commit them one by one outside the batch; they fail instead.
-    if tx.is_autocommit() {
-        return failed();
-    }
-    match try_receive(tx, request, handler) {
-        Ok(outcome) => outcome,
-        Err(err) => {
-            tracing::warn!(source = %request.key.source, identity = %request.key.identity, error = %err, "receipt savepoint failed");
-            failed()
-        }
-    }
-}
-
-fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Result<Outcome, StoreError> {
-    let key = &request.key;
-    let savepoint = tx.savepoint()?;
-    if let Some((hash, result)) = existing_receipt(&savepoint, key)? {
-        if Repeat::judge(&hash, &request.body_hash) == Repeat::Duplicate {
-            return Ok(Outcome::Duplicate { result: parse_result(&result)? });
-        }
-        record_conflict(&savepoint, request);
-        if let Err(err) = savepoint.commit() {
-            conflict_not_recorded(key, &err);
-        }
-        return Ok(Outcome::Conflict);
-    }
-    if request.dedupe_body && !insert_body_receipt(&savepoint, request)? {
-        // The savepoint is dropped: nothing of this delivery is kept.
-        return Ok(Outcome::Duplicate { result: parse_result(&body_receipt_result(&savepoint, request)?)? });
-    }
-    let result = match catch_unwind(AssertUnwindSafe(|| handler(&savepoint))) {
-        Ok(Ok(result)) => result,
-        Ok(Err(HandlerError::Refused(reason))) => {
-            tracing::info!(source = %key.source, identity = %key.identity, reason, "handler refused the event; rolled back");
-            return Ok(Outcome::Refused { reason });
-        }
-        Ok(Err(err)) => {
-            tracing::warn!(source = %key.source, identity = %key.identity, error = %err, "handler failed; rolled back");
-            return Ok(Outcome::Failed { cause: FailureCause::Handler });
-        }
-        Err(_) => {
-            tracing::error!(source = %key.source, identity = %key.identity, "handler panicked; rolled back");
-            return Ok(Outcome::Failed { cause: FailureCause::Handler });
-        }
-    };
-    // Cached statements: the writer runs these for every delivery, so they are parsed once.
-    savepoint
-        .prepare_cached(
-            "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
-         VALUES (?1, ?2, ?3, 'applied', ?4, ?5)",
-        )?
-        .execute(params![
-            key.source.as_str(),
-            key.identity.as_str(),
-            &request.body_hash.0[..],
-            result.to_string(),
-            request.received_at.0
-        ])?;
-    savepoint.commit()?;
-    Ok(Outcome::Applied { result })
-}
-
-fn existing_receipt(conn: &Connection, key: &ReceiptKey) -> Result<Option<(Vec<u8>, String)>, StoreError> {
-    let row = conn
-        .prepare_cached("SELECT body_sha256, result FROM receipts WHERE source = ?1 AND identity = ?2")?
-        .query_row(params![key.source.as_str(), key.identity.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
-
-    Ok(row)
-}
-
-/// Claims (source, body hash) for this delivery's identity; false if another identity
-/// holds it. The primary key decides; the receipt it refers to follows in the same
-/// savepoint (the foreign key is checked at commit).
-fn insert_body_receipt(conn: &Connection, request: &ReceiveRequest) -> Result<bool, StoreError> {
-    let key = &request.key;
-    let inserted = conn
-        .prepare_cached(
-            "INSERT INTO body_receipts (source, body_sha256, identity) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
-        )?
-        .execute(params![key.source.as_str(), &request.body_hash.0[..], key.identity.as_str()])?;
-    Ok(inserted == 1)
-}
-
-/// The stored result of the event that first came with these bytes.
-fn body_receipt_result(conn: &Connection, request: &ReceiveRequest) -> Result<String, StoreError> {
-    let result = conn
-        .prepare_cached(
-            "SELECT r.result FROM body_receipts b JOIN receipts r ON r.source = b.source AND r.identity = b.identity
-             WHERE b.source = ?1 AND b.body_sha256 = ?2",
-        )?
-        .query_row(params![request.key.source.as_str(), &request.body_hash.0[..]], |row| row.get(0))?;
-    Ok(result)
-}
-
-/// Remembers a conflicting repeat for the operator.
-///
-/// Failing to record it does not change the answer, on either backend: the conflict is a
-/// fact of the stored receipt, which is untouched, and nothing was applied. A `503` instead
-/// would have the sender retry the same refused bytes for as long as the record fails,
-/// then give up (or disable the endpoint) without ever learning they conflict; the
-/// operator learns of it from an error log line and `idemgate_conflicts_unrecorded_total`.
-fn record_conflict(conn: &Connection, request: &ReceiveRequest) {
-    let key = &request.key;
-    let recorded = conn.execute(
-        "INSERT INTO conflicts (source, identity, body_sha256, first_seen_at, last_seen_at, seen_count)
-         VALUES (?1, ?2, ?3, ?4, ?4, 1)
-         ON CONFLICT (source, identity, body_sha256)
-         DO UPDATE SET last_seen_at = excluded.last_seen_at, seen_count = seen_count + 1",
-        params![key.source.as_str(), key.identity.as_str(), &request.body_hash.0[..], request.received_at.0],
-    );
-    match recorded {
-        Ok(_) => {
-            tracing::warn!(source = %key.source, identity = %key.identity, "conflicting repeat refused")
-        }
-        Err(err) => conflict_not_recorded(key, &err),
     }
 }
