@@ -1,6 +1,8 @@
 //! Receipts and the gateway's inbox on PostgreSQL: one transaction per delivery that
 //! inserts the receipt, the event and its jobs, or finds the receipt already there.
 
+use std::sync::LazyLock;
+
 use idemgate_core::{
     Outcome,
     outcome::{FailureCause, Repeat},
@@ -12,6 +14,28 @@ use crate::{
     inbox::{IncomingEvent, Version},
     model::{conflict_not_recorded, parse_result},
 };
+
+/// The one statement that writes a receipt on PostgreSQL: $1 source, $2 identity, $3 body
+/// hash, $4 result, $5 time received. Of racing first deliveries, one inserts; the others
+/// wait on its index entry and then insert nothing.
+const INSERT_RECEIPT: &str = "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+     VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING";
+
+/// The common case in one statement: the receipt insert decides, and the event and its
+/// jobs are inserted only from the receipt row it returned.
+static ACCEPT_IN_ONE_STATEMENT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH receipt AS ({INSERT_RECEIPT} RETURNING source, identity
+         ), event AS (
+            INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
+            SELECT source, identity, $6, $7, $8, $5, $9, $11 FROM receipt RETURNING id
+         ), jobs AS (
+            INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+            SELECT event.id, d, 'pending', $5::bigint * 1000, $5, $5 FROM event, unnest($10::text[]) AS d
+         )
+         SELECT id FROM event"
+    )
+});
 
 impl PgStore {
     /// Offers one delivery of a gateway event: exactly one of applied / duplicate /
@@ -48,22 +72,7 @@ impl PgStore {
         let key = &request.key;
         let (source, identity) = (key.source.as_str(), key.identity.as_str());
         let client = self.client().await?;
-        let accept = client
-            .prepare_cached(
-                "WITH receipt AS (
-                    INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
-                    VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING RETURNING source, identity
-                 ), event AS (
-                    INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers,
-                                        outgoing_id)
-                    SELECT source, identity, $6, $7, $8, $5, $9, $11 FROM receipt RETURNING id
-                 ), jobs AS (
-                    INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
-                    SELECT event.id, d, 'pending', $5::bigint * 1000, $5, $5 FROM event, unnest($10::text[]) AS d
-                 )
-                 SELECT id FROM event",
-            )
-            .await?;
+        let accept = client.prepare_cached(&ACCEPT_IN_ONE_STATEMENT).await?;
         let result = event.result.to_string();
         let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
         let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
@@ -104,12 +113,7 @@ impl PgStore {
         let tx = client.transaction().await?;
         // A concurrent first delivery of the same identity holds the key's index entry
         // until it commits or rolls back; this insert waits for that, then knows.
-        let insert = tx
-            .prepare_cached(
-                "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
-                 VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING",
-            )
-            .await?;
+        let insert = tx.prepare_cached(INSERT_RECEIPT).await?;
         let result = event.result.to_string();
         let inserted = tx
             .execute(&insert, &[&source, &identity, &&request.body_hash.0[..], &result, &request.received_at.0])

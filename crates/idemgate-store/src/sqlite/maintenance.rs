@@ -11,7 +11,7 @@ use std::{
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
-use super::{StoreOptions, lock::WriterLock, migrations, open_connection};
+use super::{StoreOptions, lock::WriterLock, migrations, open_connection, receive::INSERT_RECEIPT};
 use crate::{
     StoreError,
     maintenance::{PurgeReport, Retention},
@@ -242,18 +242,16 @@ pub fn seed_receipts(path: &Path, source: &str, count: u64, now: UnixTime) -> Re
     let mut conn = open_connection(path, true, &StoreOptions::default())?;
     migrations::migrate(&mut conn)?;
     conn.pragma_update(None, "synchronous", "OFF")?;
+    let insert = format!("{INSERT_RECEIPT} ON CONFLICT DO NOTHING");
     let mut written = 0;
     while written < count {
         let tx = conn.transaction()?;
         {
-            let mut insert = tx.prepare_cached(
-                "INSERT OR IGNORE INTO receipts (source, identity, body_sha256, outcome, result, received_at)
-                 VALUES (?1, ?2, ?3, 'applied', '0', ?4)",
-            )?;
+            let mut insert = tx.prepare_cached(&insert)?;
             for i in written..count.min(written + 100_000) {
                 let mut hash = [0u8; 32];
                 hash[..8].copy_from_slice(&i.to_be_bytes());
-                insert.execute(params![source, format!("seed-{i}"), &hash[..], now.0])?;
+                insert.execute(params![source, format!("seed-{i}"), &hash[..], "0", now.0])?;
             }
         }
         tx.commit()?;

@@ -16,6 +16,13 @@ use crate::{
     model::{conflict_not_recorded, parse_result},
 };
 
+/// The one statement that writes a receipt on SQLite: ?1 source, ?2 identity, ?3 body
+/// hash, ?4 result, ?5 time received. The writer runs it after finding no receipt in the
+/// same transaction; seeding a benchmark store appends `ON CONFLICT DO NOTHING`.
+pub(super) const INSERT_RECEIPT: &str =
+    "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+     VALUES (?1, ?2, ?3, 'applied', ?4, ?5)";
+
 /// A delivery that failed in the store: rolled back, the sender may retry.
 pub(super) fn failed() -> Outcome {
     Outcome::Failed { cause: FailureCause::Store }
@@ -71,18 +78,13 @@ fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Hand
         }
     };
     // Cached statements: the writer runs these for every delivery, so they are parsed once.
-    savepoint
-        .prepare_cached(
-            "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
-         VALUES (?1, ?2, ?3, 'applied', ?4, ?5)",
-        )?
-        .execute(params![
-            key.source.as_str(),
-            key.identity.as_str(),
-            &request.body_hash.0[..],
-            result.to_string(),
-            request.received_at.0
-        ])?;
+    savepoint.prepare_cached(INSERT_RECEIPT)?.execute(params![
+        key.source.as_str(),
+        key.identity.as_str(),
+        &request.body_hash.0[..],
+        result.to_string(),
+        request.received_at.0
+    ])?;
     savepoint.commit()?;
     Ok(Outcome::Applied { result })
 }
