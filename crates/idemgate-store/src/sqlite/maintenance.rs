@@ -6,6 +6,7 @@
 use std::{
     fs::File,
     path::{Path, PathBuf},
+    time::{Duration, UNIX_EPOCH},
 };
 
 use idemgate_core::UnixTime;
@@ -135,13 +136,14 @@ pub struct Restored {
 /// open for writing ([`StoreError::InUse`]); while it runs, no writer can open `to`.
 ///
 /// The store it replaces is first copied, WAL included, to a new file
-/// `<name>.before-restore-<UTC time>` that never overwrites an earlier one, and the
-/// restored file and its folder are synced before this returns. Receipts newer than the
-/// backup are forgotten by this: see the README on closing that gap.
-pub fn restore(from: &Path, to: &Path) -> Result<Restored, StoreError> {
+/// `<name>.before-restore-<UTC time>`, the time being `now` (the caller's clock), that
+/// never overwrites an earlier one, and the restored file and its folder are synced
+/// before this returns. Receipts newer than the backup are forgotten by this: see the
+/// README on closing that gap.
+pub fn restore(from: &Path, to: &Path, now: UnixTime) -> Result<Restored, StoreError> {
     check_backup(from)?;
     let _lock = WriterLock::exclusive(to)?;
-    let kept = if to.exists() { Some(keep(to)?) } else { None };
+    let kept = if to.exists() { Some(keep(to, now)?) } else { None };
     let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
     let incoming = sibling(to, ".restoring");
     std::fs::copy(from, &incoming).map_err(io)?;
@@ -170,12 +172,12 @@ fn check_backup(from: &Path) -> Result<(), StoreError> {
 
 /// Copies the store at `store` through SQLite (so what only its WAL holds is in the copy,
 /// as after a crash) to a new, synced file beside it; returns that file.
-fn keep(store: &Path) -> Result<PathBuf, StoreError> {
+fn keep(store: &Path, now: UnixTime) -> Result<PathBuf, StoreError> {
     let unreadable = StoreError::Maintenance(
         "the current store cannot be read to keep a copy of it; move it and its -wal file away, then restore again",
     );
     let conn = open_connection(store, false, &StoreOptions::default()).map_err(|_| unreadable)?;
-    let kept = kept_name(store);
+    let kept = kept_name(store, now);
     conn.execute("VACUUM INTO ?1", params![kept.to_string_lossy()])?;
     drop(conn);
     let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
@@ -184,13 +186,11 @@ fn keep(store: &Path) -> Result<PathBuf, StoreError> {
     Ok(kept)
 }
 
-/// `<name>.before-restore-<UTC time>`, with a counter if a copy of that second exists.
-fn kept_name(store: &Path) -> PathBuf {
-    let time: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .chars()
-        .filter(|c| !matches!(c, '-' | ':'))
-        .collect();
+/// `<name>.before-restore-<UTC time of now>`, with a counter if a copy of that second exists.
+fn kept_name(store: &Path, now: UnixTime) -> PathBuf {
+    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(now.0).unwrap_or(0));
+    let time: String =
+        humantime::format_rfc3339_seconds(at).to_string().chars().filter(|c| !matches!(c, '-' | ':')).collect();
     let base = sibling(store, &format!(".before-restore-{time}"));
     std::iter::once(base.clone())
         .chain((2..).map(|n| sibling(&base, &format!("-{n}"))))

@@ -38,7 +38,7 @@ pub(crate) async fn run(command: Command, config: Option<Config>) -> anyhow::Res
         }
         Command::Bench { workload } => bench::bench(workload).await,
         Command::Send(args) => send::send(args).await,
-        Command::Store { command } => store::store(&config()?, command).await,
+        Command::Store { command } => store::store(&config()?, command, &SystemClock).await,
     }
 }
 

@@ -4,13 +4,14 @@ use std::process::ExitCode;
 
 use anyhow::anyhow;
 use idemgate::config::Config;
+use idemgate_clock::Clock;
 use idemgate_http::system_now;
 use idemgate_store::{maintenance::PurgeReport, sqlite::maintenance};
 
 use super::{open_store, print_line};
 use crate::cli::StoreCommand;
 
-pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Result<ExitCode> {
+pub(super) async fn store(config: &Config, command: StoreCommand, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
     let path = &config.store.path;
     let line = match command {
         StoreCommand::Purge { dry_run } => {
@@ -37,7 +38,7 @@ pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Res
             )
         }
         StoreCommand::Restore { from } => {
-            let restored = maintenance::restore(&from, path)?;
+            let restored = maintenance::restore(&from, path, clock.now())?;
             let kept = restored.kept.map(|kept| format!("; the replaced store is kept as {}", kept.display()));
             format!(
                 "restored {} from {}: {} receipt(s){}; events received after the backup are forgotten (see the README)",
