@@ -10,6 +10,10 @@
 
 use std::time::Duration;
 
+use idemgate_core::idempotency::{Fingerprint, Found, HeldRecord};
+
+use super::ms;
+
 /// Where a record lives: the caller's scope (from configuration) and the client's key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RecordKey {
@@ -58,4 +62,57 @@ pub struct Lifetimes {
     pub lock: Duration,
     /// How long a record is kept after it was created.
     pub retention: Duration,
+}
+
+impl Lifetimes {
+    /// Until when a lock taken at `now_ms` holds, in milliseconds.
+    pub(crate) fn locked_until_ms(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_add(ms(self.lock))
+    }
+
+    /// When a record created at `now_ms` expires, in milliseconds.
+    pub(crate) fn expires_at_ms(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_add(ms(self.retention))
+    }
+}
+
+/// An idempotency record as read back, on either backend.
+pub(crate) struct IdempotencyRow {
+    pub(crate) fingerprint: Vec<u8>,
+    pub(crate) state: String,
+    pub(crate) lock_token: i64,
+    pub(crate) locked_until_ms: Option<i64>,
+    pub(crate) status: Option<u16>,
+    pub(crate) headers: Option<String>,
+    pub(crate) body: Option<Vec<u8>>,
+    pub(crate) body_omitted: bool,
+}
+
+impl IdempotencyRow {
+    /// What a `begin` with `fingerprint` at `now_ms` finds in this record, as core decides
+    /// it. `Proceed` means the lock expired: the caller stores the returned token and the
+    /// new lock time.
+    pub(crate) fn decide(self, fingerprint: &Fingerprint, now_ms: i64) -> Begin {
+        let held = HeldRecord {
+            fingerprint: &self.fingerprint,
+            completed: self.state == "completed",
+            lock_token: self.lock_token,
+            locked_until_ms: self.locked_until_ms,
+        };
+        match held.decide(fingerprint, now_ms) {
+            Found::Replay => Begin::Replay(self.response()),
+            Found::InFlight { retry_after } => Begin::InFlight { retry_after },
+            Found::Mismatch => Begin::Mismatch,
+            Found::TakeOver { token } => Begin::Proceed { token },
+        }
+    }
+
+    fn response(self) -> StoredResponse {
+        StoredResponse {
+            status: self.status.unwrap_or(200),
+            headers: super::parse_headers(self.headers),
+            body: self.body.unwrap_or_default(),
+            body_omitted: self.body_omitted,
+        }
+    }
 }

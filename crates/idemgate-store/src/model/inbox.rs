@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use idemgate_core::UnixTime;
+use idemgate_core::{ReceiptKey, UnixTime};
+
+use super::headers_text;
 
 /// A gateway event as offered to [`crate::Store::accept`], owned so that it can move to
 /// whichever backend stores it. The receipt's key, hash and time come with the
@@ -60,6 +62,35 @@ impl Version {
             _ => false,
         }
     }
+
+    /// The version as its two stored columns (`version_int`, `version_text`), one of them set.
+    pub(crate) fn columns(&self) -> (Option<i64>, Option<&str>) {
+        match self {
+            Self::Int(v) => (Some(*v), None),
+            Self::Text(v) => (None, Some(v.as_str())),
+        }
+    }
+
+    /// The version stored in those columns, if either is set.
+    pub(crate) fn from_columns(int: Option<i64>, text: Option<String>) -> Option<Self> {
+        int.map(Self::Int).or(text.map(Self::Text))
+    }
+}
+
+/// The `webhook-id` an event is stored with: the one chosen for it, or its identity.
+pub(crate) fn outgoing_id<'a>(chosen: Option<&'a str>, key: &'a ReceiptKey) -> &'a str {
+    chosen.unwrap_or(key.identity.as_str())
+}
+
+/// An event's headers as stored: their JSON text, or nothing when there are none.
+pub(crate) fn stored_headers(headers: &[(String, String)]) -> Option<String> {
+    (!headers.is_empty()).then(|| headers_text(headers))
+}
+
+/// Tells the operator that an event came older than its ordering key's newest version, so
+/// its jobs were stored `superseded` (every other outcome is logged by the inbound pipeline).
+pub(crate) fn log_superseded(key: &ReceiptKey) {
+    tracing::info!(source = %key.source, identity = %key.identity, "older than its ordering key's newest version: superseded");
 }
 
 /// A stored event as the operator sees it (the body is not included).

@@ -14,7 +14,14 @@
 
 use std::time::Duration;
 
-use idemgate_core::{ReceiptKey, UnixTime, job::JobState};
+use idemgate_core::{
+    ReceiptKey, UnixTime,
+    job::{JobState, Transition},
+    retry::Decision,
+};
+
+use super::{ms, second_of, secs};
+use crate::StoreError;
 
 /// Longest error text and response prefix kept per attempt.
 pub const MAX_ATTEMPT_TEXT: usize = 256;
@@ -81,4 +88,83 @@ pub struct ReplayFilter {
     pub since: Option<UnixTime>,
     /// Only events received before this time.
     pub until: Option<UnixTime>,
+}
+
+/// An attempt's text cut to [`MAX_ATTEMPT_TEXT`] characters.
+pub(crate) fn bounded(text: Option<&str>) -> Option<String> {
+    text.map(|t| t.chars().take(MAX_ATTEMPT_TEXT).collect())
+}
+
+/// Until when a job claimed at `now_ms` for `lease` is held, in whole seconds.
+pub(crate) fn lease_until(now_ms: i64, lease: Duration) -> i64 {
+    second_of(now_ms).saturating_add(secs(lease))
+}
+
+/// What recording one finished attempt writes, the same on both backends: the attempt's
+/// row, its texts bounded, and its job's next state by core's [`Transition`].
+pub(crate) struct Recording {
+    /// How long the attempt took.
+    pub(crate) latency_ms: i64,
+    /// The attempt's error text, bounded.
+    pub(crate) error: Option<String>,
+    /// The response's prefix, bounded.
+    pub(crate) response_prefix: Option<String>,
+    /// The job's next state.
+    pub(crate) state: &'static str,
+    /// When the job is next due.
+    pub(crate) next_attempt_at_ms: i64,
+    /// The error kept with the job, bounded.
+    pub(crate) last_error: Option<String>,
+    /// The destination answered `410 Gone`: it is disabled.
+    pub(crate) disables_destination: bool,
+}
+
+impl Recording {
+    /// What `attempt`, decided as `decision` at `now_ms`, writes.
+    pub(crate) fn of(attempt: &AttemptRecord, decision: Decision, now_ms: i64) -> Self {
+        let next = Transition::after_attempt(decision, attempt.error.as_deref(), now_ms);
+        Self {
+            latency_ms: ms(attempt.latency),
+            error: bounded(attempt.error.as_deref()),
+            response_prefix: bounded(attempt.response_prefix.as_deref()),
+            state: next.state.as_str(),
+            next_attempt_at_ms: next.next_attempt_at_ms,
+            last_error: bounded(next.error.as_deref()),
+            disables_destination: decision == Decision::DisableDestination,
+        }
+    }
+}
+
+impl ReplayFilter {
+    fn replayed_state(&self) -> Result<JobState, StoreError> {
+        let state = self.state.unwrap_or(JobState::Dead);
+        if state.is_replayable() {
+            Ok(state)
+        } else {
+            Err(StoreError::Malformed("only succeeded, dead or superseded jobs can be replayed"))
+        }
+    }
+
+    /// The values both backends' replay query binds as its first six parameters.
+    pub(crate) fn bindings(&self) -> Result<FilterBindings<'_>, StoreError> {
+        Ok(FilterBindings {
+            state: self.replayed_state()?.as_str(),
+            source: self.source.as_deref(),
+            identity: self.identity.as_deref(),
+            destination: self.destination.as_deref(),
+            since: self.since.map(|t| t.0),
+            until: self.until.map(|t| t.0),
+        })
+    }
+}
+
+/// A [`ReplayFilter`] as the six values its query binds, in order: state, source,
+/// identity, destination, since, until.
+pub(crate) struct FilterBindings<'a> {
+    pub state: &'static str,
+    pub source: Option<&'a str>,
+    pub identity: Option<&'a str>,
+    pub destination: Option<&'a str>,
+    pub since: Option<i64>,
+    pub until: Option<i64>,
 }

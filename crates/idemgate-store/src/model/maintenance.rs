@@ -8,6 +8,10 @@
 
 use std::time::Duration;
 
+use idemgate_core::UnixTime;
+
+use super::secs;
+
 /// How long one source's receipts and payloads are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Retention {
@@ -31,4 +35,9 @@ pub struct PurgeReport {
     pub payloads: usize,
     /// Conflict records deleted with their receipts' age.
     pub conflicts: usize,
+}
+
+/// The time `keep` before `now`, in seconds: what is older goes.
+pub(crate) fn cutoff(now: UnixTime, keep: Duration) -> i64 {
+    now.0.saturating_sub(secs(keep))
 }

@@ -11,7 +11,7 @@ use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
-    model::{IdempotencyRow, ms},
+    model::{headers_text, idempotency::IdempotencyRow},
 };
 
 impl PgStore {
@@ -41,8 +41,8 @@ impl PgStore {
             &[&record.scope, &record.key, &now_ms],
         )
         .await?;
-        let lock_until = now_ms.saturating_add(ms(lifetimes.lock));
-        let expires = now_ms.saturating_add(ms(lifetimes.retention));
+        let lock_until = lifetimes.locked_until_ms(now_ms);
+        let expires = lifetimes.expires_at_ms(now_ms);
         let inserted = tx
             .execute(
                 "INSERT INTO idempotency_records
@@ -108,7 +108,7 @@ impl PgStore {
                     &record.key,
                     &token,
                     &i32::from(response.status),
-                    &serde_json::json!(response.headers).to_string(),
+                    &headers_text(&response.headers),
                     &response.body,
                     &response.body_omitted,
                 ],

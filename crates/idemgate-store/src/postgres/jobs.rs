@@ -4,14 +4,17 @@
 
 use std::time::Duration;
 
-use idemgate_core::{UnixTime, job::Transition, retry::Decision};
+use idemgate_core::{UnixTime, retry::Decision};
 use tokio_postgres::types::ToSql;
 
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
-    model::{FilterBindings, bounded, key, second_of, secs},
+    model::{
+        jobs::{FilterBindings, Recording, lease_until},
+        key, parse_headers, second_of,
+    },
 };
 
 /// A filter's six values followed by `more`, as parameters `$1`… .
@@ -72,7 +75,7 @@ impl PgStore {
             )
             .await?;
         let now = second_of(now_ms);
-        let until = now.saturating_add(secs(lease));
+        let until = lease_until(now_ms, lease);
         let rows = client.query(&claim, &[&now, &until, &sql_limit(limit), &fifo, &now_ms]).await?;
         let mut claimed = rows
             .iter()
@@ -90,7 +93,7 @@ impl PgStore {
                     outgoing_id: row.try_get(9)?,
                     body: row.try_get(6)?,
                     content_type: row.try_get(7)?,
-                    headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),
+                    headers: parse_headers(headers),
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -299,21 +302,21 @@ impl Columns {
             disable: Vec::new(),
         };
         for (job, attempt, decision) in finished {
-            if *decision == Decision::DisableDestination {
+            let recording = Recording::of(attempt, *decision, now_ms);
+            if recording.disables_destination {
                 c.disable.push(job.destination.clone());
             }
-            let next = Transition::after_attempt(*decision, attempt.error.as_deref(), now_ms);
             c.id.push(job.id);
             c.token.push(job.lease_token);
             c.attempt.push(i32::try_from(job.attempt).unwrap_or(i32::MAX));
             c.started_at.push(attempt.started_at.0);
-            c.latency_ms.push(i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX));
+            c.latency_ms.push(recording.latency_ms);
             c.status.push(attempt.status.map(i32::from));
-            c.error.push(bounded(attempt.error.as_deref()));
-            c.response_prefix.push(bounded(attempt.response_prefix.as_deref()));
-            c.state.push(next.state.as_str());
-            c.next_attempt_at_ms.push(next.next_attempt_at_ms);
-            c.last_error.push(bounded(next.error.as_deref()));
+            c.error.push(recording.error);
+            c.response_prefix.push(recording.response_prefix);
+            c.state.push(recording.state);
+            c.next_attempt_at_ms.push(recording.next_attempt_at_ms);
+            c.last_error.push(recording.last_error);
         }
         c
     }

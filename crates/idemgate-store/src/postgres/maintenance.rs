@@ -6,7 +6,7 @@ use super::PgStore;
 use crate::{
     StoreError,
     maintenance::{PurgeReport, Retention},
-    model::cutoff,
+    model::maintenance::cutoff,
 };
 
 /// Events of `$1` received before `$2` whose jobs are all finished and that hold no

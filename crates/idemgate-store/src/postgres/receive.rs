@@ -3,16 +3,16 @@
 
 use std::sync::LazyLock;
 
-use idemgate_core::{
-    Outcome,
-    outcome::{FailureCause, Repeat},
-};
+use idemgate_core::{Outcome, outcome::FailureCause};
 
 use super::{PgStore, retrying};
 use crate::{
     ErrorKind, ReceiveRequest, StoreError,
-    inbox::{IncomingEvent, Version},
-    model::{conflict_not_recorded, parse_result},
+    inbox::IncomingEvent,
+    model::{
+        inbox::{log_superseded, outgoing_id, stored_headers},
+        receive::{conflict_refused, duplicate_of, parse_result},
+    },
 };
 
 /// The one statement that writes a receipt on PostgreSQL: $1 source, $2 identity, $3 body
@@ -74,7 +74,7 @@ impl PgStore {
         let client = self.client().await?;
         let accept = client.prepare_cached(&ACCEPT_IN_ONE_STATEMENT).await?;
         let result = event.result.to_string();
-        let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
+        let headers = stored_headers(&event.headers);
         let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
         let inserted = client
             .query_opt(
@@ -90,7 +90,7 @@ impl PgStore {
                     &&event.body[..],
                     &headers,
                     &destinations,
-                    &outgoing_id(request, event),
+                    &outgoing_id(event.outgoing_id.as_deref(), key),
                 ],
             )
             .await?;
@@ -135,7 +135,7 @@ impl PgStore {
             tx.rollback().await?;
             return Ok(Outcome::Refused { reason });
         }
-        let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
+        let headers = stored_headers(&event.headers);
         let insert_event = tx
             .prepare_cached(
                 "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
@@ -156,17 +156,14 @@ impl PgStore {
                     &request.received_at.0,
                     &headers,
                     &ordering_key,
-                    &outgoing_id(request, event),
+                    &outgoing_id(event.outgoing_id.as_deref(), key),
                 ],
             )
             .await?
             .try_get(0)?;
         let superseded = match &event.ordering {
             Some(ordering) => {
-                let (int, text) = match &ordering.version {
-                    Version::Int(v) => (Some(*v), None),
-                    Version::Text(v) => (None, Some(v.as_str())),
-                };
+                let (int, text) = ordering.version.columns();
                 // Moves the key's newest version forward unless a newer one was seen; the
                 // upsert holds the key's row lock, so racing versions of one key serialise.
                 let advance = tx
@@ -195,7 +192,7 @@ impl PgStore {
         tx.execute(&jobs, &[&event_id, &state, &request.received_at.0, &destinations]).await?;
         tx.commit().await?;
         if superseded {
-            tracing::info!(source, identity, "older than its ordering key's newest version: superseded");
+            log_superseded(key);
         }
         Ok(Outcome::Applied { result: event.result.clone() })
     }
@@ -230,10 +227,6 @@ async fn claim_body(
     Ok(Some(row.try_get(0)?))
 }
 
-fn outgoing_id<'a>(request: &'a ReceiveRequest, event: &'a IncomingEvent) -> &'a str {
-    event.outgoing_id.as_deref().unwrap_or(request.key.identity.as_str())
-}
-
 /// The answer to a delivery whose receipt insert found one already there: a duplicate with
 /// the stored result, or a conflict, recorded for the operator.
 async fn repeat(
@@ -248,15 +241,11 @@ async fn repeat(
         // Purged between the insert and this lookup: the sender's retry starts afresh.
         return Err(StoreError::Malformed("receipt vanished during its lookup"));
     };
-    let hash: Vec<u8> = row.try_get(0)?;
-    if Repeat::judge(&hash, &request.body_hash) == Repeat::Duplicate {
-        let result: String = row.try_get(1)?;
-        return Ok(Outcome::Duplicate { result: parse_result(&result)? });
+    let (hash, result): (Vec<u8>, String) = (row.try_get(0)?, row.try_get(1)?);
+    if let Some(duplicate) = duplicate_of(&hash, &result, &request.body_hash)? {
+        return Ok(duplicate);
     }
-    match record_conflict(client, request).await {
-        Ok(()) => tracing::warn!(source, identity, "conflicting repeat refused"),
-        Err(err) => conflict_not_recorded(key, &err),
-    }
+    conflict_refused(key, record_conflict(client, request).await);
     Ok(Outcome::Conflict)
 }
 

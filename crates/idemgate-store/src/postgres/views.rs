@@ -1,14 +1,14 @@
 //! Reads on PostgreSQL: receipts, events and jobs as the operator, the admin API and the
 //! tests see them. The same queries as SQLite's, returning the types of [`crate::views`].
 
-use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
+use idemgate_core::{BodyHash, ReceiptKey, SourceName, UnixTime};
 use tokio_postgres::Row;
 
 use super::{PgStore, sql_limit};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
-    model::parse_result,
+    model::{body_hash, key, receive::parse_result},
     views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
 };
 
@@ -17,14 +17,11 @@ fn unsigned(value: i64) -> u64 {
 }
 
 fn key_from_row(row: &Row) -> Result<ReceiptKey, StoreError> {
-    let source = SourceName::new(row.try_get::<_, String>(0)?).map_err(|_| StoreError::Malformed("source name"))?;
-    let identity = Identity::new(row.try_get::<_, String>(1)?).map_err(|_| StoreError::Malformed("identity"))?;
-    Ok(ReceiptKey { source, identity })
+    key(&row.try_get::<_, String>(0)?, &row.try_get::<_, String>(1)?)
 }
 
 fn hash_from_row(row: &Row, index: usize) -> Result<BodyHash, StoreError> {
-    let bytes: Vec<u8> = row.try_get(index)?;
-    Ok(BodyHash(bytes.try_into().map_err(|_| StoreError::Malformed("body hash"))?))
+    body_hash(row.try_get(index)?)
 }
 
 fn receipt_from_row(row: &Row) -> Result<Receipt, StoreError> {

@@ -9,7 +9,7 @@ use super::SqliteStore;
 use crate::{
     StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
-    model::{IdempotencyRow, ms},
+    model::{headers_text, idempotency::IdempotencyRow},
 };
 
 /// Starts (or looks up) the operation named by `record` at `now_ms`.
@@ -43,20 +43,13 @@ pub fn begin(
             },
         )
         .optional()?;
-    let lock_until = now_ms.saturating_add(ms(lifetimes.lock));
+    let lock_until = lifetimes.locked_until_ms(now_ms);
     let Some(existing) = existing else {
         conn.execute(
             "INSERT INTO idempotency_records
                  (scope, key, fingerprint, state, lock_token, locked_until_ms, created_at_ms, expires_at_ms)
              VALUES (?1, ?2, ?3, 'in_flight', 1, ?4, ?5, ?6)",
-            params![
-                record.scope,
-                record.key,
-                &fingerprint.0[..],
-                lock_until,
-                now_ms,
-                now_ms.saturating_add(ms(lifetimes.retention))
-            ],
+            params![record.scope, record.key, &fingerprint.0[..], lock_until, now_ms, lifetimes.expires_at_ms(now_ms)],
         )?;
         return Ok(Begin::Proceed { token: 1 });
     };
@@ -86,7 +79,7 @@ pub fn complete(
             record.key,
             token,
             response.status,
-            serde_json::json!(response.headers).to_string(),
+            headers_text(&response.headers),
             response.body,
             response.body_omitted
         ],

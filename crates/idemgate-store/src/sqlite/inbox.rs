@@ -9,6 +9,7 @@ use super::SqliteStore;
 use crate::{
     HandlerError, ReceiveRequest, StoreError,
     inbox::{IncomingEvent, JobRecord, Ordering, StoredEvent, Version},
+    model::inbox::{log_superseded, outgoing_id, stored_headers},
 };
 
 /// An event to keep until every destination has it.
@@ -50,7 +51,7 @@ pub fn accept_event(
     event: &NewEvent<'_>,
     destinations: &[&str],
 ) -> Result<AcceptedEvent, rusqlite::Error> {
-    let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
+    let headers = stored_headers(event.headers);
     // Cached: the writer runs this for every event, so it is parsed once per connection.
     conn.prepare_cached(
         "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
@@ -66,7 +67,7 @@ pub fn accept_event(
         event.received_at.0,
         headers,
         event.ordering.map(|o| o.key.as_str()),
-        event.outgoing_id.unwrap_or(event.key.identity.as_str()),
+        outgoing_id(event.outgoing_id, event.key),
     ])?;
     let event_id = conn.last_insert_rowid();
     let superseded = match event.ordering {
@@ -118,7 +119,7 @@ fn store_event(
     // Only the rare superseded case is logged here, on the writer thread; every outcome is
     // logged and counted by the inbound pipeline once the commit has returned.
     if accept_event(conn, &new, &destinations)?.superseded {
-        tracing::info!(source = %key.source, identity = %key.identity, "older than its ordering key's newest version: superseded");
+        log_superseded(key);
     }
     Ok(event.result)
 }
@@ -138,14 +139,11 @@ fn advance_version(
             |row| Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, Option<String>>(1)?)),
         )
         .optional()?;
-    let seen = seen.and_then(|(int, text)| int.map(Version::Int).or(text.map(Version::Text)));
+    let seen = seen.and_then(|(int, text)| Version::from_columns(int, text));
     if seen.as_ref().is_some_and(|seen| ordering.version.is_older_than(seen)) {
         return Ok(false);
     }
-    let (int, text) = match &ordering.version {
-        Version::Int(v) => (Some(*v), None),
-        Version::Text(v) => (None, Some(v.as_str())),
-    };
+    let (int, text) = ordering.version.columns();
     conn.execute(
         "INSERT INTO ordering_versions (source, ordering_key, version_int, version_text, event_id)
          VALUES (?1, ?2, ?3, ?4, ?5)

@@ -5,14 +5,17 @@
 
 use std::time::Duration;
 
-use idemgate_core::{UnixTime, job::Transition, retry::Decision};
+use idemgate_core::{UnixTime, retry::Decision};
 use rusqlite::{Connection, params};
 
 use super::SqliteStore;
 use crate::{
     StoreError,
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
-    model::{FilterBindings, bounded, key, second_of, secs},
+    model::{
+        jobs::{FilterBindings, Recording, lease_until},
+        key, parse_headers, second_of,
+    },
 };
 
 /// Claims up to `limit` due jobs at `now_ms` for `lease`. A job is due when it is pending or
@@ -46,18 +49,17 @@ pub fn claim(
             row.get(0)
         })?
         .collect::<Result<_, _>>()?;
-    let now = UnixTime(second_of(now_ms));
-    ids.into_iter().map(|id| take(conn, id, now, lease)).collect()
+    ids.into_iter().map(|id| take(conn, id, now_ms, lease)).collect()
 }
 
-fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<ClaimedJob, rusqlite::Error> {
+fn take(conn: &Connection, id: i64, now_ms: i64, lease: Duration) -> Result<ClaimedJob, rusqlite::Error> {
     let (lease_token, attempt): (i64, u32) = conn
         .prepare_cached(
             "UPDATE jobs SET state = 'running', lease_until = ?2, lease_token = lease_token + 1,
                 attempts = attempts + 1, updated_at = ?3
          WHERE id = ?1 RETURNING lease_token, attempts",
         )?
-        .query_row(params![id, now.0.saturating_add(secs(lease)), now.0], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        .query_row(params![id, lease_until(now_ms, lease), second_of(now_ms)], |row| Ok((row.get(0)?, row.get(1)?)))?;
     conn.prepare_cached(
         "SELECT j.destination, e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id
          FROM jobs j JOIN events e ON e.id = j.event_id WHERE j.id = ?1",
@@ -75,7 +77,7 @@ fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<Cl
             outgoing_id: row.get(6)?,
             body: row.get(3)?,
             content_type: row.get(4)?,
-            headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),
+            headers: parse_headers(headers),
         })
     })
 }
@@ -90,6 +92,7 @@ pub fn complete(
     now_ms: i64,
 ) -> Result<Completion, rusqlite::Error> {
     let now = UnixTime(second_of(now_ms));
+    let recording = Recording::of(attempt, decision, now_ms);
     conn.prepare_cached(
         "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -98,15 +101,14 @@ pub fn complete(
         job.id,
         job.attempt,
         attempt.started_at.0,
-        i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX),
+        recording.latency_ms,
         attempt.status,
-        bounded(attempt.error.as_deref()),
-        bounded(attempt.response_prefix.as_deref()),
+        recording.error,
+        recording.response_prefix,
     ])?;
-    if decision == Decision::DisableDestination {
+    if recording.disables_destination {
         disable_destination(conn, &job.destination, "410 Gone", now)?;
     }
-    let next = Transition::after_attempt(decision, attempt.error.as_deref(), now_ms);
     let changed = conn
         .prepare_cached(
             "UPDATE jobs SET state = ?3, next_attempt_at_ms = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
@@ -115,9 +117,9 @@ pub fn complete(
         .execute(params![
             job.id,
             job.lease_token,
-            next.state.as_str(),
-            next.next_attempt_at_ms,
-            bounded(next.error.as_deref()),
+            recording.state,
+            recording.next_attempt_at_ms,
+            recording.last_error,
             now.0
         ])?;
     Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })

@@ -16,7 +16,7 @@ use super::{StoreOptions, lock::WriterLock, migrations, open_connection, receive
 use crate::{
     StoreError,
     maintenance::{PurgeReport, Retention},
-    model::cutoff,
+    model::maintenance::cutoff,
 };
 
 /// Events of `?1` received before `?2` whose jobs are all finished and that hold no

@@ -3,14 +3,14 @@
 
 use std::path::Path;
 
-use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
+use idemgate_core::{BodyHash, ReceiptKey, SourceName, UnixTime};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::{SqliteStore, StoreOptions, inbox, migrations, open_connection};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
-    model::parse_result,
+    model::{body_hash, key, receive::parse_result},
 };
 
 /// A read-only view of an existing store file.
@@ -159,15 +159,11 @@ pub fn receipts(conn: &Connection, source: &SourceName) -> Result<Vec<Receipt>, 
 }
 
 fn key_from_row(row: &Row<'_>) -> Result<ReceiptKey, StoreError> {
-    let source = SourceName::new(row.get::<_, String>(0)?).map_err(|_| StoreError::Malformed("source name"))?;
-    let identity = Identity::new(row.get::<_, String>(1)?).map_err(|_| StoreError::Malformed("identity"))?;
-    Ok(ReceiptKey { source, identity })
+    key(&row.get::<_, String>(0)?, &row.get::<_, String>(1)?)
 }
 
 fn hash_from_row(row: &Row<'_>, index: usize) -> Result<BodyHash, StoreError> {
-    let bytes: Vec<u8> = row.get(index)?;
-    let hash = bytes.try_into().map_err(|_| StoreError::Malformed("body hash"))?;
-    Ok(BodyHash(hash))
+    body_hash(row.get(index)?)
 }
 
 fn receipt_from_row(row: &Row<'_>) -> Result<Receipt, StoreError> {

@@ -4,16 +4,13 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use idemgate_core::{
-    Outcome, ReceiptKey,
-    outcome::{FailureCause, Repeat},
-};
+use idemgate_core::{Outcome, ReceiptKey, outcome::FailureCause};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::Handler;
 use crate::{
     HandlerError, ReceiveRequest, StoreError,
-    model::{conflict_not_recorded, parse_result},
+    model::receive::{conflict_not_recorded, conflict_refused, duplicate_of, parse_result},
 };
 
 /// The one statement that writes a receipt on SQLite: ?1 source, ?2 identity, ?3 body
@@ -49,10 +46,10 @@ fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Hand
     let key = &request.key;
     let savepoint = tx.savepoint()?;
     if let Some((hash, result)) = existing_receipt(&savepoint, key)? {
-        if Repeat::judge(&hash, &request.body_hash) == Repeat::Duplicate {
-            return Ok(Outcome::Duplicate { result: parse_result(&result)? });
+        if let Some(duplicate) = duplicate_of(&hash, &result, &request.body_hash)? {
+            return Ok(duplicate);
         }
-        record_conflict(&savepoint, request);
+        conflict_refused(key, record_conflict(&savepoint, request));
         if let Err(err) = savepoint.commit() {
             conflict_not_recorded(key, &err);
         }
@@ -122,26 +119,14 @@ fn body_receipt_result(conn: &Connection, request: &ReceiveRequest) -> Result<St
     Ok(result)
 }
 
-/// Remembers a conflicting repeat for the operator.
-///
-/// Failing to record it does not change the answer, on either backend: the conflict is a
-/// fact of the stored receipt, which is untouched, and nothing was applied. A `503` instead
-/// would have the sender retry the same refused bytes for as long as the record fails,
-/// then give up (or disable the endpoint) without ever learning they conflict; the
-/// operator learns of it from an error log line and `idemgate_conflicts_unrecorded_total`.
-fn record_conflict(conn: &Connection, request: &ReceiveRequest) {
+/// Remembers a conflicting repeat for the operator (see [`conflict_refused`] for a failure).
+fn record_conflict(conn: &Connection, request: &ReceiveRequest) -> Result<usize, rusqlite::Error> {
     let key = &request.key;
-    let recorded = conn.execute(
+    conn.execute(
         "INSERT INTO conflicts (source, identity, body_sha256, first_seen_at, last_seen_at, seen_count)
          VALUES (?1, ?2, ?3, ?4, ?4, 1)
          ON CONFLICT (source, identity, body_sha256)
          DO UPDATE SET last_seen_at = excluded.last_seen_at, seen_count = seen_count + 1",
         params![key.source.as_str(), key.identity.as_str(), &request.body_hash.0[..], request.received_at.0],
-    );
-    match recorded {
-        Ok(_) => {
-            tracing::warn!(source = %key.source, identity = %key.identity, "conflicting repeat refused")
-        }
-        Err(err) => conflict_not_recorded(key, &err),
-    }
+    )
 }

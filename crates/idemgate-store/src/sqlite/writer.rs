@@ -33,7 +33,7 @@ use super::{
     migrations, open_connection,
     receive::{failed, receive_in_savepoint},
 };
-use crate::{HandlerError, ReceiveRequest, StoreError, model::conflict_not_recorded};
+use crate::{HandlerError, ReceiveRequest, StoreError, model::receive::conflict_not_recorded};
 
 /// The effect of a first delivery, run inside the receipt's transaction. Whatever it
 /// writes through the connection commits together with the receipt, or not at all.
