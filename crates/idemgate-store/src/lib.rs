@@ -14,9 +14,10 @@
 //!
 //! The neutral root holds what both take and return, one module per concept
 //! ([`jobs`], [`inbox`], [`idempotency`], [`views`], [`maintenance`], and the receipt
-//! types re-exported here), the pure helpers both use below their SQL, the errors, and
-//! the [`Store`] facade. Neither backend imports the other. This is the only crate that
-//! writes SQL for idemgate's own tables.
+//! types re-exported here), the rules and pure helpers both use below their SQL, the
+//! errors, and the [`Store`] facade, whose every method makes the same call on either
+//! backend: both take each operation's arguments by value. Neither backend imports the
+//! other. This is the only crate that writes SQL for idemgate's own tables.
 
 mod error;
 mod model;
