@@ -56,7 +56,7 @@ pub enum StoreError {
     #[error(
         "the store is in use by {0}; stop every idemgate process on it (serve, worker, commands) and restore again"
     )]
-    InUse(crate::lock::Holders),
+    InUse(crate::sqlite::Holders),
     /// The store is being restored; it can be opened once the restore has finished.
     #[error("the store is being restored; it opens once the restore has finished")]
     Restoring,
@@ -67,14 +67,6 @@ pub enum StoreError {
         path: PathBuf,
         /// The underlying error.
         source: std::io::Error,
-    },
-    /// The operation exists only on the other backend (e.g. a file backup on PostgreSQL).
-    #[error("not supported by the {backend} store: {operation}")]
-    Unsupported {
-        /// `sqlite` or `postgres`.
-        backend: &'static str,
-        /// What was asked for.
-        operation: &'static str,
     },
 }
 

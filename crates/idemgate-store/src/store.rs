@@ -2,9 +2,11 @@
 //! the operator's tools use, whichever backend holds the data.
 //!
 //! An enum rather than a trait object: there are exactly two backends, each method is a
-//! plain `async fn`, and a match makes it plain that both implement every operation.
-//! SQLite work runs on the writer thread (group commit) or on a read connection in a
-//! blocking task; PostgreSQL work runs on a pooled connection.
+//! plain `async fn`, and each method is one match whose two arms are the same call (`on_backend!`),
+//! so a backend that lacks an operation, or takes other arguments for it,
+//! does not compile. Both backends take every operation's arguments **by value**: the
+//! SQLite store moves them onto its writer thread or into a blocking read, and the
+//! PostgreSQL store borrows from them for its statements.
 
 use std::{
     future::Future,
@@ -12,18 +14,19 @@ use std::{
     time::Duration,
 };
 
-use idemgate_core::{Outcome, ReceiptKey, SourceName, UnixTime, idempotency::Fingerprint, retry::Decision};
-use serde_json::Value;
+use idemgate_core::{
+    Outcome, ReceiptKey, SourceName, UnixTime, idempotency::Fingerprint, outcome::FailureCause, retry::Decision,
+};
 
 use crate::{
-    ConflictRecord, HandlerError, Receipt, ReceiveRequest, SqliteStore, StoreError,
+    ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
-    inbox::{self, IncomingEvent, JobRecord, NewEvent, StoredEvent},
+    inbox::{IncomingEvent, JobRecord, StoredEvent},
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
-    maintenance::{self, PurgeReport, Retention},
+    maintenance::{PurgeReport, Retention},
     postgres::PgStore,
-    views::{self, AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
-    writer::Handler,
+    sqlite::Handler,
+    views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
 };
 
 /// The store, on SQLite or PostgreSQL, or not open yet ([`Store::unavailable`]). Cheap
@@ -85,14 +88,15 @@ impl From<PgStore> for Store {
     }
 }
 
-/// Runs a read on a fresh SQLite read connection, off the async threads.
-async fn read<T, F>(store: &Arc<SqliteStore>, read: F) -> Result<T, StoreError>
-where
-    T: Send + 'static,
-    F: FnOnce(&crate::SqliteReader) -> Result<T, StoreError> + Send + 'static,
-{
-    let store = Arc::clone(store);
-    tokio::task::spawn_blocking(move || read(&store.reader()?)).await.map_err(|_| StoreError::Unavailable)?
+/// `$call` on the open backend, bound to `$store` (or [`StoreError::NotOpen`]). Both arms
+/// are the same expression, so both backends have the operation with the same signature.
+macro_rules! on_backend {
+    ($self:ident, $store:ident => $call:expr) => {
+        match $self.open_backend()? {
+            Backend::Sqlite($store) => $call,
+            Backend::Postgres($store) => $call,
+        }
+    };
 }
 
 impl Store {
@@ -134,15 +138,6 @@ impl Store {
         }
     }
 
-    /// The SQLite store, when that is the backend (for file-level maintenance).
-    #[must_use]
-    pub fn as_sqlite(&self) -> Option<&Arc<SqliteStore>> {
-        match self.backend.get() {
-            Some(Backend::Sqlite(store)) => Some(store),
-            _ => None,
-        }
-    }
-
     /// Stops the store once this is its last handle: the SQLite writer finishes what is
     /// queued, the PostgreSQL pool closes its connections (at once: clones share it).
     pub async fn close(self) {
@@ -160,28 +155,20 @@ impl Store {
     /// destination together, or finds the receipt (duplicate or conflict). The outcome is
     /// known only after the commit is durable.
     pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
-        let Ok(backend) = self.open_backend() else {
-            return Outcome::Failed { cause: idemgate_core::outcome::FailureCause::Store };
-        };
-        match backend {
-            Backend::Sqlite(store) => {
-                let key = request.key.clone();
-                let received_at = request.received_at;
-                SqliteStore::receive(store, request, move |conn| store_event(conn, &key, received_at, event)).await
-            }
-            Backend::Postgres(store) => store.accept(&request, &event).await,
+        match self.open_backend() {
+            Ok(Backend::Sqlite(store)) => store.accept(request, event).await,
+            Ok(Backend::Postgres(store)) => store.accept(request, event).await,
+            Err(_) => Outcome::Failed { cause: FailureCause::Store },
         }
     }
 
     /// Whether the store can take writes now. Used by readiness checks.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.ping().await,
-            Backend::Postgres(store) => store.ping().await,
-        }
+        on_backend!(self, store => store.ping().await)
     }
 
-    /// Claims up to `limit` due jobs for `lease`; see [`crate::jobs::claim`].
+    /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of [`crate::jobs`];
+    /// `fifo` names the destinations delivered in order.
     pub async fn claim_jobs(
         &self,
         now_ms: i64,
@@ -189,13 +176,10 @@ impl Store {
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.claim_jobs(now_ms, lease, limit, fifo).await,
-            Backend::Postgres(store) => store.claim_jobs(now_ms, lease, limit, &fifo).await,
-        }
+        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo).await)
     }
 
-    /// Records an attempt and moves its job, if the lease is current; see [`crate::jobs::complete`].
+    /// Records an attempt and moves its job as `decision` says, if the lease is current.
     pub async fn complete_job(
         &self,
         job: ClaimedJob,
@@ -203,12 +187,7 @@ impl Store {
         decision: Decision,
         now_ms: i64,
     ) -> Result<Completion, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.complete_job(job, attempt, decision, now_ms).await,
-            Backend::Postgres(store) => {
-                Ok(store.complete_jobs(&[(job, attempt, decision)], now_ms).await?.pop().unwrap_or(Completion::Stale))
-            }
-        }
+        on_backend!(self, store => store.complete_job(job, attempt, decision, now_ms).await)
     }
 
     /// Records several attempts at once, each as [`Self::complete_job`] would, in one
@@ -219,18 +198,13 @@ impl Store {
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.complete_jobs(finished, now_ms).await,
-            Backend::Postgres(store) => store.complete_jobs(&finished, now_ms).await,
-        }
+        on_backend!(self, store => store.complete_jobs(finished, now_ms).await)
     }
 
-    /// Makes up to `limit` finished jobs matching `filter` pending again; see [`crate::jobs::replay`].
+    /// Makes up to `limit` finished jobs matching `filter` pending again; returns how
+    /// many. A replayed job no longer matches, so calling again continues with the rest.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.replay_jobs(filter, now, limit).await,
-            Backend::Postgres(store) => store.replay_jobs(&filter, now, limit).await,
-        }
+        on_backend!(self, store => store.replay_jobs(filter, now, limit).await)
     }
 
     /// Replays every job `filter` selects when it starts, each at most once, in batches of
@@ -248,19 +222,10 @@ impl Store {
         F: FnMut(usize, usize) -> Fut,
         Fut: Future<Output = ()>,
     {
-        let selected = match self.open_backend()? {
-            Backend::Sqlite(store) => {
-                let filter = filter.clone();
-                read(store, move |r| crate::jobs::replayable(r.connection(), &filter)).await?
-            }
-            Backend::Postgres(store) => store.replayable(&filter).await?,
-        };
+        let selected = on_backend!(self, store => store.replayable(filter.clone()).await)?;
         let mut replayed = 0;
         for ids in selected.chunks(batch.max(1)) {
-            replayed += match self.open_backend()? {
-                Backend::Sqlite(store) => store.replay_selected(filter.clone(), ids.to_vec(), now).await?,
-                Backend::Postgres(store) => store.replay_selected(&filter, ids, now).await?,
-            };
+            replayed += on_backend!(self, store => store.replay_selected(filter.clone(), ids.to_vec(), now).await)?;
             after_batch(replayed, selected.len()).await;
         }
         Ok(replayed)
@@ -268,23 +233,16 @@ impl Store {
 
     /// How many jobs `filter` selects now.
     pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => {
-                read(store, move |r| crate::jobs::count_replayable(r.connection(), &filter)).await
-            }
-            Backend::Postgres(store) => store.count_replayable(&filter).await,
-        }
+        on_backend!(self, store => store.count_replayable(filter).await)
     }
 
     /// Re-enables `destination`; returns whether it was disabled.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.enable_destination(destination, now).await,
-            Backend::Postgres(store) => store.enable_destination(&destination, now).await,
-        }
+        on_backend!(self, store => store.enable_destination(destination, now).await)
     }
 
-    /// Starts (or looks up) an `Idempotency-Key` operation; see [`crate::idempotency::begin`].
+    /// Starts (or looks up) the `Idempotency-Key` operation named by `record` at `now_ms`,
+    /// by the rules of [`crate::idempotency`].
     pub async fn begin_idempotent(
         &self,
         record: RecordKey,
@@ -292,10 +250,7 @@ impl Store {
         now_ms: i64,
         lifetimes: Lifetimes,
     ) -> Result<Begin, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.begin_idempotent(record, fingerprint, now_ms, lifetimes).await,
-            Backend::Postgres(store) => store.begin_idempotent(&record, &fingerprint, now_ms, lifetimes).await,
-        }
+        on_backend!(self, store => store.begin_idempotent(record, fingerprint, now_ms, lifetimes).await)
     }
 
     /// Stores the response of an operation whose lock `token` still holds.
@@ -305,179 +260,91 @@ impl Store {
         token: i64,
         response: StoredResponse,
     ) -> Result<bool, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.complete_idempotent(record, token, response).await,
-            Backend::Postgres(store) => store.complete_idempotent(&record, token, &response).await,
-        }
+        on_backend!(self, store => store.complete_idempotent(record, token, response).await)
     }
 
     /// Forgets an operation whose lock `token` still holds.
     pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.release_idempotent(record, token).await,
-            Backend::Postgres(store) => store.release_idempotent(&record, token).await,
-        }
+        on_backend!(self, store => store.release_idempotent(record, token).await)
     }
 
     /// Deletes up to `limit` expired idempotency records.
     pub async fn purge_idempotency(&self, now_ms: i64, limit: usize) -> Result<usize, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.purge_idempotency(now_ms, limit).await,
-            Backend::Postgres(store) => store.purge_idempotency(now_ms, limit).await,
-        }
+        on_backend!(self, store => store.purge_idempotency(now_ms, limit).await)
     }
 
-    /// Applies retention `policies` at `now`; see [`crate::maintenance::purge`].
+    /// Applies retention `policies` at `now`, by the rules of [`crate::maintenance`].
     pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => store.purge(now, policies).await,
-            Backend::Postgres(store) => store.purge(now, &policies, false).await,
-        }
+        on_backend!(self, store => store.purge(now, policies).await)
     }
 
     /// What a purge at `now` would remove, without removing it.
     pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => {
-                let path = store.path().to_owned();
-                tokio::task::spawn_blocking(move || maintenance::purge_file(&path, now, &policies, true))
-                    .await
-                    .map_err(|_| StoreError::Unavailable)?
-            }
-            Backend::Postgres(store) => store.purge(now, &policies, true).await,
-        }
+        on_backend!(self, store => store.purge_dry_run(now, policies).await)
     }
 
     /// The receipt for `key`, if any.
     pub async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| r.receipt(&key)).await,
-            Backend::Postgres(store) => store.receipt(&key).await,
-        }
+        on_backend!(self, store => store.receipt(key).await)
     }
 
     /// Every receipt of `source`, ordered by identity.
     pub async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| r.receipts(&source)).await,
-            Backend::Postgres(store) => store.receipts(&source).await,
-        }
+        on_backend!(self, store => store.receipts(source).await)
     }
 
     /// Every recorded conflict of `source`, ordered by identity.
     pub async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| r.conflicts(&source)).await,
-            Backend::Postgres(store) => store.conflicts(&source).await,
-        }
+        on_backend!(self, store => store.conflicts(source).await)
     }
 
     /// The event stored under `key`, if any.
     pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| r.event(&key)).await,
-            Backend::Postgres(store) => store.event(&key).await,
-        }
+        on_backend!(self, store => store.event(key).await)
     }
 
     /// The jobs of the event stored under `key`, by destination.
     pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| r.jobs(&key)).await,
-            Backend::Postgres(store) => store.jobs(&key).await,
-        }
+        on_backend!(self, store => store.jobs(key).await)
     }
 
     /// How many jobs are in each state.
     pub async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, |r| r.job_states()).await,
-            Backend::Postgres(store) => store.job_states().await,
-        }
+        on_backend!(self, store => store.job_states().await)
     }
 
     /// When the oldest job still waiting to be delivered was created.
     pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, |r| r.oldest_waiting_job()).await,
-            Backend::Postgres(store) => store.oldest_waiting_job().await,
-        }
+        on_backend!(self, store => store.oldest_waiting_job().await)
     }
 
     /// Events matching `filter`, newest first.
     pub async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| views::list_events(r.connection(), &filter)).await,
-            Backend::Postgres(store) => store.list_events(&filter).await,
-        }
+        on_backend!(self, store => store.list_events(filter).await)
     }
 
     /// Every attempt for the event `(source, identity)`, in order.
     pub async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| views::attempts(r.connection(), &source, &identity)).await,
-            Backend::Postgres(store) => store.attempts(&source, &identity).await,
-        }
+        on_backend!(self, store => store.attempts(source, identity).await)
     }
 
     /// The most recently updated dead jobs.
     pub async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| views::dead_jobs(r.connection(), limit)).await,
-            Backend::Postgres(store) => store.dead_jobs(limit).await,
-        }
+        on_backend!(self, store => store.dead_jobs(limit).await)
     }
 
     /// The most recent conflicts.
     pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| views::recent_conflicts(r.connection(), limit)).await,
-            Backend::Postgres(store) => store.recent_conflicts(limit).await,
-        }
+        on_backend!(self, store => store.recent_conflicts(limit).await)
     }
 
     /// Every destination that has jobs or was disabled.
     pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, |r| views::destinations(r.connection())).await,
-            Backend::Postgres(store) => store.destinations().await,
-        }
+        on_backend!(self, store => store.destinations().await)
     }
 
     /// Counts per source of what arrived at or after `since`.
     pub async fn stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
-        match self.open_backend()? {
-            Backend::Sqlite(store) => read(store, move |r| views::stats(r.connection(), since)).await,
-            Backend::Postgres(store) => store.stats(since).await,
-        }
+        on_backend!(self, store => store.source_stats(since).await)
     }
-}
-
-/// The gateway's effect on SQLite, on the writer thread inside the receipt's savepoint.
-fn store_event(
-    conn: &rusqlite::Connection,
-    key: &ReceiptKey,
-    received_at: UnixTime,
-    event: IncomingEvent,
-) -> Result<Value, HandlerError> {
-    if let Some(reason) = event.refusal {
-        return Err(HandlerError::Refused(reason));
-    }
-    let new = NewEvent {
-        key,
-        outgoing_id: event.outgoing_id.as_deref(),
-        event_type: event.event_type.as_deref(),
-        content_type: event.content_type.as_deref(),
-        headers: &event.headers,
-        body: &event.body,
-        ordering: event.ordering.as_ref(),
-        received_at,
-    };
-    let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
-    // Only the rare superseded case is logged here, on the writer thread; every outcome is
-    // logged and counted by the inbound pipeline once the commit has returned.
-    if inbox::accept_event(conn, &new, &destinations)?.superseded {
-        tracing::info!(source = %key.source, identity = %key.identity, "older than its ordering key's newest version: superseded");
-    }
-    Ok(event.result)
 }

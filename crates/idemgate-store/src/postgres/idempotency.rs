@@ -11,20 +11,20 @@ use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
-    model::{IdempotencyRow, ms},
+    model::{headers_text, idempotency::IdempotencyRow},
 };
 
 impl PgStore {
-    /// Starts (or looks up) the operation named by `record` at `now_ms`; see
-    /// [`crate::idempotency::begin`].
+    /// Starts (or looks up) the operation named by `record` at `now_ms`, by the rules of
+    /// [`crate::idempotency`].
     pub async fn begin_idempotent(
         &self,
-        record: &RecordKey,
-        fingerprint: &Fingerprint,
+        record: RecordKey,
+        fingerprint: Fingerprint,
         now_ms: i64,
         lifetimes: Lifetimes,
     ) -> Result<Begin, StoreError> {
-        retrying(|| self.try_begin(record, fingerprint, now_ms, lifetimes)).await
+        retrying(|| self.try_begin(&record, &fingerprint, now_ms, lifetimes)).await
     }
 
     async fn try_begin(
@@ -41,8 +41,8 @@ impl PgStore {
             &[&record.scope, &record.key, &now_ms],
         )
         .await?;
-        let lock_until = now_ms.saturating_add(ms(lifetimes.lock));
-        let expires = now_ms.saturating_add(ms(lifetimes.retention));
+        let lock_until = lifetimes.locked_until_ms(now_ms);
+        let expires = lifetimes.expires_at_ms(now_ms);
         let inserted = tx
             .execute(
                 "INSERT INTO idempotency_records
@@ -93,9 +93,9 @@ impl PgStore {
     /// Stores `response` for `record` if `token` still holds the lock. Returns whether it did.
     pub async fn complete_idempotent(
         &self,
-        record: &RecordKey,
+        record: RecordKey,
         token: i64,
-        response: &StoredResponse,
+        response: StoredResponse,
     ) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let changed = client
@@ -108,7 +108,7 @@ impl PgStore {
                     &record.key,
                     &token,
                     &i32::from(response.status),
-                    &serde_json::json!(response.headers).to_string(),
+                    &headers_text(&response.headers),
                     &response.body,
                     &response.body_omitted,
                 ],
@@ -118,7 +118,7 @@ impl PgStore {
     }
 
     /// Forgets `record` if `token` still holds its lock, so the key can be used again.
-    pub async fn release_idempotent(&self, record: &RecordKey, token: i64) -> Result<bool, StoreError> {
+    pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let changed = client
             .execute(

@@ -4,14 +4,17 @@
 
 use std::time::Duration;
 
-use idemgate_core::{UnixTime, job::Transition, retry::Decision};
+use idemgate_core::{UnixTime, retry::Decision};
 use tokio_postgres::types::ToSql;
 
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
-    model::{FilterBindings, bounded, key, second_of, secs},
+    model::{
+        jobs::{FilterBindings, Recording, lease_until},
+        key, parse_headers, second_of,
+    },
 };
 
 /// A filter's six values followed by `more`, as parameters `$1`… .
@@ -37,14 +40,14 @@ const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_
       AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)";
 
 impl PgStore {
-    /// Claims up to `limit` due jobs at `now_ms` for `lease`; see [`crate::jobs::claim`] for
-    /// what is due. Jobs locked by another claim in progress are skipped, not waited for.
+    /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of
+    /// [`crate::jobs`]. Jobs locked by another claim in progress are skipped, not waited for.
     pub async fn claim_jobs(
         &self,
         now_ms: i64,
         lease: Duration,
         limit: usize,
-        fifo: &[String],
+        fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
         let client = self.client().await?;
         let claim = client
@@ -72,7 +75,7 @@ impl PgStore {
             )
             .await?;
         let now = second_of(now_ms);
-        let until = now.saturating_add(secs(lease));
+        let until = lease_until(now_ms, lease);
         let rows = client.query(&claim, &[&now, &until, &sql_limit(limit), &fifo, &now_ms]).await?;
         let mut claimed = rows
             .iter()
@@ -90,7 +93,7 @@ impl PgStore {
                     outgoing_id: row.try_get(9)?,
                     body: row.try_get(6)?,
                     content_type: row.try_get(7)?,
-                    headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),
+                    headers: parse_headers(headers),
                 })
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
@@ -98,19 +101,31 @@ impl PgStore {
         Ok(claimed)
     }
 
+    /// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current:
+    /// [`Self::complete_jobs`] for one.
+    pub async fn complete_job(
+        &self,
+        job: ClaimedJob,
+        attempt: AttemptRecord,
+        decision: Decision,
+        now_ms: i64,
+    ) -> Result<Completion, StoreError> {
+        Ok(self.complete_jobs(vec![(job, attempt, decision)], now_ms).await?.pop().unwrap_or(Completion::Stale))
+    }
+
     /// Records each finished attempt and moves its job as its decision says, if the job's
-    /// lease is current; see [`crate::jobs::complete`]. One statement for all of them: the
-    /// attempts, the disabling of destinations that answered `410`, and the fenced job
-    /// updates, in one round trip and one commit. Completions come back in input order.
+    /// lease is current. One statement for all of them: the attempts, the disabling of
+    /// destinations that answered `410`, and the fenced job updates, in one round trip and
+    /// one commit. Completions come back in input order.
     pub async fn complete_jobs(
         &self,
-        finished: &[(ClaimedJob, AttemptRecord, Decision)],
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
         if finished.is_empty() {
             return Ok(Vec::new());
         }
-        let columns = Columns::of(finished, now_ms);
+        let columns = Columns::of(&finished, now_ms);
         let now = UnixTime(second_of(now_ms));
         let recorded = retrying(|| self.try_complete(&columns, now)).await?;
         Ok(finished
@@ -174,7 +189,7 @@ impl PgStore {
     }
 
     /// Re-enables `destination`; its waiting jobs become due at once. Returns whether it was disabled.
-    pub async fn enable_destination(&self, destination: &str, now: UnixTime) -> Result<bool, StoreError> {
+    pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let changed = tx
@@ -195,7 +210,7 @@ impl PgStore {
     }
 
     /// How many jobs `filter` selects now.
-    pub async fn count_replayable(&self, filter: &ReplayFilter) -> Result<usize, StoreError> {
+    pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
         let bindings = filter.bindings()?;
         let client = self.client().await?;
         let row =
@@ -204,9 +219,9 @@ impl PgStore {
         Ok(usize::try_from(count).unwrap_or(0))
     }
 
-    /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; see
-    /// [`crate::jobs::replay`].
-    pub async fn replay_jobs(&self, filter: &ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+    /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; returns
+    /// how many.
+    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
         let bindings = filter.bindings()?;
         let client = self.client().await?;
         let changed = client
@@ -222,20 +237,20 @@ impl PgStore {
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
-    /// The ids of the jobs `filter` selects now; see [`crate::jobs::replayable`].
-    pub async fn replayable(&self, filter: &ReplayFilter) -> Result<Vec<i64>, StoreError> {
+    /// The ids of the jobs `filter` selects now, in id order: a bulk replay's set, taken once.
+    pub async fn replayable(&self, filter: ReplayFilter) -> Result<Vec<i64>, StoreError> {
         let bindings = filter.bindings()?;
         let client = self.client().await?;
         let rows = client.query(&format!("{MATCHING} ORDER BY j.id"), &with(&bindings, &[])).await?;
         rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
     }
 
-    /// Makes those of `ids` that `filter` still selects `pending` again; see
-    /// [`crate::jobs::replay_selected`].
+    /// Makes those of `ids` that `filter` still selects `pending` again; one that was
+    /// replayed and has not finished since is left alone.
     pub async fn replay_selected(
         &self,
-        filter: &ReplayFilter,
-        ids: &[i64],
+        filter: ReplayFilter,
+        ids: Vec<i64>,
         now: UnixTime,
     ) -> Result<usize, StoreError> {
         let bindings = filter.bindings()?;
@@ -287,21 +302,21 @@ impl Columns {
             disable: Vec::new(),
         };
         for (job, attempt, decision) in finished {
-            if *decision == Decision::DisableDestination {
+            let recording = Recording::of(attempt, *decision, now_ms);
+            if recording.disables_destination {
                 c.disable.push(job.destination.clone());
             }
-            let next = Transition::after_attempt(*decision, attempt.error.as_deref(), now_ms);
             c.id.push(job.id);
             c.token.push(job.lease_token);
             c.attempt.push(i32::try_from(job.attempt).unwrap_or(i32::MAX));
             c.started_at.push(attempt.started_at.0);
-            c.latency_ms.push(i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX));
+            c.latency_ms.push(recording.latency_ms);
             c.status.push(attempt.status.map(i32::from));
-            c.error.push(bounded(attempt.error.as_deref()));
-            c.response_prefix.push(bounded(attempt.response_prefix.as_deref()));
-            c.state.push(next.state.as_str());
-            c.next_attempt_at_ms.push(next.next_attempt_at_ms);
-            c.last_error.push(bounded(next.error.as_deref()));
+            c.error.push(recording.error);
+            c.response_prefix.push(recording.response_prefix);
+            c.state.push(recording.state);
+            c.next_attempt_at_ms.push(recording.next_attempt_at_ms);
+            c.last_error.push(recording.last_error);
         }
         c
     }

@@ -1,5 +1,4 @@
-//! Retention on PostgreSQL: the same rules as [`crate::maintenance::purge`], in one
-//! transaction. Backups are PostgreSQL's own business (`pg_dump`, base backups).
+//! Retention on PostgreSQL: the rules of [`crate::maintenance`], in one transaction. Backups are PostgreSQL's own business (`pg_dump`, base backups).
 
 use idemgate_core::UnixTime;
 
@@ -7,7 +6,7 @@ use super::PgStore;
 use crate::{
     StoreError,
     maintenance::{PurgeReport, Retention},
-    model::cutoff,
+    model::maintenance::cutoff,
 };
 
 /// Events of `$1` received before `$2` whose jobs are all finished and that hold no
@@ -22,8 +21,23 @@ fn count(rows: u64) -> usize {
 }
 
 impl PgStore {
+    /// Applies `policies` at `now`, committed.
+    pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+        self.purge_or_count(now, &policies, false).await
+    }
+
+    /// What [`Self::purge`] would remove: counted, and rolled back.
+    pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+        self.purge_or_count(now, &policies, true).await
+    }
+
     /// Applies `policies` at `now`, committed; or, when `dry_run`, counts and rolls back.
-    pub async fn purge(&self, now: UnixTime, policies: &[Retention], dry_run: bool) -> Result<PurgeReport, StoreError> {
+    async fn purge_or_count(
+        &self,
+        now: UnixTime,
+        policies: &[Retention],
+        dry_run: bool,
+    ) -> Result<PurgeReport, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let mut report = PurgeReport::default();

@@ -1,23 +1,47 @@
 //! Receipts and the gateway's inbox on PostgreSQL: one transaction per delivery that
 //! inserts the receipt, the event and its jobs, or finds the receipt already there.
 
-use idemgate_core::{
-    Outcome,
-    outcome::{FailureCause, Repeat},
-};
+use std::sync::LazyLock;
+
+use idemgate_core::{Outcome, outcome::FailureCause};
 
 use super::{PgStore, retrying};
 use crate::{
     ErrorKind, ReceiveRequest, StoreError,
-    inbox::{IncomingEvent, Version},
-    model::{conflict_not_recorded, parse_result},
+    inbox::IncomingEvent,
+    model::{
+        inbox::{log_superseded, outgoing_id, stored_headers},
+        receive::{conflict_refused, duplicate_of, parse_result},
+    },
 };
+
+/// The one statement that writes a receipt on PostgreSQL: $1 source, $2 identity, $3 body
+/// hash, $4 result, $5 time received. Of racing first deliveries, one inserts; the others
+/// wait on its index entry and then insert nothing.
+const INSERT_RECEIPT: &str = "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+     VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING";
+
+/// The common case in one statement: the receipt insert decides, and the event and its
+/// jobs are inserted only from the receipt row it returned.
+static ACCEPT_IN_ONE_STATEMENT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH receipt AS ({INSERT_RECEIPT} RETURNING source, identity
+         ), event AS (
+            INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
+            SELECT source, identity, $6, $7, $8, $5, $9, $11 FROM receipt RETURNING id
+         ), jobs AS (
+            INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+            SELECT event.id, d, 'pending', $5::bigint * 1000, $5, $5 FROM event, unnest($10::text[]) AS d
+         )
+         SELECT id FROM event"
+    )
+});
 
 impl PgStore {
     /// Offers one delivery of a gateway event: exactly one of applied / duplicate /
     /// conflict / refused / failed, known once the commit is durable.
-    pub async fn accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Outcome {
-        match retrying(|| self.try_accept(request, event)).await {
+    pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        match retrying(|| self.try_accept(&request, &event)).await {
             Ok(outcome) => outcome,
             Err(err) => {
                 let key = &request.key;
@@ -48,24 +72,9 @@ impl PgStore {
         let key = &request.key;
         let (source, identity) = (key.source.as_str(), key.identity.as_str());
         let client = self.client().await?;
-        let accept = client
-            .prepare_cached(
-                "WITH receipt AS (
-                    INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
-                    VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING RETURNING source, identity
-                 ), event AS (
-                    INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers,
-                                        outgoing_id)
-                    SELECT source, identity, $6, $7, $8, $5, $9, $11 FROM receipt RETURNING id
-                 ), jobs AS (
-                    INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
-                    SELECT event.id, d, 'pending', $5::bigint * 1000, $5, $5 FROM event, unnest($10::text[]) AS d
-                 )
-                 SELECT id FROM event",
-            )
-            .await?;
+        let accept = client.prepare_cached(&ACCEPT_IN_ONE_STATEMENT).await?;
         let result = event.result.to_string();
-        let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
+        let headers = stored_headers(&event.headers);
         let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
         let inserted = client
             .query_opt(
@@ -81,7 +90,7 @@ impl PgStore {
                     &&event.body[..],
                     &headers,
                     &destinations,
-                    &outgoing_id(request, event),
+                    &outgoing_id(event.outgoing_id.as_deref(), key),
                 ],
             )
             .await?;
@@ -104,12 +113,7 @@ impl PgStore {
         let tx = client.transaction().await?;
         // A concurrent first delivery of the same identity holds the key's index entry
         // until it commits or rolls back; this insert waits for that, then knows.
-        let insert = tx
-            .prepare_cached(
-                "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
-                 VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING",
-            )
-            .await?;
+        let insert = tx.prepare_cached(INSERT_RECEIPT).await?;
         let result = event.result.to_string();
         let inserted = tx
             .execute(&insert, &[&source, &identity, &&request.body_hash.0[..], &result, &request.received_at.0])
@@ -131,7 +135,7 @@ impl PgStore {
             tx.rollback().await?;
             return Ok(Outcome::Refused { reason });
         }
-        let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
+        let headers = stored_headers(&event.headers);
         let insert_event = tx
             .prepare_cached(
                 "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
@@ -152,17 +156,14 @@ impl PgStore {
                     &request.received_at.0,
                     &headers,
                     &ordering_key,
-                    &outgoing_id(request, event),
+                    &outgoing_id(event.outgoing_id.as_deref(), key),
                 ],
             )
             .await?
             .try_get(0)?;
         let superseded = match &event.ordering {
             Some(ordering) => {
-                let (int, text) = match &ordering.version {
-                    Version::Int(v) => (Some(*v), None),
-                    Version::Text(v) => (None, Some(v.as_str())),
-                };
+                let (int, text) = ordering.version.columns();
                 // Moves the key's newest version forward unless a newer one was seen; the
                 // upsert holds the key's row lock, so racing versions of one key serialise.
                 let advance = tx
@@ -191,7 +192,7 @@ impl PgStore {
         tx.execute(&jobs, &[&event_id, &state, &request.received_at.0, &destinations]).await?;
         tx.commit().await?;
         if superseded {
-            tracing::info!(source, identity, "older than its ordering key's newest version: superseded");
+            log_superseded(key);
         }
         Ok(Outcome::Applied { result: event.result.clone() })
     }
@@ -226,10 +227,6 @@ async fn claim_body(
     Ok(Some(row.try_get(0)?))
 }
 
-fn outgoing_id<'a>(request: &'a ReceiveRequest, event: &'a IncomingEvent) -> &'a str {
-    event.outgoing_id.as_deref().unwrap_or(request.key.identity.as_str())
-}
-
 /// The answer to a delivery whose receipt insert found one already there: a duplicate with
 /// the stored result, or a conflict, recorded for the operator.
 async fn repeat(
@@ -244,15 +241,11 @@ async fn repeat(
         // Purged between the insert and this lookup: the sender's retry starts afresh.
         return Err(StoreError::Malformed("receipt vanished during its lookup"));
     };
-    let hash: Vec<u8> = row.try_get(0)?;
-    if Repeat::judge(&hash, &request.body_hash) == Repeat::Duplicate {
-        let result: String = row.try_get(1)?;
-        return Ok(Outcome::Duplicate { result: parse_result(&result)? });
+    let (hash, result): (Vec<u8>, String) = (row.try_get(0)?, row.try_get(1)?);
+    if let Some(duplicate) = duplicate_of(&hash, &result, &request.body_hash)? {
+        return Ok(duplicate);
     }
-    match record_conflict(client, request).await {
-        Ok(()) => tracing::warn!(source, identity, "conflicting repeat refused"),
-        Err(err) => conflict_not_recorded(key, &err),
-    }
+    conflict_refused(key, record_conflict(client, request).await);
     Ok(Outcome::Conflict)
 }
 

@@ -1,14 +1,14 @@
 //! Reads on PostgreSQL: receipts, events and jobs as the operator, the admin API and the
-//! tests see them. The same queries as [`crate::views`] and [`crate::reader`].
+//! tests see them. The same queries as SQLite's, returning the types of [`crate::views`].
 
-use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
+use idemgate_core::{BodyHash, ReceiptKey, SourceName, UnixTime};
 use tokio_postgres::Row;
 
 use super::{PgStore, sql_limit};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
-    model::parse_result,
+    model::{body_hash, key, receive::parse_result},
     views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
 };
 
@@ -17,14 +17,11 @@ fn unsigned(value: i64) -> u64 {
 }
 
 fn key_from_row(row: &Row) -> Result<ReceiptKey, StoreError> {
-    let source = SourceName::new(row.try_get::<_, String>(0)?).map_err(|_| StoreError::Malformed("source name"))?;
-    let identity = Identity::new(row.try_get::<_, String>(1)?).map_err(|_| StoreError::Malformed("identity"))?;
-    Ok(ReceiptKey { source, identity })
+    key(&row.try_get::<_, String>(0)?, &row.try_get::<_, String>(1)?)
 }
 
 fn hash_from_row(row: &Row, index: usize) -> Result<BodyHash, StoreError> {
-    let bytes: Vec<u8> = row.try_get(index)?;
-    Ok(BodyHash(bytes.try_into().map_err(|_| StoreError::Malformed("body hash"))?))
+    body_hash(row.try_get(index)?)
 }
 
 fn receipt_from_row(row: &Row) -> Result<Receipt, StoreError> {
@@ -43,7 +40,7 @@ fn counts(rows: &[Row]) -> Result<Vec<(String, u64)>, StoreError> {
 
 impl PgStore {
     /// The receipt for `key`, if any.
-    pub async fn receipt(&self, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+    pub async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         let client = self.client().await?;
         let row = client
             .query_opt(
@@ -56,7 +53,7 @@ impl PgStore {
     }
 
     /// Every receipt of `source`, ordered by identity.
-    pub async fn receipts(&self, source: &SourceName) -> Result<Vec<Receipt>, StoreError> {
+    pub async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -69,7 +66,7 @@ impl PgStore {
     }
 
     /// Every recorded conflict of `source`, ordered by identity.
-    pub async fn conflicts(&self, source: &SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
+    pub async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -92,7 +89,7 @@ impl PgStore {
     }
 
     /// The event stored under `key`, if any.
-    pub async fn event(&self, key: &ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+    pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
         let client = self.client().await?;
         let row = client
             .query_opt(
@@ -115,7 +112,7 @@ impl PgStore {
     }
 
     /// The jobs of the event stored under `key`, by destination.
-    pub async fn jobs(&self, key: &ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+    pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -153,8 +150,8 @@ impl PgStore {
         Ok(row.try_get::<_, Option<i64>>(0)?.map(UnixTime))
     }
 
-    /// Events matching `filter`, newest first; see [`crate::views::list_events`].
-    pub async fn list_events(&self, filter: &EventFilter) -> Result<Vec<EventRow>, StoreError> {
+    /// Events matching `filter`, newest first.
+    pub async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -200,7 +197,7 @@ impl PgStore {
     }
 
     /// Every attempt for the event `(source, identity)`, in order.
-    pub async fn attempts(&self, source: &str, identity: &str) -> Result<Vec<AttemptRow>, StoreError> {
+    pub async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -308,7 +305,7 @@ impl PgStore {
     }
 
     /// Counts per source of what arrived at or after `since`.
-    pub async fn stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
+    pub async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
         let since = since.map_or(i64::MIN, |t| t.0);
         let client = self.client().await?;
         let sources = client

@@ -45,7 +45,8 @@ pub struct TestStore {
     pub store: Store,
     /// The PostgreSQL schema's URL (none on SQLite).
     url: Option<String>,
-    _dir: Option<tempfile::TempDir>,
+    /// The SQLite file's folder (none on PostgreSQL).
+    dir: Option<tempfile::TempDir>,
 }
 
 impl TestStore {
@@ -54,7 +55,7 @@ impl TestStore {
     pub async fn execute_raw(&self, sqlite: &str, postgres: &str) {
         match &self.url {
             None => {
-                let path = self.store.as_sqlite().unwrap().path();
+                let path = sqlite_file(self.dir.as_ref().unwrap());
                 rusqlite::Connection::open(path).unwrap().execute_batch(sqlite).unwrap();
             }
             Some(url) => {
@@ -85,10 +86,14 @@ pub fn unique_schema(prefix: &str) -> String {
     format!("{prefix}_{}_{}_{nanos}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+fn sqlite_file(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    dir.path().join("store.sqlite3")
+}
+
 pub async fn sqlite() -> TestStore {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("store.sqlite3"), StoreOptions::default()).unwrap();
-    TestStore { store: Arc::new(store).into(), url: None, _dir: Some(dir) }
+    let store = SqliteStore::open(&sqlite_file(&dir), StoreOptions::default()).unwrap();
+    TestStore { store: Arc::new(store).into(), url: None, dir: Some(dir) }
 }
 
 pub async fn postgres() -> TestStore {
@@ -99,7 +104,7 @@ pub async fn postgres() -> TestStore {
     let store = PgStore::connect(&url, PgOptions { pool_size: 8, wait_timeout: Duration::from_secs(10) })
         .await
         .unwrap_or_else(|err| panic!("cannot open the PostgreSQL store: {err}"));
-    TestStore { store: store.into(), url: Some(url), _dir: None }
+    TestStore { store: store.into(), url: Some(url), dir: None }
 }
 
 /// Runs each test body once on SQLite and once on PostgreSQL: `mod name { sqlite, postgres }`.

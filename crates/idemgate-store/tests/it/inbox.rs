@@ -3,7 +3,7 @@
 use idemgate_core::Outcome;
 use idemgate_store::{
     HandlerError,
-    inbox::{NewEvent, accept_event},
+    sqlite::inbox::{NewEvent, accept_event},
 };
 use serde_json::json;
 

@@ -6,8 +6,11 @@ use std::{sync::Arc, time::Duration};
 use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime};
 use idemgate_store::{
     HandlerError, ReceiveRequest, SqliteStore,
-    inbox::{NewEvent, accept_event},
-    maintenance::{self, Retention},
+    maintenance::Retention,
+    sqlite::{
+        inbox::{NewEvent, accept_event},
+        maintenance,
+    },
 };
 use serde_json::json;
 
@@ -122,10 +125,10 @@ async fn a_backup_during_writes_holds_every_receipt_with_its_event_and_jobs() {
     );
     assert!(maintenance::backup(&t.path, &copy).is_err(), "an existing backup is never overwritten");
 
-    let in_use = maintenance::restore(&copy, &t.path).unwrap_err();
+    let in_use = maintenance::restore(&copy, &t.path, UnixTime(T0)).unwrap_err();
     assert!(matches!(in_use, idemgate_store::StoreError::InUse(_)), "{in_use}");
     let restored = t.path.with_file_name("restored.sqlite3");
-    let restored_summary = maintenance::restore(&copy, &restored).unwrap();
+    let restored_summary = maintenance::restore(&copy, &restored, UnixTime(T0)).unwrap();
     assert_eq!((restored_summary.summary, restored_summary.kept), (summary, None));
     let reopened = SqliteStore::open(&restored, Default::default()).unwrap();
     accept(&reopened, "after_restore", T0 + 1000).await;
@@ -155,7 +158,7 @@ async fn restore_names_the_process_holding_the_store_and_a_store_under_restore_i
     maintenance::backup(&path, &copy).unwrap();
 
     let mut writer = lock_holder(&path, "-s");
-    let refused = maintenance::restore(&copy, &path).unwrap_err();
+    let refused = maintenance::restore(&copy, &path, UnixTime(T0)).unwrap_err();
     assert_eq!(
         refused.to_string().split(';').next().unwrap(),
         format!("the store is in use by process {}", writer.id())
@@ -171,5 +174,5 @@ async fn restore_names_the_process_holding_the_store_and_a_store_under_restore_i
     restoring.wait().unwrap();
     // Closed, not dropped: the writer holds the lock until it has finished.
     SqliteStore::open(&path, Default::default()).unwrap().close().await;
-    assert!(maintenance::restore(&copy, &path).unwrap().kept.is_some());
+    assert!(maintenance::restore(&copy, &path, UnixTime(T0)).unwrap().kept.is_some());
 }

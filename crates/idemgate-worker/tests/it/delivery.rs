@@ -12,8 +12,8 @@ use idemgate_core::{
 };
 use idemgate_store::{
     HandlerError, ReceiveRequest, SqliteStore, StoreOptions,
-    inbox::{NewEvent, accept_event},
     jobs::ReplayFilter,
+    sqlite::inbox::{NewEvent, accept_event},
 };
 use idemgate_testkit::{Destination, Step};
 use idemgate_worker::{Clock, HttpDestination, ManualClock, Route, Worker, WorkerOptions};

@@ -8,7 +8,7 @@ use idemgate::{bench, config, send};
 use idemgate_client::WebhookSigner;
 use idemgate_clock::Clock;
 use idemgate_core::{Secret, scheme::DemoV1};
-use idemgate_store::maintenance;
+use idemgate_store::sqlite::maintenance;
 
 use super::{EXIT_FAILED, print_line};
 use crate::cli::{BenchWorkload, Keys};

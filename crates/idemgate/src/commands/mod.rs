@@ -57,7 +57,7 @@ pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCod
         Command::Destination { command: DestinationCommand::Enable { name } } => {
             destination::enable(&load(path, Uses::Store)?, name, &SystemClock).await
         }
-        Command::Store { command } => store::store(&load(path, Uses::Store)?, command).await,
+        Command::Store { command } => store::store(&load(path, Uses::Store)?, command, &SystemClock).await,
         Command::Config { command: ConfigCommand::Check } => check::check(path),
         Command::Bench { workload } => bench::bench(workload, &SystemClock).await,
         Command::Send(args) => send::send(args).await,

@@ -4,13 +4,13 @@ use std::process::ExitCode;
 
 use anyhow::anyhow;
 use idemgate::config::Config;
-use idemgate_clock::{Clock, SystemClock};
-use idemgate_store::maintenance::{self, PurgeReport};
+use idemgate_clock::Clock;
+use idemgate_store::{maintenance::PurgeReport, sqlite::maintenance};
 
 use super::{existing_store, open_store, print_line};
 use crate::cli::StoreCommand;
 
-pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Result<ExitCode> {
+pub(super) async fn store(config: &Config, command: StoreCommand, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
     let path = &config.store.path;
     if !matches!(command, StoreCommand::Restore { .. }) {
         // Restoring may create the store; purging and backing up need one.
@@ -18,7 +18,7 @@ pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Res
     }
     let line = match command {
         StoreCommand::Purge { dry_run } => {
-            let report = purge(config, dry_run).await?;
+            let report = purge(config, dry_run, clock).await?;
             let verb = if dry_run { "would purge" } else { "purged" };
             format!(
                 "{verb} {} receipt(s), {} event(s) with their jobs, {} payload(s), {} conflict record(s)",
@@ -41,7 +41,7 @@ pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Res
             )
         }
         StoreCommand::Restore { from } => {
-            let restored = maintenance::restore(&from, path)?;
+            let restored = maintenance::restore(&from, path, clock.now())?;
             let kept = restored.kept.map(|kept| format!("; the replaced store is kept as {}", kept.display()));
             format!(
                 "restored {} from {}: {} receipt(s){}; events received after the backup are forgotten (see the README)",
@@ -57,16 +57,17 @@ pub(super) async fn store(config: &Config, command: StoreCommand) -> anyhow::Res
 }
 
 /// Purges (or counts) what retention allows: through the store on PostgreSQL, on the file
-/// directly on SQLite.
-async fn purge(config: &Config, dry_run: bool) -> anyhow::Result<PurgeReport> {
+/// directly on SQLite, at the clock's now.
+async fn purge(config: &Config, dry_run: bool, clock: &dyn Clock) -> anyhow::Result<PurgeReport> {
+    let now = clock.now();
     if config.store.postgres.is_none() {
-        return Ok(maintenance::purge_file(&config.store.path, SystemClock.now(), &config.retention(), dry_run)?);
+        return Ok(maintenance::purge_file(&config.store.path, now, &config.retention(), dry_run)?);
     }
     let store = open_store(config).await?;
     let report = if dry_run {
-        store.purge_dry_run(SystemClock.now(), config.retention()).await
+        store.purge_dry_run(now, config.retention()).await
     } else {
-        store.purge(SystemClock.now(), config.retention()).await
+        store.purge(now, config.retention()).await
     };
     store.close().await;
     Ok(report?)

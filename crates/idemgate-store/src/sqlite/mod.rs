@@ -1,9 +1,35 @@
-//! Opening a SQLite connection the way every idemgate connection must be opened.
+//! The SQLite store, the embedded default: one writer thread owns the write connection
+//! and group-commits what is queued ([`SqliteStore`]); reads use their own connections
+//! ([`SqliteReader`]). One writer plus `BEGIN IMMEDIATE` plus the primary key on (source,
+//! identity) makes duplicate handling correct by construction, also across processes
+//! sharing the file.
+//!
+//! The public modules are the connection-level API for code that holds a SQLite
+//! connection itself: a handler's outbox ([`inbox::accept_event`]), file maintenance
+//! ([`maintenance`]: backup, restore, purge, seeding), and the queue, idempotency and view
+//! queries on a given connection. Everything else goes through [`crate::Store`].
+
+pub mod idempotency;
+pub mod inbox;
+pub mod jobs;
+mod lock;
+pub mod maintenance;
+mod migrations;
+mod reader;
+mod receive;
+pub mod views;
+mod writer;
 
 use std::{path::Path, time::Duration};
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use self::{
+    lock::{Holders, lock_path},
+    migrations::CURRENT_VERSION,
+    reader::{SqliteReader, receipt, receipts},
+    writer::{Handler, SqliteStore, WriterStats},
+};
 use crate::StoreError;
 
 /// How connections to the database file are set up.

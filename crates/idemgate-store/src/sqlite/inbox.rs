@@ -1,12 +1,16 @@
 //! The gateway's inbox: an accepted event and one delivery job per destination, written
 //! inside the receipt's transaction so that a receipt never exists without its work.
 
-use std::sync::Arc;
-
-use idemgate_core::{ReceiptKey, UnixTime, job::JobState};
+use idemgate_core::{Outcome, ReceiptKey, UnixTime, job::JobState};
 use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
 
-use crate::StoreError;
+use super::SqliteStore;
+use crate::{
+    HandlerError, ReceiveRequest, StoreError,
+    inbox::{IncomingEvent, JobRecord, Ordering, StoredEvent, Version},
+    model::inbox::{log_superseded, outgoing_id, stored_headers},
+};
 
 /// An event to keep until every destination has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,63 +33,6 @@ pub struct NewEvent<'a> {
     pub received_at: UnixTime,
 }
 
-/// A gateway event as offered to [`crate::Store::accept`], owned so that it can move to
-/// whichever backend stores it. The receipt's key, hash and time come with the
-/// [`crate::ReceiveRequest`].
-#[derive(Debug, Clone)]
-pub struct IncomingEvent {
-    /// The result stored with the receipt and returned to every repeat.
-    pub result: serde_json::Value,
-    /// The `webhook-id` destinations get for this event, fixed here for good; `None`: the
-    /// identity itself.
-    pub outgoing_id: Option<String>,
-    /// The event type, when the source names where it is.
-    pub event_type: Option<String>,
-    /// The original `Content-Type`.
-    pub content_type: Option<String>,
-    /// The original headers on the source's allowlist.
-    pub headers: Vec<(String, String)>,
-    /// The raw body bytes exactly as received.
-    pub body: bytes::Bytes,
-    /// The ordering key and version, when the source has a guard and the event has both.
-    pub ordering: Option<Ordering>,
-    /// One job is stored for each.
-    pub destinations: Arc<[String]>,
-    /// Set when a first delivery must be refused (say, an event type the source does not
-    /// accept). It applies only when no receipt exists, so that a repeat of an event
-    /// accepted earlier is still answered as a duplicate.
-    pub refusal: Option<&'static str>,
-}
-
-/// Where an event stands among the events of its ordering key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ordering {
-    /// E.g. the id of the object the event is about.
-    pub key: String,
-    /// E.g. the object's `updated` timestamp or sequence number.
-    pub version: Version,
-}
-
-/// An ordering version: integers compare numerically, strings lexicographically (so
-/// RFC 3339 timestamps of one format compare in time order). The two never compare.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Version {
-    /// A JSON integer.
-    Int(i64),
-    /// A JSON string.
-    Text(String),
-}
-
-impl Version {
-    fn is_older_than(&self, seen: &Version) -> bool {
-        match (self, seen) {
-            (Self::Int(a), Self::Int(b)) => a < b,
-            (Self::Text(a), Self::Text(b)) => a < b,
-            _ => false,
-        }
-    }
-}
-
 /// What became of an accepted event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AcceptedEvent {
@@ -104,7 +51,7 @@ pub fn accept_event(
     event: &NewEvent<'_>,
     destinations: &[&str],
 ) -> Result<AcceptedEvent, rusqlite::Error> {
-    let headers = (!event.headers.is_empty()).then(|| serde_json::json!(event.headers).to_string());
+    let headers = stored_headers(event.headers);
     // Cached: the writer runs this for every event, so it is parsed once per connection.
     conn.prepare_cached(
         "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
@@ -120,7 +67,7 @@ pub fn accept_event(
         event.received_at.0,
         headers,
         event.ordering.map(|o| o.key.as_str()),
-        event.outgoing_id.unwrap_or(event.key.identity.as_str()),
+        outgoing_id(event.outgoing_id, event.key),
     ])?;
     let event_id = conn.last_insert_rowid();
     let superseded = match event.ordering {
@@ -138,6 +85,45 @@ pub fn accept_event(
     Ok(AcceptedEvent { event_id, superseded })
 }
 
+impl SqliteStore {
+    /// Offers one gateway delivery: the receipt, the event and one job per destination,
+    /// or the receipt found (duplicate or conflict); see [`crate::Store::accept`].
+    pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        let key = request.key.clone();
+        let received_at = request.received_at;
+        self.receive(request, move |conn| store_event(conn, &key, received_at, event)).await
+    }
+}
+
+/// The gateway's effect, on the writer thread inside the receipt's savepoint.
+fn store_event(
+    conn: &Connection,
+    key: &ReceiptKey,
+    received_at: UnixTime,
+    event: IncomingEvent,
+) -> Result<Value, HandlerError> {
+    if let Some(reason) = event.refusal {
+        return Err(HandlerError::Refused(reason));
+    }
+    let new = NewEvent {
+        key,
+        outgoing_id: event.outgoing_id.as_deref(),
+        event_type: event.event_type.as_deref(),
+        content_type: event.content_type.as_deref(),
+        headers: &event.headers,
+        body: &event.body,
+        ordering: event.ordering.as_ref(),
+        received_at,
+    };
+    let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
+    // Only the rare superseded case is logged here, on the writer thread; every outcome is
+    // logged and counted by the inbound pipeline once the commit has returned.
+    if accept_event(conn, &new, &destinations)?.superseded {
+        log_superseded(key);
+    }
+    Ok(event.result)
+}
+
 /// Records `ordering` as the newest version of its key unless a newer one was seen;
 /// returns whether the event is current (not older than what was seen).
 fn advance_version(
@@ -153,14 +139,11 @@ fn advance_version(
             |row| Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, Option<String>>(1)?)),
         )
         .optional()?;
-    let seen = seen.and_then(|(int, text)| int.map(Version::Int).or(text.map(Version::Text)));
+    let seen = seen.and_then(|(int, text)| Version::from_columns(int, text));
     if seen.as_ref().is_some_and(|seen| ordering.version.is_older_than(seen)) {
         return Ok(false);
     }
-    let (int, text) = match &ordering.version {
-        Version::Int(v) => (Some(*v), None),
-        Version::Text(v) => (None, Some(v.as_str())),
-    };
+    let (int, text) = ordering.version.columns();
     conn.execute(
         "INSERT INTO ordering_versions (source, ordering_key, version_int, version_text, event_id)
          VALUES (?1, ?2, ?3, ?4, ?5)
@@ -169,36 +152,6 @@ fn advance_version(
         params![source, ordering.key, int, text, event_id],
     )?;
     Ok(true)
-}
-
-/// A stored event as the operator sees it (the body is not included).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredEvent {
-    /// The event's row id.
-    pub id: i64,
-    /// The event type, if the source names one.
-    pub event_type: Option<String>,
-    /// The original content type.
-    pub content_type: Option<String>,
-    /// Length of the stored body.
-    pub body_len: usize,
-    /// When it arrived.
-    pub received_at: UnixTime,
-}
-
-/// A delivery job's current state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobRecord {
-    /// The job's row id.
-    pub id: i64,
-    /// The destination it delivers to.
-    pub destination: String,
-    /// `pending`, `running`, `succeeded`, `retrying`, `dead` or `superseded`.
-    pub state: String,
-    /// Attempts made so far.
-    pub attempts: u32,
-    /// When the next attempt is due.
-    pub next_attempt_at: UnixTime,
 }
 
 /// The event stored under `key`, if any.

@@ -1,47 +1,23 @@
-//! Keeping the store the right size and safe: retention (what may be forgotten, and when)
-//! and consistent backups.
-//!
-//! A receipt is what makes a late redelivery a harmless duplicate, so it is kept at least
-//! as long as its source can redeliver, and never while its event still has work to do.
-//! Payloads may go sooner: the receipt (identity and hash) stays, the event can no longer
-//! be replayed. An event that holds the newest version of an ordering key is kept, or an
-//! older event of that key could be delivered after it.
+//! Keeping the SQLite file the right size and safe: retention purges by the rules of
+//! [`crate::maintenance`], consistent backups (`VACUUM INTO`), the restore, and seeding a
+//! large store for benchmarks. These work on the file itself, so they also run without a
+//! server (the command line), under the writers' lock.
 
 use std::{
     fs::File,
     path::{Path, PathBuf},
-    time::Duration,
+    time::{Duration, UNIX_EPOCH},
 };
 
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
-use crate::{StoreError, StoreOptions, lock::WriterLock, migrations, model::cutoff, sqlite::open_connection};
-
-/// How long one source's receipts and payloads are kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Retention {
-    /// The source id.
-    pub source: String,
-    /// Receipts (and their events, jobs, attempts and body receipts) older than this may
-    /// be purged.
-    pub receipts: Duration,
-    /// Payload bytes of finished events older than this are dropped.
-    pub payloads: Duration,
-}
-
-/// What a purge removed (or, in a dry run, would remove).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PurgeReport {
-    /// Receipts deleted.
-    pub receipts: usize,
-    /// Events deleted with their jobs and attempts.
-    pub events: usize,
-    /// Payloads dropped from events that stay.
-    pub payloads: usize,
-    /// Conflict records deleted with their receipts' age.
-    pub conflicts: usize,
-}
+use super::{StoreOptions, lock::WriterLock, migrations, open_connection, receive::INSERT_RECEIPT};
+use crate::{
+    StoreError,
+    maintenance::{PurgeReport, Retention},
+    model::maintenance::cutoff,
+};
 
 /// Events of `?1` received before `?2` whose jobs are all finished and that hold no
 /// ordering version.
@@ -160,13 +136,14 @@ pub struct Restored {
 /// open for writing ([`StoreError::InUse`]); while it runs, no writer can open `to`.
 ///
 /// The store it replaces is first copied, WAL included, to a new file
-/// `<name>.before-restore-<UTC time>` that never overwrites an earlier one, and the
-/// restored file and its folder are synced before this returns. Receipts newer than the
-/// backup are forgotten by this: see the README on closing that gap.
-pub fn restore(from: &Path, to: &Path) -> Result<Restored, StoreError> {
+/// `<name>.before-restore-<UTC time>`, the time being `now` (the caller's clock), that
+/// never overwrites an earlier one, and the restored file and its folder are synced
+/// before this returns. Receipts newer than the backup are forgotten by this: see the
+/// README on closing that gap.
+pub fn restore(from: &Path, to: &Path, now: UnixTime) -> Result<Restored, StoreError> {
     check_backup(from)?;
     let _lock = WriterLock::exclusive(to)?;
-    let kept = if to.exists() { Some(keep(to)?) } else { None };
+    let kept = if to.exists() { Some(keep(to, now)?) } else { None };
     let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
     let incoming = sibling(to, ".restoring");
     std::fs::copy(from, &incoming).map_err(io)?;
@@ -195,12 +172,12 @@ fn check_backup(from: &Path) -> Result<(), StoreError> {
 
 /// Copies the store at `store` through SQLite (so what only its WAL holds is in the copy,
 /// as after a crash) to a new, synced file beside it; returns that file.
-fn keep(store: &Path) -> Result<PathBuf, StoreError> {
+fn keep(store: &Path, now: UnixTime) -> Result<PathBuf, StoreError> {
     let unreadable = StoreError::Maintenance(
         "the current store cannot be read to keep a copy of it; move it and its -wal file away, then restore again",
     );
     let conn = open_connection(store, false, &StoreOptions::default()).map_err(|_| unreadable)?;
-    let kept = kept_name(store);
+    let kept = kept_name(store, now);
     conn.execute("VACUUM INTO ?1", params![kept.to_string_lossy()])?;
     drop(conn);
     let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
@@ -209,13 +186,11 @@ fn keep(store: &Path) -> Result<PathBuf, StoreError> {
     Ok(kept)
 }
 
-/// `<name>.before-restore-<UTC time>`, with a counter if a copy of that second exists.
-fn kept_name(store: &Path) -> PathBuf {
-    let time: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .chars()
-        .filter(|c| !matches!(c, '-' | ':'))
-        .collect();
+/// `<name>.before-restore-<UTC time of now>`, with a counter if a copy of that second exists.
+fn kept_name(store: &Path, now: UnixTime) -> PathBuf {
+    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(now.0).unwrap_or(0));
+    let time: String =
+        humantime::format_rfc3339_seconds(at).to_string().chars().filter(|c| !matches!(c, '-' | ':')).collect();
     let base = sibling(store, &format!(".before-restore-{time}"));
     std::iter::once(base.clone())
         .chain((2..).map(|n| sibling(&base, &format!("-{n}"))))
@@ -243,10 +218,19 @@ fn io_reason(err: &std::io::Error) -> &'static str {
     }
 }
 
-impl crate::SqliteStore {
+impl super::SqliteStore {
     /// [`purge`] on the writer, committed.
     pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
         self.write(move |conn| purge(conn, now, &policies)).await
+    }
+
+    /// What [`Self::purge`] would remove, counted on a connection of its own ([`purge_file`],
+    /// dry run) and rolled back.
+    pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+        let path = self.path().to_owned();
+        tokio::task::spawn_blocking(move || purge_file(&path, now, &policies, true))
+            .await
+            .map_err(|_| StoreError::Unavailable)?
     }
 }
 
@@ -258,18 +242,16 @@ pub fn seed_receipts(path: &Path, source: &str, count: u64, now: UnixTime) -> Re
     let mut conn = open_connection(path, true, &StoreOptions::default())?;
     migrations::migrate(&mut conn)?;
     conn.pragma_update(None, "synchronous", "OFF")?;
+    let insert = format!("{INSERT_RECEIPT} ON CONFLICT DO NOTHING");
     let mut written = 0;
     while written < count {
         let tx = conn.transaction()?;
         {
-            let mut insert = tx.prepare_cached(
-                "INSERT OR IGNORE INTO receipts (source, identity, body_sha256, outcome, result, received_at)
-                 VALUES (?1, ?2, ?3, 'applied', '0', ?4)",
-            )?;
+            let mut insert = tx.prepare_cached(&insert)?;
             for i in written..count.min(written + 100_000) {
                 let mut hash = [0u8; 32];
                 hash[..8].copy_from_slice(&i.to_be_bytes());
-                insert.execute(params![source, format!("seed-{i}"), &hash[..], now.0])?;
+                insert.execute(params![source, format!("seed-{i}"), &hash[..], "0", now.0])?;
             }
         }
         tx.commit()?;

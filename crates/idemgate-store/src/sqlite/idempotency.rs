@@ -1,70 +1,16 @@
-//! Idempotency records: the store behind the `Idempotency-Key` layer.
-//!
-//! A record is unique on (scope, key) by its primary key. `begin` either creates an
-//! `in_flight` record holding a lock with an expiry, or reports what exists: the stored
-//! response, a lock still held, or a fingerprint mismatch. A lock that expired is taken
-//! over with a new `lock_token`; `complete` and `release` name the token they were given
-//! and change nothing once it is stale, so a late holder cannot overwrite the newer one.
-
-use std::time::Duration;
+//! `Idempotency-Key` records on SQLite, by the rules of [`crate::idempotency`]: each
+//! operation runs on the writer, so a lookup and the insert or take-over that follows it
+//! are one step.
 
 use idemgate_core::idempotency::Fingerprint;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::SqliteStore;
 use crate::{
-    SqliteStore, StoreError,
-    model::{IdempotencyRow, ms},
+    StoreError,
+    idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
+    model::{headers_text, idempotency::IdempotencyRow},
 };
-
-/// Where a record lives: the caller's scope (from configuration) and the client's key.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RecordKey {
-    /// The caller, e.g. a hash of its credentials; one caller never sees another's records.
-    pub scope: String,
-    /// The client's `Idempotency-Key`.
-    pub key: String,
-}
-
-/// A response kept for replay.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredResponse {
-    /// The original status.
-    pub status: u16,
-    /// The configured response headers, as sent.
-    pub headers: Vec<(String, String)>,
-    /// The original body, unless it was over the size limit.
-    pub body: Vec<u8>,
-    /// True when the body was too large to keep: the replay has an empty body.
-    pub body_omitted: bool,
-}
-
-/// What `begin` found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Begin {
-    /// No live record: this request holds the lock with `token` and should run.
-    Proceed {
-        /// The fencing token for `complete` and `release`.
-        token: i64,
-    },
-    /// A completed record with the same fingerprint: replay it.
-    Replay(StoredResponse),
-    /// Another request holds the lock for about this much longer.
-    InFlight {
-        /// Time left on the lock.
-        retry_after: Duration,
-    },
-    /// The key was used for a request with another fingerprint.
-    Mismatch,
-}
-
-/// How long a lock holds and how long a record lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Lifetimes {
-    /// The `in_flight` lock's duration.
-    pub lock: Duration,
-    /// How long a record is kept after it was created.
-    pub retention: Duration,
-}
 
 /// Starts (or looks up) the operation named by `record` at `now_ms`.
 pub fn begin(
@@ -97,20 +43,13 @@ pub fn begin(
             },
         )
         .optional()?;
-    let lock_until = now_ms.saturating_add(ms(lifetimes.lock));
+    let lock_until = lifetimes.locked_until_ms(now_ms);
     let Some(existing) = existing else {
         conn.execute(
             "INSERT INTO idempotency_records
                  (scope, key, fingerprint, state, lock_token, locked_until_ms, created_at_ms, expires_at_ms)
              VALUES (?1, ?2, ?3, 'in_flight', 1, ?4, ?5, ?6)",
-            params![
-                record.scope,
-                record.key,
-                &fingerprint.0[..],
-                lock_until,
-                now_ms,
-                now_ms.saturating_add(ms(lifetimes.retention))
-            ],
+            params![record.scope, record.key, &fingerprint.0[..], lock_until, now_ms, lifetimes.expires_at_ms(now_ms)],
         )?;
         return Ok(Begin::Proceed { token: 1 });
     };
@@ -140,7 +79,7 @@ pub fn complete(
             record.key,
             token,
             response.status,
-            serde_json::json!(response.headers).to_string(),
+            headers_text(&response.headers),
             response.body,
             response.body_omitted
         ],

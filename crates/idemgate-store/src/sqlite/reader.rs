@@ -3,41 +3,15 @@
 
 use std::path::Path;
 
-use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
+use idemgate_core::{BodyHash, ReceiptKey, SourceName, UnixTime};
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde_json::Value;
 
-use crate::{StoreError, StoreOptions, migrations, model::parse_result, sqlite::open_connection};
-
-/// A stored receipt: the durable record that an event was processed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Receipt {
-    /// (source, identity).
-    pub key: ReceiptKey,
-    /// SHA-256 of the raw bytes first applied.
-    pub body_hash: BodyHash,
-    /// The outcome recorded with it (`applied`).
-    pub outcome: String,
-    /// The result the handler produced the first time.
-    pub result: Value,
-    /// When the first delivery arrived.
-    pub received_at: UnixTime,
-}
-
-/// A conflicting repeat: same identity as a receipt, other bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConflictRecord {
-    /// (source, identity) of the receipt it contradicts.
-    pub key: ReceiptKey,
-    /// SHA-256 of the conflicting bytes.
-    pub body_hash: BodyHash,
-    /// First and last time these bytes were seen.
-    pub first_seen_at: UnixTime,
-    /// See `first_seen_at`.
-    pub last_seen_at: UnixTime,
-    /// How many deliveries carried these bytes.
-    pub seen_count: u64,
-}
+use super::{SqliteStore, StoreOptions, inbox, migrations, open_connection};
+use crate::{
+    ConflictRecord, Receipt, StoreError,
+    inbox::{JobRecord, StoredEvent},
+    model::{body_hash, key, receive::parse_result},
+};
 
 /// A read-only view of an existing store file.
 #[derive(Debug)]
@@ -61,7 +35,7 @@ impl SqliteReader {
         Ok(Self { conn })
     }
 
-    /// The read connection, for the [`crate::views`].
+    /// The read connection, for the [`super::views`].
     #[must_use]
     pub fn connection(&self) -> &Connection {
         &self.conn
@@ -86,13 +60,13 @@ impl SqliteReader {
     }
 
     /// The event stored under `key` by the gateway's inbox, if any.
-    pub fn event(&self, key: &ReceiptKey) -> Result<Option<crate::inbox::StoredEvent>, StoreError> {
-        crate::inbox::event(&self.conn, key)
+    pub fn event(&self, key: &ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+        inbox::event(&self.conn, key)
     }
 
     /// The delivery jobs of the event stored under `key`.
-    pub fn jobs(&self, key: &ReceiptKey) -> Result<Vec<crate::inbox::JobRecord>, StoreError> {
-        crate::inbox::jobs(&self.conn, key)
+    pub fn jobs(&self, key: &ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+        inbox::jobs(&self.conn, key)
     }
 
     /// How many jobs are in each state.
@@ -123,6 +97,44 @@ impl SqliteReader {
     }
 }
 
+/// The reads of [`crate::Store`], each on a fresh read connection off the async threads.
+impl SqliteStore {
+    /// The receipt for `key`, if any.
+    pub async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+        self.read(move |r| r.receipt(&key)).await
+    }
+
+    /// Every receipt of `source`, ordered by identity.
+    pub async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
+        self.read(move |r| r.receipts(&source)).await
+    }
+
+    /// Every recorded conflict of `source`, ordered by identity.
+    pub async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
+        self.read(move |r| r.conflicts(&source)).await
+    }
+
+    /// The event stored under `key`, if any.
+    pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+        self.read(move |r| r.event(&key)).await
+    }
+
+    /// The jobs of the event stored under `key`, by destination.
+    pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+        self.read(move |r| r.jobs(&key)).await
+    }
+
+    /// How many jobs are in each state.
+    pub async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read(SqliteReader::job_states).await
+    }
+
+    /// When the oldest job still waiting to be delivered was created.
+    pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
+        self.read(SqliteReader::oldest_waiting_job).await
+    }
+}
+
 /// The receipt for `key` as seen by `conn` (inside a snapshot, for example).
 pub fn receipt(conn: &Connection, key: &ReceiptKey) -> Result<Option<Receipt>, StoreError> {
     let row = conn
@@ -147,15 +159,11 @@ pub fn receipts(conn: &Connection, source: &SourceName) -> Result<Vec<Receipt>, 
 }
 
 fn key_from_row(row: &Row<'_>) -> Result<ReceiptKey, StoreError> {
-    let source = SourceName::new(row.get::<_, String>(0)?).map_err(|_| StoreError::Malformed("source name"))?;
-    let identity = Identity::new(row.get::<_, String>(1)?).map_err(|_| StoreError::Malformed("identity"))?;
-    Ok(ReceiptKey { source, identity })
+    key(&row.get::<_, String>(0)?, &row.get::<_, String>(1)?)
 }
 
 fn hash_from_row(row: &Row<'_>, index: usize) -> Result<BodyHash, StoreError> {
-    let bytes: Vec<u8> = row.get(index)?;
-    let hash = bytes.try_into().map_err(|_| StoreError::Malformed("body hash"))?;
-    Ok(BodyHash(hash))
+    body_hash(row.get(index)?)
 }
 
 fn receipt_from_row(row: &Row<'_>) -> Result<Receipt, StoreError> {

@@ -1,90 +1,22 @@
-//! The delivery queue: claiming due jobs under a lease, completing them with fencing,
-//! replaying finished ones, and disabling destinations that answered `410 Gone`.
-//!
-//! A claim bumps the job's `lease_token`; a completion names the token it was given and
-//! changes the job only if the token is still current and the job still `running`. A worker
-//! whose lease expired and was taken over therefore cannot overwrite the newer attempt.
+//! The delivery queue on SQLite: claiming due jobs under a lease, completing them with
+//! fencing, replaying finished ones, and disabling destinations that answered `410 Gone`,
+//! by the rules of [`crate::jobs`]. Claims and completions run on the writer, so no two
+//! claims in this process overlap; across processes, `BEGIN IMMEDIATE` serialises them.
 
 use std::time::Duration;
 
-use idemgate_core::{
-    ReceiptKey, UnixTime,
-    job::{JobState, Transition},
-    retry::Decision,
-};
+use idemgate_core::{UnixTime, retry::Decision};
 use rusqlite::{Connection, params};
 
+use super::SqliteStore;
 use crate::{
-    SqliteStore, StoreError,
-    model::{FilterBindings, bounded, key, second_of, secs},
+    StoreError,
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+    model::{
+        jobs::{FilterBindings, Recording, lease_until},
+        key, parse_headers, second_of,
+    },
 };
-
-/// Longest error text and response prefix kept per attempt.
-pub const MAX_ATTEMPT_TEXT: usize = 256;
-
-/// A job a worker now holds, with what it needs to deliver it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimedJob {
-    /// The job's row id.
-    pub id: i64,
-    /// The fencing token of this claim.
-    pub lease_token: i64,
-    /// This attempt's number, from 1.
-    pub attempt: u32,
-    /// The destination's name.
-    pub destination: String,
-    /// The event's (source, identity).
-    pub key: ReceiptKey,
-    /// The `webhook-id` fixed for the event when it was accepted.
-    pub outgoing_id: String,
-    /// The original body bytes.
-    pub body: Vec<u8>,
-    /// The original content type.
-    pub content_type: Option<String>,
-    /// The original headers from the source's allowlist.
-    pub headers: Vec<(String, String)>,
-}
-
-/// What one attempt came to, as recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttemptRecord {
-    /// When it started.
-    pub started_at: UnixTime,
-    /// How long it took.
-    pub latency: Duration,
-    /// The destination's status, if it answered.
-    pub status: Option<u16>,
-    /// A bounded error text (timeout, connection refused, …).
-    pub error: Option<String>,
-    /// A bounded prefix of the response body.
-    pub response_prefix: Option<String>,
-}
-
-/// Whether a completion took effect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Completion {
-    /// The job moved on.
-    Recorded,
-    /// The lease had been taken over: the attempt is recorded, the job is untouched.
-    Stale,
-}
-
-/// Which finished jobs a replay makes `pending` again.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReplayFilter {
-    /// Only this source.
-    pub source: Option<String>,
-    /// Only this event identity.
-    pub identity: Option<String>,
-    /// Only this destination.
-    pub destination: Option<String>,
-    /// Only jobs in this state (one of the replayable ones); default `dead`.
-    pub state: Option<JobState>,
-    /// Only events received at or after this time.
-    pub since: Option<UnixTime>,
-    /// Only events received before this time.
-    pub until: Option<UnixTime>,
-}
 
 /// Claims up to `limit` due jobs at `now_ms` for `lease`. A job is due when it is pending or
 /// retrying and its time (kept in milliseconds) has come, or running with an expired lease. Jobs of disabled
@@ -117,18 +49,17 @@ pub fn claim(
             row.get(0)
         })?
         .collect::<Result<_, _>>()?;
-    let now = UnixTime(second_of(now_ms));
-    ids.into_iter().map(|id| take(conn, id, now, lease)).collect()
+    ids.into_iter().map(|id| take(conn, id, now_ms, lease)).collect()
 }
 
-fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<ClaimedJob, rusqlite::Error> {
+fn take(conn: &Connection, id: i64, now_ms: i64, lease: Duration) -> Result<ClaimedJob, rusqlite::Error> {
     let (lease_token, attempt): (i64, u32) = conn
         .prepare_cached(
             "UPDATE jobs SET state = 'running', lease_until = ?2, lease_token = lease_token + 1,
                 attempts = attempts + 1, updated_at = ?3
          WHERE id = ?1 RETURNING lease_token, attempts",
         )?
-        .query_row(params![id, now.0.saturating_add(secs(lease)), now.0], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        .query_row(params![id, lease_until(now_ms, lease), second_of(now_ms)], |row| Ok((row.get(0)?, row.get(1)?)))?;
     conn.prepare_cached(
         "SELECT j.destination, e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id
          FROM jobs j JOIN events e ON e.id = j.event_id WHERE j.id = ?1",
@@ -146,7 +77,7 @@ fn take(conn: &Connection, id: i64, now: UnixTime, lease: Duration) -> Result<Cl
             outgoing_id: row.get(6)?,
             body: row.get(3)?,
             content_type: row.get(4)?,
-            headers: headers.and_then(|text| serde_json::from_str(&text).ok()).unwrap_or_default(),
+            headers: parse_headers(headers),
         })
     })
 }
@@ -161,6 +92,7 @@ pub fn complete(
     now_ms: i64,
 ) -> Result<Completion, rusqlite::Error> {
     let now = UnixTime(second_of(now_ms));
+    let recording = Recording::of(attempt, decision, now_ms);
     conn.prepare_cached(
         "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -169,15 +101,14 @@ pub fn complete(
         job.id,
         job.attempt,
         attempt.started_at.0,
-        i64::try_from(attempt.latency.as_millis()).unwrap_or(i64::MAX),
+        recording.latency_ms,
         attempt.status,
-        bounded(attempt.error.as_deref()),
-        bounded(attempt.response_prefix.as_deref()),
+        recording.error,
+        recording.response_prefix,
     ])?;
-    if decision == Decision::DisableDestination {
+    if recording.disables_destination {
         disable_destination(conn, &job.destination, "410 Gone", now)?;
     }
-    let next = Transition::after_attempt(decision, attempt.error.as_deref(), now_ms);
     let changed = conn
         .prepare_cached(
             "UPDATE jobs SET state = ?3, next_attempt_at_ms = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
@@ -186,9 +117,9 @@ pub fn complete(
         .execute(params![
             job.id,
             job.lease_token,
-            next.state.as_str(),
-            next.next_attempt_at_ms,
-            bounded(next.error.as_deref()),
+            recording.state,
+            recording.next_attempt_at_ms,
+            recording.last_error,
             now.0
         ])?;
     Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
@@ -328,6 +259,16 @@ impl SqliteStore {
     /// [`replay`] on the writer, for up to `limit` jobs.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
         self.write(move |conn| replay(conn, &filter, now, limit)).await
+    }
+
+    /// [`replayable`] on a read connection.
+    pub async fn replayable(&self, filter: ReplayFilter) -> Result<Vec<i64>, StoreError> {
+        self.read(move |r| replayable(r.connection(), &filter)).await
+    }
+
+    /// [`count_replayable`] on a read connection.
+    pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
+        self.read(move |r| count_replayable(r.connection(), &filter)).await
     }
 
     /// [`replay_selected`] on the writer.

@@ -1,46 +1,14 @@
-//! Read-only views for operators: events with their jobs, one event's whole history, and
-//! counts per source. Identities, states and bounded reasons; never payload bytes.
+//! The operator's read-only views on SQLite, on a read connection: events with their jobs,
+//! one event's whole history, and counts per source.
 
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
-use crate::StoreError;
-
-/// One row of an event listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventRow {
-    /// The event's row id, also the listing's cursor.
-    pub id: i64,
-    /// The source id.
-    pub source: String,
-    /// The event identity.
-    pub identity: String,
-    /// The event type, if known.
-    pub event_type: Option<String>,
-    /// When it arrived.
-    pub received_at: UnixTime,
-    /// `destination=state` for each of its jobs.
-    pub jobs: Vec<(String, String)>,
-}
-
-/// Which events a listing shows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EventFilter {
-    /// Only this source.
-    pub source: Option<String>,
-    /// Only events with a job in this state.
-    pub state: Option<String>,
-    /// Only events with a job for this destination.
-    pub destination: Option<String>,
-    /// Received at or after.
-    pub since: Option<UnixTime>,
-    /// Received before.
-    pub until: Option<UnixTime>,
-    /// Only events with a row id below this (the previous page's last id).
-    pub before_id: Option<i64>,
-    /// At most this many (newest first).
-    pub limit: usize,
-}
+use super::SqliteStore;
+use crate::{
+    StoreError,
+    views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
+};
 
 /// Events matching `filter`, newest first.
 pub fn list_events(conn: &Connection, filter: &EventFilter) -> Result<Vec<EventRow>, StoreError> {
@@ -84,23 +52,6 @@ pub fn list_events(conn: &Connection, filter: &EventFilter) -> Result<Vec<EventR
     Ok(events)
 }
 
-/// One recorded delivery attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AttemptRow {
-    /// The job's destination.
-    pub destination: String,
-    /// Attempt number.
-    pub attempt: u32,
-    /// When it started.
-    pub started_at: UnixTime,
-    /// How long it took.
-    pub latency_ms: u64,
-    /// The destination's status, if it answered.
-    pub status: Option<u16>,
-    /// A bounded error text.
-    pub error: Option<String>,
-}
-
 /// Every attempt for the event `(source, identity)`, in order.
 pub fn attempts(conn: &Connection, source: &str, identity: &str) -> Result<Vec<AttemptRow>, StoreError> {
     let mut stmt = conn.prepare(
@@ -121,21 +72,6 @@ pub fn attempts(conn: &Connection, source: &str, identity: &str) -> Result<Vec<A
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// A job that gave up, for the operator's attention.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadJob {
-    /// The source id.
-    pub source: String,
-    /// The event identity.
-    pub identity: String,
-    /// The destination.
-    pub destination: String,
-    /// Attempts made.
-    pub attempts: u32,
-    /// Why it is dead (bounded).
-    pub reason: Option<String>,
-}
-
 /// The most recently updated dead jobs.
 pub fn dead_jobs(conn: &Connection, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
     let mut stmt = conn.prepare(
@@ -154,19 +90,6 @@ pub fn dead_jobs(conn: &Connection, limit: usize) -> Result<Vec<DeadJob>, StoreE
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// A conflicting repeat, for the operator's attention.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecentConflict {
-    /// The source id.
-    pub source: String,
-    /// The identity whose receipt the repeat contradicts.
-    pub identity: String,
-    /// How many deliveries carried those other bytes.
-    pub seen_count: u64,
-    /// The last time.
-    pub last_seen_at: UnixTime,
-}
-
 /// The most recent conflicts.
 pub fn recent_conflicts(conn: &Connection, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
     let mut stmt = conn.prepare(
@@ -181,17 +104,6 @@ pub fn recent_conflicts(conn: &Connection, limit: usize) -> Result<Vec<RecentCon
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// A destination's health: its jobs by state, and whether a `410` disabled it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DestinationHealth {
-    /// The destination's name.
-    pub name: String,
-    /// Jobs per state.
-    pub jobs: Vec<(String, u64)>,
-    /// Why it is disabled, if it is.
-    pub disabled: Option<String>,
 }
 
 /// Every destination that has jobs or was disabled.
@@ -213,19 +125,6 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
             Ok(DestinationHealth { name, jobs: counts, disabled: reason.map(|r| r.unwrap_or_default()) })
         })
         .collect()
-}
-
-/// Counts for one source.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SourceStats {
-    /// The source id.
-    pub source: String,
-    /// Receipts kept.
-    pub receipts: u64,
-    /// Conflicting repeats seen.
-    pub conflicts: u64,
-    /// Jobs per state.
-    pub jobs: Vec<(String, u64)>,
 }
 
 /// Counts per source of what arrived at or after `since`.
@@ -253,4 +152,37 @@ pub fn stats(conn: &Connection, since: Option<UnixTime>) -> Result<Vec<SourceSta
         )?;
     }
     Ok(all)
+}
+
+/// The views of [`crate::Store`], each on a fresh read connection off the async threads.
+impl SqliteStore {
+    /// [`list_events`] on a read connection.
+    pub async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
+        self.read(move |r| list_events(r.connection(), &filter)).await
+    }
+
+    /// [`attempts`] on a read connection.
+    pub async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
+        self.read(move |r| attempts(r.connection(), &source, &identity)).await
+    }
+
+    /// [`dead_jobs`] on a read connection.
+    pub async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
+        self.read(move |r| dead_jobs(r.connection(), limit)).await
+    }
+
+    /// [`recent_conflicts`] on a read connection.
+    pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
+        self.read(move |r| recent_conflicts(r.connection(), limit)).await
+    }
+
+    /// [`destinations`] on a read connection.
+    pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
+        self.read(|r| destinations(r.connection())).await
+    }
+
+    /// [`stats`] on a read connection.
+    pub async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
+        self.read(move |r| stats(r.connection(), since)).await
+    }
 }

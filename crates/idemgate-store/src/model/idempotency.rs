@@ -1,0 +1,118 @@
+//! Idempotency records, the store behind the `Idempotency-Key` layer: where a record
+//! lives, what `begin` found, the response kept for replay, and how long locks and
+//! records last.
+//!
+//! A record is unique on (scope, key) by its primary key. `begin` either creates an
+//! `in_flight` record holding a lock with an expiry, or reports what exists: the stored
+//! response, a lock still held, or a fingerprint mismatch. A lock that expired is taken
+//! over with a new `lock_token`; `complete` and `release` name the token they were given
+//! and change nothing once it is stale, so a late holder cannot overwrite the newer one.
+
+use std::time::Duration;
+
+use idemgate_core::idempotency::{Fingerprint, Found, HeldRecord};
+
+use super::ms;
+
+/// Where a record lives: the caller's scope (from configuration) and the client's key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RecordKey {
+    /// The caller, e.g. a hash of its credentials; one caller never sees another's records.
+    pub scope: String,
+    /// The client's `Idempotency-Key`.
+    pub key: String,
+}
+
+/// A response kept for replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    /// The original status.
+    pub status: u16,
+    /// The configured response headers, as sent.
+    pub headers: Vec<(String, String)>,
+    /// The original body, unless it was over the size limit.
+    pub body: Vec<u8>,
+    /// True when the body was too large to keep: the replay has an empty body.
+    pub body_omitted: bool,
+}
+
+/// What `begin` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begin {
+    /// No live record: this request holds the lock with `token` and should run.
+    Proceed {
+        /// The fencing token for `complete` and `release`.
+        token: i64,
+    },
+    /// A completed record with the same fingerprint: replay it.
+    Replay(StoredResponse),
+    /// Another request holds the lock for about this much longer.
+    InFlight {
+        /// Time left on the lock.
+        retry_after: Duration,
+    },
+    /// The key was used for a request with another fingerprint.
+    Mismatch,
+}
+
+/// How long a lock holds and how long a record lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifetimes {
+    /// The `in_flight` lock's duration.
+    pub lock: Duration,
+    /// How long a record is kept after it was created.
+    pub retention: Duration,
+}
+
+impl Lifetimes {
+    /// Until when a lock taken at `now_ms` holds, in milliseconds.
+    pub(crate) fn locked_until_ms(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_add(ms(self.lock))
+    }
+
+    /// When a record created at `now_ms` expires, in milliseconds.
+    pub(crate) fn expires_at_ms(&self, now_ms: i64) -> i64 {
+        now_ms.saturating_add(ms(self.retention))
+    }
+}
+
+/// An idempotency record as read back, on either backend.
+pub(crate) struct IdempotencyRow {
+    pub(crate) fingerprint: Vec<u8>,
+    pub(crate) state: String,
+    pub(crate) lock_token: i64,
+    pub(crate) locked_until_ms: Option<i64>,
+    pub(crate) status: Option<u16>,
+    pub(crate) headers: Option<String>,
+    pub(crate) body: Option<Vec<u8>>,
+    pub(crate) body_omitted: bool,
+}
+
+impl IdempotencyRow {
+    /// What a `begin` with `fingerprint` at `now_ms` finds in this record, as core decides
+    /// it. `Proceed` means the lock expired: the caller stores the returned token and the
+    /// new lock time.
+    pub(crate) fn decide(self, fingerprint: &Fingerprint, now_ms: i64) -> Begin {
+        let held = HeldRecord {
+            fingerprint: &self.fingerprint,
+            completed: self.state == "completed",
+            lock_token: self.lock_token,
+            locked_until_ms: self.locked_until_ms,
+        };
+        match held.decide(fingerprint, now_ms) {
+            Found::Replay => Begin::Replay(self.response()),
+            Found::InFlight { retry_after } => Begin::InFlight { retry_after },
+            Found::Mismatch => Begin::Mismatch,
+            Found::TakeOver { token } => Begin::Proceed { token },
+        }
+    }
+
+    fn response(self) -> StoredResponse {
+        StoredResponse {
+            status: self.status.unwrap_or(200),
+            headers: super::parse_headers(self.headers),
+            body: self.body.unwrap_or_default(),
+            body_omitted: self.body_omitted,
+        }
+    }
+}

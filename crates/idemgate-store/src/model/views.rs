@@ -1,0 +1,110 @@
+//! What the operator's read-only views return: event listings and their filter, one
+//! event's attempts, dead jobs, recent conflicts, destination health and counts per source.
+//! Identities, states and bounded reasons; never payload bytes.
+
+use idemgate_core::UnixTime;
+
+/// One row of an event listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRow {
+    /// The event's row id, also the listing's cursor.
+    pub id: i64,
+    /// The source id.
+    pub source: String,
+    /// The event identity.
+    pub identity: String,
+    /// The event type, if known.
+    pub event_type: Option<String>,
+    /// When it arrived.
+    pub received_at: UnixTime,
+    /// `destination=state` for each of its jobs.
+    pub jobs: Vec<(String, String)>,
+}
+
+/// Which events a listing shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Only this source.
+    pub source: Option<String>,
+    /// Only events with a job in this state.
+    pub state: Option<String>,
+    /// Only events with a job for this destination.
+    pub destination: Option<String>,
+    /// Received at or after.
+    pub since: Option<UnixTime>,
+    /// Received before.
+    pub until: Option<UnixTime>,
+    /// Only events with a row id below this (the previous page's last id).
+    pub before_id: Option<i64>,
+    /// At most this many (newest first).
+    pub limit: usize,
+}
+
+/// One recorded delivery attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRow {
+    /// The job's destination.
+    pub destination: String,
+    /// Attempt number.
+    pub attempt: u32,
+    /// When it started.
+    pub started_at: UnixTime,
+    /// How long it took.
+    pub latency_ms: u64,
+    /// The destination's status, if it answered.
+    pub status: Option<u16>,
+    /// A bounded error text.
+    pub error: Option<String>,
+}
+
+/// A job that gave up, for the operator's attention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadJob {
+    /// The source id.
+    pub source: String,
+    /// The event identity.
+    pub identity: String,
+    /// The destination.
+    pub destination: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Why it is dead (bounded).
+    pub reason: Option<String>,
+}
+
+/// A conflicting repeat, for the operator's attention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecentConflict {
+    /// The source id.
+    pub source: String,
+    /// The identity whose receipt the repeat contradicts.
+    pub identity: String,
+    /// How many deliveries carried those other bytes.
+    pub seen_count: u64,
+    /// The last time.
+    pub last_seen_at: UnixTime,
+}
+
+/// A destination's health: its jobs by state, and whether a `410` disabled it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DestinationHealth {
+    /// The destination's name.
+    pub name: String,
+    /// Jobs per state.
+    pub jobs: Vec<(String, u64)>,
+    /// Why it is disabled, if it is.
+    pub disabled: Option<String>,
+}
+
+/// Counts for one source.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceStats {
+    /// The source id.
+    pub source: String,
+    /// Receipts kept.
+    pub receipts: u64,
+    /// Conflicting repeats seen.
+    pub conflicts: u64,
+    /// Jobs per state.
+    pub jobs: Vec<(String, u64)>,
+}
