@@ -34,7 +34,7 @@ pub(crate) async fn run(command: Command, config: Option<Config>) -> anyhow::Res
         Command::Events { command: EventsCommand::Replay { filter } } => {
             events::replay(&config()?, filter, &SystemClock).await
         }
-        Command::Events { command } => events::view(&config()?, command).await,
+        Command::Events { command } => events::view(&config()?, command, &SystemClock).await,
         Command::Destination { command: DestinationCommand::Enable { name } } => {
             destination::enable(&config()?, name, &SystemClock).await
         }
