@@ -8,7 +8,7 @@
 
 use std::{fmt, str::FromStr, time::Duration};
 
-use crate::retry::Decision;
+use crate::retry::{DeadReason, Decision};
 
 /// Where a job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -105,6 +105,10 @@ impl Transition {
             Decision::RetryAfter(delay) => {
                 (JobState::Retrying, due_ms(now_ms, delay), attempt_error.map(str::to_owned))
             }
+            Decision::Dead(reason @ DeadReason::AttemptsExhausted) => {
+                let last = attempt_error.map_or(String::new(), |error| format!("; last attempt: {error}"));
+                (JobState::Dead, now_ms, Some(format!("{}{last}", reason.describe())))
+            }
             Decision::Dead(reason) => (JobState::Dead, now_ms, Some(reason.describe())),
             Decision::DisableDestination => {
                 (JobState::Retrying, now_ms, Some("destination answered 410 Gone and was disabled".to_owned()))
@@ -124,7 +128,6 @@ fn due_ms(now_ms: i64, delay: Duration) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retry::DeadReason;
 
     #[test]
     fn each_decision_moves_the_job() {
@@ -140,6 +143,11 @@ mod tests {
         assert_eq!(
             Transition::after_attempt(Decision::Dead(DeadReason::FinalStatus(422)), None, now),
             Transition { state: JobState::Dead, next_attempt_at_ms: now, error: Some("final status 422".to_owned()) }
+        );
+        assert_eq!(
+            Transition::after_attempt(Decision::Dead(DeadReason::AttemptsExhausted), Some("status 501"), now).error,
+            Some("attempts exhausted; last attempt: status 501".to_owned()),
+            "a dead job names what its last attempt came to"
         );
         let gone = Transition::after_attempt(Decision::DisableDestination, None, now);
         assert_eq!((gone.state, gone.next_attempt_at_ms), (JobState::Retrying, now));

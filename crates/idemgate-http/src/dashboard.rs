@@ -17,6 +17,7 @@ use axum::{
     response::{Html, IntoResponse, Redirect, Response},
     routing::{get, post},
 };
+use idemgate_core::{UnixTime, time::relative};
 use idemgate_store::{StoreError, jobs::ReplayFilter};
 use serde::Deserialize;
 
@@ -107,6 +108,13 @@ fn esc(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
+/// A time as the page shows it: RFC 3339 UTC and how long ago as of `now`, in a `<time>`
+/// element whose `datetime` a script or a browser extension can read.
+fn time_html(at: UnixTime, now: UnixTime) -> String {
+    let text = at.rfc3339();
+    format!("<time datetime=\"{text}\">{text} ({})</time>", relative(at, now))
+}
+
 /// A dashboard page: `title` as its heading, then `body` (already HTML).
 pub(crate) fn layout(title: &str, body: &str) -> Html<String> {
     Html(format!(
@@ -180,6 +188,7 @@ async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
 
 async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
     let store = &state.store;
+    let now = state.clock.now();
     let mut html = format!(
         "<form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <button id=\"sign-out\" type=\"submit\">Sign out</button></form>\
@@ -219,7 +228,7 @@ async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
             esc(&c.source),
             esc(&c.identity),
             c.seen_count,
-            c.last_seen_at.0
+            time_html(c.last_seen_at, now)
         );
     }
     html.push_str("</table><h2>Destinations</h2><table id=\"destinations\"><tr><th>destination</th><th>health</th><th>jobs</th></tr>");
@@ -267,7 +276,17 @@ async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form):
 mod tests {
     use axum::http::{HeaderMap, HeaderValue};
 
-    use super::{from_own_origin, over_https};
+    use idemgate_core::UnixTime;
+
+    use super::{from_own_origin, over_https, time_html};
+
+    #[test]
+    fn a_time_reads_as_rfc_3339_with_how_long_ago() {
+        assert_eq!(
+            time_html(UnixTime(1_796_147_038), UnixTime(1_796_147_038 + 180)),
+            "<time datetime=\"2026-12-01T17:43:58Z\">2026-12-01T17:43:58Z (3 min ago)</time>"
+        );
+    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         pairs.iter().map(|(k, v)| (k.parse().unwrap_or_else(|_| unreachable!()), HeaderValue::from_static(v))).collect()

@@ -45,8 +45,10 @@ pub struct JobView {
     pub state: String,
     /// Attempts made so far.
     pub attempts: u32,
-    /// When it is due next (unix seconds).
+    /// When it is due next (unix seconds); for a finished job, when it finished.
     pub next_attempt_at: i64,
+    /// The last attempt's error while it retries, or why it is dead.
+    pub last_error: Option<String>,
 }
 
 /// One delivery attempt of an event.
@@ -62,8 +64,11 @@ pub struct AttemptView {
     pub latency_ms: u64,
     /// The destination's status, if it answered.
     pub status: Option<u16>,
-    /// What went wrong, if anything.
+    /// What went wrong, if anything: `status 501`, `timed out`, `connection refused`, …
     pub error: Option<String>,
+    /// The start of the destination's response body, as recorded (at most 256 bytes,
+    /// invalid UTF-8 replaced).
+    pub response_prefix: Option<String>,
 }
 
 /// One event: its receipt, its jobs and every attempt.
@@ -135,6 +140,7 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
             state: j.state,
             attempts: j.attempts,
             next_attempt_at: j.next_attempt_at.0,
+            last_error: j.last_error,
         })
         .collect();
     let attempts = store
@@ -148,6 +154,7 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
             latency_ms: a.latency_ms,
             status: a.status,
             error: a.error,
+            response_prefix: a.response_prefix,
         })
         .collect();
     Ok(Some(EventDetail {

@@ -135,17 +135,30 @@ async fn answered(mut response: reqwest::Response) -> AttemptOutcome {
     AttemptOutcome { result: AttemptResult::Status { status, retry_after }, error, response_prefix: prefix }
 }
 
-/// The error text names the kind of failure only: reqwest's own message includes the URL,
-/// which may carry credentials.
+/// The error text names the kind of failure only (`timed out`, `connection refused`, …):
+/// reqwest's own message includes the URL, which may carry credentials.
 fn not_answered(err: &reqwest::Error) -> AttemptOutcome {
-    let (result, error) = if err.is_timeout() {
-        (AttemptResult::Timeout, "timed out")
-    } else if err.is_connect() {
-        (AttemptResult::Connection, "connection failed")
-    } else {
-        (AttemptResult::Connection, "connection broke before an answer")
-    };
-    AttemptOutcome { result, error: Some(error.to_owned()), response_prefix: None }
+    let result = if err.is_timeout() { AttemptResult::Timeout } else { AttemptResult::Connection };
+    AttemptOutcome { result, error: Some(failure_class(err).to_owned()), response_prefix: None }
+}
+
+fn failure_class(err: &reqwest::Error) -> &'static str {
+    if err.is_timeout() {
+        return "timed out";
+    }
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return "connection refused",
+                std::io::ErrorKind::ConnectionReset => return "connection reset",
+                std::io::ErrorKind::TimedOut => return "timed out",
+                _ => {}
+            }
+        }
+        source = cause.source();
+    }
+    if err.is_connect() { "connection failed" } else { "connection broke before an answer" }
 }
 
 #[cfg(test)]
@@ -201,5 +214,16 @@ mod tests {
         assert_eq!(values("idemgate-source"), ["a"]);
         assert!(values("connection").is_empty());
         assert_eq!(values("x-a"), ["1"]);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_named_as_such() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", closed.local_addr().unwrap());
+        drop(closed);
+        let destination = HttpDestination::new(&url, None, Duration::from_secs(1), Duration::from_secs(1)).unwrap();
+        let outcome = destination.deliver(&job(&[]), UnixTime(1)).await;
+        assert_eq!(outcome.result, AttemptResult::Connection);
+        assert_eq!(outcome.error.as_deref(), Some("connection refused"));
     }
 }

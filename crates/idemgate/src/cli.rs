@@ -4,7 +4,7 @@
 use std::{path::PathBuf, time::Duration};
 
 use clap::{Parser, Subcommand};
-use idemgate_core::job::JobState;
+use idemgate_core::{job::JobState, time::TimeSpec};
 #[derive(Parser)]
 #[command(version, about = "Webhook inbox and idempotency gateway")]
 pub(crate) struct Cli {
@@ -253,12 +253,13 @@ pub(crate) enum EventsCommand {
         /// Only events with a job for this destination.
         #[arg(long)]
         destination: Option<String>,
-        /// Received at or after this unix time.
+        /// Received at or after this time: RFC 3339 (2026-12-01T22:54:01Z), a date
+        /// (2026-12-01, midnight UTC) or a duration back from now (30m, 1h, 2d).
         #[arg(long)]
-        since: Option<i64>,
-        /// Received before this unix time.
+        since: Option<TimeSpec>,
+        /// Received before this time (the same forms as --since).
         #[arg(long)]
-        until: Option<i64>,
+        until: Option<TimeSpec>,
         /// The next page: events with an id below this.
         #[arg(long)]
         before: Option<i64>,
@@ -281,9 +282,10 @@ pub(crate) enum EventsCommand {
     },
     /// Counts per source: receipts, conflicts, jobs by state.
     Stats {
-        /// Only what arrived at or after this unix time.
+        /// Only what arrived at or after this time: RFC 3339, a date (midnight UTC) or a
+        /// duration back from now (30m, 1h, 2d).
         #[arg(long)]
-        since: Option<i64>,
+        since: Option<TimeSpec>,
         /// JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -309,12 +311,13 @@ pub(crate) struct ReplayArgs {
     /// Jobs in this state: dead (default), superseded (forced delivery) or succeeded (resend).
     #[arg(long, default_value = "dead")]
     pub(crate) state: JobState,
-    /// Only events received at or after this unix time.
+    /// Only events received at or after this time: RFC 3339 (2026-12-01T22:54:01Z), a
+    /// date (2026-12-01, midnight UTC) or a duration back from now (30m, 1h, 2d).
     #[arg(long)]
-    pub(crate) since: Option<i64>,
-    /// Only events received before this unix time.
+    pub(crate) since: Option<TimeSpec>,
+    /// Only events received before this time (the same forms as --since).
     #[arg(long)]
-    pub(crate) until: Option<i64>,
+    pub(crate) until: Option<TimeSpec>,
 }
 
 #[derive(Subcommand)]

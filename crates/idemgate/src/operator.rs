@@ -1,32 +1,38 @@
 //! `idemgate events list | show | stats`: what an operator types during an incident, as
 //! aligned text or `--json`. Reads the store directly through `idemgate_http::views`, so
 //! `--json` prints the admin API's shapes (`stats` as `{"sources": [...]}`), and the text is
-//! made from the same views; identities and states only.
+//! made from the same views; identities and states only. The text shows times in RFC 3339
+//! UTC, with how long ago (or ahead) as of `now`, the caller's clock; `--json` keeps unix
+//! seconds. Text the destination sent (a response's first bytes) is escaped, so it cannot
+//! move a terminal's cursor or change its colours.
 
-use idemgate_http::views::{self, EventDetail, EventsPage, SourceCounts};
+use idemgate_core::{UnixTime, time::relative};
+use idemgate_http::views::{self, AttemptView, EventDetail, EventsPage, JobView, SourceCounts};
 use idemgate_store::{Store, StoreError, views::EventFilter};
 
+/// How much of a response's recorded first bytes `events show` prints.
+const RESPONSE_SHOWN: usize = 200;
+
 /// The listing as text (one event a line) or JSON.
-pub async fn list(store: &Store, filter: EventFilter, as_json: bool) -> Result<String, StoreError> {
+pub async fn list(store: &Store, filter: EventFilter, as_json: bool, now: UnixTime) -> Result<String, StoreError> {
     let page = views::events_page(store, filter).await?;
     if as_json {
         return Ok(to_json(&page));
     }
-    Ok(list_text(&page))
+    Ok(list_text(&page, now))
 }
 
-fn list_text(page: &EventsPage) -> String {
-    let mut text =
-        format!("{:>8}  {:<16} {:<40} {:<20} {:>11}  jobs\n", "id", "source", "identity", "type", "received");
+fn list_text(page: &EventsPage, now: UnixTime) -> String {
+    let mut text = format!("{:>8}  {:<16} {:<40} {:<20} {:<34} jobs\n", "id", "source", "identity", "type", "received");
     for e in &page.events {
         let jobs: Vec<String> = e.jobs.iter().map(|(d, s)| format!("{d}={s}")).collect();
         text.push_str(&format!(
-            "{:>8}  {:<16} {:<40} {:<20} {:>11}  {}\n",
+            "{:>8}  {:<16} {:<40} {:<20} {:<34} {}\n",
             e.id,
             e.source,
             e.identity,
             e.event_type.as_deref().unwrap_or("-"),
-            e.received_at,
+            when(e.received_at, now),
             jobs.join(" ")
         ));
     }
@@ -37,41 +43,117 @@ fn list_text(page: &EventsPage) -> String {
 }
 
 /// One event: its receipt, its jobs and every attempt.
-pub async fn show(store: &Store, source: &str, identity: &str, as_json: bool) -> Result<Option<String>, StoreError> {
+pub async fn show(
+    store: &Store,
+    (source, identity): (&str, &str),
+    as_json: bool,
+    now: UnixTime,
+) -> Result<Option<String>, StoreError> {
     let Some(event) = views::event_detail(store, source, identity).await? else { return Ok(None) };
     if as_json {
         return Ok(Some(to_json(&event)));
     }
-    Ok(Some(show_text(&event)))
+    Ok(Some(show_text(&event, now)))
 }
 
-fn show_text(event: &EventDetail) -> String {
+fn show_text(event: &EventDetail, now: UnixTime) -> String {
     let mut text = format!(
         "event     {} / {}\nreceived  {}\nsha256    {}\noutcome   {} (result {})\n",
-        event.source, event.identity, event.received_at, event.body_sha256, event.outcome, event.result
+        event.source,
+        event.identity,
+        when(event.received_at, now),
+        event.body_sha256,
+        event.outcome,
+        event.result
     );
     for job in &event.jobs {
-        text.push_str(&format!(
-            "job       {:<16} {:<10} attempts {}  next {}\n",
-            job.destination, job.state, job.attempts, job.next_attempt_at
-        ));
+        text.push_str(&job_line(job, now));
     }
-    for a in &event.attempts {
-        let status = a.status.map_or("-".to_owned(), |s| s.to_string());
-        text.push_str(&format!(
-            "attempt   {:<16} #{:<3} at {} {:>6} ms  status {status}  {}\n",
-            a.destination,
-            a.attempt,
-            a.started_at,
-            a.latency_ms,
-            a.error.as_deref().unwrap_or("")
-        ));
+    for attempt in &event.attempts {
+        text.push_str(&attempt_line(attempt));
     }
     text
 }
 
+/// A job's state and attempts, when it is due (or since when it is finished), and its
+/// last error or the reason it is dead on a line of its own.
+fn job_line(job: &JobView, now: UnixTime) -> String {
+    let waiting = matches!(job.state.as_str(), "pending" | "retrying" | "running");
+    let due = if waiting { "next " } else { "since" };
+    let mut line = format!(
+        "job       {:<16} {:<10} attempts {:<3} {due} {}\n",
+        job.destination,
+        job.state,
+        job.attempts,
+        when(job.next_attempt_at, now)
+    );
+    if let Some(error) = &job.last_error {
+        let label = if job.state == "dead" { "reason" } else { "error " };
+        line.push_str(&format!("          {label} {}\n", printable(error, RESPONSE_SHOWN)));
+    }
+    line
+}
+
+/// One attempt: when, how long, the status or what went wrong, and the response's
+/// first bytes.
+fn attempt_line(a: &AttemptView) -> String {
+    let result = match (a.status, &a.error) {
+        (Some(status), _) => status.to_string(),
+        (None, Some(error)) => printable(error, RESPONSE_SHOWN),
+        (None, None) => "-".to_owned(),
+    };
+    let body = a
+        .response_prefix
+        .as_deref()
+        .filter(|b| !b.is_empty())
+        .map_or(String::new(), |b| format!("  \"{}\"", printable(b, RESPONSE_SHOWN)));
+    format!(
+        "attempt   {:<16} #{:<3} {} {:>6} ms  {result}{body}\n",
+        a.destination,
+        a.attempt,
+        UnixTime(a.started_at).rfc3339(),
+        a.latency_ms
+    )
+}
+
+/// `2026-12-01T17:43:58Z (3 min ago)`, of a view's unix seconds.
+fn when(secs: i64, now: UnixTime) -> String {
+    let at = UnixTime(secs);
+    format!("{} ({})", at.rfc3339(), relative(at, now))
+}
+
+/// At most `max` bytes of `text`, with `"` and `\\` escaped and every character that
+/// could steer a terminal (controls, escape sequences, bidirectional and zero-width
+/// format characters) written as an escape; `…` marks a cut.
+fn printable(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (at, c) in text.char_indices() {
+        if at + c.len_utf8() > max {
+            out.push('…');
+            break;
+        }
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x80 && c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if c.is_control() || is_invisible_format(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Zero-width and bidirectional formatting characters, which reorder or hide what a
+/// terminal shows.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
 /// Counts per source.
-pub async fn stats(store: &Store, since: Option<idemgate_core::UnixTime>, as_json: bool) -> Result<String, StoreError> {
+pub async fn stats(store: &Store, since: Option<UnixTime>, as_json: bool) -> Result<String, StoreError> {
     let sources = views::source_counts(store, since).await?;
     if as_json {
         return Ok(serde_json::json!({ "sources": sources }).to_string());
@@ -91,4 +173,67 @@ fn stats_text(sources: &[SourceCounts]) -> String {
 /// A view as one line of JSON; a view is plain data, so this cannot fail.
 fn to_json(view: &impl serde::Serialize) -> String {
     serde_json::to_string(view).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_cannot_steer_the_terminal() {
+        assert_eq!(printable("plain text", 200), "plain text");
+        assert_eq!(printable("a\x1b[31mred\x07\u{7f}", 200), "a\\x1b[31mred\\x07\\x7f");
+        assert_eq!(printable("two\r\nlines\t\"q\" \\", 200), "two\\r\\nlines\\t\\\"q\\\" \\\\");
+        assert_eq!(printable("\u{9b}31m \u{202e}evil \u{200b}", 200), "\\u{9b}31m \\u{202e}evil \\u{200b}");
+        assert_eq!(printable("bad \u{fffd} bytes, é kept", 200), "bad \u{fffd} bytes, é kept");
+    }
+
+    #[test]
+    fn a_long_response_is_cut_on_a_character_boundary() {
+        assert_eq!(printable(&"x".repeat(300), 200), format!("{}…", "x".repeat(200)));
+        assert_eq!(printable("ééé", 5), "éé…", "never half a character");
+        assert_eq!(printable("abc", 3), "abc");
+    }
+
+    #[test]
+    fn an_attempt_shows_its_status_or_what_went_wrong_and_the_response() {
+        let attempt = AttemptView {
+            destination: "app".to_owned(),
+            attempt: 2,
+            started_at: 1_796_147_038,
+            latency_ms: 12,
+            status: Some(501),
+            error: Some("status 501".to_owned()),
+            response_prefix: Some("not\nimplemented".to_owned()),
+        };
+        assert_eq!(
+            attempt_line(&attempt),
+            "attempt   app              #2   2026-12-01T17:43:58Z     12 ms  501  \"not\\nimplemented\"\n"
+        );
+        let refused = AttemptView {
+            status: None,
+            error: Some("connection refused".to_owned()),
+            response_prefix: None,
+            ..attempt
+        };
+        assert!(attempt_line(&refused).ends_with(" ms  connection refused\n"), "{}", attempt_line(&refused));
+    }
+
+    #[test]
+    fn a_dead_job_says_since_when_and_why() {
+        let job = JobView {
+            destination: "app".to_owned(),
+            state: "dead".to_owned(),
+            attempts: 3,
+            next_attempt_at: 1_796_147_038,
+            last_error: Some("attempts exhausted; last attempt: status 501".to_owned()),
+        };
+        assert_eq!(
+            job_line(&job, UnixTime(1_796_147_038 + 180)),
+            "job       app              dead       attempts 3   since 2026-12-01T17:43:58Z (3 min ago)\n          \
+             reason attempts exhausted; last attempt: status 501\n"
+        );
+        let retrying = JobView { state: "retrying".to_owned(), last_error: None, ..job };
+        assert!(job_line(&retrying, UnixTime(1_796_147_038 - 300)).contains("next  2026-12-01T17:43:58Z (in 5 min)"));
+    }
 }

@@ -121,4 +121,6 @@ pub struct JobRecord {
     pub attempts: u32,
     /// When the next attempt is due.
     pub next_attempt_at: UnixTime,
+    /// The last attempt's error, or why the job is dead (bounded).
+    pub last_error: Option<String>,
 }

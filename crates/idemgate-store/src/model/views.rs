@@ -55,6 +55,8 @@ pub struct AttemptRow {
     pub status: Option<u16>,
     /// A bounded error text.
     pub error: Option<String>,
+    /// A bounded prefix of the response body, as recorded.
+    pub response_prefix: Option<String>,
 }
 
 /// A job that gave up, for the operator's attention.

@@ -116,7 +116,7 @@ impl PgStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at_ms / 1000
+                "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at_ms / 1000, j.last_error
                  FROM jobs j JOIN events e ON e.id = j.event_id
                  WHERE e.source = $1 AND e.identity = $2 ORDER BY j.destination",
                 &[&key.source.as_str(), &key.identity.as_str()],
@@ -131,6 +131,7 @@ impl PgStore {
                     state: row.try_get(2)?,
                     attempts: attempts.unsigned_abs(),
                     next_attempt_at: UnixTime(row.try_get(4)?),
+                    last_error: row.try_get(5)?,
                 })
             })
             .collect()
@@ -201,7 +202,7 @@ impl PgStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error
+                "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error, a.response_prefix
                  FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN events e ON e.id = j.event_id
                  WHERE e.source = $1 AND e.identity = $2 ORDER BY a.id",
                 &[&source, &identity],
@@ -218,6 +219,7 @@ impl PgStore {
                     latency_ms: unsigned(row.try_get(3)?),
                     status: status.and_then(|s| u16::try_from(s).ok()),
                     error: row.try_get(5)?,
+                    response_prefix: row.try_get(6)?,
                 })
             })
             .collect()

@@ -178,7 +178,7 @@ pub fn event(conn: &Connection, key: &ReceiptKey) -> Result<Option<StoredEvent>,
 /// The jobs of the event stored under `key`, by destination.
 pub fn jobs(conn: &Connection, key: &ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at_ms / 1000
+        "SELECT j.id, j.destination, j.state, j.attempts, j.next_attempt_at_ms / 1000, j.last_error
          FROM jobs j JOIN events e ON e.id = j.event_id
          WHERE e.source = ?1 AND e.identity = ?2 ORDER BY j.destination",
     )?;
@@ -189,6 +189,7 @@ pub fn jobs(conn: &Connection, key: &ReceiptKey) -> Result<Vec<JobRecord>, Store
             state: row.get(2)?,
             attempts: row.get(3)?,
             next_attempt_at: UnixTime(row.get(4)?),
+            last_error: row.get(5)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -55,7 +55,7 @@ pub fn list_events(conn: &Connection, filter: &EventFilter) -> Result<Vec<EventR
 /// Every attempt for the event `(source, identity)`, in order.
 pub fn attempts(conn: &Connection, source: &str, identity: &str) -> Result<Vec<AttemptRow>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error
+        "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error, a.response_prefix
          FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN events e ON e.id = j.event_id
          WHERE e.source = ?1 AND e.identity = ?2 ORDER BY a.id",
     )?;
@@ -67,6 +67,7 @@ pub fn attempts(conn: &Connection, source: &str, identity: &str) -> Result<Vec<A
             latency_ms: row.get(3)?,
             status: row.get(4)?,
             error: row.get(5)?,
+            response_prefix: row.get(6)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

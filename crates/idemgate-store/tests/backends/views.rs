@@ -16,7 +16,7 @@ on_both! {
         t.accept(request("e0", b"other"), event("e0", b"other", &["app"])).await;
         let jobs = t.claim_jobs(ms(UnixTime(T0.0 + 10)), Duration::from_secs(30), 1, Vec::new()).await.unwrap();
         let dead = jobs[0].clone();
-        let attempt = AttemptRecord { started_at: T0, latency: Duration::from_millis(7), status: Some(404), error: None, response_prefix: None };
+        let attempt = AttemptRecord { started_at: T0, latency: Duration::from_millis(7), status: Some(404), error: None, response_prefix: Some("no such hook".to_owned()) };
         t.complete_job(dead.clone(), attempt, Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(404)), ms(T0)).await.unwrap();
 
         let all = t.list_events(EventFilter { limit: 3, ..EventFilter::default() }).await.unwrap();
@@ -34,6 +34,9 @@ on_both! {
         let attempts = t.attempts("test".to_owned(), dead.key.identity.to_string()).await.unwrap();
         assert_eq!(attempts.len(), 1);
         assert_eq!((attempts[0].status, attempts[0].latency_ms, attempts[0].attempt), (Some(404), 7, 1));
+        assert_eq!(attempts[0].response_prefix.as_deref(), Some("no such hook"));
+        let dead_record = t.jobs(dead.key.clone()).await.unwrap().into_iter().find(|j| j.id == dead.id).unwrap();
+        assert_eq!(dead_record.last_error.as_deref(), Some("final status 404"));
         let dead_jobs = t.dead_jobs(10).await.unwrap();
         assert_eq!(dead_jobs.len(), 1);
         assert_eq!(dead_jobs[0].reason.as_deref(), Some(idemgate_core::retry::DeadReason::FinalStatus(404).describe().as_str()));

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use anyhow::{Context, anyhow};
 use idemgate::{config::Config, operator};
 use idemgate_clock::Clock;
-use idemgate_core::UnixTime;
 use idemgate_store::{SqliteReader, jobs::ReplayFilter, views};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -23,8 +22,8 @@ pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock)
         identity: args.identity,
         destination: args.destination,
         state: Some(args.state),
-        since: args.since.map(UnixTime),
-        until: args.until.map(UnixTime),
+        since: args.since.map(|at| at.resolve(clock.now())),
+        until: args.until.map(|at| at.resolve(clock.now())),
     };
     existing_store(config)?;
     let store = open_store(config).await?;
@@ -44,8 +43,8 @@ pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock)
     Ok(ExitCode::SUCCESS)
 }
 
-/// `events list`, `show` and `stats`.
-pub(super) async fn view(config: &Config, command: EventsCommand) -> anyhow::Result<ExitCode> {
+/// `events list`, `show` and `stats`, with times shown against `clock`.
+pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
     existing_store(config)?;
     if config.store.postgres.is_none() {
         // A view changes nothing: a foreign file or one of another schema version is an error.
@@ -53,25 +52,27 @@ pub(super) async fn view(config: &Config, command: EventsCommand) -> anyhow::Res
             .with_context(|| format!("cannot read the store {}", config.store.path.display()))?;
     }
     let store = open_store(config).await?;
+    let now = clock.now();
     let text = match command {
         EventsCommand::List { source, state, destination, since, until, before, limit, json } => {
             let filter = views::EventFilter {
                 source,
                 state: state.map(|s| s.as_str().to_owned()),
                 destination,
-                since: since.map(UnixTime),
-                until: until.map(UnixTime),
+                since: since.map(|at| at.resolve(now)),
+                until: until.map(|at| at.resolve(now)),
                 before_id: before,
                 limit: limit.max(1),
             };
-            operator::list(&store, filter, json).await?
+            operator::list(&store, filter, json, now).await?
         }
-        EventsCommand::Show { source, identity, json } => match operator::show(&store, &source, &identity, json).await?
-        {
-            Some(text) => text,
-            None => return Err(anyhow!("no event {identity:?} from source {source:?}")),
-        },
-        EventsCommand::Stats { since, json } => operator::stats(&store, since.map(UnixTime), json).await?,
+        EventsCommand::Show { source, identity, json } => {
+            match operator::show(&store, (&source, &identity), json, now).await? {
+                Some(text) => text,
+                None => return Err(anyhow!("no event {identity:?} from source {source:?}")),
+            }
+        }
+        EventsCommand::Stats { since, json } => operator::stats(&store, since.map(|at| at.resolve(now)), json).await?,
         EventsCommand::Replay { .. } => return Err(anyhow!("replay is not a view")),
     };
     store.close().await;

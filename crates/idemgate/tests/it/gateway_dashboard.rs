@@ -136,8 +136,16 @@ fn a_replay_from_another_origin_or_without_the_csrf_token_is_refused_and_replays
     }
     assert_eq!(job_state(&setup), "dead");
 
+    let other = body("msg_dead", "t.other");
+    let conflicting = Signer::Standard(KEY.to_vec()).headers("msg_dead", &other, unix_now());
+    assert_eq!(gateway.post("hooks", &conflicting, &other).status(), 409);
+
     let session = sign_in(admin).session();
     let shown = page(admin, &session);
+    let conflicts = shown.body.split_once("id=\"conflicts\"").unwrap().1.split("</table>").next().unwrap();
+    let datetime = conflicts.split_once("<time datetime=\"").unwrap().1.split('"').next().unwrap();
+    assert!(datetime.len() == 20 && datetime.ends_with('Z') && datetime.as_bytes()[10] == b'T', "{conflicts}");
+    assert!(conflicts.contains(&format!("\">{datetime} (")), "the text is the same instant: {conflicts}");
     let csrf = shown.csrf();
     let form = |csrf: &str| format!("source=hooks&identity=msg_dead&csrf={csrf}");
     let with = |name: &'static str, value: String| {

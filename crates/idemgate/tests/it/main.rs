@@ -12,6 +12,7 @@ mod gateway_dashboard;
 mod gateway_delivery;
 mod gateway_harness;
 mod gateway_in_process;
+mod gateway_operator;
 mod gateway_startup;
 mod harness;
 mod hostile_clients;
