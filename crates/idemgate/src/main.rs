@@ -18,10 +18,10 @@ use commands::{EXIT_CONFIG, EXIT_FAILED};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli::Cli { config, command } = cli::Cli::parse();
+    let cli::Cli { config: path, command } = cli::Cli::parse();
     let config = match commands::reads_config(&command) {
         None => None,
-        Some(long_running) => match load_config(&config, long_running) {
+        Some(long_running) => match load_config(&path, long_running) {
             Ok(config) => Some(config),
             Err(err) => {
                 eprintln!("idemgate: config error: {err}");
@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     };
     let result = tokio::runtime::Runtime::new()
         .map_err(|err| anyhow::anyhow!("cannot start the runtime: {err}"))
-        .and_then(|runtime| runtime.block_on(commands::run(command, config)));
+        .and_then(|runtime| runtime.block_on(commands::run(command, config, &path)));
     match result {
         Ok(code) => code,
         Err(err) => {

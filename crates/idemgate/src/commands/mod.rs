@@ -1,7 +1,7 @@
 //! What each subcommand does, one module per command group; each runs on the one runtime
 //! that `main` builds.
 
-use std::{io::Write, process::ExitCode};
+use std::{io::Write, path::Path, process::ExitCode};
 
 use anyhow::anyhow;
 use idemgate::{availability, config::Config};
@@ -13,6 +13,7 @@ use crate::cli::{Command, DestinationCommand, EventsCommand};
 mod bench;
 mod destination;
 mod events;
+mod reload;
 mod send;
 mod serve;
 mod store;
@@ -22,12 +23,14 @@ mod verify;
 pub(crate) const EXIT_FAILED: u8 = 1;
 pub(crate) const EXIT_CONFIG: u8 = 2;
 
-/// Runs `command`; `config` is loaded for every command that reads one.
-pub(crate) async fn run(command: Command, config: Option<Config>) -> anyhow::Result<ExitCode> {
+/// Runs `command`; `config` is loaded from `path` for every command that reads one (and
+/// reloaded from there by `serve` and `worker` on SIGHUP).
+pub(crate) async fn run(command: Command, config: Option<Config>, path: &Path) -> anyhow::Result<ExitCode> {
     let config = || config.ok_or_else(|| anyhow!("this command needs --config"));
     match command {
-        Command::Serve => serve::serve(config()?, true).await,
-        Command::Worker => serve::serve(config()?, false).await,
+        Command::Serve => serve::serve(config()?, true, path).await,
+        Command::Worker => serve::serve(config()?, false, path).await,
+        Command::Reload => reload::signal(&config()?),
         Command::Verify { source, headers, body, at } => {
             verify::capture(&config()?, &source, &headers, &body, at, &SystemClock)
         }

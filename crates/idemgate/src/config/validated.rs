@@ -116,6 +116,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// TLS, if the gateway terminates it itself.
     pub tls: Option<TlsConfig>,
+    /// Where `serve` and `worker` write their process id while running.
+    pub pid_file: Option<PathBuf>,
 }
 
 /// `[server.tls]`: the files, already loaded into an acceptor.
@@ -398,6 +400,7 @@ fn server(raw: RawServer, base: &Path) -> Result<ServerConfig, ConfigError> {
         body_timeout: duration("server.body_timeout", raw.body_timeout.as_deref(), DEFAULT_TIMEOUT)?,
         shutdown_grace: duration("server.shutdown_grace", raw.shutdown_grace.as_deref(), DEFAULT_TIMEOUT)?,
         tls: raw.tls.map(|tls| tls_config("server.tls", &base.join(tls.cert), &base.join(tls.key))).transpose()?,
+        pid_file: raw.pid_file.map(|path| base.join(path)),
     })
 }
 
