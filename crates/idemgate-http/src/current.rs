@@ -7,7 +7,46 @@ use std::{convert::Infallible, sync::Arc};
 
 use arc_swap::ArcSwap;
 use axum::{Router, extract::Request, response::Response};
+use idemgate_clock::Clock;
+use idemgate_store::Store;
 use tower::ServiceExt;
+
+use crate::gateway::{Observers, Routes, router};
+
+/// The gateway's router ([`router`]) behind a [`CurrentRouter`], with what rebuilding it
+/// for new [`Routes`] takes: the store, the clock and the observers stay the same.
+#[derive(Debug, Clone)]
+pub struct LiveGateway {
+    current: CurrentRouter,
+    store: Store,
+    clock: Arc<dyn Clock>,
+    observers: Observers,
+}
+
+impl LiveGateway {
+    /// The gateway's router for `routes`.
+    pub fn new(
+        routes: &Routes,
+        store: &Store,
+        clock: Arc<dyn Clock>,
+        observers: Observers,
+    ) -> Result<Self, reqwest::Error> {
+        let built = router(routes, store, Arc::clone(&clock), observers.clone())?;
+        Ok(Self { current: CurrentRouter::new(built), store: store.clone(), clock, observers })
+    }
+
+    /// Serves `routes` from the next request on; when they cannot be built (a proxy's
+    /// HTTP client), the running ones stay.
+    pub fn replace(&self, routes: &Routes) -> Result<(), reqwest::Error> {
+        self.current.replace(router(routes, &self.store, Arc::clone(&self.clock), self.observers.clone())?);
+        Ok(())
+    }
+
+    /// What the listener serves: each request on the routes current when it arrives.
+    pub fn router(&self) -> Router {
+        self.current.router()
+    }
+}
 
 /// The router a listener serves now. Clones share it.
 #[derive(Clone)]

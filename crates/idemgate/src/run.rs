@@ -14,8 +14,8 @@ use std::{future::Future, sync::Arc, time::Duration};
 use idemgate_clock::{Clock, SystemClock};
 use idemgate_http::{
     RejectionCounts, ServeOptions,
-    current::{AdminToken, CurrentRouter},
-    gateway::{self as routes, Observers, Render},
+    current::{AdminToken, LiveGateway},
+    gateway::{Observers, Render},
     idempotency, serve,
     session::Sessions,
 };
@@ -158,14 +158,9 @@ async fn receive_until_stopped(
     let rejections: Arc<RejectionCounts> = Arc::default();
     let metrics = metrics.map(|handle| Render(Arc::new(move || handle.render())));
     let observers = Observers { metrics, rejections: Arc::clone(&rejections) };
-    let public = Public {
-        current: CurrentRouter::new(axum::Router::new()),
-        store: store.clone(),
-        clock: Arc::clone(&clock),
-        observers,
-    };
-    public.current.replace(public.build(config).map_err(RunError::Proxy)?);
-    let router = public.current.router();
+    let public =
+        LiveGateway::new(&gateway::routes(config), store, Arc::clone(&clock), observers).map_err(RunError::Proxy)?;
+    let router = public.router();
     let (retention, policies) = watch::channel(config.retention());
     tokio::spawn(purges(config, Arc::clone(availability), Arc::clone(&clock), policies, stopped.clone()));
     for source in &config.sources {
@@ -266,24 +261,10 @@ async fn until_stopped(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
 }
 
-/// The public router and what rebuilding it takes.
-struct Public {
-    current: CurrentRouter,
-    store: Store,
-    clock: Arc<dyn Clock>,
-    observers: Observers,
-}
-
-impl Public {
-    fn build(&self, config: &Config) -> Result<axum::Router, reqwest::Error> {
-        routes::router(&gateway::routes(config), &self.store, Arc::clone(&self.clock), self.observers.clone())
-    }
-}
-
 /// The handles a reload replaces what runs behind; `None` where that part does not run.
 #[derive(Default)]
 struct Live {
-    public: Option<Public>,
+    public: Option<LiveGateway>,
     admin: Option<(AdminToken, Arc<Sessions>)>,
     worker: Option<RouteTable>,
     retention: Option<watch::Sender<Vec<Retention>>>,
@@ -300,20 +281,13 @@ impl Live {
         }
     }
 
-    /// Builds every replaced part first, then swaps them all; a part that cannot be built
-    /// keeps the whole running configuration. Returns what now runs.
+    /// Builds the worker's routes, then replaces the router, then the rest; a part that
+    /// cannot be built keeps the whole running configuration. Returns what now runs.
     fn reload(&self, running: &Config, new: Config) -> Option<Config> {
         let reload::Plan { applied, changes, needs_restart } = reload::plan(running, new);
         if !needs_restart.is_empty() {
             tracing::warn!(keys = %needs_restart.join(", "), "changed keys need a restart; they keep their running values");
         }
-        let router = match self.public.as_ref().map(|public| public.build(&applied)).transpose() {
-            Ok(router) => router,
-            Err(err) => {
-                tracing::error!(error = %err, "cannot build the proxy's http client; the running configuration is kept");
-                return None;
-            }
-        };
         let routes = match self.worker.as_ref().map(|_| outbound::routes(&applied)).transpose() {
             Ok(routes) => routes,
             Err(err) => {
@@ -321,8 +295,9 @@ impl Live {
                 return None;
             }
         };
-        if let (Some(public), Some(router)) = (&self.public, router) {
-            public.current.replace(router);
+        if let Some(Err(err)) = self.public.as_ref().map(|public| public.replace(&gateway::routes(&applied))) {
+            tracing::error!(error = %err, "cannot build the proxy's http client; the running configuration is kept");
+            return None;
         }
         if let (Some(table), Some(routes)) = (&self.worker, routes) {
             table.replace(routes);
