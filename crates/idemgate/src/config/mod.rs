@@ -1,7 +1,8 @@
 //! Configuration in two stages: [`raw`] is what the TOML file and the `IDEMGATE_*`
 //! environment say, with every key optional and unknown keys refused; [`validated`] is the
 //! typed, ready-to-use result. Validation happens at start-up and on each SIGHUP reload,
-//! and the first problem becomes one line naming the key: `sources.stripe.tolerance: invalid duration "5 mins"`.
+//! and the first problem becomes one line naming the key:
+//! `sources.stripe.tolerance: invalid duration "5 mins"`.
 
 pub mod raw;
 pub mod secrets;
