@@ -19,7 +19,7 @@ use axum::{
     routing::get,
 };
 use idemgate_clock::Clock;
-use idemgate_core::{Secret, UnixTime, job::JobState};
+use idemgate_core::{UnixTime, job::JobState};
 use idemgate_store::{Store, jobs::ReplayFilter, views::EventFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
@@ -29,6 +29,7 @@ use crate::{
     DeliveryAnswer, RejectionCounts,
     answer::AdminError,
     body::read_limited,
+    current::AdminToken,
     session::Sessions,
     views::{self, EventDetail, EventsPage, SourceCounts},
 };
@@ -44,8 +45,8 @@ const CONTENT_SECURITY_POLICY: &str =
 pub struct AdminState {
     /// The store.
     pub store: Store,
-    /// The bearer token.
-    pub token: Secret,
+    /// The bearer token, replaced by a configuration reload.
+    pub token: AdminToken,
     /// Rejections counted by the inbound routes.
     pub rejections: Arc<RejectionCounts>,
     /// The dashboard's signed-in sessions.
@@ -122,7 +123,7 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if crate::session::token_matches(&state.token, given.as_bytes()) {
+    if state.token.matches(given.as_bytes()) {
         return next.run(request).await;
     }
     AdminError::Unauthorized.into_response()

@@ -21,7 +21,7 @@ use idemgate_core::{UnixTime, time::relative};
 use idemgate_store::{StoreError, jobs::ReplayFilter};
 use serde::Deserialize;
 
-use crate::{admin::AdminState, answer::DashboardAnswer, session::token_matches};
+use crate::{admin::AdminState, answer::DashboardAnswer};
 
 const COOKIE: &str = "idemgate_admin";
 
@@ -142,7 +142,7 @@ async fn login(State(state): State<AdminState>, headers: HeaderMap, Form(form): 
     if !from_own_origin(&headers, state.tls) {
         return DashboardAnswer::Refused.into_response();
     }
-    if !token_matches(&state.token, form.token.as_bytes()) {
+    if !state.token.matches(form.token.as_bytes()) {
         return DashboardAnswer::WrongToken.into_response();
     }
     match state.sessions.create(state.clock.now_ms()) {

@@ -8,6 +8,7 @@
 //! - [`gateway`]: the gateway's router (sources, health, metrics, proxies) from plain settings;
 //! - [`proxy`]: one `[[proxy]]`'s forwarding routes behind the layer;
 //! - [`admin`] and [`dashboard`]: the admin API and the dashboard, on their own listener;
+//! - [`current`]: the router and the admin token a configuration reload replaces;
 //! - [`answer`]: where every status is chosen, one mapping per family of answers;
 //! - [`views`]: the operator's views of the store, one shape for the admin API and the CLI;
 //! - [`server`]: the accept loop with graceful shutdown;
@@ -17,6 +18,7 @@
 pub mod admin;
 pub mod answer;
 pub mod body;
+pub mod current;
 pub mod dashboard;
 pub mod gateway;
 pub mod idempotency;

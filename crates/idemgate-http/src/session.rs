@@ -108,6 +108,12 @@ impl Sessions {
         self.lock().remove(&digest(id.as_bytes()));
     }
 
+    /// Signs every session out: when the admin token changes, the sessions signed in with
+    /// the old one end with it.
+    pub fn end_all(&self) {
+        self.lock().clear();
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
         self.by_digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -156,6 +162,8 @@ mod tests {
         let other = sessions.create(start).unwrap();
         sessions.end(&other.id);
         assert_eq!(sessions.csrf(&other.id, start), None, "signed out");
+        sessions.end_all();
+        assert_eq!(sessions.csrf(&session.id, start), None, "all signed out");
         assert_eq!(sessions.csrf("", start), None);
     }
 

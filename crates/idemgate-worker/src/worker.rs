@@ -1,8 +1,15 @@
 //! The worker loop: claim due jobs, deliver them concurrently, complete each with the
 //! retry policy's decision; sleep briefly when nothing is due; on shutdown, stop claiming
 //! and finish what is in hand.
+//!
+//! The destinations are a [`RouteTable`] that a configuration reload replaces while the
+//! worker runs. Each claim batch reads one snapshot of it, and every job of the batch is
+//! delivered and decided on that snapshot: an attempt in flight finishes on the
+//! destination (URL, secret, retry schedule) it started with.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use arc_swap::ArcSwap;
 
 use idemgate_core::retry::{DeadReason, Decision, RetryPolicy};
 use idemgate_store::{
@@ -22,6 +29,35 @@ pub struct Route {
     pub policy: RetryPolicy,
     /// Deliver events of one ordering key strictly one after the other.
     pub fifo: bool,
+}
+
+/// The worker's destinations by name, replaceable while it runs. Clones share one table.
+#[derive(Clone, Default)]
+pub struct RouteTable(Arc<ArcSwap<HashMap<String, Route>>>);
+
+impl RouteTable {
+    /// A table of `routes`.
+    #[must_use]
+    pub fn new(routes: HashMap<String, Route>) -> Self {
+        Self(Arc::new(ArcSwap::from_pointee(routes)))
+    }
+
+    /// Replaces the routes: the next claim batch uses them, the batches in hand keep theirs.
+    pub fn replace(&self, routes: HashMap<String, Route>) {
+        self.0.store(Arc::new(routes));
+    }
+
+    /// The routes now, unchanged for as long as the snapshot is held.
+    #[must_use]
+    pub fn snapshot(&self) -> Arc<HashMap<String, Route>> {
+        self.0.load_full()
+    }
+}
+
+impl std::fmt::Debug for RouteTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.snapshot().keys()).finish()
+    }
 }
 
 /// How the worker claims.
@@ -46,7 +82,7 @@ impl Default for WorkerOptions {
 #[derive(Clone)]
 pub struct Worker {
     store: Store,
-    routes: Arc<HashMap<String, Route>>,
+    routes: RouteTable,
     options: WorkerOptions,
     clock: Arc<dyn Clock>,
     draw: Arc<dyn Fn() -> f64 + Send + Sync>,
@@ -54,7 +90,7 @@ pub struct Worker {
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Worker").field("routes", &self.routes.keys()).field("options", &self.options).finish()
+        f.debug_struct("Worker").field("routes", &self.routes).field("options", &self.options).finish()
     }
 }
 
@@ -64,7 +100,7 @@ impl Worker {
     pub fn new(store: impl Into<Store>, routes: HashMap<String, Route>, options: WorkerOptions) -> Self {
         Self {
             store: store.into(),
-            routes: Arc::new(routes),
+            routes: RouteTable::new(routes),
             options,
             clock: Arc::new(SystemClock),
             draw: Arc::new(fastrand::f64),
@@ -76,6 +112,12 @@ impl Worker {
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// The worker's destinations, to replace them while it runs.
+    #[must_use]
+    pub fn routes(&self) -> RouteTable {
+        self.routes.clone()
     }
 
     /// Replaces the jitter draw, a function returning values in [0, 1).
@@ -92,14 +134,15 @@ impl Worker {
     /// costs a few store writes rather than one per job, and a slow destination does not
     /// hold back the recording of fast ones.
     pub async fn tick(&self) -> Result<usize, StoreError> {
-        let fifo = self.routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
+        let routes = self.routes.snapshot();
+        let fifo = routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
         let jobs = self.store.claim_jobs(self.clock.now_ms(), self.options.lease, self.options.batch, fifo).await?;
         let count = jobs.len();
         let (finished, mut results) = tokio::sync::mpsc::unbounded_channel();
         for job in jobs {
-            let (worker, finished) = (self.clone(), finished.clone());
+            let (worker, routes, finished) = (self.clone(), Arc::clone(&routes), finished.clone());
             tokio::spawn(async move {
-                let _ = finished.send(worker.attempt(job).await);
+                let _ = finished.send(worker.attempt(job, &routes).await);
             });
         }
         drop(finished);
@@ -115,11 +158,12 @@ impl Worker {
         Ok(count)
     }
 
-    /// Delivers one job and decides what follows; recording is left to [`Self::record`].
-    async fn attempt(&self, job: ClaimedJob) -> (ClaimedJob, AttemptRecord, Decision) {
+    /// Delivers one job on its batch's `routes` and decides what follows; recording is
+    /// left to [`Self::record`].
+    async fn attempt(&self, job: ClaimedJob, routes: &HashMap<String, Route>) -> (ClaimedJob, AttemptRecord, Decision) {
         let started_at = self.clock.now();
         let timer = std::time::Instant::now();
-        let (outcome, decision) = match self.routes.get(&job.destination) {
+        let (outcome, decision) = match routes.get(&job.destination) {
             Some(route) => {
                 let outcome = route.deliver.deliver(&job, started_at).await;
                 let decision = route.policy.decide(job.attempt, outcome.result, (self.draw)());

@@ -22,6 +22,9 @@ pub(crate) enum Command {
     Serve,
     /// Deliver stored events to their destinations, without receiving any.
     Worker,
+    /// Make the running `serve` or `worker` reload its configuration: sends SIGHUP to the
+    /// process named in `[server] pid_file`.
+    Reload,
     /// Check a captured request offline against a source's configuration.
     Verify {
         /// The source id (its `[sources.<id>]` table).

@@ -4,7 +4,8 @@
 //!
 //! This crate is the gateway (`idemgate serve`): [`config`] turns the TOML file into typed
 //! settings, [`gateway`] turns them into the routes `idemgate_http::gateway` builds and
-//! serves, [`run`] starts everything on one clock, [`outbound`] builds the worker that
+//! serves, [`run`] starts everything on one clock, [`reload`] decides what a configuration
+//! reload changes while running, [`outbound`] builds the worker that
 //! forwards stored events, and [`verify`] explains offline why a captured delivery would be
 //! refused. It builds no router and chooses no status: that is `idemgate-http`'s. It also
 //! re-exports the workspace crates so an application depends on one crate: [`core`] (pure
@@ -19,6 +20,7 @@ pub mod config;
 pub mod gateway;
 pub mod operator;
 pub mod outbound;
+pub mod reload;
 pub mod run;
 pub mod send;
 

@@ -10,6 +10,11 @@ use crate::config::Config;
 
 /// The worker that delivers `store`'s jobs to `config`'s destinations.
 pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
+    Ok(Worker::new(store.clone(), routes(config)?, config.worker.options))
+}
+
+/// The worker's routes for `config`'s destinations, by name (a reload replaces them).
+pub fn routes(config: &Config) -> Result<HashMap<String, Route>, ClientError> {
     let mut routes = HashMap::new();
     for (name, destination) in &config.destinations {
         let http = HttpDestination::new(
@@ -21,5 +26,5 @@ pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
         let route = Route { deliver: Arc::new(http), policy: destination.policy.clone(), fifo: destination.fifo };
         routes.insert(name.clone(), route);
     }
-    Ok(Worker::new(store.clone(), routes, config.worker.options))
+    Ok(routes)
 }

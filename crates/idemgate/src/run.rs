@@ -4,23 +4,33 @@
 //! behind a signal; tests call it in-process on `127.0.0.1:0`. Every part reads the time
 //! from the one clock in [`RunOptions`], so a test can run the whole gateway on a
 //! `ManualClock`.
+//!
+//! With [`RunOptions::reloads`], each configuration received is applied while serving
+//! ([`crate::reload`]): the public router, the worker's routes and the admin token are
+//! replaced behind handles that a request or a claim batch reads once.
 
 use std::{future::Future, sync::Arc, time::Duration};
 
 use idemgate_clock::{Clock, SystemClock};
 use idemgate_http::{
     RejectionCounts, ServeOptions,
-    gateway::{self as routes, Observers, Render},
+    current::{AdminToken, LiveGateway},
+    gateway::{Observers, Render},
     idempotency, serve,
+    session::Sessions,
 };
-use idemgate_store::{Store, maintenance};
+use idemgate_store::{Store, maintenance::Retention};
+use idemgate_worker::RouteTable;
 use metrics_exporter_prometheus::PrometheusHandle;
-use tokio::{net::TcpListener, sync::watch};
+use tokio::{
+    net::TcpListener,
+    sync::{mpsc, watch},
+};
 
 use crate::{
     availability::{Availability, OpenError},
     config::{AdminConfig, Config, ServerConfig},
-    gateway, outbound,
+    gateway, outbound, reload,
 };
 
 /// What [`run`] serves on, besides the configuration.
@@ -40,11 +50,14 @@ pub struct RunOptions {
     /// Where every part reads the time: deliveries, gauges, the worker, purges, the admin
     /// API and the proxies' `Idempotency-Key` records. [`SystemClock`] by default.
     pub clock: Arc<dyn Clock>,
+    /// Configurations to reload while running (`idemgate serve` sends one on SIGHUP);
+    /// `None` runs the configuration given to [`run`] until the end.
+    pub reloads: Option<mpsc::Receiver<Config>>,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        Self { public: None, admin: None, metrics: None, ready: None, clock: Arc::new(SystemClock) }
+        Self { public: None, admin: None, metrics: None, ready: None, clock: Arc::new(SystemClock), reloads: None }
     }
 }
 
@@ -95,7 +108,7 @@ pub async fn run(
         Err(err) => return Err(RunError::Open(err)),
     };
     let store = availability.store.clone();
-    let RunOptions { public, admin, metrics, ready, clock } = options;
+    let RunOptions { public, admin, metrics, ready, clock, reloads } = options;
     if let Some(ready) = ready {
         let _ = ready.send(());
     }
@@ -103,6 +116,7 @@ pub async fn run(
     let worker = (config.worker.enabled || !receive)
         .then(|| outbound::worker(&config, &store).map(|worker| worker.with_clock(Arc::clone(&clock))))
         .transpose()?;
+    let live = Live { worker: worker.as_ref().map(idemgate_worker::Worker::routes), ..Live::default() };
     let worker = worker.map(|worker| {
         let (availability, stopped) = (Arc::clone(&availability), stopped.clone());
         tokio::spawn(async move {
@@ -113,9 +127,15 @@ pub async fn run(
     });
     match public {
         Some(public) => {
-            receive_until_stopped(&config, &availability, public, (admin, metrics), clock, stopped).await?;
+            let reloading = (live, reloads);
+            receive_until_stopped(&config, &availability, public, (admin, metrics), clock, stopped, reloading).await?;
         }
-        None => tracing::info!(destinations = config.destinations.len(), "worker running"),
+        None => {
+            tracing::info!(destinations = config.destinations.len(), "worker running");
+            if let Some(reloads) = reloads {
+                tokio::spawn(live.apply(config, reloads));
+            }
+        }
     }
     if let Some(worker) = worker {
         let _ = worker.await;
@@ -132,20 +152,27 @@ async fn receive_until_stopped(
     (admin_listener, metrics): (Option<TcpListener>, Option<PrometheusHandle>),
     clock: Arc<dyn Clock>,
     stopped: watch::Receiver<bool>,
+    (mut live, reloads): (Live, Option<mpsc::Receiver<Config>>),
 ) -> Result<(), RunError> {
     let store = &availability.store;
     let rejections: Arc<RejectionCounts> = Arc::default();
     let metrics = metrics.map(|handle| Render(Arc::new(move || handle.render())));
     let observers = Observers { metrics, rejections: Arc::clone(&rejections) };
-    let router =
-        routes::router(&gateway::routes(config), store, Arc::clone(&clock), observers).map_err(RunError::Proxy)?;
-    tokio::spawn(purges(config, Arc::clone(availability), Arc::clone(&clock), stopped.clone()));
+    let public =
+        LiveGateway::new(&gateway::routes(config), store, Arc::clone(&clock), observers).map_err(RunError::Proxy)?;
+    let router = public.router();
+    let (retention, policies) = watch::channel(config.retention());
+    tokio::spawn(purges(config, Arc::clone(availability), Arc::clone(&clock), policies, stopped.clone()));
     for source in &config.sources {
         tracing::info!(source = %source.id, scheme = source.scheme.name(), route = %format!("/in/{}", source.route), "source ready");
     }
     let admin = match (&config.admin, admin_listener) {
         (Some(admin), Some(listener)) => {
-            Some(serve_admin(admin, &config.server, listener, (store, clock), rejections, stopped.clone()))
+            let (token, sessions) =
+                (AdminToken::new(admin.token.clone()), Arc::new(Sessions::new(admin.session_lifetime)));
+            live.admin = Some((token.clone(), Arc::clone(&sessions)));
+            let access = (token, sessions);
+            Some(serve_admin(admin, &config.server, listener, (store, clock), (access, rejections), stopped.clone()))
         }
         _ => {
             tracing::info!("admin API off: no [admin] token configured");
@@ -157,6 +184,10 @@ async fn receive_until_stopped(
         shutdown_grace: config.server.shutdown_grace,
         tls: config.server.tls.as_ref().map(|tls| tls.acceptor.clone()),
     };
+    if let Some(reloads) = reloads {
+        (live.public, live.retention) = (Some(public), Some(retention));
+        tokio::spawn(live.apply(config.clone(), reloads));
+    }
     serve(listener, router, serving, until_stopped(stopped)).await?;
     if let Some(admin) = admin {
         let _ = admin.await;
@@ -170,27 +201,29 @@ fn purges(
     config: &Config,
     availability: Arc<Availability>,
     clock: Arc<dyn Clock>,
+    policies: watch::Receiver<Vec<Retention>>,
     stopped: watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let (policies, interval, proxies) = (config.retention(), config.store.purge_interval, !config.proxies.is_empty());
+    let interval = config.store.purge_interval;
     async move {
         if !availability.until_open(stopped).await {
             return;
         }
         let store = availability.store.clone();
-        if proxies {
-            let clock = Arc::clone(&clock);
-            tokio::spawn(idempotency::purge_expired_every(store.clone(), clock, Duration::from_secs(60)));
-        }
+        // Run with or without proxies: a reload may add one.
+        let expired = idempotency::purge_expired_every(store.clone(), Arc::clone(&clock), Duration::from_secs(60));
+        tokio::spawn(expired);
         purge_every(store, policies, interval, clock.as_ref()).await;
     }
 }
 
-/// Purges what retention allows, every `interval`, for as long as the server runs.
-async fn purge_every(store: Store, policies: Vec<maintenance::Retention>, interval: Duration, clock: &dyn Clock) {
+/// Purges what retention allows (the sources' policies as last reloaded), every
+/// `interval`, for as long as the server runs.
+async fn purge_every(store: Store, policies: watch::Receiver<Vec<Retention>>, interval: Duration, clock: &dyn Clock) {
     loop {
         tokio::time::sleep(interval).await;
-        match store.purge(clock.now(), policies.clone()).await {
+        let policies = policies.borrow().clone();
+        match store.purge(clock.now(), policies).await {
             Ok(report) => tracing::info!(?report, "retention purge"),
             Err(err) => tracing::warn!(error = %err, "retention purge failed"),
         }
@@ -204,14 +237,14 @@ fn serve_admin(
     server: &ServerConfig,
     listener: TcpListener,
     (store, clock): (&Store, Arc<dyn Clock>),
-    rejections: Arc<RejectionCounts>,
+    ((token, sessions), rejections): ((AdminToken, Arc<Sessions>), Arc<RejectionCounts>),
     stopped: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let state = idemgate_http::admin::AdminState {
         store: store.clone(),
-        token: admin.token.clone(),
+        token,
         rejections,
-        sessions: Arc::new(idemgate_http::session::Sessions::new(admin.session_lifetime)),
+        sessions,
         tls: admin.tls.is_some(),
         body_timeout: server.body_timeout,
         clock,
@@ -226,4 +259,58 @@ fn serve_admin(
 
 async fn until_stopped(mut stopped: watch::Receiver<bool>) {
     let _ = stopped.wait_for(|stop| *stop).await;
+}
+
+/// The handles a reload replaces what runs behind; `None` where that part does not run.
+#[derive(Default)]
+struct Live {
+    public: Option<LiveGateway>,
+    admin: Option<(AdminToken, Arc<Sessions>)>,
+    worker: Option<RouteTable>,
+    retention: Option<watch::Sender<Vec<Retention>>>,
+}
+
+impl Live {
+    /// Applies each configuration received over `running`, in order, until the sender
+    /// goes away.
+    async fn apply(self, mut running: Config, mut reloads: mpsc::Receiver<Config>) {
+        while let Some(new) = reloads.recv().await {
+            if let Some(applied) = self.reload(&running, new) {
+                running = applied;
+            }
+        }
+    }
+
+    /// Builds the worker's routes, then replaces the router, then the rest; a part that
+    /// cannot be built keeps the whole running configuration. Returns what now runs.
+    fn reload(&self, running: &Config, new: Config) -> Option<Config> {
+        let reload::Plan { applied, changes, needs_restart } = reload::plan(running, new);
+        if !needs_restart.is_empty() {
+            tracing::warn!(keys = %needs_restart.join(", "), "changed keys need a restart; they keep their running values");
+        }
+        let routes = match self.worker.as_ref().map(|_| outbound::routes(&applied)).transpose() {
+            Ok(routes) => routes,
+            Err(err) => {
+                tracing::error!(error = %err, "cannot build a destination's http client; the running configuration is kept");
+                return None;
+            }
+        };
+        if let Some(Err(err)) = self.public.as_ref().map(|public| public.replace(&gateway::routes(&applied))) {
+            tracing::error!(error = %err, "cannot build the proxy's http client; the running configuration is kept");
+            return None;
+        }
+        if let (Some(table), Some(routes)) = (&self.worker, routes) {
+            table.replace(routes);
+        }
+        if let (Some((token, sessions)), Some(admin), true) = (&self.admin, &applied.admin, changes.admin_token_changed)
+        {
+            token.replace(admin.token.clone());
+            sessions.end_all();
+        }
+        if let Some(retention) = &self.retention {
+            retention.send_replace(applied.retention());
+        }
+        tracing::info!(changes = %changes, "reloaded configuration");
+        Some(applied)
+    }
 }

@@ -21,7 +21,7 @@ async fn start_admin(clock: Arc<ManualClock>, lifetime: Duration) -> (SocketAddr
     let store = Arc::new(SqliteStore::open(&dir.path().join("a.sqlite3"), StoreOptions::default()).unwrap());
     let state = AdminState {
         store: store.into(),
-        token: Secret::new(TOKEN.as_bytes().to_vec()),
+        token: idemgate_http::current::AdminToken::new(Secret::new(TOKEN.as_bytes().to_vec())),
         rejections: Arc::new(RejectionCounts::default()),
         sessions: Arc::new(Sessions::new(lifetime)),
         tls: false,

@@ -86,3 +86,70 @@ async fn a_rust_handler_registered_for_a_destination_gets_its_jobs_with_retries(
     assert_eq!(job_state(&rig, "evt_1").0, JobState::Succeeded);
     assert!(destination.received().is_empty());
 }
+
+/// A handler that says when an attempt started and finishes it only when told to.
+#[derive(Debug)]
+struct Held {
+    name: &'static str,
+    calls: Arc<Mutex<Vec<&'static str>>>,
+    started: tokio::sync::Notify,
+    release: tokio::sync::Semaphore,
+}
+
+impl Held {
+    fn new(name: &'static str, calls: &Arc<Mutex<Vec<&'static str>>>, released: bool) -> Arc<Self> {
+        let permits = if released { tokio::sync::Semaphore::MAX_PERMITS } else { 0 };
+        Arc::new(Self {
+            name,
+            calls: Arc::clone(calls),
+            started: tokio::sync::Notify::new(),
+            release: tokio::sync::Semaphore::new(permits),
+        })
+    }
+}
+
+impl Deliver for Held {
+    fn deliver<'a>(
+        &'a self,
+        _job: &'a idemgate_store::jobs::ClaimedJob,
+        _now: UnixTime,
+    ) -> BoxFuture<'a, AttemptOutcome> {
+        Box::pin(async move {
+            self.calls.lock().unwrap().push(self.name);
+            self.started.notify_one();
+            let _ = self.release.acquire().await;
+            if self.name == "old" { AttemptOutcome::failed("old fails") } else { AttemptOutcome::succeeded() }
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_attempt_in_flight_when_the_routes_are_replaced_finishes_on_its_own_route() {
+    let destination = Destination::start(&[]);
+    let rig = rig_with(&destination, &[5], Duration::from_secs(1));
+    enqueue(&rig.store, "evt_1").await;
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let (old, new) = (Held::new("old", &calls, false), Held::new("new", &calls, true));
+    let retry_once =
+        idemgate_core::retry::RetryPolicy { schedule: vec![Duration::from_secs(5)], jitter: 0.0, ..Default::default() };
+    let route =
+        |deliver: Arc<Held>, policy| HashMap::from([("app".to_owned(), Route { deliver, policy, fifo: false })]);
+    let worker = Worker::new(Arc::clone(&rig.store), route(old.clone(), retry_once), WorkerOptions::default())
+        .with_clock(rig.clock.clone());
+    let ticking = tokio::spawn({
+        let worker = worker.clone();
+        async move { worker.tick().await.unwrap() }
+    });
+    old.started.notified().await;
+    // The new route gives up after one attempt: were it applied to the attempt in flight,
+    // the job would be dead instead of retrying.
+    let give_up = idemgate_core::retry::RetryPolicy { schedule: vec![], ..Default::default() };
+    worker.routes().replace(route(new.clone(), give_up));
+    old.release.add_permits(1);
+    assert_eq!(ticking.await.unwrap(), 1);
+    assert_eq!(job_state(&rig, "evt_1").0, JobState::Retrying, "decided by the old route's policy");
+    rig.clock.advance(10);
+    assert_eq!(worker.tick().await.unwrap(), 1);
+    assert_eq!(*calls.lock().unwrap(), ["old", "new"]);
+    assert_eq!(job_state(&rig, "evt_1").0, JobState::Succeeded);
+}

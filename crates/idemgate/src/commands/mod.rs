@@ -24,6 +24,7 @@ mod check;
 mod destination;
 mod docs;
 mod events;
+mod reload;
 mod send;
 mod serve;
 mod store;
@@ -42,8 +43,9 @@ pub(crate) struct BadConfig(#[from] ConfigError);
 /// Runs `command` with the configuration file at `path`.
 pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve => serve::serve(load(path, Uses::Serve)?, true).await,
-        Command::Worker => serve::serve(load(path, Uses::Worker)?, false).await,
+        Command::Serve => serve::serve(load(path, Uses::Serve)?, true, path).await,
+        Command::Worker => serve::serve(load(path, Uses::Worker)?, false, path).await,
+        Command::Reload => reload::signal(&load(path, Uses::Store)?),
         Command::Verify { source, headers, body, at } => {
             logs();
             let (found, _) = config::load_source(path, std::env::vars(), &source).map_err(BadConfig)?;

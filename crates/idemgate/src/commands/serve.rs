@@ -1,24 +1,37 @@
 //! `idemgate serve` and `idemgate worker`: bind the configured listeners, announce them on
-//! stdout, and run the gateway ([`idemgate::run`]) until SIGTERM or SIGINT.
+//! stdout, and run the gateway ([`idemgate::run`]) until SIGTERM or SIGINT. On SIGHUP the
+//! configuration file and the environment are loaded again, as at start-up, and handed to
+//! the running gateway; a configuration that does not load is logged and changes nothing.
 
-use std::process::ExitCode;
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
 use anyhow::Context;
 use idemgate::{
-    config::Config,
+    config::{self, Config, Uses},
     run::{RunError, RunOptions, run},
 };
 use idemgate_http::termination_signal;
-use tokio::net::TcpListener;
+use tokio::{
+    net::TcpListener,
+    signal::unix::{Signal, SignalKind, signal},
+    sync::mpsc,
+};
 
 use super::{EXIT_CONFIG, print_line};
 
 /// Runs the receiving side (`receive`), with the worker if enabled, or the worker alone.
-pub(super) async fn serve(config: Config, receive: bool) -> anyhow::Result<ExitCode> {
+pub(super) async fn serve(config: Config, receive: bool, path: &Path) -> anyhow::Result<ExitCode> {
+    // Before anything is announced: from then on a SIGHUP reloads instead of killing.
+    let hangups = signal(SignalKind::hangup()).context("cannot install the SIGHUP handler")?;
+    let pid_file = PidFile::write(config.server.pid_file.clone())?;
     let (mut options, lines) =
         if receive { listen(&config).await? } else { (RunOptions::default(), vec!["worker running".to_owned()]) };
     let (ready, announce) = tokio::sync::oneshot::channel();
     options.ready = Some(ready);
+    options.reloads = Some(reloads(path.to_owned(), if receive { Uses::Serve } else { Uses::Worker }, hangups));
     tokio::spawn(async move {
         if announce.await.is_ok() {
             for line in lines {
@@ -26,7 +39,9 @@ pub(super) async fn serve(config: Config, receive: bool) -> anyhow::Result<ExitC
             }
         }
     });
-    match run(config, options, termination_signal()).await {
+    let result = run(config, options, termination_signal()).await;
+    drop(pid_file);
+    match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(err @ RunError::StoreConfig { .. }) => {
             eprintln!("idemgate: config error: {err}");
@@ -57,4 +72,47 @@ async fn listen(config: &Config) -> anyhow::Result<(RunOptions, Vec<String>)> {
         None => None,
     };
     Ok((RunOptions { public: Some(public), admin, metrics: Some(metrics), ..RunOptions::default() }, lines))
+}
+
+/// Loads the configuration again on each SIGHUP and sends it to the running gateway.
+fn reloads(path: PathBuf, uses: Uses, mut hangups: Signal) -> mpsc::Receiver<Config> {
+    let (send, reloads) = mpsc::channel(1);
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            tracing::info!(signal = "SIGHUP", "reloading the configuration");
+            match config::load_for(&path, std::env::vars(), uses) {
+                Ok((config, warnings)) => {
+                    for warning in warnings {
+                        tracing::warn!("{}", warning.0);
+                    }
+                    if send.send(config).await.is_err() {
+                        return;
+                    }
+                }
+                Err(err) => tracing::error!("config error: {err}; the running configuration is kept"),
+            }
+        }
+    });
+    reloads
+}
+
+/// `[server] pid_file`: this process's id, written at start and removed at exit.
+struct PidFile(Option<PathBuf>);
+
+impl PidFile {
+    fn write(path: Option<PathBuf>) -> anyhow::Result<Self> {
+        if let Some(path) = &path {
+            std::fs::write(path, format!("{}\n", std::process::id()))
+                .with_context(|| format!("cannot write the pid file {}", path.display()))?;
+        }
+        Ok(Self(path))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }

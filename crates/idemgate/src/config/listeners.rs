@@ -30,6 +30,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// TLS, if the gateway terminates it itself (loaded for `serve` only).
     pub tls: Option<TlsConfig>,
+    /// Where `serve` and `worker` write their process id while running (for `idemgate reload`).
+    pub pid_file: Option<PathBuf>,
 }
 
 /// `[server.tls]`: the files, already loaded into an acceptor.
@@ -70,7 +72,22 @@ pub(super) fn server(raw: RawServer, r: &mut Reading<'_>, serves: bool) -> Resul
         body_timeout: r.duration("server.body_timeout", raw.body_timeout.as_deref(), DEFAULT_TIMEOUT)?,
         shutdown_grace: r.duration("server.shutdown_grace", raw.shutdown_grace.as_deref(), DEFAULT_TIMEOUT)?,
         tls: raw.tls.and_then(|tls| tls_config("server.tls", tls, r, serves).transpose()).transpose()?,
+        pid_file: pid_file(raw.pid_file, r),
     })
+}
+
+/// `server.pid_file`, relative to the config file's folder.
+fn pid_file(given: Option<String>, r: &mut Reading<'_>) -> Option<PathBuf> {
+    match given {
+        Some(path) => {
+            r.show("server.pid_file", Shown::Value(path.clone().into()));
+            Some(r.base.join(path))
+        }
+        None => {
+            r.show("server.pid_file", Shown::Note("(not set: `idemgate reload` needs one)"));
+            None
+        }
+    }
 }
 
 /// `[admin]`: `None` without a token, or for a command that does not serve it.

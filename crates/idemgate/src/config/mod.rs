@@ -1,7 +1,7 @@
 //! Configuration in two stages: [`raw`] is what the TOML file and the `IDEMGATE_*`
 //! environment say, with every key optional and unknown keys refused; [`validated`] is the
 //! typed, ready-to-use result, holding the secrets and files of what its command uses.
-//! Validation happens once, at start-up, and the first problem becomes one line naming
+//! Validation happens at start-up and on each SIGHUP reload, and the first problem becomes one line naming
 //! the key (`sources.stripe.tolerance: invalid duration "5 mins"`), or the variable when
 //! only an override has that key. Every path in the file is relative to the file's folder.
 //! While validating, [`effective`] records each key's value and [`origin`], for

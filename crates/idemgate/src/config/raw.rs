@@ -118,6 +118,8 @@ pub struct RawServer {
     pub shutdown_grace: Option<String>,
     /// `[server.tls]`.
     pub tls: Option<RawTls>,
+    /// Where `serve` and `worker` write their process id (for `idemgate reload`).
+    pub pid_file: Option<String>,
 }
 
 /// `[server.tls]`.

@@ -31,6 +31,7 @@ mod counter_rejections;
 mod crash_soak;
 mod gateway_inbox;
 mod gateway_metrics;
+mod gateway_reload;
 mod gateway_schemes;
 mod gateway_senders;
 mod gateway_tls;

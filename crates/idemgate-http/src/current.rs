@@ -1,0 +1,144 @@
+//! What a listener serves, replaceable while it runs: a configuration reload builds a new
+//! router and puts it in place of the old one. Each request takes the router current when
+//! it arrives and finishes on it, so a reload drops no connection and changes nothing for
+//! a delivery in flight; the next request on the same connection sees the new one.
+
+use std::{convert::Infallible, sync::Arc};
+
+use arc_swap::ArcSwap;
+use axum::{Router, extract::Request, response::Response};
+use idemgate_clock::Clock;
+use idemgate_store::Store;
+use tower::ServiceExt;
+
+use crate::gateway::{Observers, Routes, router};
+
+/// The gateway's router ([`router`]) behind a [`CurrentRouter`], with what rebuilding it
+/// for new [`Routes`] takes: the store, the clock and the observers stay the same.
+#[derive(Debug, Clone)]
+pub struct LiveGateway {
+    current: CurrentRouter,
+    store: Store,
+    clock: Arc<dyn Clock>,
+    observers: Observers,
+}
+
+impl LiveGateway {
+    /// The gateway's router for `routes`.
+    pub fn new(
+        routes: &Routes,
+        store: &Store,
+        clock: Arc<dyn Clock>,
+        observers: Observers,
+    ) -> Result<Self, reqwest::Error> {
+        let built = router(routes, store, Arc::clone(&clock), observers.clone())?;
+        Ok(Self { current: CurrentRouter::new(built), store: store.clone(), clock, observers })
+    }
+
+    /// Serves `routes` from the next request on; when they cannot be built (a proxy's
+    /// HTTP client), the running ones stay.
+    pub fn replace(&self, routes: &Routes) -> Result<(), reqwest::Error> {
+        self.current.replace(router(routes, &self.store, Arc::clone(&self.clock), self.observers.clone())?);
+        Ok(())
+    }
+
+    /// What the listener serves: each request on the routes current when it arrives.
+    pub fn router(&self) -> Router {
+        self.current.router()
+    }
+}
+
+/// The router a listener serves now. Clones share it.
+#[derive(Clone)]
+pub struct CurrentRouter(Arc<ArcSwap<Router>>);
+
+impl std::fmt::Debug for CurrentRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CurrentRouter(..)")
+    }
+}
+
+impl CurrentRouter {
+    /// Serves `router` until it is replaced.
+    #[must_use]
+    pub fn new(router: Router) -> Self {
+        Self(Arc::new(ArcSwap::from_pointee(router)))
+    }
+
+    /// Serves `router` from the next request on.
+    pub fn replace(&self, router: Router) {
+        self.0.store(Arc::new(router));
+    }
+
+    /// A router that hands each request to the router current when it arrives.
+    pub fn router(&self) -> Router {
+        let current = Arc::clone(&self.0);
+        let dispatch = tower::service_fn(move |request: Request| {
+            let router = Router::clone(&current.load());
+            async move { Ok::<Response, Infallible>(router.oneshot(request).await.unwrap_or_else(|never| match never {})) }
+        });
+        Router::new().fallback_service(dispatch)
+    }
+}
+
+/// The admin token, replaceable while the admin API runs. Clones share it.
+#[derive(Clone)]
+pub struct AdminToken(Arc<ArcSwap<idemgate_core::Secret>>);
+
+impl std::fmt::Debug for AdminToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminToken(<redacted>)")
+    }
+}
+
+impl AdminToken {
+    /// Accepts `token` until it is replaced.
+    #[must_use]
+    pub fn new(token: idemgate_core::Secret) -> Self {
+        Self(Arc::new(ArcSwap::from_pointee(token)))
+    }
+
+    /// Accepts `token` from now on, and no longer the previous one.
+    pub fn replace(&self, token: idemgate_core::Secret) {
+        self.0.store(Arc::new(token));
+    }
+
+    /// Whether `given` is the token now (compared as [`crate::session::token_matches`] does).
+    #[must_use]
+    pub fn matches(&self, given: &[u8]) -> bool {
+        crate::session::token_matches(&self.0.load(), given)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use axum::{body::Body, routing::get};
+
+    use super::*;
+
+    async fn get_status(router: &Router, path: &str) -> u16 {
+        router.clone().oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap().status().as_u16()
+    }
+
+    #[tokio::test]
+    async fn a_replaced_router_answers_the_next_request() {
+        let current = CurrentRouter::new(Router::new().route("/old", get(|| async { "old" })));
+        let served = current.router();
+        assert_eq!(get_status(&served, "/old").await, 200);
+        current.replace(Router::new().route("/new", get(|| async { "new" })));
+        assert_eq!(get_status(&served, "/new").await, 200);
+        assert_eq!(get_status(&served, "/old").await, 404);
+    }
+
+    #[test]
+    fn a_replaced_token_is_no_longer_accepted() {
+        let token = AdminToken::new(idemgate_core::Secret::new(b"old-token".to_vec()));
+        let shared = token.clone();
+        assert!(shared.matches(b"old-token"));
+        token.replace(idemgate_core::Secret::new(b"new-token".to_vec()));
+        assert!(shared.matches(b"new-token"));
+        assert!(!shared.matches(b"old-token"));
+    }
+}
