@@ -47,22 +47,7 @@ counter() {  # counter DIR ROUND
 gateway() {  # gateway DIR ROUND
   start sink "$b/examples/bare" 127.0.0.1:0
   local sink_pid=$pid sink_port=$port
-  cat > "$work/idemgate.toml" <<TOML
-[server]
-listen = "127.0.0.1:0"
-[store]
-path = "$work/gateway-$2-$RANDOM.sqlite3"
-[worker]
-batch = 256
-poll_interval = "20ms"
-[sources.bench]
-scheme = "standard-webhooks"
-secrets = ["env:BENCH_SECRET"]
-destinations = ["sink"]
-[destinations.sink]
-url = "http://127.0.0.1:$sink_port/hook"
-timeout = "5s"
-TOML
+  gateway_toml "$work/idemgate.toml" "path = \"$work/gateway-$2-$RANDOM.sqlite3\"" "$sink_port"
   IDEMGATE_LOG=warn start gateway "$1/idemgate" serve --config "$work/idemgate.toml"
   local before; before=$(cpu "$pid")
   local started; started=$(date +%s.%N)

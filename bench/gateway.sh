@@ -31,22 +31,7 @@ fi
 
 start sink $bin/examples/bare 127.0.0.1:0
 sink_port=$port
-cat > "$work/idemgate.toml" <<TOML
-[server]
-listen = "127.0.0.1:0"
-[store]
-$store
-[worker]
-batch = 256
-poll_interval = "20ms"
-[sources.bench]
-scheme = "standard-webhooks"
-secrets = ["env:BENCH_SECRET"]
-destinations = ["sink"]
-[destinations.sink]
-url = "http://127.0.0.1:$sink_port/hook"
-timeout = "5s"
-TOML
+gateway_toml "$work/idemgate.toml" "$store" "$sink_port"
 targets=""
 for _ in $(seq "$instances"); do
   IDEMGATE_LOG=warn start gateway "${GATEWAY:-$bin/idemgate}" serve --config "$work/idemgate.toml"

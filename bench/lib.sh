@@ -15,3 +15,24 @@ stop() {
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
+
+# gateway_toml FILE STORE_LINE SINK_PORT: the gateway the bench scripts serve, one source
+# (Standard Webhooks, $BENCH_SECRET) forwarding to the sink; STORE_LINE is the [store] line.
+gateway_toml() {
+  cat > "$1" <<TOML
+[server]
+listen = "127.0.0.1:0"
+[store]
+$2
+[worker]
+batch = 256
+poll_interval = "20ms"
+[sources.bench]
+scheme = "standard-webhooks"
+secrets = ["env:BENCH_SECRET"]
+destinations = ["sink"]
+[destinations.sink]
+url = "http://127.0.0.1:$3/hook"
+timeout = "5s"
+TOML
+}
