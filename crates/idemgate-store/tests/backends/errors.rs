@@ -70,3 +70,21 @@ async fn several_instances_starting_at_once_migrate_one_schema_once() {
     let err = PgStore::connect(&url, PgOptions::default()).await.unwrap_err();
     assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 3 }), "{err}");
 }
+
+#[tokio::test]
+async fn a_postgres_session_with_synchronous_commit_off_is_refused_before_the_schema_is_touched() {
+    let url = create_schema(&postgres_url(), &unique_schema("nosync")).await.unwrap();
+    // Every session of this URL acknowledges commits before they reach the WAL on disk.
+    let unsafe_url = format!("{url}%20-csynchronous_commit%3Doff");
+    let err = PgStore::connect(&unsafe_url, PgOptions::default()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Config(_)), "{err}");
+    assert!(err.to_string().contains("synchronous_commit=off"), "{err}");
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let tables = client
+        .query("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()", &[])
+        .await
+        .unwrap();
+    assert!(tables.is_empty(), "nothing was migrated into the schema");
+    PgStore::connect(&url, PgOptions::default()).await.unwrap();
+}

@@ -59,6 +59,29 @@ fn authentication_failures_are_401_and_change_nothing() {
     assert_eq!(state(&counter.db), before);
 }
 
+/// The signature is checked on the raw bytes before anything parses them: a body that is
+/// not JSON at all, or JSON that breaks the event contract, is refused for its signature
+/// (401) when the signature is wrong, and only for its content (400, 422) when it holds.
+#[test]
+fn a_bad_signature_is_refused_before_the_body_is_parsed() {
+    let (_dir, counter, before) = counter_with_one_event();
+    for (case, body, status, when_signed) in [
+        ("not JSON", &b"{not json"[..], 400, invalid_json()),
+        (
+            "a duplicate key",
+            &br#"{"event_id":"e","event_id":"f","kind":"increment","value":1}"#[..],
+            400,
+            invalid_json(),
+        ),
+        ("outside the contract", &br#"{"event_id":"e","kind":"increment","value":0}"#[..], 422, event_contract()),
+    ] {
+        let mut forged = Delivery::signed(body);
+        forged.signature = sign(&forged.delivery_id, &forged.timestamp, b"other bytes");
+        assert_refused(&counter, &before, &forged, 401, authentication(), case);
+        assert_refused(&counter, &before, &Delivery::signed(body), status, when_signed, case);
+    }
+}
+
 #[test]
 fn a_timestamp_just_inside_the_tolerance_is_accepted() {
     let (_dir, counter, _) = counter_with_one_event();
