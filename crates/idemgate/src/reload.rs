@@ -88,12 +88,16 @@ pub fn plan(running: &Config, new: Config) -> Plan {
     server_restarts(&running.server, &new.server, &mut needs_restart);
     store_restarts(&running.store, &new.store, &mut needs_restart);
     worker_restarts(running.worker, new.worker, &mut needs_restart);
+    if running.metrics != new.metrics {
+        needs_restart.push("metrics");
+    }
     let changes = changes(running, &new);
     let mut applied = new;
     applied.admin = admin(running.admin.as_ref(), applied.admin.take(), &mut needs_restart);
     applied.server = running.server.clone();
     applied.store = running.store.clone();
     applied.worker = running.worker;
+    applied.metrics = running.metrics;
     Plan { applied, changes, needs_restart }
 }
 
