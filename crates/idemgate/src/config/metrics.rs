@@ -55,3 +55,48 @@ pub(super) fn metrics(raw: RawMetrics, has_admin: bool, r: &mut Reading<'_>) -> 
     }
     Ok(MetricsConfig { listen, refresh_interval })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::{Uses, effective::Shown, origin::Origin, raw, validated::validate_for};
+
+    const SOURCE: &str = "[sources.a]\nscheme = \"github\"\nsecrets = [\"s\"]\n";
+
+    fn metrics(extra: &str, env: &[(&str, &str)]) -> Result<crate::config::Config, ConfigError> {
+        let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+        let raw = raw::parse(&format!("{SOURCE}{extra}"), env)?;
+        validate_for(raw, Path::new("."), Uses::Store).map(|(config, _)| config)
+    }
+
+    #[test]
+    fn metrics_stay_on_the_public_port_by_default_and_are_listed() {
+        let config = metrics("", &[]).unwrap();
+        assert_eq!(
+            config.metrics,
+            MetricsConfig { listen: MetricsListen::Public, refresh_interval: DEFAULT_METRICS_REFRESH }
+        );
+        let entry = |key: &str| config.effective().entries().iter().find(|e| e.key == key).unwrap().clone();
+        assert_eq!(
+            (entry("metrics.listen").shown, entry("metrics.listen").origin),
+            (Shown::Value("public".into()), Origin::Default)
+        );
+        assert_eq!(entry("metrics.refresh_interval").shown, Shown::Value("5s".into()));
+    }
+
+    #[test]
+    fn metrics_listen_takes_admin_with_a_token_or_an_address() {
+        let admin = "[admin]\ntoken = \"env:UNSET\"\n[metrics]\nlisten = \"admin\"\n";
+        assert_eq!(metrics(admin, &[]).unwrap().metrics.listen, MetricsListen::Admin);
+        let err = metrics("[metrics]\nlisten = \"admin\"\n", &[]).unwrap_err();
+        assert_eq!(err.key, "metrics.listen");
+        let own = metrics("", &[("IDEMGATE_METRICS__LISTEN", "127.0.0.1:9100")]).unwrap();
+        assert_eq!(own.metrics.listen, MetricsListen::Address("127.0.0.1:9100".parse().unwrap()));
+        let err = metrics("[metrics]\nlisten = \"localhost:9100\"\n", &[]).unwrap_err();
+        assert!(err.message.contains("is not \"public\", \"admin\" or HOST:PORT"), "{err}");
+        assert_eq!(metrics("[metrics]\nrefresh_interval = \"0s\"\n", &[]).unwrap_err().key, "metrics.refresh_interval");
+    }
+}
