@@ -274,11 +274,13 @@ url = "http://127.0.0.1:1/d"
     #[test]
     fn a_moved_listener_needs_a_restart_and_keeps_its_running_address() {
         let running = config(BASE);
-        let moved = BASE.replace("127.0.0.1:0", "127.0.0.1:1") + "[worker]\nenabled = false\n";
+        let moved = BASE.replace("127.0.0.1:0", "127.0.0.1:1")
+            + "[worker]\nenabled = false\n[metrics]\nlisten = \"127.0.0.1:9100\"\n";
         let plan = plan(&running, config(&moved));
-        assert_eq!(plan.needs_restart, ["server.listen", "worker.enabled"]);
+        assert_eq!(plan.needs_restart, ["server.listen", "worker.enabled", "metrics"]);
         assert_eq!(plan.applied.server.listen, running.server.listen);
         assert!(plan.applied.worker.enabled);
+        assert_eq!(plan.applied.metrics, running.metrics);
         assert!(plan.changes.is_empty());
     }
 
