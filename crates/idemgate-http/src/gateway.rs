@@ -5,7 +5,7 @@
 //!
 //! What the routes are made from is plain data ([`Routes`], [`Source`],
 //! [`ProxyRoute`]): the gateway binary turns its configuration into it, so this crate
-//! knows no configuration file. The time of every delivery and gauge is read from the
+//! knows no configuration file. The time of every delivery is read from the
 //! [`Clock`] given to [`router`].
 
 use std::{
@@ -33,6 +33,7 @@ use crate::{
     Accepted, AnswerStyle, Checked, Inbound, RejectionCounts,
     answer::{healthy, method_not_allowed, not_found, readiness},
     proxy::{self, ProxyRoute},
+    scrape::Render,
 };
 
 /// Longest content type kept with an event; longer ones are not stored.
@@ -109,16 +110,6 @@ struct Gateway {
     store: Store,
     clock: Arc<dyn Clock>,
     metrics: Option<Render>,
-}
-
-/// Renders the metrics recorded so far as Prometheus text.
-#[derive(Clone)]
-pub struct Render(pub Arc<dyn Fn() -> String + Send + Sync>);
-
-impl std::fmt::Debug for Render {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Render(..)")
-    }
 }
 
 /// What the routes report to: the metrics renderer (for `/metrics`) and the rejection
@@ -280,34 +271,13 @@ fn content_type(checked: Checked<'_>) -> Option<String> {
     (value.len() <= MAX_CONTENT_TYPE).then(|| value.to_owned())
 }
 
-/// Prometheus text: the counters and histograms recorded so far, and gauges read from the
-/// store now (jobs by state, the age of the oldest waiting job).
+/// Prometheus text: what the process recorded, with the queue's gauges as last refreshed
+/// ([`crate::scrape`]); 404 when this router renders no metrics.
 async fn scrape(State(gateway): State<Arc<Gateway>>) -> Response {
-    let Some(Render(render)) = &gateway.metrics else { return not_found().await };
-    if let Err(err) = record_store_gauges(&gateway.store, gateway.clock.as_ref()).await {
-        tracing::warn!(error = %err, "could not read job gauges");
+    match &gateway.metrics {
+        Some(render) => render.answer(),
+        None => not_found().await,
     }
-    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], render()).into_response()
-}
-
-/// Reads the queue's gauges from the store. While the store cannot be read, the gauges keep
-/// their last values (a backlog does not look empty because the store is down) and
-/// `idemgate_store_available` says 0.
-async fn record_store_gauges(store: &Store, clock: &dyn Clock) -> Result<(), idemgate_store::StoreError> {
-    let read =
-        async { Ok::<_, idemgate_store::StoreError>((store.job_states().await?, store.oldest_waiting_job().await?)) };
-    let read = read.await;
-    metrics::gauge!("idemgate_store_available").set(if read.is_ok() { 1.0 } else { 0.0 });
-    let (states, oldest) = read?;
-    for state in idemgate_core::job::JobState::ALL {
-        metrics::gauge!("idemgate_jobs", "state" => state.as_str()).set(0.0);
-    }
-    for (state, count) in states {
-        metrics::gauge!("idemgate_jobs", "state" => state).set(count as f64);
-    }
-    let age = oldest.map_or(0, |oldest| (clock.now().0 - oldest.0).max(0));
-    metrics::gauge!("idemgate_oldest_waiting_job_seconds").set(age as f64);
-    Ok(())
 }
 
 /// Ready when the store's writer can take the write lock now.

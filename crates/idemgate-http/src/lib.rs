@@ -7,6 +7,7 @@
 //!   store), in that order;
 //! - [`gateway`]: the gateway's router (sources, health, metrics, proxies) from plain settings;
 //! - [`proxy`]: one `[[proxy]]`'s forwarding routes behind the layer;
+//! - [`scrape`]: `/metrics`, and the queue's gauges refreshed on an interval;
 //! - [`admin`] and [`dashboard`]: the admin API and the dashboard, on their own listener;
 //! - [`current`]: the router and the admin token a configuration reload replaces;
 //! - [`answer`]: where every status is chosen, one mapping per family of answers;
@@ -24,6 +25,7 @@ pub mod gateway;
 pub mod idempotency;
 pub mod inbound;
 pub mod proxy;
+pub mod scrape;
 pub mod server;
 pub mod session;
 pub mod tls;

@@ -88,12 +88,16 @@ pub fn plan(running: &Config, new: Config) -> Plan {
     server_restarts(&running.server, &new.server, &mut needs_restart);
     store_restarts(&running.store, &new.store, &mut needs_restart);
     worker_restarts(running.worker, new.worker, &mut needs_restart);
+    if running.metrics != new.metrics {
+        needs_restart.push("metrics");
+    }
     let changes = changes(running, &new);
     let mut applied = new;
     applied.admin = admin(running.admin.as_ref(), applied.admin.take(), &mut needs_restart);
     applied.server = running.server.clone();
     applied.store = running.store.clone();
     applied.worker = running.worker;
+    applied.metrics = running.metrics;
     Plan { applied, changes, needs_restart }
 }
 
@@ -270,11 +274,13 @@ url = "http://127.0.0.1:1/d"
     #[test]
     fn a_moved_listener_needs_a_restart_and_keeps_its_running_address() {
         let running = config(BASE);
-        let moved = BASE.replace("127.0.0.1:0", "127.0.0.1:1") + "[worker]\nenabled = false\n";
+        let moved = BASE.replace("127.0.0.1:0", "127.0.0.1:1")
+            + "[worker]\nenabled = false\n[metrics]\nlisten = \"127.0.0.1:9100\"\n";
         let plan = plan(&running, config(&moved));
-        assert_eq!(plan.needs_restart, ["server.listen", "worker.enabled"]);
+        assert_eq!(plan.needs_restart, ["server.listen", "worker.enabled", "metrics"]);
         assert_eq!(plan.applied.server.listen, running.server.listen);
         assert!(plan.applied.worker.enabled);
+        assert_eq!(plan.applied.metrics, running.metrics);
         assert!(plan.changes.is_empty());
     }
 

@@ -15,8 +15,10 @@ use idemgate_clock::{Clock, SystemClock};
 use idemgate_http::{
     RejectionCounts, ServeOptions,
     current::{AdminToken, LiveGateway},
-    gateway::{Observers, Render},
-    idempotency, serve,
+    gateway::Observers,
+    idempotency,
+    scrape::{self, Render},
+    serve,
     session::Sessions,
 };
 use idemgate_store::{Store, maintenance::Retention};
@@ -29,7 +31,7 @@ use tokio::{
 
 use crate::{
     availability::{Availability, OpenError},
-    config::{AdminConfig, Config, ServerConfig},
+    config::{AdminConfig, Config, MetricsListen, ServerConfig},
     gateway, outbound, reload,
 };
 
@@ -42,8 +44,10 @@ pub struct RunOptions {
     /// The admin API's listener; served only when `[admin]` is configured too.
     pub admin: Option<TcpListener>,
     /// Renders `/metrics`; `None` answers it with 404 (the recorder is process-wide, so
-    /// only the binary installs one).
+    /// only the binary installs one). Served where `[metrics] listen` says.
     pub metrics: Option<PrometheusHandle>,
+    /// `/metrics`' own listener, for `[metrics] listen = "HOST:PORT"`.
+    pub metrics_listener: Option<TcpListener>,
     /// Told once the store's configuration was accepted and the gateway starts serving, so
     /// a caller announces its listeners only then (a store config error comes first, alone).
     pub ready: Option<tokio::sync::oneshot::Sender<()>>,
@@ -57,7 +61,15 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        Self { public: None, admin: None, metrics: None, ready: None, clock: Arc::new(SystemClock), reloads: None }
+        Self {
+            public: None,
+            admin: None,
+            metrics: None,
+            metrics_listener: None,
+            ready: None,
+            clock: Arc::new(SystemClock),
+            reloads: None,
+        }
     }
 }
 
@@ -108,11 +120,22 @@ pub async fn run(
         Err(err) => return Err(RunError::Open(err)),
     };
     let store = availability.store.clone();
-    let RunOptions { public, admin, metrics, ready, clock, reloads } = options;
+    let RunOptions { public, admin, metrics, metrics_listener, ready, clock, reloads } = options;
     if let Some(ready) = ready {
         let _ = ready.send(());
     }
     let receive = public.is_some();
+    let metrics = metrics.map(|handle| Render(Arc::new(move || handle.render())));
+    if metrics.is_some() {
+        let refresh = config.metrics.refresh_interval;
+        tokio::spawn(scrape::refresh_queue_gauges(store.clone(), Arc::clone(&clock), refresh));
+    }
+    let own_metrics = match (&metrics, metrics_listener) {
+        (Some(render), Some(listener)) => {
+            Some(serve_metrics(&config.server, listener, render.clone(), stopped.clone()))
+        }
+        _ => None,
+    };
     let worker = (config.worker.enabled || !receive)
         .then(|| outbound::worker(&config, &store).map(|worker| worker.with_clock(Arc::clone(&clock))))
         .transpose()?;
@@ -140,6 +163,9 @@ pub async fn run(
     if let Some(worker) = worker {
         let _ = worker.await;
     }
+    if let Some(own_metrics) = own_metrics {
+        let _ = own_metrics.await;
+    }
     store.close().await;
     tracing::info!("stopped");
     Ok(())
@@ -149,15 +175,19 @@ async fn receive_until_stopped(
     config: &Config,
     availability: &Arc<Availability>,
     listener: TcpListener,
-    (admin_listener, metrics): (Option<TcpListener>, Option<PrometheusHandle>),
+    (admin_listener, metrics): (Option<TcpListener>, Option<Render>),
     clock: Arc<dyn Clock>,
     stopped: watch::Receiver<bool>,
     (mut live, reloads): (Live, Option<mpsc::Receiver<Config>>),
 ) -> Result<(), RunError> {
     let store = &availability.store;
     let rejections: Arc<RejectionCounts> = Arc::default();
-    let metrics = metrics.map(|handle| Render(Arc::new(move || handle.render())));
-    let observers = Observers { metrics, rejections: Arc::clone(&rejections) };
+    let (public_metrics, admin_metrics) = match config.metrics.listen {
+        MetricsListen::Public => (metrics, None),
+        MetricsListen::Admin => (None, metrics),
+        MetricsListen::Address(_) => (None, None),
+    };
+    let observers = Observers { metrics: public_metrics, rejections: Arc::clone(&rejections) };
     let public =
         LiveGateway::new(&gateway::routes(config), store, Arc::clone(&clock), observers).map_err(RunError::Proxy)?;
     let router = public.router();
@@ -172,7 +202,8 @@ async fn receive_until_stopped(
                 (AdminToken::new(admin.token.clone()), Arc::new(Sessions::new(admin.session_lifetime)));
             live.admin = Some((token.clone(), Arc::clone(&sessions)));
             let access = (token, sessions);
-            Some(serve_admin(admin, &config.server, listener, (store, clock), (access, rejections), stopped.clone()))
+            let observed = (access, rejections, admin_metrics);
+            Some(serve_admin(admin, &config.server, listener, (store, clock), observed, stopped.clone()))
         }
         _ => {
             tracing::info!("admin API off: no [admin] token configured");
@@ -237,7 +268,7 @@ fn serve_admin(
     server: &ServerConfig,
     listener: TcpListener,
     (store, clock): (&Store, Arc<dyn Clock>),
-    ((token, sessions), rejections): ((AdminToken, Arc<Sessions>), Arc<RejectionCounts>),
+    ((token, sessions), rejections, metrics): ((AdminToken, Arc<Sessions>), Arc<RejectionCounts>, Option<Render>),
     stopped: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let state = idemgate_http::admin::AdminState {
@@ -254,7 +285,24 @@ fn serve_admin(
         shutdown_grace: server.shutdown_grace,
         tls: admin.tls.as_ref().map(|tls| tls.acceptor.clone()),
     };
-    tokio::spawn(serve(listener, idemgate_http::admin::router(state), options, until_stopped(stopped)))
+    let mut router = idemgate_http::admin::router(state);
+    if let Some(render) = metrics {
+        router = scrape::router(render).merge(router);
+    }
+    tokio::spawn(serve(listener, router, options, until_stopped(stopped)))
+}
+
+/// Serves `/metrics` alone on its own listener, with the public listener's timeouts and
+/// no TLS (a scraper on the host's network reads counters, never a secret).
+fn serve_metrics(
+    server: &ServerConfig,
+    listener: TcpListener,
+    render: Render,
+    stopped: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    let options =
+        ServeOptions { header_timeout: server.header_timeout, shutdown_grace: server.shutdown_grace, tls: None };
+    tokio::spawn(serve(listener, scrape::router(render), options, until_stopped(stopped)))
 }
 
 async fn until_stopped(mut stopped: watch::Receiver<bool>) {

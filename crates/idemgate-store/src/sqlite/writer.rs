@@ -291,7 +291,7 @@ fn gather(submitted: &mut mpsc::Receiver<Submission>, batch: &mut Batch, options
 fn commit_batch(conn: &mut Connection, batch: Batch, stats: &WriterStats) {
     let deliveries = batch.iter().filter(|s| matches!(s, Submission::Delivery(_))).count() as u64;
     let started = Instant::now();
-    metrics::histogram!("idemgate_commit_batch_size").record(batch.len() as f64);
+    metrics::histogram!("idemgate_commit_batch_writes").record(batch.len() as f64);
     let mut held = Vec::with_capacity(batch.len());
     let committed = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(mut tx) => {

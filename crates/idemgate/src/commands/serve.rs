@@ -2,6 +2,8 @@
 //! stdout, and run the gateway ([`idemgate::run`]) until SIGTERM or SIGINT. On SIGHUP the
 //! configuration file and the environment are loaded again, as at start-up, and handed to
 //! the running gateway; a configuration that does not load is logged and changes nothing.
+//! Both install the metrics recorder ([`idemgate::telemetry`]) and bind `/metrics`' own
+//! listener when `[metrics] listen` is an address.
 
 use std::{
     path::{Path, PathBuf},
@@ -10,7 +12,7 @@ use std::{
 
 use anyhow::Context;
 use idemgate::{
-    config::{self, Config, Uses},
+    config::{self, Config, MetricsListen, Uses},
     run::{RunError, RunOptions, run},
 };
 use idemgate_http::termination_signal;
@@ -27,8 +29,17 @@ pub(super) async fn serve(config: Config, receive: bool, path: &Path) -> anyhow:
     // Before anything is announced: from then on a SIGHUP reloads instead of killing.
     let hangups = signal(SignalKind::hangup()).context("cannot install the SIGHUP handler")?;
     let pid_file = PidFile::write(config.server.pid_file.clone())?;
-    let (mut options, lines) =
+    let (mut options, mut lines) =
         if receive { listen(&config).await? } else { (RunOptions::default(), vec!["worker running".to_owned()]) };
+    options.metrics = Some(idemgate::telemetry::install().context("cannot install the metrics recorder")?);
+    if let MetricsListen::Address(address) = config.metrics.listen {
+        let listener =
+            TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address} (metrics)"))?;
+        lines.push(format!("metrics listening on {}", listener.local_addr()?));
+        options.metrics_listener = Some(listener);
+    } else if !receive {
+        tracing::info!("metrics not served: `idemgate worker` serves them on [metrics] listen = \"HOST:PORT\"");
+    }
     let (ready, announce) = tokio::sync::oneshot::channel();
     options.ready = Some(ready);
     options.reloads = Some(reloads(path.to_owned(), if receive { Uses::Serve } else { Uses::Worker }, hangups));
@@ -51,15 +62,12 @@ pub(super) async fn serve(config: Config, receive: bool, path: &Path) -> anyhow:
     }
 }
 
-/// Binds the public listener and the admin one, and installs the metrics recorder; the
-/// lines announcing them are printed once the gateway starts serving.
+/// Binds the public listener and the admin one; the lines announcing them are printed
+/// once the gateway starts serving.
 async fn listen(config: &Config) -> anyhow::Result<(RunOptions, Vec<String>)> {
     let public = TcpListener::bind(config.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.server.listen))?;
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .install_recorder()
-        .context("cannot install the metrics recorder")?;
     let mut lines = vec![format!("listening on {}", public.local_addr()?)];
     let admin = match &config.admin {
         Some(admin) => {
@@ -71,7 +79,7 @@ async fn listen(config: &Config) -> anyhow::Result<(RunOptions, Vec<String>)> {
         }
         None => None,
     };
-    Ok((RunOptions { public: Some(public), admin, metrics: Some(metrics), ..RunOptions::default() }, lines))
+    Ok((RunOptions { public: Some(public), admin, ..RunOptions::default() }, lines))
 }
 
 /// Loads the configuration again on each SIGHUP and sends it to the running gateway.

@@ -10,6 +10,7 @@
 mod destinations;
 pub mod effective;
 mod listeners;
+mod metrics;
 pub mod origin;
 mod proxies;
 pub mod raw;
@@ -21,8 +22,8 @@ pub mod validated;
 use std::path::Path;
 
 pub use validated::{
-    AdminConfig, Config, DestinationConfig, OrderingConfig, PostgresConfig, ProxyConfig, ServerConfig, SourceConfig,
-    StoreConfig, TlsConfig, Uses, WorkerConfig,
+    AdminConfig, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig, PostgresConfig, ProxyConfig,
+    ServerConfig, SourceConfig, StoreConfig, TlsConfig, Uses, WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.

@@ -35,6 +35,9 @@ pub struct RawConfig {
     /// `[[proxy]]`: idempotency in front of HTTP APIs.
     #[serde(default)]
     pub proxy: Vec<RawProxy>,
+    /// `[metrics]`.
+    #[serde(default)]
+    pub metrics: RawMetrics,
     /// What the file said and which keys the environment set, for each value's origin.
     #[serde(skip)]
     pub origins: Origins,
@@ -54,6 +57,16 @@ pub struct RawAdmin {
     pub tls: Option<RawTls>,
     /// Serve a non-loopback admin address without TLS.
     pub allow_plaintext: Option<bool>,
+}
+
+/// `[metrics]`: where `/metrics` is served.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    /// `"public"`, `"admin"` or `HOST:PORT`.
+    pub listen: Option<String>,
+    /// How often the queue's gauges are read from the store.
+    pub refresh_interval: Option<String>,
 }
 
 /// One `[[proxy]]` entry.

@@ -25,6 +25,7 @@ use super::{
 pub use super::{
     destinations::DestinationConfig,
     listeners::{AdminConfig, ServerConfig, TlsConfig},
+    metrics::{MetricsConfig, MetricsListen},
     proxies::ProxyConfig,
     sources::{OrderingConfig, SourceConfig},
     store::{PostgresConfig, StoreConfig},
@@ -74,6 +75,8 @@ impl Uses {
 
 /// Defaults shared by several parts, also documented in `idemgate.toml`.
 pub(super) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// `[metrics] refresh_interval`.
+pub(super) const DEFAULT_METRICS_REFRESH: Duration = Duration::from_secs(5);
 
 /// The validated configuration, holding what its command uses ([`Uses`]).
 #[derive(Debug, Clone)]
@@ -94,6 +97,8 @@ pub struct Config {
     pub proxies: Vec<ProxyConfig>,
     /// `[admin]`, when a token is configured and this command serves the admin API (`serve`).
     pub admin: Option<AdminConfig>,
+    /// `[metrics]`.
+    pub metrics: MetricsConfig,
     /// Every source's retention, whatever the command.
     retention: Vec<Retention>,
     /// Every destination's name, whatever the command.
@@ -209,6 +214,7 @@ struct Parts<S> {
     worker: WorkerConfig,
     proxies: Vec<ProxyConfig>,
     admin: Option<AdminConfig>,
+    metrics: MetricsConfig,
 }
 
 /// Turns what the file says into what the gateway runs with, resolving everything.
@@ -229,6 +235,7 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         worker: parts.worker,
         proxies: parts.proxies,
         admin: parts.admin,
+        metrics: parts.metrics,
         retention: parts.sources.retention,
         destination_names: parts.destinations.names,
         listing: reading.listing,
@@ -254,7 +261,17 @@ fn parts<'a, S>(
     resolves: Resolves<'_>,
     store: impl FnOnce(RawStore, &mut Reading<'_>) -> Result<S, ConfigError>,
 ) -> Result<(Parts<S>, Reading<'a>), ConfigError> {
-    let RawConfig { server, store: raw_store, sources, destinations, worker: raw_worker, admin, proxy, origins } = raw;
+    let RawConfig {
+        server,
+        store: raw_store,
+        sources,
+        destinations,
+        worker: raw_worker,
+        admin,
+        proxy,
+        metrics,
+        origins,
+    } = raw;
     let mut reading = Reading { base, origins, warnings: Vec::new(), listing: Listing::default() };
     let r = &mut reading;
     let server_tls = server.tls.is_some();
@@ -267,6 +284,7 @@ fn parts<'a, S>(
     }
     let worker = worker(&raw_worker, &destinations.timeouts, r)?;
     let proxies = super::proxies::proxies(proxy, server.body_timeout, r)?;
+    let has_admin = admin.as_ref().is_some_and(|admin| admin.token.is_some());
     let admin = match admin {
         Some(admin) => super::listeners::admin(admin, &server, server_tls, r, resolves.listeners)?,
         None => {
@@ -274,7 +292,8 @@ fn parts<'a, S>(
             None
         }
     };
-    Ok((Parts { server, store, sources, destinations, worker, proxies, admin }, reading))
+    let metrics = super::metrics::metrics(metrics, has_admin, r)?;
+    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics }, reading))
 }
 
 fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>) -> Result<WorkerConfig, ConfigError> {

@@ -268,6 +268,8 @@ upstream = "http://{api}"
 prefix = "/loose"
 upstream = "http://{api}"
 when_unavailable = "pass-through"
+[metrics]
+refresh_interval = "50ms"
 "#,
         secret = Signer::Standard(KEY.to_vec()).config_secret(),
         app = app.url(),
@@ -316,9 +318,11 @@ fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
     let again = try_send(addr, "POST", "/strict/orders", &keyed("k3"), b"{}").unwrap();
     assert_eq!(again.headers.get("idempotency-replay").map(String::as_str), Some("true"), "{again:?}");
     assert_eq!(api.received().len(), 2, "a replayed key does not reach the upstream again");
-    let metrics = String::from_utf8(try_send(addr, "GET", "/metrics", &[], b"").unwrap().body).unwrap();
-    assert!(metrics.contains("idemgate_store_available 1"), "{metrics}");
-    assert!(metrics.contains("idemgate_jobs{state=\"succeeded\"} 1"), "{metrics}");
+    let scrape = || String::from_utf8(try_send(addr, "GET", "/metrics", &[], b"").unwrap().body).unwrap();
+    wait_for("the queue's gauges refreshed from the recovered store", || {
+        let metrics = scrape();
+        metrics.contains("idemgate_store_available 1") && metrics.contains("idemgate_jobs{state=\"succeeded\"} 1")
+    });
     let inbox = crate::gateway_harness::inbox(&setup.db());
     assert_eq!(inbox.receipts, ["evt_1"], "the receipt is in the file");
     assert_eq!(inbox.events, ["evt_1"]);

@@ -33,7 +33,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A fresh schema on the test database, as a URL whose connections use it.
-fn fresh_schema(prefix: &str) -> String {
+pub(crate) fn fresh_schema(prefix: &str) -> String {
     let base = std::env::var("IDEMGATE_TEST_POSTGRES")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/idemgate_test".to_owned());
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
@@ -44,7 +44,7 @@ fn fresh_schema(prefix: &str) -> String {
 }
 
 /// Rows of `sql` on the schema at `url`, every column as text.
-fn query(url: &str, sql: &str) -> Vec<Vec<String>> {
+pub(crate) fn query(url: &str, sql: &str) -> Vec<Vec<String>> {
     runtime().block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
         tokio::spawn(connection);
