@@ -241,3 +241,47 @@ fn an_expired_session_is_refused() {
     std::thread::sleep(Duration::from_millis(1500));
     assert!(!signed_in(admin, &answer.session()), "expired");
 }
+
+#[test]
+fn retry_now_on_the_dashboard_needs_its_own_origin_and_csrf_token_and_sends_the_waiting_job() {
+    let recorder = Destination::start(&[Step::Status(500)]);
+    let sources = forwarding(&Signer::Standard(KEY.to_vec()), &recorder, "", "retry_schedule = [\"1h\"]");
+    let setup = Setup::new(&format!("{sources}[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"env:ADMIN_TOKEN\"\n"));
+    let mut gateway = Gateway::start(&setup.config(), &[("ADMIN_TOKEN", TOKEN)]);
+    let admin = gateway.admin_addr();
+    let event = body("msg_wait", "t");
+    let headers = Signer::Standard(KEY.to_vec()).headers("msg_wait", &event, unix_now());
+    assert_eq!(gateway.post("hooks", &headers, &event).status(), 202);
+    recorder.wait_until("the failing attempt", |r| r.len() == 1);
+    for _ in 0..500 {
+        if job_state(&setup) == "retrying" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(job_state(&setup), "retrying");
+
+    let session = sign_in(admin).session();
+    let shown = page(admin, &session);
+    let row = shown.body.split_once("<tr data-destination=\"app\">").unwrap().1.split("</tr>").next().unwrap();
+    assert!(row.contains("action=\"/admin/retry\"") && row.contains("class=\"retry\""), "{row}");
+    let csrf = shown.csrf();
+    let form = |csrf: &str| format!("destination=app&csrf={csrf}");
+    let mut foreign = own(admin, &session);
+    foreign.retain(|(n, _)| *n != "Origin");
+    foreign.push(("Origin", format!("http://{}", gateway.addr)));
+    for (what, headers, body) in [
+        ("another port of this host", foreign, form(&csrf)),
+        ("no csrf token", own(admin, &session), "destination=app".to_owned()),
+        ("a wrong csrf token", own(admin, &session), form(&"0".repeat(64))),
+    ] {
+        let answer = send(admin, "POST", "/admin/retry", &headers, &body);
+        assert_eq!(answer.status, 403, "{what}: {answer:?}");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(recorder.received().len(), 1, "nothing was hurried");
+
+    let answer = send(admin, "POST", "/admin/retry", &own(admin, &session), &form(&csrf));
+    assert_eq!((answer.status, answer.header("location")), (303, Some("/admin/")), "{answer:?}");
+    recorder.wait_until("the hurried attempt", |r| r.len() == 2);
+}

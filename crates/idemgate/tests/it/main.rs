@@ -32,6 +32,7 @@ mod crash_soak;
 mod gateway_inbox;
 mod gateway_metrics;
 mod gateway_reload;
+mod gateway_retry;
 mod gateway_schemes;
 mod gateway_senders;
 mod gateway_tls;
