@@ -1,6 +1,7 @@
 //! The admin API under `/admin/v1`, for operators and their tools: events with filters and
 //! cursor pagination, one event's history, replays of finished jobs, retry-now of waiting
-//! ones, counts, rejections by reason, and re-enabling a destination. Every route needs `Authorization: Bearer <token>` (compared
+//! ones, counts, rejections by reason, destinations and their health, and re-enabling a
+//! destination. Every route needs `Authorization: Bearer <token>` (compared
 //! by digest in constant time); the OpenAPI document at `/admin/v1/openapi.json` is
 //! generated from these handlers, so it cannot drift from them.
 //!
@@ -31,7 +32,7 @@ use crate::{
     body::read_limited,
     current::AdminToken,
     session::Sessions,
-    views::{self, EventDetail, EventsPage, SourceCounts},
+    views::{self, DestinationView, EventDetail, EventsPage, SourceCounts},
 };
 
 /// Largest request body the admin routes read (replay filters and dashboard forms).
@@ -77,6 +78,7 @@ pub fn router(state: AdminState) -> Router {
         .routes(routes!(retry_bulk))
         .routes(routes!(stats))
         .routes(routes!(rejections))
+        .routes(routes!(list_destinations))
         .routes(routes!(enable_destination))
         .split_for_parts();
     let state_for_ui = state.clone();
@@ -359,6 +361,13 @@ async fn rejections(State(state): State<AdminState>) -> Json<Vec<RejectionCount>
             .map(|(source, reason, count)| RejectionCount { source, reason: reason.to_owned(), count })
             .collect(),
     )
+}
+
+/// Every destination that has jobs or was disabled: its state, jobs by state, latest
+/// success and failure, and health from its attempts of the last hour.
+#[utoipa::path(get, path = "/admin/v1/destinations", responses((status = 200, body = Vec<DestinationView>), (status = 401)))]
+async fn list_destinations(State(state): State<AdminState>) -> Result<Json<Vec<DestinationView>>, AdminError> {
+    Ok(Json(views::destinations(&state.store, state.clock.now()).await?))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

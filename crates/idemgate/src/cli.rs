@@ -402,6 +402,13 @@ pub(crate) enum StoreCommand {
 
 #[derive(Subcommand)]
 pub(crate) enum DestinationCommand {
+    /// Every destination with jobs or disabled: enabled or disabled since when, health
+    /// from the last hour's attempts, jobs by state, latest success and failure.
+    List {
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Resume deliveries to a destination disabled by a `410 Gone`.
     Enable {
         /// The destination's name.

@@ -67,7 +67,7 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, Str
     head.into_bytes()
 }
 
-fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], body: &str) -> Answer {
+pub fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], body: &str) -> Answer {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     stream.write_all(&request(addr, method, path, headers, body)).unwrap();
@@ -86,14 +86,14 @@ fn own(addr: SocketAddr, session: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn sign_in(admin: SocketAddr) -> Answer {
+pub fn sign_in(admin: SocketAddr) -> Answer {
     let form = [("Content-Type", "application/x-www-form-urlencoded".to_owned())];
     let answer = send(admin, "POST", "/admin/login", &form, &format!("token={TOKEN}"));
     assert_eq!(answer.status, 303, "{answer:?}");
     answer
 }
 
-fn page(admin: SocketAddr, session: &str) -> Answer {
+pub fn page(admin: SocketAddr, session: &str) -> Answer {
     send(admin, "GET", "/admin/", &[("Cookie", format!("idemgate_admin={session}"))], "")
 }
 

@@ -10,6 +10,7 @@ mod gateway_admin;
 mod gateway_cli;
 mod gateway_dashboard;
 mod gateway_delivery;
+mod gateway_destinations;
 mod gateway_harness;
 mod gateway_in_process;
 mod gateway_operator;
