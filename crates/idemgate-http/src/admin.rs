@@ -1,6 +1,7 @@
 //! The admin API under `/admin/v1`, for operators and their tools: events with filters and
-//! cursor pagination, one event's history, replays, counts, rejections by reason, and
-//! re-enabling a destination. Every route needs `Authorization: Bearer <token>` (compared
+//! cursor pagination, one event's history, replays of finished jobs, retry-now of waiting
+//! ones, counts, rejections by reason, destinations and their health, and re-enabling a
+//! destination. Every route needs `Authorization: Bearer <token>` (compared
 //! by digest in constant time); the OpenAPI document at `/admin/v1/openapi.json` is
 //! generated from these handlers, so it cannot drift from them.
 //!
@@ -31,7 +32,7 @@ use crate::{
     body::read_limited,
     current::AdminToken,
     session::Sessions,
-    views::{self, EventDetail, EventsPage, SourceCounts},
+    views::{self, DestinationView, EventDetail, EventsPage, SourceCounts},
 };
 
 /// Largest request body the admin routes read (replay filters and dashboard forms).
@@ -73,8 +74,11 @@ pub fn router(state: AdminState) -> Router {
         .routes(routes!(show_event))
         .routes(routes!(replay_event))
         .routes(routes!(replay_bulk))
+        .routes(routes!(retry_event))
+        .routes(routes!(retry_bulk))
         .routes(routes!(stats))
         .routes(routes!(rejections))
+        .routes(routes!(list_destinations))
         .routes(routes!(enable_destination))
         .split_for_parts();
     let state_for_ui = state.clone();
@@ -252,6 +256,76 @@ async fn replay_bulk(
     Ok(Json(Replayed { replayed }))
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+struct Retried {
+    /// How many waiting jobs were made due now (one already due is not counted).
+    retried: usize,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct RetryQuery {
+    /// Only jobs in this state: pending or retrying (default both).
+    state: Option<String>,
+}
+
+fn waiting_state(state: Option<&str>) -> Result<Option<JobState>, AdminError> {
+    match state.map(str::parse::<JobState>) {
+        None => Ok(None),
+        Some(Ok(state)) if state.is_claimable() => Ok(Some(state)),
+        Some(_) => Err(AdminError::BadRequest("state_not_waiting")),
+    }
+}
+
+/// Make one event's waiting (pending or retrying) jobs due now; their attempts so far count.
+#[utoipa::path(post, path = "/admin/v1/events/{source}/{identity}/retry",
+    params(("source" = String, Path), ("identity" = String, Path), RetryQuery),
+    responses((status = 200, body = Retried), (status = 400), (status = 401)))]
+async fn retry_event(
+    State(state): State<AdminState>,
+    Path((source, identity)): Path<(String, String)>,
+    Query(query): Query<RetryQuery>,
+) -> Result<Json<Retried>, AdminError> {
+    let filter = ReplayFilter {
+        source: Some(source),
+        identity: Some(identity),
+        state: waiting_state(query.state.as_deref())?,
+        ..ReplayFilter::default()
+    };
+    let retried = state.store.retry_now(filter, state.clock.now_ms()).await?;
+    Ok(Json(Retried { retried }))
+}
+
+/// A bulk retry-now's filter.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+struct RetryRequest {
+    source: Option<String>,
+    destination: Option<String>,
+    /// pending or retrying (default both).
+    state: Option<String>,
+    since: Option<i64>,
+    until: Option<i64>,
+}
+
+/// Make every waiting job matching the filter due now; finished jobs are replay's.
+#[utoipa::path(post, path = "/admin/v1/retry", request_body = RetryRequest,
+    responses((status = 200, body = Retried), (status = 400), (status = 401)))]
+async fn retry_bulk(
+    State(state): State<AdminState>,
+    Json(request): Json<RetryRequest>,
+) -> Result<Json<Retried>, AdminError> {
+    let filter = ReplayFilter {
+        source: request.source,
+        destination: request.destination,
+        state: waiting_state(request.state.as_deref())?,
+        since: request.since.map(UnixTime),
+        until: request.until.map(UnixTime),
+        identity: None,
+    };
+    let retried = state.store.retry_now(filter, state.clock.now_ms()).await?;
+    Ok(Json(Retried { retried }))
+}
+
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct StatsQuery {
@@ -287,6 +361,13 @@ async fn rejections(State(state): State<AdminState>) -> Json<Vec<RejectionCount>
             .map(|(source, reason, count)| RejectionCount { source, reason: reason.to_owned(), count })
             .collect(),
     )
+}
+
+/// Every destination that has jobs or was disabled: its state, jobs by state, latest
+/// success and failure, and health from its attempts of the last hour.
+#[utoipa::path(get, path = "/admin/v1/destinations", responses((status = 200, body = Vec<DestinationView>), (status = 401)))]
+async fn list_destinations(State(state): State<AdminState>) -> Result<Json<Vec<DestinationView>>, AdminError> {
+    Ok(Json(views::destinations(&state.store, state.clock.now()).await?))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

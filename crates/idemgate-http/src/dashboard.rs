@@ -1,7 +1,8 @@
 //! The dashboard at `/admin/`: one server-rendered page, no scripts, no external assets.
 //! Per source the counts by outcome and job state; recent conflicts and dead jobs with
-//! their reasons, each dead job with a replay button; destination health; rejections by
-//! reason. Signing in with the admin token starts a session (`session.rs`): the cookie
+//! their reasons, each dead job with a replay button; destinations (enabled or disabled
+//! since when, health from the last hour's attempts, latest success and failure), each
+//! with a button making its waiting jobs due now; rejections by reason. Signing in with the admin token starts a session (`session.rs`): the cookie
 //! holds a random id (HttpOnly, SameSite=Strict, Secure under TLS), never the token.
 //!
 //! `SameSite` does not cover another port of the same host (a page behind `[[proxy]]`,
@@ -32,6 +33,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/login", get(login_form).post(login))
         .route("/admin/logout", post(logout))
         .route("/admin/replay", post(replay))
+        .route("/admin/retry", post(retry))
         .with_state(state)
 }
 
@@ -231,14 +233,36 @@ async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
             time_html(c.last_seen_at, now)
         );
     }
-    html.push_str("</table><h2>Destinations</h2><table id=\"destinations\"><tr><th>destination</th><th>health</th><th>jobs</th></tr>");
-    for d in store.destinations().await? {
-        let health = d
-            .disabled
-            .as_deref()
-            .map_or("ok".to_owned(), |r| format!("<span class=\"bad\">disabled: {}</span>", esc(r)));
+    html.push_str(
+        "</table><h2>Destinations</h2><table id=\"destinations\"><tr><th>destination</th><th>state</th>\
+         <th>health</th><th>jobs</th><th>last success</th><th>last failure</th><th></th></tr>",
+    );
+    for d in crate::views::destinations(store, now).await? {
+        let state_html = match d.disabled_at {
+            Some(at) => format!(
+                "<span class=\"bad\">disabled ({}) since {}</span>",
+                esc(d.disabled_reason.as_deref().unwrap_or("")),
+                time_html(UnixTime(at), now)
+            ),
+            None => "enabled".to_owned(),
+        };
+        let health = if d.health == "failing" { format!("<span class=\"bad\">{}</span>", d.health) } else { d.health };
         let jobs: Vec<String> = d.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();
-        let _ = write!(html, "<tr><td>{}</td><td>{health}</td><td>{}</td></tr>", esc(&d.name), jobs.join(", "));
+        let success = d.last_success_at.map_or("-".to_owned(), |at| time_html(UnixTime(at), now));
+        let failure = d.last_failure.as_ref().map_or("-".to_owned(), |f| {
+            let what = f.status.map_or_else(|| f.error.clone().unwrap_or_default(), |s| s.to_string());
+            format!("{} {}", time_html(UnixTime(f.at), now), esc(&what))
+        });
+        let _ = write!(
+            html,
+            "<tr data-destination=\"{name}\"><td>{name}</td><td class=\"state\">{state_html}</td>\
+             <td class=\"health\">{health}</td><td>{}</td><td>{success}</td><td>{failure}</td><td><form method=\"post\" \
+             action=\"/admin/retry\"><input type=\"hidden\" name=\"destination\" value=\"{name}\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><button class=\"retry\" type=\"submit\">Retry \
+             waiting jobs now</button></form></td></tr>",
+            jobs.join(", "),
+            name = esc(&d.name)
+        );
     }
     html.push_str(
         "</table><h2>Rejections</h2><table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>",
@@ -268,6 +292,29 @@ async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form):
         Err(err) => {
             tracing::warn!(error = %err, "dashboard replay failed");
             DashboardAnswer::ReplayFailed.into_response()
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RetryForm {
+    destination: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// Makes the destination's pending and retrying jobs due now, as `idemgate events retry
+/// --destination` does.
+async fn retry(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<RetryForm>) -> Response {
+    if let Err(refusal) = form_session(&state, &headers, &form.csrf) {
+        return refusal.into_response();
+    }
+    let filter = ReplayFilter { destination: Some(form.destination), ..ReplayFilter::default() };
+    match state.store.retry_now(filter, state.clock.now_ms()).await {
+        Ok(_) => Redirect::to("/admin/").into_response(),
+        Err(err) => {
+            tracing::warn!(error = %err, "dashboard retry failed");
+            DashboardAnswer::RetryFailed.into_response()
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The operator's views of what was stored, in the one shape the admin API answers with and
-//! `idemgate events list | show | stats --json` prints: an event listing page, one event's
-//! history, counts per source. Each view is read from the store's view rows here, once, so
+//! `idemgate events list | show | stats --json` and `idemgate destination list --json` print: an event listing page, one event's
+//! history, counts per source, destinations. Each view is read from the store's view rows here, once, so
 //! a field has one name wherever an operator or a tool reads it.
 
 use std::collections::BTreeMap;
@@ -182,4 +182,93 @@ pub async fn source_counts(store: &Store, since: Option<UnixTime>) -> Result<Vec
             jobs: s.jobs.into_iter().collect(),
         })
         .collect())
+}
+
+/// How far back a destination's attempts count for its health: one that has not been
+/// tried for longer has no recent attempts, whatever its last one was.
+pub const RECENT: i64 = 3600;
+
+/// A destination as an operator sees it: enabled or disabled (since when, why), its jobs
+/// by state, its latest success and failure, and its health from recent attempts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct DestinationView {
+    /// The destination's name.
+    pub name: String,
+    /// `enabled`, or `disabled` (by a `410 Gone`; `idemgate destination enable` resumes it).
+    pub state: String,
+    /// Since when it is disabled (unix seconds).
+    pub disabled_at: Option<i64>,
+    /// Why it is disabled.
+    pub disabled_reason: Option<String>,
+    /// Job state to count.
+    pub jobs: BTreeMap<String, u64>,
+    /// When its latest successful (2xx) attempt started (unix seconds).
+    pub last_success_at: Option<i64>,
+    /// Its latest failed attempt.
+    pub last_failure: Option<FailureView>,
+    /// From its latest attempt of the last hour: `ok` (it succeeded), `failing` (it did
+    /// not) or `no recent attempts`.
+    pub health: String,
+}
+
+/// A failed attempt: when, and the status or what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FailureView {
+    /// When it started (unix seconds).
+    pub at: i64,
+    /// The destination's status, if it answered.
+    pub status: Option<u16>,
+    /// What went wrong.
+    pub error: Option<String>,
+}
+
+/// A destination's health at `now`: its latest attempt within [`RECENT`] decides.
+#[must_use]
+pub fn health(last_success: Option<UnixTime>, last_failure: Option<UnixTime>, now: UnixTime) -> &'static str {
+    let recent = |at: Option<UnixTime>| at.filter(|at| now.0.saturating_sub(at.0) <= RECENT);
+    match (recent(last_success), recent(last_failure)) {
+        (None, None) => "no recent attempts",
+        (Some(ok), Some(failed)) if failed.0 > ok.0 => "failing",
+        (None, Some(_)) => "failing",
+        _ => "ok",
+    }
+}
+
+/// Every destination that has jobs or was disabled, with its health at `now`.
+pub async fn destinations(store: &Store, now: UnixTime) -> Result<Vec<DestinationView>, StoreError> {
+    Ok(store
+        .destinations()
+        .await?
+        .into_iter()
+        .map(|d| DestinationView {
+            health: health(d.last_success, d.last_failure.as_ref().map(|f| f.at), now).to_owned(),
+            state: if d.disabled_at.is_some() { "disabled" } else { "enabled" }.to_owned(),
+            name: d.name,
+            disabled_at: d.disabled_at.map(|t| t.0),
+            disabled_reason: d.disabled,
+            jobs: d.jobs.into_iter().collect(),
+            last_success_at: d.last_success.map(|t| t.0),
+            last_failure: d.last_failure.map(|f| FailureView { at: f.at.0, status: f.status, error: f.error }),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use idemgate_core::UnixTime;
+
+    use super::{RECENT, health};
+
+    #[test]
+    fn health_comes_from_the_latest_recent_attempt() {
+        let now = UnixTime(10_000);
+        let ago = |secs: i64| Some(UnixTime(now.0 - secs));
+        assert_eq!(health(None, None, now), "no recent attempts");
+        assert_eq!(health(ago(10), None, now), "ok");
+        assert_eq!(health(ago(10), ago(20), now), "ok", "it recovered");
+        assert_eq!(health(ago(20), ago(10), now), "failing");
+        assert_eq!(health(None, ago(RECENT), now), "failing");
+        assert_eq!(health(ago(RECENT + 1), ago(RECENT + 2), now), "no recent attempts", "every job dead long ago");
+        assert_eq!(health(ago(RECENT + 1), ago(5), now), "failing");
+    }
 }

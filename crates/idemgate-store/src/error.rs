@@ -31,6 +31,9 @@ pub enum StoreError {
     /// A stored row does not have the shape this build expects.
     #[error("stored row is malformed: {0}")]
     Malformed(&'static str),
+    /// A job filter asks for what the operation cannot do (replaying a waiting job, say).
+    #[error("{0}")]
+    Filter(&'static str),
     /// A maintenance command refused to run (the reason says why).
     #[error("store maintenance refused: {0}")]
     Maintenance(&'static str),

@@ -231,6 +231,13 @@ impl Store {
         Ok(replayed)
     }
 
+    /// Makes the pending and retrying jobs matching `filter` (its state, if any, one of
+    /// those two) due at `now_ms`, keeping their attempts so far: the retry schedule
+    /// continues from there. Returns how many were not yet due.
+    pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
+        on_backend!(self, store => store.retry_now(filter, now_ms).await)
+    }
+
     /// How many jobs `filter` selects now.
     pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
         on_backend!(self, store => store.count_replayable(filter).await)

@@ -298,6 +298,61 @@ pub(crate) enum EventsCommand {
         #[command(flatten)]
         filter: ReplayArgs,
     },
+    /// Make waiting (pending or retrying) jobs due now: their next attempt is not waited
+    /// for, the attempts so far still count.
+    Retry {
+        #[command(flatten)]
+        filter: RetryArgs,
+    },
+}
+
+#[derive(clap::Args)]
+pub(crate) struct RetryArgs {
+    /// Only this source id.
+    #[arg(long)]
+    pub(crate) source: Option<String>,
+    /// Only this event identity.
+    #[arg(long)]
+    pub(crate) identity: Option<String>,
+    /// Only this destination.
+    #[arg(long)]
+    pub(crate) destination: Option<String>,
+    /// Only jobs in this state: pending or retrying (default: both).
+    #[arg(long, value_parser = waiting_state)]
+    pub(crate) state: Option<JobState>,
+    /// Only events received at or after this time: RFC 3339 (2026-12-01T22:54:01Z), a
+    /// date (2026-12-01, midnight UTC) or a duration back from now (30m, 1h, 2d).
+    #[arg(long)]
+    pub(crate) since: Option<TimeSpec>,
+    /// Only events received before this time (the same forms as --since).
+    #[arg(long)]
+    pub(crate) until: Option<TimeSpec>,
+}
+
+/// A state `events replay` takes: a finished one. A waiting job is not replayed but
+/// hurried, and the refusal says with what.
+fn finished_state(text: &str) -> Result<JobState, String> {
+    let state: JobState = text.parse().map_err(|_| "one of dead, superseded, succeeded".to_owned())?;
+    match state {
+        s if s.is_replayable() => Ok(s),
+        s if s.is_claimable() => Err(format!(
+            "{s} jobs are not finished, so there is nothing to replay; `idemgate events retry --state {s}` makes \
+             their next attempt due now"
+        )),
+        s => Err(format!("{s} jobs are being delivered now; only dead, superseded or succeeded jobs are replayed")),
+    }
+}
+
+/// A state `events retry` takes: a waiting one.
+fn waiting_state(text: &str) -> Result<JobState, String> {
+    let state: JobState = text.parse().map_err(|_| "one of pending, retrying".to_owned())?;
+    match state {
+        s if s.is_claimable() => Ok(s),
+        s if s.is_replayable() => {
+            Err(format!("{s} jobs are finished; `idemgate events replay --state {s}` sends them again"))
+        }
+        s => Err(format!("{s} jobs are being delivered now; only pending or retrying jobs are retried")),
+    }
 }
 
 #[derive(clap::Args)]
@@ -312,7 +367,7 @@ pub(crate) struct ReplayArgs {
     #[arg(long)]
     pub(crate) destination: Option<String>,
     /// Jobs in this state: dead (default), superseded (forced delivery) or succeeded (resend).
-    #[arg(long, default_value = "dead")]
+    #[arg(long, default_value = "dead", value_parser = finished_state)]
     pub(crate) state: JobState,
     /// Only events received at or after this time: RFC 3339 (2026-12-01T22:54:01Z), a
     /// date (2026-12-01, midnight UTC) or a duration back from now (30m, 1h, 2d).
@@ -347,6 +402,13 @@ pub(crate) enum StoreCommand {
 
 #[derive(Subcommand)]
 pub(crate) enum DestinationCommand {
+    /// Every destination with jobs or disabled: enabled or disabled since when, health
+    /// from the last hour's attempts, jobs by state, latest success and failure.
+    List {
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Resume deliveries to a destination disabled by a `410 Gone`.
     Enable {
         /// The destination's name.

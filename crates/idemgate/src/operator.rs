@@ -1,4 +1,5 @@
-//! `idemgate events list | show | stats`: what an operator types during an incident, as
+//! `idemgate events list | show | stats` and `idemgate destination list`: what an operator
+//! types during an incident, as
 //! aligned text or `--json`. Reads the store directly through `idemgate_http::views`, so
 //! `--json` prints the admin API's shapes (`stats` as `{"sources": [...]}`), and the text is
 //! made from the same views; identities and states only. The text shows times in RFC 3339
@@ -7,7 +8,7 @@
 //! move a terminal's cursor or change its colours.
 
 use idemgate_core::{UnixTime, time::relative};
-use idemgate_http::views::{self, AttemptView, EventDetail, EventsPage, JobView, SourceCounts};
+use idemgate_http::views::{self, AttemptView, DestinationView, EventDetail, EventsPage, JobView, SourceCounts};
 use idemgate_store::{Store, StoreError, views::EventFilter};
 
 /// How much of a response's recorded first bytes `events show` prints.
@@ -166,6 +167,41 @@ fn stats_text(sources: &[SourceCounts]) -> String {
     for s in sources {
         let jobs: Vec<String> = s.jobs.iter().map(|(k, v)| format!("{k} {v}")).collect();
         text.push_str(&format!("{:<16} {:>9} {:>9}  {}\n", s.source, s.receipts, s.conflicts, jobs.join(", ")));
+    }
+    text
+}
+
+/// Every destination with jobs or disabled: its state, health, jobs, latest success and
+/// failure.
+pub async fn destinations(store: &Store, as_json: bool, now: UnixTime) -> Result<String, StoreError> {
+    let all = views::destinations(store, now).await?;
+    if as_json {
+        return Ok(serde_json::json!({ "destinations": all }).to_string());
+    }
+    Ok(destinations_text(&all, now))
+}
+
+fn destinations_text(all: &[DestinationView], now: UnixTime) -> String {
+    let mut text = String::new();
+    for d in all {
+        let state = match d.disabled_at {
+            Some(at) => format!("disabled ({}) since {}", d.disabled_reason.as_deref().unwrap_or("-"), when(at, now)),
+            None => "enabled".to_owned(),
+        };
+        let jobs: Vec<String> = d.jobs.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let failure = d.last_failure.as_ref().map_or("-".to_owned(), |f| {
+            let what = f
+                .status
+                .map_or_else(|| printable(f.error.as_deref().unwrap_or("-"), RESPONSE_SHOWN), |s| s.to_string());
+            format!("{} {what}", when(f.at, now))
+        });
+        text.push_str(&format!(
+            "{}\n  state         {state}\n  health        {}\n  jobs          {}\n  last success  {}\n  last failure  {failure}\n",
+            d.name,
+            d.health,
+            if jobs.is_empty() { "-".to_owned() } else { jobs.join(", ") },
+            d.last_success_at.map_or("-".to_owned(), |at| when(at, now)),
+        ));
     }
     text
 }

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | missing or wrong bearer token | 401 + `WWW-Authenticate: Bearer` | `{"error":"unauthorized"}` |
 //! | no such event | 404 | `{"error":"not_found"}` |
-//! | a filter the API does not know | 400 | `{"error": why}` (`unknown_state`, `state_not_replayable`) |
+//! | a filter the API does not know | 400 | `{"error": why}` (`unknown_state`, `state_not_replayable`, `state_not_waiting`) |
 //! | the store cannot be read or written | 503 | `{"error":"store_unavailable"}` |
 //!
 //! An admin request body over its limit, too slow or broken is answered as a delivery's

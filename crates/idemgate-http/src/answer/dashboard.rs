@@ -9,6 +9,7 @@
 //! | a session cannot be started (no randomness) | 503 | the sign-in page's "Try again." |
 //! | the store cannot be read for the page | 503 | "The store cannot be read." |
 //! | a replay cannot be recorded | 503 | "Replay failed; try again." |
+//! | a retry-now cannot be recorded | 503 | "Retry failed; try again." |
 
 use axum::response::{IntoResponse, Redirect, Response};
 use http::StatusCode;
@@ -32,6 +33,8 @@ pub enum DashboardAnswer {
     StoreUnreadable,
     /// A replay could not be recorded.
     ReplayFailed,
+    /// A retry-now could not be recorded.
+    RetryFailed,
 }
 
 const SIGN_IN: &str = "idemgate: sign in";
@@ -46,6 +49,7 @@ impl IntoResponse for DashboardAnswer {
             Self::NoSession => (StatusCode::SERVICE_UNAVAILABLE, SIGN_IN, "Try again."),
             Self::StoreUnreadable => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "The store cannot be read."),
             Self::ReplayFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Replay failed; try again."),
+            Self::RetryFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Retry failed; try again."),
         };
         (status, layout(title, &format!("<p class=\"bad\">{message}</p>"))).into_response()
     }
@@ -64,6 +68,7 @@ mod tests {
             (DashboardAnswer::NoSession, 503),
             (DashboardAnswer::StoreUnreadable, 503),
             (DashboardAnswer::ReplayFailed, 503),
+            (DashboardAnswer::RetryFailed, 503),
         ];
         for (answer, status) in cases {
             assert_eq!(answer.into_response().status().as_u16(), status, "{answer:?}");

@@ -10,7 +10,8 @@
 //! expired and was taken over cannot overwrite the newer attempt. A retry is due at the
 //! completion's time plus its delay, to the millisecond. A replay makes finished jobs
 //! `pending` again with a fresh schedule; the event, its identity and so its `webhook-id`
-//! stay the same.
+//! stay the same. A retry-now makes waiting (pending or retrying) jobs due at once and
+//! changes nothing else: the attempts so far count, and the schedule continues from there.
 
 use std::time::Duration;
 
@@ -73,7 +74,8 @@ pub enum Completion {
     Stale,
 }
 
-/// Which finished jobs a replay makes `pending` again.
+/// Which finished jobs a replay makes `pending` again, or which waiting jobs a retry-now
+/// makes due.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplayFilter {
     /// Only this source.
@@ -82,7 +84,8 @@ pub struct ReplayFilter {
     pub identity: Option<String>,
     /// Only this destination.
     pub destination: Option<String>,
-    /// Only jobs in this state (one of the replayable ones); default `dead`.
+    /// Only jobs in this state: for a replay one of the finished ones (default `dead`), for
+    /// a retry-now `pending` or `retrying` (default both).
     pub state: Option<JobState>,
     /// Only events received at or after this time.
     pub since: Option<UnixTime>,
@@ -141,27 +144,42 @@ impl ReplayFilter {
         if state.is_replayable() {
             Ok(state)
         } else {
-            Err(StoreError::Malformed("only succeeded, dead or superseded jobs can be replayed"))
+            Err(StoreError::Filter("only succeeded, dead or superseded jobs can be replayed"))
+        }
+    }
+
+    /// The values both backends' retry-now query binds as its first six parameters; the
+    /// state, if any, is one of the waiting ones.
+    pub(crate) fn waiting_bindings(&self) -> Result<FilterBindings<'_>, StoreError> {
+        match self.state {
+            Some(state) if !state.is_claimable() => {
+                Err(StoreError::Filter("only pending or retrying jobs can be retried now"))
+            }
+            state => Ok(self.with_state(state.map(JobState::as_str))),
         }
     }
 
     /// The values both backends' replay query binds as its first six parameters.
     pub(crate) fn bindings(&self) -> Result<FilterBindings<'_>, StoreError> {
-        Ok(FilterBindings {
-            state: self.replayed_state()?.as_str(),
+        Ok(self.with_state(Some(self.replayed_state()?.as_str())))
+    }
+
+    fn with_state(&self, state: Option<&'static str>) -> FilterBindings<'_> {
+        FilterBindings {
+            state,
             source: self.source.as_deref(),
             identity: self.identity.as_deref(),
             destination: self.destination.as_deref(),
             since: self.since.map(|t| t.0),
             until: self.until.map(|t| t.0),
-        })
+        }
     }
 }
 
 /// A [`ReplayFilter`] as the six values its query binds, in order: state, source,
-/// identity, destination, since, until.
+/// identity, destination, since, until; no state is any the query allows.
 pub(crate) struct FilterBindings<'a> {
-    pub state: &'static str,
+    pub state: Option<&'static str>,
     pub source: Option<&'a str>,
     pub identity: Option<&'a str>,
     pub destination: Option<&'a str>,

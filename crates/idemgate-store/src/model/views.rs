@@ -87,7 +87,8 @@ pub struct RecentConflict {
     pub last_seen_at: UnixTime,
 }
 
-/// A destination's health: its jobs by state, and whether a `410` disabled it.
+/// A destination's state: its jobs by state, whether a `410` disabled it and since when,
+/// and its latest successful and failed attempts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DestinationHealth {
     /// The destination's name.
@@ -96,6 +97,23 @@ pub struct DestinationHealth {
     pub jobs: Vec<(String, u64)>,
     /// Why it is disabled, if it is.
     pub disabled: Option<String>,
+    /// Since when it is disabled, if it is.
+    pub disabled_at: Option<UnixTime>,
+    /// When its latest attempt answered with a 2xx started.
+    pub last_success: Option<UnixTime>,
+    /// Its latest attempt that did not answer with a 2xx.
+    pub last_failure: Option<FailedAttempt>,
+}
+
+/// An attempt that failed: when it started, and the status or what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedAttempt {
+    /// When it started.
+    pub at: UnixTime,
+    /// The destination's status, if it answered.
+    pub status: Option<u16>,
+    /// What went wrong, bounded, when it did not answer (or the status's text).
+    pub error: Option<String>,
 }
 
 /// Counts for one source.

@@ -39,6 +39,14 @@ const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_
       AND ($4::text IS NULL OR j.destination = $4)
       AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)";
 
+/// The waiting jobs a [`ReplayFilter`] selects that are not yet due at `$7` ms.
+const WAITING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
+    WHERE j.state IN ('pending', 'retrying') AND ($1::text IS NULL OR j.state = $1)
+      AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
+      AND ($4::text IS NULL OR j.destination = $4)
+      AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)
+      AND j.next_attempt_at_ms > $7";
+
 impl PgStore {
     /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of
     /// [`crate::jobs`]. Jobs locked by another claim in progress are skipped, not waited for.
@@ -207,6 +215,20 @@ impl PgStore {
         .await?;
         tx.commit().await?;
         Ok(changed == 1)
+    }
+
+    /// Makes the waiting jobs matching `filter` due at `now_ms`; their attempts and errors
+    /// stay as they are. Returns how many were not yet due.
+    pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
+        let bindings = filter.waiting_bindings()?;
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                &format!("UPDATE jobs SET next_attempt_at_ms = $7, updated_at = $8 WHERE id IN ({WAITING})"),
+                &with(&bindings, &[&now_ms, &second_of(now_ms)]),
+            )
+            .await?;
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
 
     /// How many jobs `filter` selects now.

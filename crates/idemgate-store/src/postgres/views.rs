@@ -9,7 +9,9 @@ use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
     model::{body_hash, key, receive::parse_result},
-    views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
+    views::{
+        AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict, SourceStats,
+    },
 };
 
 fn unsigned(value: i64) -> u64 {
@@ -37,6 +39,12 @@ fn receipt_from_row(row: &Row) -> Result<Receipt, StoreError> {
 fn counts(rows: &[Row]) -> Result<Vec<(String, u64)>, StoreError> {
     rows.iter().map(|row| Ok((row.try_get(0)?, unsigned(row.try_get(1)?)))).collect()
 }
+
+/// A destination's (`$1`) attempts, to be narrowed and ordered by [`NEWEST`].
+const LATEST_ATTEMPT: &str = "SELECT a.started_at, a.status, a.error FROM attempts a JOIN jobs j ON j.id = a.job_id
+    WHERE j.destination = $1";
+/// The newest of them: attempts are recorded in order, so the highest id.
+const NEWEST: &str = "ORDER BY a.id DESC LIMIT 1";
 
 impl PgStore {
     /// The receipt for `key`, if any.
@@ -292,16 +300,41 @@ impl PgStore {
                     )
                     .await?,
             )?;
-            let disabled = client
+            let off = client
                 .query_opt(
-                    "SELECT disabled_reason FROM destinations WHERE name = $1 AND disabled_at IS NOT NULL",
+                    "SELECT disabled_reason, disabled_at FROM destinations WHERE name = $1 AND disabled_at IS NOT NULL",
                     &[&name],
                 )
                 .await?
-                .map(|row| row.try_get::<_, Option<String>>(0))
-                .transpose()?
-                .map(Option::unwrap_or_default);
-            all.push(DestinationHealth { name, jobs, disabled });
+                .map(|row| Ok::<_, StoreError>((row.try_get::<_, Option<String>>(0)?, row.try_get::<_, i64>(1)?)))
+                .transpose()?;
+            let last_success = client
+                .query_opt(&format!("{LATEST_ATTEMPT} AND a.status BETWEEN 200 AND 299 {NEWEST}"), &[&name])
+                .await?
+                .map(|row| row.try_get::<_, i64>(0).map(UnixTime))
+                .transpose()?;
+            let last_failure = client
+                .query_opt(
+                    &format!("{LATEST_ATTEMPT} AND (a.status IS NULL OR a.status NOT BETWEEN 200 AND 299) {NEWEST}"),
+                    &[&name],
+                )
+                .await?
+                .map(|row| {
+                    Ok::<_, StoreError>(FailedAttempt {
+                        at: UnixTime(row.try_get(0)?),
+                        status: row.try_get::<_, Option<i32>>(1)?.and_then(|s| u16::try_from(s).ok()),
+                        error: row.try_get(2)?,
+                    })
+                })
+                .transpose()?;
+            all.push(DestinationHealth {
+                name,
+                jobs,
+                disabled: off.as_ref().map(|(reason, _)| reason.clone().unwrap_or_default()),
+                disabled_at: off.map(|(_, at)| UnixTime(at)),
+                last_success,
+                last_failure,
+            });
         }
         Ok(all)
     }

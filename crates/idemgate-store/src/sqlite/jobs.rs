@@ -1,5 +1,5 @@
 //! The delivery queue on SQLite: claiming due jobs under a lease, completing them with
-//! fencing, replaying finished ones, and disabling destinations that answered `410 Gone`,
+//! fencing, replaying finished ones, hurrying waiting ones, and disabling destinations that answered `410 Gone`,
 //! by the rules of [`crate::jobs`]. Claims and completions run on the writer, so no two
 //! claims in this process overlap; across processes, `BEGIN IMMEDIATE` serialises them.
 
@@ -159,6 +159,13 @@ const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_
       AND (?4 IS NULL OR j.destination = ?4)
       AND (?5 IS NULL OR e.received_at >= ?5) AND (?6 IS NULL OR e.received_at < ?6)";
 
+/// The waiting jobs a [`ReplayFilter`] selects that are not yet due at `?7` ms.
+const WAITING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
+    WHERE j.state IN ('pending', 'retrying') AND (?1 IS NULL OR j.state = ?1)
+      AND (?2 IS NULL OR e.source = ?2) AND (?3 IS NULL OR e.identity = ?3) AND (?4 IS NULL OR j.destination = ?4)
+      AND (?5 IS NULL OR e.received_at >= ?5) AND (?6 IS NULL OR e.received_at < ?6)
+      AND j.next_attempt_at_ms > ?7";
+
 impl FilterBindings<'_> {
     /// The six values followed by `more`, as SQLite parameters `?1`… .
     fn with<'b>(&'b self, more: &[&'b dyn rusqlite::ToSql]) -> Vec<&'b dyn rusqlite::ToSql> {
@@ -221,6 +228,17 @@ pub fn replay_selected(
     Ok(changed)
 }
 
+/// Makes the waiting jobs matching `filter` due at `now_ms`; their attempts and errors
+/// stay as they are. Returns how many were not yet due.
+pub fn retry_now(conn: &Connection, filter: &ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
+    let bindings = filter.waiting_bindings()?;
+    let changed = conn.execute(
+        &format!("UPDATE jobs SET next_attempt_at_ms = ?7, updated_at = ?8 WHERE id IN ({WAITING})"),
+        &*bindings.with(&[&now_ms, &second_of(now_ms)]),
+    )?;
+    Ok(changed)
+}
+
 impl SqliteStore {
     /// [`claim`] on the writer.
     pub async fn claim_jobs(
@@ -279,6 +297,11 @@ impl SqliteStore {
         now: UnixTime,
     ) -> Result<usize, StoreError> {
         self.write(move |conn| replay_selected(conn, &filter, &ids, now)).await
+    }
+
+    /// [`retry_now`] on the writer.
+    pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
+        self.write(move |conn| retry_now(conn, &filter, now_ms)).await
     }
 
     /// [`enable_destination`] on the writer.

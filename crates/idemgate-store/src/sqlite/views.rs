@@ -2,12 +2,14 @@
 //! one event's whole history, and counts per source.
 
 use idemgate_core::UnixTime;
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::{
     StoreError,
-    views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
+    views::{
+        AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict, SourceStats,
+    },
 };
 
 /// Events matching `filter`, newest first.
@@ -115,18 +117,40 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
     let names: Vec<String> = stmt.query_map([], |row| row.get(0))?.collect::<Result<_, _>>()?;
     let mut jobs =
         conn.prepare("SELECT state, count(*) FROM jobs WHERE destination = ?1 GROUP BY state ORDER BY state")?;
-    let mut disabled =
-        conn.prepare("SELECT disabled_reason FROM destinations WHERE name = ?1 AND disabled_at IS NOT NULL")?;
+    let mut disabled = conn
+        .prepare("SELECT disabled_reason, disabled_at FROM destinations WHERE name = ?1 AND disabled_at IS NOT NULL")?;
+    let mut succeeded = conn.prepare(&format!("{LATEST_ATTEMPT} AND a.status BETWEEN 200 AND 299 {NEWEST}"))?;
+    let mut failed =
+        conn.prepare(&format!("{LATEST_ATTEMPT} AND (a.status IS NULL OR a.status NOT BETWEEN 200 AND 299) {NEWEST}"))?;
     names
         .into_iter()
         .map(|name| {
             let counts = jobs.query_map([&name], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
-            let reason: Option<Option<String>> =
-                rusqlite::OptionalExtension::optional(disabled.query_row([&name], |row| row.get(0)))?;
-            Ok(DestinationHealth { name, jobs: counts, disabled: reason.map(|r| r.unwrap_or_default()) })
+            let off: Option<(Option<String>, i64)> =
+                disabled.query_row([&name], |row| Ok((row.get(0)?, row.get(1)?))).optional()?;
+            let last_success = succeeded.query_row([&name], |row| row.get(0)).optional()?.map(UnixTime);
+            let last_failure = failed
+                .query_row([&name], |row| {
+                    Ok(FailedAttempt { at: UnixTime(row.get(0)?), status: row.get(1)?, error: row.get(2)? })
+                })
+                .optional()?;
+            Ok(DestinationHealth {
+                name,
+                jobs: counts,
+                disabled: off.as_ref().map(|(reason, _)| reason.clone().unwrap_or_default()),
+                disabled_at: off.map(|(_, at)| UnixTime(at)),
+                last_success,
+                last_failure,
+            })
         })
         .collect()
 }
+
+/// A destination's (`?1`) attempts, to be narrowed and ordered by [`NEWEST`].
+const LATEST_ATTEMPT: &str = "SELECT a.started_at, a.status, a.error FROM attempts a JOIN jobs j ON j.id = a.job_id
+    WHERE j.destination = ?1";
+/// The newest of them: attempts are recorded in order, so the highest id.
+const NEWEST: &str = "ORDER BY a.id DESC LIMIT 1";
 
 /// Counts per source of what arrived at or after `since`.
 pub fn stats(conn: &Connection, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {

@@ -1,5 +1,5 @@
 //! The delivery queue: claims under a lease, fencing, retries, disabled destinations,
-//! FIFO per ordering key, replays, and many claimers at once.
+//! FIFO per ordering key, replays, retry-now, and many claimers at once.
 
 use std::{
     collections::BTreeSet,
@@ -154,6 +154,40 @@ on_both! {
         assert_eq!(ids, BTreeSet::from([("d1".to_owned(), 1), ("d2".to_owned(), 1)]));
         let only_ok = ReplayFilter { state: Some(JobState::Succeeded), identity: Some("ok".to_owned()), ..ReplayFilter::default() };
         assert_eq!(t.replay_jobs(only_ok, UnixTime(T0.0 + 6), 100).await.unwrap(), 1);
+    }
+
+    async fn retry_now_makes_waiting_jobs_due_and_keeps_their_attempts(t: TestStore) {
+        for identity in ["r1", "r2", "done"] {
+            accept_at(&t, identity, &["app"], T0).await;
+        }
+        for job in claim(&t, T0).await {
+            let decision = if job.key.identity.as_str() == "done" {
+                Decision::Succeeded
+            } else {
+                Decision::RetryAfter(Duration::from_secs(3600))
+            };
+            t.complete_job(job, attempt(None), decision, ms(T0)).await.unwrap();
+        }
+        accept_at(&t, "fresh", &["app"], UnixTime(T0.0 + 1)).await;
+        let later = UnixTime(T0.0 + 10);
+        assert!(claim(&t, UnixTime(T0.0 + 9)).await.iter().all(|j| j.key.identity.as_str() == "fresh"));
+        for finished in [JobState::Succeeded, JobState::Dead, JobState::Running] {
+            let filter = ReplayFilter { state: Some(finished), ..ReplayFilter::default() };
+            assert!(t.retry_now(filter, ms(later)).await.is_err(), "{finished} is not waiting");
+        }
+        let one = ReplayFilter { identity: Some("r1".to_owned()), state: Some(JobState::Retrying), ..ReplayFilter::default() };
+        assert_eq!(t.retry_now(one.clone(), ms(later)).await.unwrap(), 1);
+        assert_eq!(t.retry_now(one, ms(later)).await.unwrap(), 0, "a job already due is not counted again");
+        let record = t.jobs(key("r1")).await.unwrap().remove(0);
+        assert_eq!((record.state.as_str(), record.attempts, record.next_attempt_at), ("retrying", 1, later));
+        assert_eq!(t.jobs(key("done")).await.unwrap()[0].state, "succeeded", "a finished job is left alone");
+        let due = claim(&t, later).await;
+        let ids: Vec<_> = due.iter().map(|j| (j.key.identity.to_string(), j.attempt)).collect();
+        assert_eq!(ids, [("r1".to_owned(), 2)], "the next attempt, not a fresh schedule");
+        t.complete_job(due[0].clone(), attempt(None), Decision::RetryAfter(Duration::from_secs(120)), ms(later)).await.unwrap();
+        assert_eq!(t.retry_now(ReplayFilter::default(), ms(later)).await.unwrap(), 2, "r1 and r2, retrying");
+        let both: BTreeSet<_> = claim(&t, later).await.into_iter().map(|j| (j.key.identity.to_string(), j.attempt)).collect();
+        assert_eq!(both, BTreeSet::from([("r1".to_owned(), 3), ("r2".to_owned(), 2)]));
     }
 
     async fn a_bulk_replay_sends_each_job_it_selected_once_even_if_it_finishes_again_meanwhile(t: TestStore) {

@@ -4,9 +4,22 @@
 use std::time::Duration;
 
 use idemgate_core::{UnixTime, retry::Decision};
-use idemgate_store::{jobs::AttemptRecord, views::EventFilter};
+use idemgate_store::{
+    jobs::AttemptRecord,
+    views::{EventFilter, FailedAttempt},
+};
 
 use crate::{T0, TestStore, accept_at, event, ms, on_both, request};
+
+fn at(secs: i64, status: Option<u16>) -> AttemptRecord {
+    AttemptRecord {
+        started_at: UnixTime(T0.0 + secs),
+        latency: Duration::from_millis(3),
+        status,
+        error: status.map_or(Some("connection refused".to_owned()), |s| Some(format!("status {s}"))),
+        response_prefix: None,
+    }
+}
 
 on_both! {
     async fn listings_filter_page_and_count(t: TestStore) {
@@ -52,5 +65,40 @@ on_both! {
         assert!(destinations.iter().all(|d| d.disabled.is_none()));
         assert_eq!(t.job_states().await.unwrap(), [("dead".to_owned(), 1), ("pending".to_owned(), 9)]);
         assert_eq!(t.oldest_waiting_job().await.unwrap(), Some(T0));
+    }
+
+    async fn a_destination_shows_since_when_it_is_disabled_and_its_latest_success_and_failure(t: TestStore) {
+        for identity in ["e1", "e2", "e3"] {
+            accept_at(&t, identity, &["app", "gone"], T0).await;
+        }
+        let lease = Duration::from_secs(30);
+        let mut claimed = t.claim_jobs(ms(T0), lease, 100, Vec::new()).await.unwrap();
+        claimed.sort_by_key(|j| j.id);
+        let mut app_seen = 0;
+        for job in claimed {
+            let (attempt, decision) = match job.destination.as_str() {
+                "gone" => (at(5, Some(410)), Decision::DisableDestination),
+                _ => {
+                    app_seen += 1;
+                    match app_seen {
+                        1 => (at(1, Some(200)), Decision::Succeeded),
+                        2 => (at(2, Some(503)), Decision::RetryAfter(Duration::from_secs(60))),
+                        _ => (at(3, None), Decision::RetryAfter(Duration::from_secs(60))),
+                    }
+                }
+            };
+            t.complete_job(job, attempt, decision, ms(UnixTime(T0.0 + 5))).await.unwrap();
+        }
+        let all = t.destinations().await.unwrap();
+        let app = all.iter().find(|d| d.name == "app").unwrap();
+        assert_eq!((app.disabled.as_deref(), app.disabled_at), (None, None));
+        assert_eq!(app.last_success, Some(UnixTime(T0.0 + 1)));
+        let refused = FailedAttempt { at: UnixTime(T0.0 + 3), status: None, error: Some("connection refused".to_owned()) };
+        assert_eq!(app.last_failure.as_ref(), Some(&refused), "the newest failure, not the 503 before it");
+        assert_eq!(app.jobs, [("retrying".to_owned(), 2), ("succeeded".to_owned(), 1)]);
+        let gone = all.iter().find(|d| d.name == "gone").unwrap();
+        assert_eq!((gone.disabled.as_deref(), gone.disabled_at), (Some("410 Gone"), Some(UnixTime(T0.0 + 5))));
+        assert_eq!(gone.last_success, None);
+        assert_eq!(gone.last_failure.as_ref().map(|f| (f.at, f.status)), Some((UnixTime(T0.0 + 5), Some(410))));
     }
 }

@@ -1,9 +1,10 @@
-//! `idemgate destination`: resuming deliveries to a destination disabled by a `410 Gone`.
+//! `idemgate destination`: what each destination's deliveries come to, and resuming
+//! deliveries to one disabled by a `410 Gone`.
 
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use idemgate::config::Config;
+use idemgate::{config::Config, operator};
 use idemgate_clock::Clock;
 
 use super::{existing_store, open_store, print_line};
@@ -19,5 +20,15 @@ pub(super) async fn enable(config: &Config, name: String, clock: &dyn Clock) -> 
         "{name}: {}",
         if was_disabled { "enabled; waiting jobs are due now" } else { "was not disabled" }
     ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `destination list`, with times shown against `clock`.
+pub(super) async fn list(config: &Config, json: bool, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
+    existing_store(config)?;
+    let store = open_store(config).await?;
+    let text = operator::destinations(&store, json, clock.now()).await?;
+    store.close().await;
+    print_line(text.trim_end())?;
     Ok(ExitCode::SUCCESS)
 }

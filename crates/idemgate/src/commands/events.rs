@@ -1,4 +1,5 @@
-//! `idemgate events`: the views of stored events, and replaying finished jobs.
+//! `idemgate events`: the views of stored events, replaying finished jobs, and hurrying
+//! waiting ones.
 
 use std::process::ExitCode;
 
@@ -9,7 +10,7 @@ use idemgate_store::{SqliteReader, jobs::ReplayFilter, views};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{existing_store, open_store, print_line};
-use crate::cli::{EventsCommand, ReplayArgs};
+use crate::cli::{EventsCommand, ReplayArgs, RetryArgs};
 
 /// Jobs replayed per write transaction.
 const REPLAY_BATCH: usize = 500;
@@ -43,6 +44,24 @@ pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock)
     Ok(ExitCode::SUCCESS)
 }
 
+/// Makes the waiting jobs matching `args` due now; the worker takes them on its next poll.
+pub(super) async fn retry(config: &Config, args: RetryArgs, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
+    let filter = ReplayFilter {
+        source: args.source,
+        identity: args.identity,
+        destination: args.destination,
+        state: args.state,
+        since: args.since.map(|at| at.resolve(clock.now())),
+        until: args.until.map(|at| at.resolve(clock.now())),
+    };
+    existing_store(config)?;
+    let store = open_store(config).await?;
+    let hurried = store.retry_now(filter, clock.now_ms()).await?;
+    store.close().await;
+    print_line(&format!("{hurried} job(s) due now; the worker sends their next attempt on its next poll"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `events list`, `show` and `stats`, with times shown against `clock`.
 pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
     existing_store(config)?;
@@ -73,7 +92,7 @@ pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Cl
             }
         }
         EventsCommand::Stats { since, json } => operator::stats(&store, since.map(|at| at.resolve(now)), json).await?,
-        EventsCommand::Replay { .. } => return Err(anyhow!("replay is not a view")),
+        EventsCommand::Replay { .. } | EventsCommand::Retry { .. } => return Err(anyhow!("not a view")),
     };
     store.close().await;
     print_line(text.trim_end())?;

@@ -55,7 +55,13 @@ pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCod
         Command::Events { command: EventsCommand::Replay { filter } } => {
             events::replay(&load(path, Uses::Store)?, filter, &SystemClock).await
         }
+        Command::Events { command: EventsCommand::Retry { filter } } => {
+            events::retry(&load(path, Uses::Store)?, filter, &SystemClock).await
+        }
         Command::Events { command } => events::view(&load(path, Uses::Store)?, command, &SystemClock).await,
+        Command::Destination { command: DestinationCommand::List { json } } => {
+            destination::list(&load(path, Uses::Store)?, json, &SystemClock).await
+        }
         Command::Destination { command: DestinationCommand::Enable { name } } => {
             destination::enable(&load(path, Uses::Store)?, name, &SystemClock).await
         }

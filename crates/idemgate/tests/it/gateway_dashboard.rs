@@ -67,7 +67,7 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, Str
     head.into_bytes()
 }
 
-fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], body: &str) -> Answer {
+pub fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, String)], body: &str) -> Answer {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     stream.write_all(&request(addr, method, path, headers, body)).unwrap();
@@ -86,14 +86,14 @@ fn own(addr: SocketAddr, session: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn sign_in(admin: SocketAddr) -> Answer {
+pub fn sign_in(admin: SocketAddr) -> Answer {
     let form = [("Content-Type", "application/x-www-form-urlencoded".to_owned())];
     let answer = send(admin, "POST", "/admin/login", &form, &format!("token={TOKEN}"));
     assert_eq!(answer.status, 303, "{answer:?}");
     answer
 }
 
-fn page(admin: SocketAddr, session: &str) -> Answer {
+pub fn page(admin: SocketAddr, session: &str) -> Answer {
     send(admin, "GET", "/admin/", &[("Cookie", format!("idemgate_admin={session}"))], "")
 }
 
@@ -240,4 +240,48 @@ fn an_expired_session_is_refused() {
     assert!(answer.header("set-cookie").unwrap().contains("Max-Age=1;"), "{answer:?}");
     std::thread::sleep(Duration::from_millis(1500));
     assert!(!signed_in(admin, &answer.session()), "expired");
+}
+
+#[test]
+fn retry_now_on_the_dashboard_needs_its_own_origin_and_csrf_token_and_sends_the_waiting_job() {
+    let recorder = Destination::start(&[Step::Status(500)]);
+    let sources = forwarding(&Signer::Standard(KEY.to_vec()), &recorder, "", "retry_schedule = [\"1h\"]");
+    let setup = Setup::new(&format!("{sources}[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"env:ADMIN_TOKEN\"\n"));
+    let mut gateway = Gateway::start(&setup.config(), &[("ADMIN_TOKEN", TOKEN)]);
+    let admin = gateway.admin_addr();
+    let event = body("msg_wait", "t");
+    let headers = Signer::Standard(KEY.to_vec()).headers("msg_wait", &event, unix_now());
+    assert_eq!(gateway.post("hooks", &headers, &event).status(), 202);
+    recorder.wait_until("the failing attempt", |r| r.len() == 1);
+    for _ in 0..500 {
+        if job_state(&setup) == "retrying" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(job_state(&setup), "retrying");
+
+    let session = sign_in(admin).session();
+    let shown = page(admin, &session);
+    let row = shown.body.split_once("<tr data-destination=\"app\">").unwrap().1.split("</tr>").next().unwrap();
+    assert!(row.contains("action=\"/admin/retry\"") && row.contains("class=\"retry\""), "{row}");
+    let csrf = shown.csrf();
+    let form = |csrf: &str| format!("destination=app&csrf={csrf}");
+    let mut foreign = own(admin, &session);
+    foreign.retain(|(n, _)| *n != "Origin");
+    foreign.push(("Origin", format!("http://{}", gateway.addr)));
+    for (what, headers, body) in [
+        ("another port of this host", foreign, form(&csrf)),
+        ("no csrf token", own(admin, &session), "destination=app".to_owned()),
+        ("a wrong csrf token", own(admin, &session), form(&"0".repeat(64))),
+    ] {
+        let answer = send(admin, "POST", "/admin/retry", &headers, &body);
+        assert_eq!(answer.status, 403, "{what}: {answer:?}");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(recorder.received().len(), 1, "nothing was hurried");
+
+    let answer = send(admin, "POST", "/admin/retry", &own(admin, &session), &form(&csrf));
+    assert_eq!((answer.status, answer.header("location")), (303, Some("/admin/")), "{answer:?}");
+    recorder.wait_until("the hurried attempt", |r| r.len() == 2);
 }
