@@ -308,25 +308,11 @@ pub(crate) enum EventsCommand {
 
 #[derive(clap::Args)]
 pub(crate) struct RetryArgs {
-    /// Only this source id.
-    #[arg(long)]
-    pub(crate) source: Option<String>,
-    /// Only this event identity.
-    #[arg(long)]
-    pub(crate) identity: Option<String>,
-    /// Only this destination.
-    #[arg(long)]
-    pub(crate) destination: Option<String>,
     /// Only jobs in this state: pending or retrying (default: both).
     #[arg(long, value_parser = waiting_state)]
     pub(crate) state: Option<JobState>,
-    /// Only events received at or after this time: RFC 3339 (2026-12-01T22:54:01Z), a
-    /// date (2026-12-01, midnight UTC) or a duration back from now (30m, 1h, 2d).
-    #[arg(long)]
-    pub(crate) since: Option<TimeSpec>,
-    /// Only events received before this time (the same forms as --since).
-    #[arg(long)]
-    pub(crate) until: Option<TimeSpec>,
+    #[command(flatten)]
+    pub(crate) jobs: JobFilterArgs,
 }
 
 /// A state `events replay` takes: a finished one. A waiting job is not replayed but
@@ -357,6 +343,16 @@ fn waiting_state(text: &str) -> Result<JobState, String> {
 
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {
+    /// Jobs in this state: dead (default), superseded (forced delivery) or succeeded (resend).
+    #[arg(long, default_value = "dead", value_parser = finished_state)]
+    pub(crate) state: JobState,
+    #[command(flatten)]
+    pub(crate) jobs: JobFilterArgs,
+}
+
+/// Which jobs `events replay` and `events retry` act on, besides their state.
+#[derive(clap::Args)]
+pub(crate) struct JobFilterArgs {
     /// Only this source id.
     #[arg(long)]
     pub(crate) source: Option<String>,
@@ -366,9 +362,6 @@ pub(crate) struct ReplayArgs {
     /// Only this destination.
     #[arg(long)]
     pub(crate) destination: Option<String>,
-    /// Jobs in this state: dead (default), superseded (forced delivery) or succeeded (resend).
-    #[arg(long, default_value = "dead", value_parser = finished_state)]
-    pub(crate) state: JobState,
     /// Only events received at or after this time: RFC 3339 (2026-12-01T22:54:01Z), a
     /// date (2026-12-01, midnight UTC) or a duration back from now (30m, 1h, 2d).
     #[arg(long)]

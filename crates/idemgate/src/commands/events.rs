@@ -6,11 +6,12 @@ use std::process::ExitCode;
 use anyhow::{Context, anyhow};
 use idemgate::{config::Config, operator};
 use idemgate_clock::Clock;
+use idemgate_core::job::JobState;
 use idemgate_store::{SqliteReader, jobs::ReplayFilter, views};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{existing_store, open_store, print_line};
-use crate::cli::{EventsCommand, ReplayArgs, RetryArgs};
+use crate::cli::{EventsCommand, JobFilterArgs, ReplayArgs, RetryArgs};
 
 /// Jobs replayed per write transaction.
 const REPLAY_BATCH: usize = 500;
@@ -18,14 +19,7 @@ const REPLAY_BATCH: usize = 500;
 /// Replays the jobs matching at the start, in batches, so a large replay shows its progress
 /// and never holds the write lock for long.
 pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
-    let filter = ReplayFilter {
-        source: args.source,
-        identity: args.identity,
-        destination: args.destination,
-        state: Some(args.state),
-        since: args.since.map(|at| at.resolve(clock.now())),
-        until: args.until.map(|at| at.resolve(clock.now())),
-    };
+    let filter = job_filter(args.jobs, Some(args.state), clock);
     existing_store(config)?;
     let store = open_store(config).await?;
     let progress = ProgressBar::new(0).with_style(
@@ -44,16 +38,22 @@ pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock)
     Ok(ExitCode::SUCCESS)
 }
 
+/// The store's filter for `jobs` in `state`, the times resolved against the clock's now.
+fn job_filter(jobs: JobFilterArgs, state: Option<JobState>, clock: &dyn Clock) -> ReplayFilter {
+    let now = clock.now();
+    ReplayFilter {
+        source: jobs.source,
+        identity: jobs.identity,
+        destination: jobs.destination,
+        state,
+        since: jobs.since.map(|at| at.resolve(now)),
+        until: jobs.until.map(|at| at.resolve(now)),
+    }
+}
+
 /// Makes the waiting jobs matching `args` due now; the worker takes them on its next poll.
 pub(super) async fn retry(config: &Config, args: RetryArgs, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
-    let filter = ReplayFilter {
-        source: args.source,
-        identity: args.identity,
-        destination: args.destination,
-        state: args.state,
-        since: args.since.map(|at| at.resolve(clock.now())),
-        until: args.until.map(|at| at.resolve(clock.now())),
-    };
+    let filter = job_filter(args.jobs, args.state, clock);
     existing_store(config)?;
     let store = open_store(config).await?;
     let hurried = store.retry_now(filter, clock.now_ms()).await?;
