@@ -59,6 +59,16 @@ pub enum AttemptResult {
     Timeout,
     /// The connection could not be made or broke before an answer.
     Connection,
+    /// A destination that is not HTTP took the event (a broker's publisher confirm, a
+    /// mail server's `250`).
+    Accepted,
+    /// A destination that is not HTTP answered with a refusal (a broker's nack, a mail
+    /// server's `4xx` or `5xx`), or the event cannot be made into what it takes (a failing
+    /// transform). A permanent refusal is final; a temporary one follows the schedule.
+    Refused {
+        /// Retrying cannot change it.
+        permanent: bool,
+    },
 }
 
 /// The verdict for a job after an attempt.
@@ -82,6 +92,8 @@ pub enum DeadReason {
     AttemptsExhausted,
     /// The destination gave an answer that retrying cannot change (a 4xx).
     FinalStatus(u16),
+    /// A destination that is not HTTP refused permanently; the attempt's error says how.
+    Refused,
 }
 
 impl DeadReason {
@@ -91,6 +103,7 @@ impl DeadReason {
         match self {
             Self::AttemptsExhausted => "attempts exhausted".to_owned(),
             Self::FinalStatus(status) => format!("final status {status}"),
+            Self::Refused => "refused permanently".to_owned(),
         }
     }
 }
@@ -106,14 +119,15 @@ impl RetryPolicy {
     #[must_use]
     pub fn decide(&self, attempt: u32, result: AttemptResult, draw: f64) -> Decision {
         let retry_after = match result {
-            AttemptResult::Status { status: 200..=299, .. } => return Decision::Succeeded,
+            AttemptResult::Status { status: 200..=299, .. } | AttemptResult::Accepted => return Decision::Succeeded,
+            AttemptResult::Refused { permanent: true } => return Decision::Dead(DeadReason::Refused),
             AttemptResult::Status { status: 410, .. } => return Decision::DisableDestination,
             AttemptResult::Status { status, .. } if !self.is_retryable(status) => {
                 return Decision::Dead(DeadReason::FinalStatus(status));
             }
 
             AttemptResult::Status { retry_after, .. } => retry_after,
-            AttemptResult::Timeout | AttemptResult::Connection => None,
+            AttemptResult::Timeout | AttemptResult::Connection | AttemptResult::Refused { permanent: false } => None,
         };
         let Some(base) = attempt.checked_sub(1).and_then(|i| self.schedule.get(i as usize)) else {
             return Decision::Dead(DeadReason::AttemptsExhausted);
@@ -185,6 +199,19 @@ mod tests {
         let lenient = RetryPolicy { retry_client_errors: true, ..no_jitter() };
         assert_eq!(lenient.decide(1, status(404), 0.5), Decision::RetryAfter(Duration::from_secs(5)));
         assert_eq!(lenient.decide(1, status(410), 0.5), Decision::DisableDestination, "410 always disables");
+    }
+
+    #[test]
+    fn a_non_http_destination_accepts_or_refuses() {
+        let policy = no_jitter();
+        assert_eq!(policy.decide(1, AttemptResult::Accepted, 0.5), Decision::Succeeded);
+        assert_eq!(
+            policy.decide(1, AttemptResult::Refused { permanent: true }, 0.5),
+            Decision::Dead(DeadReason::Refused)
+        );
+        let temporary = AttemptResult::Refused { permanent: false };
+        assert_eq!(policy.decide(1, temporary, 0.5), Decision::RetryAfter(Duration::from_secs(5)));
+        assert_eq!(policy.decide(10, temporary, 0.5), Decision::Dead(DeadReason::AttemptsExhausted));
     }
 
     #[test]

@@ -192,6 +192,8 @@ impl Worker {
             },
             idemgate_core::retry::AttemptResult::Timeout => "timeout",
             idemgate_core::retry::AttemptResult::Connection => "connection",
+            idemgate_core::retry::AttemptResult::Accepted => "accepted",
+            idemgate_core::retry::AttemptResult::Refused { .. } => "refused",
         };
         metrics::counter!("idemgate_attempts_total", "destination" => job.destination.clone(), "result" => class)
             .increment(1);
