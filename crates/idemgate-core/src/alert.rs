@@ -39,7 +39,8 @@ pub enum Condition {
 
 impl Condition {
     /// Every condition, in the order of [`Self::name`].
-    pub const ALL: [Self; 4] = [Self::DeadJobs, Self::DestinationDisabled, Self::DestinationPaused, Self::OldestWaiting];
+    pub const ALL: [Self; 4] =
+        [Self::DeadJobs, Self::DestinationDisabled, Self::DestinationPaused, Self::OldestWaiting];
 
     /// The name in an alert's identity, its body and the store.
     #[must_use]
@@ -259,7 +260,10 @@ fn holding(rules: &Rules, snapshot: &Snapshot, now: UnixTime) -> Vec<Alert> {
                 condition: Condition::DeadJobs,
                 target: destination.name.clone(),
                 since: dead.first,
-                details: vec![("dead_jobs", i64::try_from(dead.count).unwrap_or(i64::MAX)), ("last_dead_at", dead.last.0)],
+                details: vec![
+                    ("dead_jobs", i64::try_from(dead.count).unwrap_or(i64::MAX)),
+                    ("last_dead_at", dead.last.0),
+                ],
             });
         }
         if let Some((condition, since)) = destination.state.condition() {

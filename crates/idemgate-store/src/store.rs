@@ -15,7 +15,11 @@ use std::{
 };
 
 use idemgate_core::{
-    Outcome, ReceiptKey, SourceName, UnixTime, idempotency::Fingerprint, outcome::FailureCause, retry::Decision,
+    Outcome, ReceiptKey, SourceName, UnixTime,
+    alert::{AlertRecord, Snapshot},
+    idempotency::Fingerprint,
+    outcome::FailureCause,
+    retry::Decision,
 };
 
 use crate::{
@@ -348,6 +352,23 @@ impl Store {
     /// Every destination that has jobs or was disabled.
     pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
         on_backend!(self, store => store.destinations().await)
+    }
+
+    /// The queue's health for the alert checker, leaving out `exclude` (the alert
+    /// destination): each destination's jobs that went dead at or after `dead_since`, the
+    /// disabled destinations and the oldest waiting job, read as one snapshot.
+    pub async fn alert_snapshot(&self, exclude: String, dead_since: UnixTime) -> Result<Snapshot, StoreError> {
+        on_backend!(self, store => store.alert_snapshot(exclude, dead_since).await)
+    }
+
+    /// The last alert of each (condition, target).
+    pub async fn alert_records(&self) -> Result<Vec<AlertRecord>, StoreError> {
+        on_backend!(self, store => store.alert_records().await)
+    }
+
+    /// Keeps `record` as the last alert of its (condition, target), replacing the one before.
+    pub async fn record_alert(&self, record: AlertRecord) -> Result<(), StoreError> {
+        on_backend!(self, store => store.record_alert(record).await)
     }
 
     /// Counts per source of what arrived at or after `since`.

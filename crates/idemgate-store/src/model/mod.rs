@@ -5,6 +5,7 @@
 //! or a purge writes, and reading an idempotency record or a repeated receipt for core's
 //! decision. Each backend imports this root, never the other backend's modules.
 
+pub(crate) mod alerts;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;

@@ -11,6 +11,7 @@
 //! Each operation is one transaction on a pooled connection. `synchronous_commit` must be
 //! on (checked at start-up): an answer leaves only after PostgreSQL made the commit durable.
 
+mod alerts;
 mod idempotency;
 mod jobs;
 mod maintenance;

@@ -138,6 +138,18 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs RENAME COLUMN next_attempt_at TO next_attempt_at_ms;
     UPDATE jobs SET next_attempt_at_ms = next_attempt_at_ms * 1000;
 ",
+    // Alerts: the last alert of each (condition, target), and dead jobs by when they died.
+    r"
+    CREATE TABLE alerts (
+        condition   TEXT    NOT NULL,
+        target      TEXT    NOT NULL,
+        since       INTEGER NOT NULL,
+        opened_at   INTEGER NOT NULL,
+        resolved_at INTEGER,
+        PRIMARY KEY (condition, target)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX jobs_dead_at ON jobs (updated_at) WHERE state = 'dead';
+",
 ];
 
 /// The schema version this build writes.

@@ -9,6 +9,7 @@
 //! ([`maintenance`]: backup, restore, purge, seeding), and the queue, idempotency and view
 //! queries on a given connection. Everything else goes through [`crate::Store`].
 
+mod alerts;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;
