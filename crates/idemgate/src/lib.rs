@@ -14,6 +14,7 @@
 //! PostgreSQL), [`http`] (the HTTP edge), [`worker`] (delivery). `examples/counter.rs` shows
 //! the library path.
 
+pub mod alerts;
 pub mod availability;
 pub mod bench;
 pub mod config;

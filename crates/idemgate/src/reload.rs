@@ -91,6 +91,9 @@ pub fn plan(running: &Config, new: Config) -> Plan {
     if running.metrics != new.metrics {
         needs_restart.push("metrics");
     }
+    if running.alerts != new.alerts {
+        needs_restart.push("alerts");
+    }
     let changes = changes(running, &new);
     let mut applied = new;
     applied.admin = admin(running.admin.as_ref(), applied.admin.take(), &mut needs_restart);
@@ -98,6 +101,7 @@ pub fn plan(running: &Config, new: Config) -> Plan {
     applied.store = running.store.clone();
     applied.worker = running.worker;
     applied.metrics = running.metrics;
+    applied.alerts = running.alerts.clone();
     Plan { applied, changes, needs_restart }
 }
 

@@ -1,5 +1,6 @@
 //! The whole gateway started on listeners the caller bound: the sources' routes, the
-//! worker (unless `[worker] enabled = false`), the retention purges and the admin API, until
+//! worker (unless `[worker] enabled = false`), the retention purges, the alert checker
+//! (with `[alerts]`) and the admin API, until
 //! a shutdown future completes. `idemgate serve` and `idemgate worker` are this function
 //! behind a signal; tests call it in-process on `127.0.0.1:0`. Every part reads the time
 //! from the one clock in [`RunOptions`], so a test can run the whole gateway on a
@@ -136,6 +137,8 @@ pub async fn run(
         }
         _ => None,
     };
+    let alerts =
+        crate::alerts::checker(config.alerts.as_ref(), Arc::clone(&availability), Arc::clone(&clock), stopped.clone());
     let worker = (config.worker.enabled || !receive)
         .then(|| outbound::worker(&config, &store).map(|worker| worker.with_clock(Arc::clone(&clock))))
         .transpose()?;
@@ -162,6 +165,9 @@ pub async fn run(
     }
     if let Some(worker) = worker {
         let _ = worker.await;
+    }
+    if let Some(alerts) = alerts {
+        let _ = alerts.await;
     }
     if let Some(own_metrics) = own_metrics {
         let _ = own_metrics.await;

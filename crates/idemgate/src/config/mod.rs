@@ -7,6 +7,7 @@
 //! While validating, [`effective`] records each key's value and [`origin`], for
 //! `idemgate config check`.
 
+mod alerts;
 mod destinations;
 pub mod effective;
 mod listeners;
@@ -22,8 +23,8 @@ pub mod validated;
 use std::path::Path;
 
 pub use validated::{
-    AdminConfig, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig, PostgresConfig, ProxyConfig,
-    ServerConfig, SourceConfig, StoreConfig, TlsConfig, Uses, WorkerConfig,
+    AdminConfig, AlertsConfig, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig, PostgresConfig,
+    ProxyConfig, ServerConfig, SourceConfig, StoreConfig, TlsConfig, Uses, WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.

@@ -38,6 +38,8 @@ pub struct RawConfig {
     /// `[metrics]`.
     #[serde(default)]
     pub metrics: RawMetrics,
+    /// `[alerts]`: signed webhooks about the queue's health.
+    pub alerts: Option<RawAlerts>,
     /// What the file said and which keys the environment set, for each value's origin.
     #[serde(skip)]
     pub origins: Origins,
@@ -57,6 +59,26 @@ pub struct RawAdmin {
     pub tls: Option<RawTls>,
     /// Serve a non-loopback admin address without TLS.
     pub allow_plaintext: Option<bool>,
+}
+
+/// `[alerts]`: which conditions of the queue are sent, to which destination, how often.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAlerts {
+    /// The `[destinations.*]` alerts go to.
+    pub destination: String,
+    /// Alert when jobs of a destination go dead.
+    pub dead_jobs: Option<bool>,
+    /// Alert when a destination is disabled (410).
+    pub destination_disabled: Option<bool>,
+    /// Alert when a destination's circuit breaker pauses it.
+    pub destination_paused: Option<bool>,
+    /// Alert when the oldest waiting job is older than this; off when absent.
+    pub oldest_waiting: Option<String>,
+    /// How often the conditions are read from the store.
+    pub check_interval: Option<String>,
+    /// At most one alert per condition and target within this.
+    pub min_interval: Option<String>,
 }
 
 /// `[metrics]`: where `/metrics` is served.

@@ -112,6 +112,9 @@ fn source(
     verified: bool,
 ) -> Result<(Retention, String, Option<SourceConfig>), ConfigError> {
     let key = format!("sources.{id}");
+    if id == idemgate_core::alert::ALERT_SOURCE {
+        return Err(ConfigError::new(&key, "this source id is reserved for the gateway's own alerts ([alerts])"));
+    }
     let name = SourceName::new(id).map_err(|err| ConfigError::new(&key, err.to_string()))?;
     let route = r.value(&format!("{key}.route"), raw.route, id.to_owned());
     if SourceName::new(route.as_str()).is_err() {

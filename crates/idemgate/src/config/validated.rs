@@ -23,6 +23,7 @@ use super::{
     secrets,
 };
 pub use super::{
+    alerts::AlertsConfig,
     destinations::DestinationConfig,
     listeners::{AdminConfig, ServerConfig, TlsConfig},
     metrics::{MetricsConfig, MetricsListen},
@@ -99,6 +100,8 @@ pub struct Config {
     pub admin: Option<AdminConfig>,
     /// `[metrics]`.
     pub metrics: MetricsConfig,
+    /// `[alerts]`, when configured.
+    pub alerts: Option<AlertsConfig>,
     /// Every source's retention, whatever the command.
     retention: Vec<Retention>,
     /// Every destination's name, whatever the command.
@@ -215,6 +218,7 @@ struct Parts<S> {
     proxies: Vec<ProxyConfig>,
     admin: Option<AdminConfig>,
     metrics: MetricsConfig,
+    alerts: Option<AlertsConfig>,
 }
 
 /// Turns what the file says into what the gateway runs with, resolving everything.
@@ -236,6 +240,7 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         proxies: parts.proxies,
         admin: parts.admin,
         metrics: parts.metrics,
+        alerts: parts.alerts,
         retention: parts.sources.retention,
         destination_names: parts.destinations.names,
         listing: reading.listing,
@@ -270,6 +275,7 @@ fn parts<'a, S>(
         admin,
         proxy,
         metrics,
+        alerts,
         origins,
     } = raw;
     let mut reading = Reading { base, origins, warnings: Vec::new(), listing: Listing::default() };
@@ -293,7 +299,8 @@ fn parts<'a, S>(
         }
     };
     let metrics = super::metrics::metrics(metrics, has_admin, r)?;
-    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics }, reading))
+    let alerts = super::alerts::alerts(alerts, &destinations.names, r)?;
+    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics, alerts }, reading))
 }
 
 fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>) -> Result<WorkerConfig, ConfigError> {
