@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod admin_listener;
+mod alerts;
 mod cli_docs;
 mod config_cli;
 mod gateway_admin;
