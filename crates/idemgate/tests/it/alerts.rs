@@ -50,7 +50,13 @@ struct Rig {
 impl Rig {
     /// `billing` is the destination of source `hooks`, `ops` the alert receiver;
     /// `billing_extra` and `alerts_extra` are added to their tables.
-    fn start(backend: Backend, billing: &Destination, billing_extra: &str, ops: &Destination, alerts_extra: &str) -> Self {
+    fn start(
+        backend: Backend,
+        billing: &Destination,
+        billing_extra: &str,
+        ops: &Destination,
+        alerts_extra: &str,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (store, postgres) = match backend {
             Backend::Sqlite => (format!("path = {:?}", dir.path().join("idemgate.sqlite3")), None),
