@@ -31,7 +31,7 @@ const KEY: [u8; 32] = [21; 32];
 const OPS_KEY: [u8; 32] = [22; 32];
 
 #[derive(Clone, Copy)]
-enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
 }
@@ -344,3 +344,170 @@ on_both_backends!(
     the_oldest_waiting_job_alerts_past_its_threshold_and_resolves_once_drained,
     an_alert_reaches_a_receiver_that_was_down_at_first,
 );
+
+/// The checker's steps on a real store at chosen times, without the loop: a crash between
+/// storing an alert and recording it, a flapping destination held for `min_interval`.
+mod checks {
+    use std::{sync::Arc, time::Duration};
+
+    use idemgate::{
+        alerts::check,
+        config::AlertsConfig,
+        core::{
+            BodyHash, Identity, Outcome, ReceiptKey, SourceName, UnixTime,
+            alert::{ALERT_SOURCE, Action, Rules},
+            retry::Decision,
+        },
+        store::{
+            PgOptions, PgStore, ReceiveRequest, SqliteStore, Store, StoreOptions, inbox::IncomingEvent,
+            jobs::AttemptRecord,
+        },
+    };
+
+    use super::Backend;
+    use crate::postgres_instances::{fresh_schema, query};
+
+    const T: i64 = 1_800_000_000;
+
+    struct Opened {
+        store: Store,
+        dir: tempfile::TempDir,
+        url: Option<String>,
+    }
+
+    async fn open(backend: Backend) -> Opened {
+        let dir = tempfile::tempdir().unwrap();
+        match backend {
+            Backend::Sqlite => {
+                let store = SqliteStore::open(&dir.path().join("s.sqlite3"), StoreOptions::default()).unwrap();
+                Opened { store: Arc::new(store).into(), dir, url: None }
+            }
+            Backend::Postgres => {
+                let url = tokio::task::spawn_blocking(|| fresh_schema("alert_checks")).await.unwrap();
+                let options = PgOptions { pool_size: 4, wait_timeout: Duration::from_secs(10) };
+                let store = PgStore::connect(&url, options).await.unwrap();
+                Opened { store: store.into(), dir, url: Some(url) }
+            }
+        }
+    }
+
+    impl Opened {
+        /// Forgets every alert record, as a crash right after storing an alert would.
+        fn forget_records(&self) {
+            match &self.url {
+                Some(url) => {
+                    let url = url.clone();
+                    std::thread::spawn(move || query(&url, "DELETE FROM alerts")).join().unwrap();
+                }
+                None => {
+                    let conn = rusqlite::Connection::open(self.dir.path().join("s.sqlite3")).unwrap();
+                    conn.execute("DELETE FROM alerts", []).unwrap();
+                }
+            }
+        }
+
+        /// One event for billing whose attempt answers 410 at `at`.
+        async fn disable_billing(&self, identity: &str, at: i64) {
+            let body = format!(r#"{{"id":"{identity}"}}"#).into_bytes();
+            let key =
+                ReceiptKey { source: SourceName::new("hooks").unwrap(), identity: Identity::new(identity).unwrap() };
+            let request =
+                ReceiveRequest { key, body_hash: BodyHash::of(&body), received_at: UnixTime(at), dedupe_body: false };
+            let event = IncomingEvent {
+                result: serde_json::json!({}),
+                outgoing_id: None,
+                event_type: None,
+                content_type: None,
+                headers: Vec::new(),
+                body: body.into(),
+                ordering: None,
+                destinations: Arc::from(["billing".to_owned()]),
+                refusal: None,
+            };
+            assert!(matches!(self.store.accept(request, event).await, Outcome::Applied { .. }));
+            let claimed = self.store.claim_jobs(at * 1000, Duration::from_secs(30), 10, Vec::new()).await.unwrap();
+            let job = claimed.into_iter().find(|job| job.destination == "billing").unwrap();
+            let attempt = AttemptRecord {
+                started_at: UnixTime(at),
+                latency: Duration::from_millis(1),
+                status: Some(410),
+                error: None,
+                response_prefix: None,
+            };
+            self.store.complete_job(job, attempt, Decision::DisableDestination, at * 1000).await.unwrap();
+        }
+
+        async fn alert_events(&self) -> Vec<String> {
+            let receipts = self.store.receipts(SourceName::new(ALERT_SOURCE).unwrap()).await.unwrap();
+            receipts.into_iter().map(|receipt| receipt.key.identity.to_string()).collect()
+        }
+    }
+
+    fn config() -> AlertsConfig {
+        AlertsConfig {
+            destination: "ops".to_owned(),
+            rules: Rules {
+                dead_jobs: true,
+                destination_disabled: true,
+                destination_paused: true,
+                oldest_waiting: None,
+                min_interval: 900,
+            },
+            check_interval: Duration::from_secs(10),
+        }
+    }
+
+    async fn identities(store: &Store, at: i64) -> Vec<String> {
+        check(store, &config(), UnixTime(at)).await.unwrap().iter().map(Action::identity).collect()
+    }
+
+    async fn a_crash_before_the_record_and_a_flapping_destination_still_send_each_alert_once(backend: Backend) {
+        let t = open(backend).await;
+        t.disable_billing("evt_1", T).await;
+        let opened = format!("destination-disabled:billing:{T}");
+        assert_eq!(identities(&t.store, T + 1).await, [opened.clone()]);
+        assert!(identities(&t.store, T + 2).await.is_empty(), "open: nothing more");
+
+        t.forget_records();
+        assert_eq!(identities(&t.store, T + 3).await, [opened.clone()], "decided again after the crash");
+        assert_eq!(t.alert_events().await, [opened.clone()], "but stored once: the receipt decides");
+        let job = t.store.jobs(ReceiptKey {
+            source: SourceName::new(ALERT_SOURCE).unwrap(),
+            identity: Identity::new(opened.clone()).unwrap(),
+        });
+        assert_eq!(job.await.unwrap().iter().map(|j| j.destination.as_str()).collect::<Vec<_>>(), ["ops"]);
+        assert!(identities(&t.store, T + 4).await.is_empty(), "and recorded then");
+
+        assert!(t.store.enable_destination("billing".to_owned(), UnixTime(T + 10)).await.unwrap());
+        assert_eq!(identities(&t.store, T + 11).await, [format!("{opened}:resolved")]);
+
+        t.disable_billing("evt_2", T + 20).await;
+        // The alert counts as opened when it was recorded: T + 3, after the crash.
+        for at in [T + 21, T + 500, T + 902] {
+            assert!(identities(&t.store, at).await.is_empty(), "back within min_interval of its alert: held at {at}");
+        }
+        let again = format!("destination-disabled:billing:{}", T + 20);
+        assert_eq!(identities(&t.store, T + 903).await, [again.clone()]);
+        let mut expected = vec![opened.clone(), format!("{opened}:resolved"), again];
+        expected.sort();
+        assert_eq!(t.alert_events().await, expected);
+    }
+
+    mod on {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn sqlite() {
+            super::a_crash_before_the_record_and_a_flapping_destination_still_send_each_alert_once(
+                super::Backend::Sqlite,
+            )
+            .await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn postgres() {
+            super::a_crash_before_the_record_and_a_flapping_destination_still_send_each_alert_once(
+                super::Backend::Postgres,
+            )
+            .await;
+        }
+    }
+}
