@@ -4,7 +4,7 @@
 //! The sources (routes, schemes, secrets, allowlists), the destinations (URLs, secrets,
 //! retry schedules), the proxies and the admin token apply at once. What a running
 //! listener, store or worker was built with (listen addresses, timeouts, TLS, the store,
-//! the worker's settings and whether it runs, the admin listener) keeps its running value
+//! the worker's settings and whether it runs, the admin listener, `[alerts]`) keeps its running value
 //! and is reported as needing a restart. [`plan`] decides that without any I/O; `run`
 //! applies the plan by replacing the router, the worker's routes and the admin token, each
 //! behind a handle a request or a claim batch reads once, so nothing in flight changes.
@@ -286,6 +286,13 @@ url = "http://127.0.0.1:1/d"
         assert!(plan.applied.worker.enabled);
         assert_eq!(plan.applied.metrics, running.metrics);
         assert!(plan.changes.is_empty());
+    }
+
+    #[test]
+    fn alerts_turned_on_need_a_restart_and_stay_as_they_run() {
+        let plan = plan(&config(BASE), config(&format!("{BASE}[alerts]\ndestination = \"d\"\n")));
+        assert_eq!(plan.needs_restart, ["alerts"]);
+        assert_eq!(plan.applied.alerts, None);
     }
 
     #[test]
