@@ -150,7 +150,7 @@ on_both! {
 }
 
 /// Accepts `e_old` with the current schema, then takes the schema back to before the
-/// outgoing id existed (the column and the body receipts dropped, due times back in
+/// outgoing id existed (the column, the body receipts and what came later dropped, due times back in
 /// seconds as they were then, the version lowered).
 const SQLITE_VERSION_BEFORE: u32 = 5;
 const POSTGRES_VERSION_BEFORE: i32 = 1;
@@ -164,7 +164,8 @@ async fn sqlite_events_stored_before_the_outgoing_id_keep_their_identity_as_thei
     store.close().await;
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(&format!(
-        "DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
+        "DROP TABLE alerts; DROP INDEX jobs_dead_at;
+         DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
          ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
          UPDATE jobs SET next_attempt_at = next_attempt_at / 1000;
          PRAGMA user_version = {SQLITE_VERSION_BEFORE};"
@@ -186,7 +187,8 @@ async fn postgres_events_stored_before_the_outgoing_id_keep_their_identity_as_th
     tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
+            "DROP TABLE alerts; DROP INDEX jobs_dead_at;
+             DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
              ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
              UPDATE jobs SET next_attempt_at = next_attempt_at / 1000;
              UPDATE idemgate_schema SET version = {POSTGRES_VERSION_BEFORE};"

@@ -53,7 +53,8 @@ async fn jobs_stored_with_due_times_in_seconds_keep_their_time_after_the_upgrade
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
+            "DROP TABLE alerts; DROP INDEX jobs_dead_at;
+             ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
              PRAGMA user_version = 6;
              INSERT INTO receipts VALUES ('src', 'e1', zeroblob(32), 'applied', 'null', 1700000000);
              INSERT INTO events (id, source, identity, outgoing_id, body, received_at) VALUES (1, 'src', 'e1', 'e1', x'7b7d', 1700000000);
