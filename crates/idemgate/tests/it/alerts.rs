@@ -465,12 +465,12 @@ mod checks {
         let t = open(backend).await;
         t.disable_billing("evt_1", T).await;
         let opened = format!("destination-disabled:billing:{T}");
-        assert_eq!(identities(&t.store, T + 1).await, [opened.clone()]);
+        assert_eq!(identities(&t.store, T + 1).await, std::slice::from_ref(&opened));
         assert!(identities(&t.store, T + 2).await.is_empty(), "open: nothing more");
 
         t.forget_records();
-        assert_eq!(identities(&t.store, T + 3).await, [opened.clone()], "decided again after the crash");
-        assert_eq!(t.alert_events().await, [opened.clone()], "but stored once: the receipt decides");
+        assert_eq!(identities(&t.store, T + 3).await, std::slice::from_ref(&opened), "decided again after the crash");
+        assert_eq!(t.alert_events().await, std::slice::from_ref(&opened), "but stored once: the receipt decides");
         let job = t.store.jobs(ReceiptKey {
             source: SourceName::new(ALERT_SOURCE).unwrap(),
             identity: Identity::new(opened.clone()).unwrap(),
@@ -487,7 +487,7 @@ mod checks {
             assert!(identities(&t.store, at).await.is_empty(), "back within min_interval of its alert: held at {at}");
         }
         let again = format!("destination-disabled:billing:{}", T + 20);
-        assert_eq!(identities(&t.store, T + 903).await, [again.clone()]);
+        assert_eq!(identities(&t.store, T + 903).await, std::slice::from_ref(&again));
         let mut expected = vec![opened.clone(), format!("{opened}:resolved"), again];
         expected.sort();
         assert_eq!(t.alert_events().await, expected);
