@@ -504,6 +504,13 @@ fn judge(err: &lettre::transport::smtp::Error) -> (AttemptResult, Option<Reply>,
     if err.is_tls() || err.is_client() {
         return (AttemptResult::Refused { permanent: true }, None, Some(err.to_string()), None);
     }
+    // A handshake that fails (an untrusted certificate, another host's name) comes back
+    // as an I/O error around rustls's: final too.
+    if let Some(tls) =
+        io_error(err).and_then(|io| io.get_ref()).and_then(|e| e.downcast_ref::<tokio_rustls::rustls::Error>())
+    {
+        return (AttemptResult::Refused { permanent: true }, None, Some(format!("tls error: {tls}")), None);
+    }
     let cause = deepest_cause(err);
     let no_answer = if is_connect(err) { NoAnswer::Connect(cause) } else { NoAnswer::Lost(cause) };
     (AttemptResult::Connection, None, Some(no_answer.to_string()), Some(no_answer))
