@@ -8,6 +8,9 @@
 //!   retry, while each attempt gets a fresh timestamp and signature.
 //! - Connection errors, timeouts, 5xx, 408 and 429 are retried with exponential backoff
 //!   and jitter, honouring `Retry-After`; other 4xx are final.
+//! - A mail submission ([`MailRequest`], [`MailClient`]) carries an idempotency key in a
+//!   message header, chosen once (or the message's own) and kept on every retry; connection
+//!   errors, timeouts and `4xx` replies are retried on the same schedule, a `5xx` is final.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), idemgate_client::SendError> {
@@ -20,9 +23,14 @@
 //! ```
 
 mod client;
+mod mail;
 mod request;
 
 pub use client::{Attempt, Client, ClientOptions, Final, NoAnswer, SendError, Sent, Sleeper, TokioSleeper};
 /// A scheme and its key, ready to sign attempts: the core's [`idemgate_core::scheme::Signer`].
 pub use idemgate_core::scheme::Signer as WebhookSigner;
+pub use mail::{
+    DEFAULT_KEY_HEADER, MAX_KEY_LEN, MailAttempt, MailClient, MailCredentials, MailError, MailRequest, MailSent,
+    PreparedMessage, Reply, StartTls, prepare_message,
+};
 pub use request::Request;

@@ -56,7 +56,7 @@ pub(crate) enum Command {
         command: StoreCommand,
     },
     /// Send one request and retry it safely (or, with --repeat, many).
-    Send(SendArgs),
+    Send(Box<SendArgs>),
     /// Drive a server with load over real HTTP and report throughput and latency.
     Bench {
         #[command(subcommand)]
@@ -89,7 +89,8 @@ pub(crate) enum ConfigCommand {
 
 #[derive(clap::Args)]
 pub(crate) struct SendArgs {
-    /// Where to send it.
+    /// Where to send it: an http(s):// URL, or smtp://host[:port] (STARTTLS per
+    /// --starttls) or smtps://host[:port] (implicit TLS) to submit the --data-file message.
     pub(crate) url: String,
     /// The HTTP method.
     #[arg(long, short = 'X', default_value = "POST")]
@@ -100,7 +101,7 @@ pub(crate) struct SendArgs {
     /// The body, sent byte for byte.
     #[arg(long, short = 'd', conflicts_with = "data_file")]
     pub(crate) data: Option<String>,
-    /// Read the body from this file (`-` for standard input).
+    /// Read the body (for mail: the message) from this file (`-` for standard input).
     #[arg(long)]
     pub(crate) data_file: Option<PathBuf>,
     /// Sign as a webhook with this scheme: any source scheme whose secret also signs.
@@ -114,7 +115,8 @@ pub(crate) struct SendArgs {
     #[arg(long)]
     pub(crate) event_id: Option<String>,
     /// The Idempotency-Key, so separate invocations share one operation; generated once
-    /// per operation for POST, PATCH and DELETE when absent.
+    /// per operation for POST, PATCH and DELETE (and every mail) when absent. For mail it
+    /// goes into the message's --key-header.
     #[arg(long)]
     pub(crate) idempotency_key: Option<String>,
     /// Attempts in all, the first included.
@@ -135,6 +137,39 @@ pub(crate) struct SendArgs {
     /// Print one JSON object: the answer, or with --repeat the counts.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Mail (smtp:// and smtps:// only): the envelope sender, MAIL FROM.
+    #[arg(long, help_heading = "Mail")]
+    pub(crate) from: Option<String>,
+    /// Mail: an envelope recipient, RCPT TO (repeatable).
+    #[arg(long, help_heading = "Mail")]
+    pub(crate) to: Vec<String>,
+    /// Mail: the user to AUTH as (PLAIN or LOGIN); needs --password.
+    #[arg(long, requires = "password", help_heading = "Mail")]
+    pub(crate) user: Option<String>,
+    /// Mail: the password, `env:NAME` or `file:PATH` (never a literal: it would show in `ps`).
+    #[arg(long, requires = "user", help_heading = "Mail")]
+    pub(crate) password: Option<String>,
+    /// Mail: the message header that carries the idempotency key (one already in the
+    /// message is kept and used).
+    #[arg(long, default_value = "Idempotency-Key", help_heading = "Mail")]
+    pub(crate) key_header: String,
+    /// Mail: STARTTLS on smtp:// (smtps:// is TLS from the start).
+    #[arg(long, value_enum, default_value_t = StartTlsArg::Required, help_heading = "Mail")]
+    pub(crate) starttls: StartTlsArg,
+    /// Mail: trust only the CA certificates in this PEM file for the server's TLS.
+    #[arg(long, help_heading = "Mail")]
+    pub(crate) ca_file: Option<PathBuf>,
+}
+
+/// `--starttls`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StartTlsArg {
+    /// Upgrade, or fail when the server does not offer STARTTLS.
+    Required,
+    /// Upgrade when offered, otherwise send in clear.
+    Opportunistic,
+    /// Never upgrade.
+    Never,
 }
 
 /// The registry's schemes whose verifying secret also signs, so `send` can sign with it.

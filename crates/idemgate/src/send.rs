@@ -1,13 +1,17 @@
 //! `idemgate send`: one operation, retried safely from the command line; or, with
-//! `--repeat`, many operations at once as a load generator.
+//! `--repeat`, many operations at once as a load generator. With an `smtp://` or
+//! `smtps://` URL the operation is a mail submission whose key travels in a message header
+//! ([`idemgate_client::MailClient`]).
 //!
-//! Exit codes: 0 when the (every) operation got a 2xx, [`EXIT_REJECTED`] when one was
-//! refused with a final answer (a 4xx: retrying cannot help), [`EXIT_GAVE_UP`] when the
-//! retries ran out (the message on stderr then says why, when no answer came).
+//! Exit codes: 0 when the (every) operation got a 2xx (for mail a `250`), [`EXIT_REJECTED`]
+//! when one was refused with a final answer (a 4xx: retrying cannot help; for mail a `5xx`,
+//! a failed TLS handshake, or a server without the STARTTLS or AUTH asked for),
+//! [`EXIT_GAVE_UP`] when the retries ran out (the message on stderr then says why, when no
+//! answer came).
 
 use std::{collections::BTreeMap, sync::Arc, time::Instant};
 
-use idemgate_client::{Client, Final, NoAnswer, Request, SendError, Sent, WebhookSigner};
+use idemgate_client::{Client, Final, MailSent, NoAnswer, Request, SendError, Sent, WebhookSigner};
 use idemgate_core::{scheme, secret::SecretError};
 
 /// A final non-2xx answer.
@@ -266,4 +270,81 @@ pub async fn repeat(
     report.seconds = started.elapsed().as_secs_f64();
     report.per_second = count as f64 / report.seconds.max(f64::EPSILON);
     Ok(report)
+}
+
+/// One line per mail attempt, for `--verbose` with an `smtp://` URL.
+#[must_use]
+pub fn describe_mail_attempts(sent: &MailSent) -> String {
+    let mut lines = String::new();
+    let last = sent.attempts.len();
+    for (n, attempt) in sent.attempts.iter().enumerate() {
+        let what = match (&attempt.reply, &attempt.error) {
+            (Some(reply), _) => reply.to_string(),
+            (None, Some(error)) => error.to_string(),
+            (None, None) if n + 1 == last => sent.error.clone().unwrap_or_else(|| "no reply".to_owned()),
+            (None, None) => "no reply".to_owned(),
+        };
+        let next = attempt.waited.map_or(String::new(), |w| format!("; retrying in {:.1} s", w.as_secs_f64()));
+        lines.push_str(&format!("attempt {}: {what}{next}\n", n + 1));
+    }
+    lines.push_str(&format!("idempotency-key: {}\n", sent.idempotency_key));
+    lines
+}
+
+/// What went wrong for a mail submission to `url` that did not succeed (`None` when it
+/// did): why, and, when the retries ran out, how to go on with the same operation.
+#[must_use]
+pub fn mail_failure(url: &str, sent: &MailSent) -> Option<String> {
+    if sent.outcome == Final::Succeeded {
+        return None;
+    }
+    let why = match (&sent.reply, sent.attempts.last().and_then(|a| a.error.as_ref())) {
+        (Some(reply), _) if sent.outcome == Final::Rejected => format!("{url} refused the message: {reply}"),
+        (Some(reply), _) => format!("{url} answered {reply}"),
+        (None, Some(NoAnswer::Connect(cause))) => format!("cannot connect to {url}: {cause}"),
+        (None, Some(NoAnswer::TimedOut)) => format!("no reply from {url} before the timeout"),
+        (None, Some(NoAnswer::Lost(cause))) => format!("the connection to {url} broke before a reply: {cause}"),
+        (None, _) => format!("{url}: {}", sent.error.as_deref().unwrap_or("no reply")),
+    };
+    let attempts = match sent.attempts.len() {
+        1 => String::new(),
+        n => format!(" ({n} attempts)"),
+    };
+    Some(match sent.outcome {
+        Final::GaveUp => format!(
+            "{why}{attempts}; to go on with the same message, send again with --idempotency-key {}",
+            sent.idempotency_key
+        ),
+        _ => format!("{why}{attempts}"),
+    })
+}
+
+/// One mail submission as `send --json` prints it.
+#[derive(Debug, serde::Serialize)]
+pub struct MailSentReport {
+    /// `succeeded`, `rejected` or `gave_up`.
+    pub outcome: &'static str,
+    /// The last reply's code, if one came.
+    pub code: Option<u16>,
+    /// The last reply's text, if one came.
+    pub reply: Option<String>,
+    /// Why the last attempt ended without a reply, if it did.
+    pub error: Option<String>,
+    /// Attempts made.
+    pub attempts: usize,
+    /// The key every attempt carried in the message's key header.
+    pub idempotency_key: String,
+}
+
+impl From<&MailSent> for MailSentReport {
+    fn from(sent: &MailSent) -> Self {
+        Self {
+            outcome: outcome_name(sent.outcome),
+            code: sent.reply.as_ref().map(|r| r.code),
+            reply: sent.reply.as_ref().map(|r| r.text.clone()),
+            error: sent.error.clone(),
+            attempts: sent.attempts.len(),
+            idempotency_key: sent.idempotency_key.clone(),
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! The client against a real local server that drops the first connection, answers 503
 //! with `Retry-After`, then 200; waits are recorded by an injected sleeper, not slept.
+//! `mail`: keyed submissions to the recording SMTP upstream on aiosmtpd.
 
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
@@ -16,6 +17,8 @@ use idemgate_core::{
     scheme::{RawDelivery, Scheme, StandardWebhooks},
 };
 use idemgate_testkit::{Destination, Step};
+
+mod mail;
 
 #[derive(Debug, Default)]
 struct Recorder(Mutex<Vec<Duration>>);

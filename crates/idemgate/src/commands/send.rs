@@ -1,16 +1,32 @@
 //! `idemgate send`: one request (or, with `--repeat`, many) retried safely, signed as a
-//! webhook when a scheme is given.
+//! webhook when a scheme is given; or, for an `smtp://`/`smtps://` URL, one mail
+//! submission whose key is written into the message once and kept on every retry.
 
 use std::{path::Path, process::ExitCode, sync::Arc};
 
 use anyhow::{Context, anyhow};
 use idemgate::{config, send};
-use idemgate_client::{Client, ClientOptions, Request};
+use idemgate_client::{Client, ClientOptions, MailClient, MailCredentials, MailRequest, Request, StartTls};
 
 use super::print_line;
-use crate::cli::SendArgs;
+use crate::cli::{SendArgs, StartTlsArg};
 
 pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
+    if is_mail(&args.url) {
+        return send_mail(args).await;
+    }
+    let mail_only = [
+        ("--from", args.from.is_some()),
+        ("--to", !args.to.is_empty()),
+        ("--user", args.user.is_some()),
+        ("--password", args.password.is_some()),
+        ("--key-header", args.key_header != idemgate_client::DEFAULT_KEY_HEADER),
+        ("--starttls", args.starttls != StartTlsArg::Required),
+        ("--ca-file", args.ca_file.is_some()),
+    ];
+    if let Some((flag, _)) = mail_only.iter().find(|(_, given)| *given) {
+        return Err(anyhow!("{flag} is for mail: give an smtp:// or smtps:// URL"));
+    }
     let client = Client::new(ClientOptions {
         max_attempts: args.max_attempts.max(1),
         timeout: args.timeout,
@@ -90,4 +106,73 @@ fn body(args: &SendArgs) -> anyhow::Result<Vec<u8>> {
         (None, Some(path)) => std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
         (None, None) => Vec::new(),
     })
+}
+
+fn is_mail(url: &str) -> bool {
+    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    lower.starts_with("smtp://") || lower.starts_with("smtps://")
+}
+
+/// `send smtp://…`: the message of `--data-file` to `--to` from `--from`, its key written
+/// into `--key-header` once (or the message's own used) and kept on every retry.
+async fn send_mail(args: SendArgs) -> anyhow::Result<ExitCode> {
+    let http_only = [
+        ("--method", !args.method.eq_ignore_ascii_case("POST")),
+        ("--header", !args.headers.is_empty()),
+        ("--data", args.data.is_some()),
+        ("--scheme", args.scheme.is_some()),
+        ("--event-id", args.event_id.is_some()),
+        ("--repeat", args.repeat > 1),
+    ];
+    if let Some((flag, _)) = http_only.iter().find(|(_, given)| *given) {
+        return Err(anyhow!("{flag} is for HTTP sends, not for mail to {}", args.url));
+    }
+    let from = args.from.clone().ok_or_else(|| anyhow!("mail needs --from, the envelope sender"))?;
+    if args.to.is_empty() {
+        return Err(anyhow!("mail needs at least one --to, an envelope recipient"));
+    }
+    if args.data_file.is_none() {
+        return Err(anyhow!("mail needs --data-file, the message (RFC 5322 text; `-` for standard input)"));
+    }
+    let message = body(&args)?;
+    let mut request = MailRequest::new(args.url.clone(), from, args.to.clone(), message)
+        .key_header(args.key_header.clone())
+        .starttls(match args.starttls {
+            StartTlsArg::Required => StartTls::Required,
+            StartTlsArg::Opportunistic => StartTls::Opportunistic,
+            StartTlsArg::Never => StartTls::Never,
+        });
+    if let Some(key) = &args.idempotency_key {
+        request = request.idempotency_key(key.clone());
+    }
+    if let (Some(user), Some(reference)) = (&args.user, &args.password) {
+        if !reference.starts_with("env:") && !reference.starts_with("file:") {
+            return Err(anyhow!("--password takes env:NAME or file:PATH (a literal would show in `ps`)"));
+        }
+        let password = config::secrets::resolve("--password", reference, Path::new("."), &mut Vec::new())?;
+        request = request.credentials(MailCredentials::new(user.clone(), password));
+    }
+    if let Some(path) = &args.ca_file {
+        let pem = std::fs::read(path).with_context(|| format!("cannot read --ca-file {}", path.display()))?;
+        request = request.ca_pem(pem);
+    }
+    let client = MailClient::new(&ClientOptions {
+        max_attempts: args.max_attempts.max(1),
+        timeout: args.timeout,
+        ..Default::default()
+    });
+    let sent = client.send(request).await?;
+    if args.verbose {
+        eprint!("{}", send::describe_mail_attempts(&sent));
+    }
+    let failure = send::mail_failure(&args.url, &sent);
+    if let Some(what) = &failure {
+        eprintln!("idemgate: {what}");
+    }
+    if args.json {
+        print_line(&serde_json::to_string(&send::MailSentReport::from(&sent))?)?;
+    } else if let Some(reply) = &sent.reply {
+        print_line(&reply.to_string())?;
+    }
+    Ok(ExitCode::from(send::exit_code(sent.outcome)))
 }

@@ -23,6 +23,7 @@ mod pg_cluster;
 mod postgres_instances;
 mod proxy_hardening;
 mod send_cli;
+mod send_mail;
 mod serve_logs;
 mod store_faults;
 
