@@ -4,6 +4,7 @@
 //! be tested without sockets, files or clocks. This crate performs no I/O, spawns nothing
 //! and never reads the time: callers pass the current time in ([`time::UnixTime`]).
 
+pub mod breaker;
 pub mod fingerprint;
 pub mod idempotency;
 
