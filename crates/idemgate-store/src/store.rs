@@ -9,6 +9,7 @@
 //! PostgreSQL store borrows from them for its statements.
 
 use std::{
+    collections::HashMap,
     future::Future,
     sync::{Arc, OnceLock},
     time::Duration,
@@ -22,7 +23,7 @@ use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+    jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter},
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
     sqlite::Handler,
@@ -176,7 +177,22 @@ impl Store {
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo).await)
+        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo, HashMap::new()).await)
+    }
+
+    /// [`Self::claim_jobs`], taking at most `per_destination`'s number of jobs of each
+    /// destination it names (the worker's throttled destinations: as many as it can start
+    /// now). Either way a paused destination's jobs are not taken, except one when its
+    /// probe is due, and the claim moves its probe time on.
+    pub async fn claim_jobs_limited(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
+        per_destination: HashMap<String, usize>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo, per_destination).await)
     }
 
     /// Records an attempt and moves its job as `decision` says, if the lease is current.
@@ -198,7 +214,20 @@ impl Store {
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
-        on_backend!(self, store => store.complete_jobs(finished, now_ms).await)
+        on_backend!(self, store => store.complete_jobs(finished, now_ms, Breakers::new()).await)
+    }
+
+    /// [`Self::complete_jobs`], folding the attempts into their destinations' circuit
+    /// breakers by `breakers` in the same write: enough failures pause a destination, and
+    /// while it is paused a job whose schedule is exhausted waits instead of dying. (Without
+    /// a destination's policy an answer still resumes it, but nothing pauses it.)
+    pub async fn complete_jobs_with_breakers(
+        &self,
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        now_ms: i64,
+        breakers: Breakers,
+    ) -> Result<Vec<Completion>, StoreError> {
+        on_backend!(self, store => store.complete_jobs(finished, now_ms, breakers).await)
     }
 
     /// Makes up to `limit` finished jobs matching `filter` pending again; returns how

@@ -136,6 +136,14 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs RENAME COLUMN next_attempt_at TO next_attempt_at_ms;
     UPDATE jobs SET next_attempt_at_ms = next_attempt_at_ms * 1000;
 ",
+    // Each destination's circuit breaker, shared by every instance (see core's `breaker`).
+    r"
+    ALTER TABLE destinations ADD COLUMN failures BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE destinations ADD COLUMN failing_since_ms BIGINT;
+    ALTER TABLE destinations ADD COLUMN paused_at_ms BIGINT;
+    ALTER TABLE destinations ADD COLUMN next_probe_at_ms BIGINT;
+    ALTER TABLE destinations ADD COLUMN probe_interval_ms BIGINT;
+",
 ];
 
 /// The schema version this build writes on PostgreSQL.

@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod breaker;
 mod errors;
 mod idempotency;
 mod jobs;
