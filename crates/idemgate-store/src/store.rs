@@ -177,7 +177,7 @@ impl Store {
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo, HashMap::new()).await)
+        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo).await)
     }
 
     /// [`Self::claim_jobs`], taking at most `per_destination`'s number of jobs of each
@@ -192,7 +192,7 @@ impl Store {
         fifo: Vec<String>,
         per_destination: HashMap<String, usize>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo, per_destination).await)
+        on_backend!(self, store => store.claim_jobs_limited(now_ms, lease, limit, fifo, per_destination).await)
     }
 
     /// Records an attempt and moves its job as `decision` says, if the lease is current.
@@ -214,7 +214,7 @@ impl Store {
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
-        on_backend!(self, store => store.complete_jobs(finished, now_ms, Breakers::new()).await)
+        on_backend!(self, store => store.complete_jobs(finished, now_ms).await)
     }
 
     /// [`Self::complete_jobs`], folding the attempts into their destinations' circuit
@@ -227,7 +227,7 @@ impl Store {
         now_ms: i64,
         breakers: Breakers,
     ) -> Result<Vec<Completion>, StoreError> {
-        on_backend!(self, store => store.complete_jobs(finished, now_ms, breakers).await)
+        on_backend!(self, store => store.complete_jobs_with_breakers(finished, now_ms, breakers).await)
     }
 
     /// Makes up to `limit` finished jobs matching `filter` pending again; returns how

@@ -106,12 +106,23 @@ async fn write_breakers(
 }
 
 impl PgStore {
+    /// [`Self::claim_jobs_limited`] with no limits per destination.
+    pub async fn claim_jobs(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        self.claim_jobs_limited(now_ms, lease, limit, fifo, HashMap::new()).await
+    }
+
     /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of
     /// [`crate::jobs`], at most `per_destination`'s number of a destination it names; of a
     /// paused destination none, or one when its probe is due (the probe time moves on in
     /// the same transaction, whose lock on the paused rows makes instances take turns).
     /// Jobs locked by another claim in progress are skipped, not waited for.
-    pub async fn claim_jobs(
+    pub async fn claim_jobs_limited(
         &self,
         now_ms: i64,
         lease: Duration,
@@ -215,7 +226,7 @@ impl PgStore {
         now_ms: i64,
     ) -> Result<Completion, StoreError> {
         Ok(self
-            .complete_jobs(vec![(job, attempt, decision)], now_ms, Breakers::new())
+            .complete_jobs(vec![(job, attempt, decision)], now_ms)
             .await?
             .pop()
             .unwrap_or(Completion::Stale))
@@ -226,6 +237,16 @@ impl PgStore {
     /// destinations that answered `410`, and the fenced job updates, in one round trip and
     /// one commit. Completions come back in input order.
     pub async fn complete_jobs(
+        &self,
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        now_ms: i64,
+    ) -> Result<Vec<Completion>, StoreError> {
+        self.complete_jobs_with_breakers(finished, now_ms, Breakers::new()).await
+    }
+
+    /// [`Self::complete_jobs`], folding the attempts into their destinations' breakers by
+    /// `breakers`' policies in the same transaction.
+    pub async fn complete_jobs_with_breakers(
         &self,
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,

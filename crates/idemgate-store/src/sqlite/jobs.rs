@@ -345,6 +345,17 @@ impl SqliteStore {
         lease: Duration,
         limit: usize,
         fifo: Vec<String>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        self.claim_jobs_limited(now_ms, lease, limit, fifo, HashMap::new()).await
+    }
+
+    /// [`claim`] on the writer, with limits per destination.
+    pub async fn claim_jobs_limited(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
         per_destination: HashMap<String, usize>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
         self.write(move |conn| claim(conn, now_ms, lease, limit, &fifo, per_destination)).await
@@ -363,8 +374,17 @@ impl SqliteStore {
         Ok(completions.into_iter().next().unwrap_or(Completion::Stale))
     }
 
-    /// [`complete_all`] in one write on the writer.
+    /// [`complete_all`] in one write on the writer, with no breaker policies.
     pub async fn complete_jobs(
+        &self,
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        now_ms: i64,
+    ) -> Result<Vec<Completion>, StoreError> {
+        self.complete_jobs_with_breakers(finished, now_ms, Breakers::new()).await
+    }
+
+    /// [`complete_all`] in one write on the writer.
+    pub async fn complete_jobs_with_breakers(
         &self,
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
