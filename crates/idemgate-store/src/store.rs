@@ -27,7 +27,7 @@ use crate::{
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
     sqlite::Handler,
-    views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
+    views::{AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
 };
 
 /// The store, on SQLite or PostgreSQL, or not open yet ([`Store::unavailable`]). Cheap
@@ -377,6 +377,12 @@ impl Store {
     /// Every destination that has jobs or was disabled.
     pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
         on_backend!(self, store => store.destinations().await)
+    }
+
+    /// Each destination's circuit breaker that has one stored, by name: a light read for
+    /// the metrics' gauges (the whole [`Self::destinations`] view counts jobs).
+    pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
+        on_backend!(self, store => store.breakers().await)
     }
 
     /// Counts per source of what arrived at or after `since`.

@@ -353,6 +353,24 @@ impl PgStore {
         Ok(all)
     }
 
+    /// Every stored breaker, by destination name.
+    pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT name, failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms
+                 FROM destinations ORDER BY name",
+                &[],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let columns = (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?);
+                Ok((row.try_get(0)?, BreakerView::of(&breaker_of(columns))))
+            })
+            .collect()
+    }
+
     /// Counts per source of what arrived at or after `since`.
     pub async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
         let since = since.map_or(i64::MIN, |t| t.0);

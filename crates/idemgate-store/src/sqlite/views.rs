@@ -157,6 +157,19 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
         .collect()
 }
 
+/// Every stored breaker, by destination name.
+pub fn breakers(conn: &Connection) -> Result<Vec<(String, BreakerView)>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT name, failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms
+         FROM destinations ORDER BY name",
+    )?;
+    let rows = stmt.query_map([], |row| {
+        let columns = (row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?);
+        Ok((row.get(0)?, BreakerView::of(&breaker_of(columns))))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// A destination's (`?1`) attempts, to be narrowed and ordered by [`NEWEST`].
 const LATEST_ATTEMPT: &str = "SELECT a.started_at, a.status, a.error FROM attempts a JOIN jobs j ON j.id = a.job_id
     WHERE j.destination = ?1";
@@ -215,6 +228,11 @@ impl SqliteStore {
     /// [`destinations`] on a read connection.
     pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
         self.read(|r| destinations(r.connection())).await
+    }
+
+    /// [`breakers`] on a read connection.
+    pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
+        self.read(|r| breakers(r.connection())).await
     }
 
     /// [`stats`] on a read connection.

@@ -75,6 +75,8 @@ on_both! {
         assert_eq!(paused.breaker.paused_at, Some(T0));
         assert_eq!(paused.breaker.next_probe_at, Some(UnixTime(T0.0 + 30)));
         assert_eq!(health(&t, "up").await.breaker, Default::default(), "the other destination is not affected");
+        let stored = t.breakers().await.unwrap();
+        assert_eq!(stored, [("down".to_owned(), paused.breaker)], "the light read sees the same breaker");
 
         assert!(claim(&t, at(5)).await.is_empty(), "due, but paused: no job is claimed");
         let probe = claim(&t, at(30)).await;
