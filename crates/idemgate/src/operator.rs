@@ -203,7 +203,7 @@ fn destinations_text(all: &[DestinationView], now: UnixTime) -> String {
             format!("{} {what}", when(f.at, now))
         });
         text.push_str(&format!(
-            "{}\n  state         {state}\n  breaker       {breaker}\n  health        {}\n  jobs          {}\n  last success  {}\n  last failure  {failure}\n",
+            "{}\n  state         {state}\n  health        {}\n  jobs          {}\n  last success  {}\n  last failure  {failure}\n  breaker       {breaker}\n",
             d.name,
             d.health,
             if jobs.is_empty() { "-".to_owned() } else { jobs.join(", ") },
