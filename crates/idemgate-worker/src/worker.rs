@@ -107,7 +107,8 @@ struct Throttle {
 impl Throttle {
     fn new(settings: (Option<RateLimit>, Option<usize>), clock: &Arc<dyn Clock>) -> Self {
         let limiter = settings.0.and_then(|rate| {
-            let period = Duration::from_secs_f64(1.0 / rate.per_second.max(f64::MIN_POSITIVE)).max(Duration::from_nanos(1));
+            let period =
+                Duration::from_secs_f64(1.0 / rate.per_second.max(f64::MIN_POSITIVE)).max(Duration::from_nanos(1));
             let burst = std::num::NonZeroU32::new(rate.burst.max(1))?;
             let quota = governor::Quota::with_period(period)?.allow_burst(burst);
             Some(governor::RateLimiter::direct_with_clock(quota, LimiterClock(Arc::clone(clock))))
@@ -127,7 +128,13 @@ impl Throttle {
         if let Some(limiter) = &self.limiter {
             allowed = (0..allowed).take_while(|_| limiter.check().is_ok()).count();
         }
-        (permits.map(|mut p| { p.truncate(allowed); p }), allowed)
+        (
+            permits.map(|mut p| {
+                p.truncate(allowed);
+                p
+            }),
+            allowed,
+        )
     }
 }
 
@@ -285,8 +292,11 @@ impl Worker {
             // With nothing allowed, the claim could not tell: the last answer stands.
             let throttled = if allowed == 0 { throttle.throttled.load(Ordering::Relaxed) } else { held_back };
             throttle.throttled.store(throttled, Ordering::Relaxed);
-            metrics::gauge!("idemgate_destination_throttled", "destination" => name.clone())
-                .set(if throttled { 1.0 } else { 0.0 });
+            metrics::gauge!("idemgate_destination_throttled", "destination" => name.clone()).set(if throttled {
+                1.0
+            } else {
+                0.0
+            });
             if held_back {
                 metrics::counter!("idemgate_destination_throttled_total", "destination" => name.clone()).increment(1);
             }
@@ -384,8 +394,7 @@ impl Worker {
                 (job.id, job.destination.clone(), job.key.identity.to_string(), job.attempt, *decision)
             })
             .collect();
-        let completions =
-            self.store.complete_jobs_with_breakers(group, self.clock.now_ms(), breakers.clone()).await?;
+        let completions = self.store.complete_jobs_with_breakers(group, self.clock.now_ms(), breakers.clone()).await?;
         for ((id, destination, identity, attempt, decision), completion) in described.into_iter().zip(completions) {
             match completion {
                 Completion::Recorded if decision == Decision::Succeeded => {

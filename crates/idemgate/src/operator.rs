@@ -190,7 +190,12 @@ fn destinations_text(all: &[DestinationView], now: UnixTime) -> String {
         };
         let breaker = match (d.breaker.paused_at, d.breaker.next_probe_at) {
             (Some(at), Some(probe)) => {
-                format!("paused since {} ({} failures), next probe {}", when(at, now), d.breaker.failures, when(probe, now))
+                format!(
+                    "paused since {} ({} failures), next probe {}",
+                    when(at, now),
+                    d.breaker.failures,
+                    when(probe, now)
+                )
             }
             _ if d.breaker.failures > 0 => format!("closed, {} failures in a row", d.breaker.failures),
             _ => "closed".to_owned(),

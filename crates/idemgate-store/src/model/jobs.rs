@@ -203,7 +203,9 @@ pub type Breakers = HashMap<String, BreakerPolicy>;
 pub(crate) type BreakerColumns = (i64, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
 
 /// A breaker from its row's columns.
-pub(crate) fn breaker_of((failures, failing_since_ms, paused_at, next_probe, interval): BreakerColumns) -> BreakerState {
+pub(crate) fn breaker_of(
+    (failures, failing_since_ms, paused_at, next_probe, interval): BreakerColumns,
+) -> BreakerState {
     BreakerState {
         failures: u32::try_from(failures).unwrap_or(u32::MAX),
         failing_since_ms,
@@ -283,9 +285,7 @@ pub(crate) fn fold_breakers(
             decision
         })
         .collect();
-    let changed = states
-        .into_iter()
-        .filter(|(name, state)| before.get(name).copied().unwrap_or_default() != *state)
-        .collect();
+    let changed =
+        states.into_iter().filter(|(name, state)| before.get(name).copied().unwrap_or_default() != *state).collect();
     (decisions, changed)
 }

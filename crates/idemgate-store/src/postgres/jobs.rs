@@ -12,7 +12,9 @@ use crate::{
     StoreError,
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
     model::{
-        jobs::{Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until},
+        jobs::{
+            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until,
+        },
         key, parse_headers, second_of,
     },
 };
@@ -70,7 +72,10 @@ const BREAKER: &str = "failures, failing_since_ms, paused_at_ms, next_probe_at_m
 
 /// A row of `name` and [`BREAKER`]'s columns.
 fn breaker_row(row: &Row) -> Result<(String, BreakerState), StoreError> {
-    Ok((row.try_get(0)?, breaker_of((row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?))))
+    Ok((
+        row.try_get(0)?,
+        breaker_of((row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?)),
+    ))
 }
 
 /// Writes the breakers of `changed` destinations.
@@ -225,11 +230,7 @@ impl PgStore {
         decision: Decision,
         now_ms: i64,
     ) -> Result<Completion, StoreError> {
-        Ok(self
-            .complete_jobs(vec![(job, attempt, decision)], now_ms)
-            .await?
-            .pop()
-            .unwrap_or(Completion::Stale))
+        Ok(self.complete_jobs(vec![(job, attempt, decision)], now_ms).await?.pop().unwrap_or(Completion::Stale))
     }
 
     /// Records each finished attempt and moves its job as its decision says, if the job's
@@ -291,7 +292,8 @@ impl PgStore {
             .map(breaker_row)
             .collect::<Result<HashMap<_, _>, StoreError>>()?;
         let (decisions, changed) = fold_breakers(states, finished, breakers, now_ms);
-        let columns = Columns::of(finished.iter().zip(decisions).map(|((job, attempt, _), d)| (job, attempt, d)), now_ms);
+        let columns =
+            Columns::of(finished.iter().zip(decisions).map(|((job, attempt, _), d)| (job, attempt, d)), now_ms);
         let complete = tx
             .prepare_cached(
                 "WITH finished AS (
@@ -336,7 +338,8 @@ impl PgStore {
                 ],
             )
             .await?;
-        let recorded = rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect::<Result<_, StoreError>>()?;
+        let recorded =
+            rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect::<Result<_, StoreError>>()?;
         write_breakers(&tx, &changed).await?;
         tx.commit().await?;
         Ok(recorded)

@@ -10,7 +10,8 @@ use crate::{
     inbox::{JobRecord, StoredEvent},
     model::{body_hash, jobs::breaker_of, key, receive::parse_result},
     views::{
-        AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict, SourceStats,
+        AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict,
+        SourceStats,
     },
 };
 

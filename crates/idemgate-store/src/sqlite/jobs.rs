@@ -14,8 +14,7 @@ use crate::{
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
     model::{
         jobs::{
-            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of,
-            fold_breakers, lease_until,
+            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until,
         },
         key, parse_headers, second_of,
     },
@@ -66,7 +65,9 @@ pub fn claim(
     let mut one = conn.prepare_cached(&format!("{DUE} AND j.destination = ?5 {ORDER}"))?;
     for (name, &most) in &plan.limits {
         if most > 0 {
-            for row in one.query_map(params![now_ms, sql_limit(most.min(limit)), fifo, second_of(now_ms), name], due_row)? {
+            for row in
+                one.query_map(params![now_ms, sql_limit(most.min(limit)), fifo, second_of(now_ms), name], due_row)?
+            {
                 due.push(row?);
             }
         }

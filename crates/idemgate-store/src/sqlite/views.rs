@@ -9,7 +9,8 @@ use crate::{
     StoreError,
     model::jobs::breaker_of,
     views::{
-        AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict, SourceStats,
+        AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict,
+        SourceStats,
     },
 };
 

@@ -31,11 +31,8 @@ fn attempt(status: u16) -> AttemptRecord {
 }
 
 fn breakers() -> Breakers {
-    let policy = BreakerPolicy {
-        pause_after_failures: Some(2),
-        pause_after: None,
-        probe_interval: Duration::from_secs(30),
-    };
+    let policy =
+        BreakerPolicy { pause_after_failures: Some(2), pause_after: None, probe_interval: Duration::from_secs(30) };
     HashMap::from([("down".to_owned(), policy)])
 }
 

@@ -24,7 +24,8 @@ fn rig(destination: &Destination, protection: Protection, events: usize) -> impl
     let store = Arc::new(SqliteStore::open(&dir.path().join("s.sqlite3"), StoreOptions::default()).unwrap());
     let http = HttpDestination::new(&destination.url(), None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
     let policy = RetryPolicy { schedule: vec![Duration::from_secs(1)], jitter: 0.0, ..RetryPolicy::default() };
-    let routes = HashMap::from([("app".to_owned(), Route { deliver: Arc::new(http), policy, fifo: false, protection })]);
+    let routes =
+        HashMap::from([("app".to_owned(), Route { deliver: Arc::new(http), policy, fifo: false, protection })]);
     let clock = Arc::new(ManualClock::at(T0));
     let worker = Worker::new(
         Arc::clone(&store),
@@ -65,7 +66,10 @@ async fn a_failing_destination_is_paused_gets_only_probes_and_resumes_by_itself_
     assert_eq!(rig.worker.tick().await.unwrap(), 1, "one probe after the interval");
     assert_eq!(rig.worker.tick().await.unwrap(), 0, "and only one");
     assert_eq!(destination.received().len(), 5, "the probe failed (the fifth 500)");
-    assert!(states(&rig, 4).iter().all(|s| *s == JobState::Retrying), "no job died while it was down, though a schedule of one retry is used up");
+    assert!(
+        states(&rig, 4).iter().all(|s| *s == JobState::Retrying),
+        "no job died while it was down, though a schedule of one retry is used up"
+    );
 
     rig.clock.advance(29);
     assert_eq!(rig.worker.tick().await.unwrap(), 0);

@@ -85,7 +85,8 @@ fn a_destination_that_keeps_failing_is_paused_shown_paused_loses_no_job_and_resu
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("  breaker       paused since "), "{text}");
     let dashboard = page(admin, &sign_in(admin).session()).body;
-    let row = dashboard.split_once("<tr data-destination=\"app\">").unwrap().1.split("</tr>").next().unwrap().to_owned();
+    let row =
+        dashboard.split_once("<tr data-destination=\"app\">").unwrap().1.split("</tr>").next().unwrap().to_owned();
     assert!(row.contains("paused since <time datetime="), "{row}");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !gateway.get_text("/metrics").contains("idemgate_destination_paused{destination=\"app\"} 1") {
