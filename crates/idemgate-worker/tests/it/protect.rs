@@ -125,3 +125,26 @@ async fn the_destination_never_sees_more_attempts_at_once_than_the_cap_even_from
     assert_eq!(states(&rig, 8), [JobState::Succeeded; 8]);
     assert_eq!(destination.received().len(), 8, "each job delivered once");
 }
+
+#[tokio::test]
+async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_when_its_limit_changes() {
+    let destination = Destination::start(&[]);
+    let rate = RateLimit { per_second: 1.0, burst: 2 };
+    let rig = rig(&destination, Protection { rate_limit: Some(rate), ..Protection::default() }, 8).await;
+    assert_eq!(rig.worker.tick().await.unwrap(), 2);
+    let reloaded = |rate: RateLimit| {
+        let http =
+            HttpDestination::new(&destination.url(), None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+        let route = Route {
+            deliver: Arc::new(http),
+            policy: RetryPolicy::default(),
+            fifo: false,
+            protection: Protection { rate_limit: Some(rate), ..Protection::default() },
+        };
+        HashMap::from([("app".to_owned(), route)])
+    };
+    rig.worker.routes().replace(reloaded(rate));
+    assert_eq!(rig.worker.tick().await.unwrap(), 0, "the same limit after a reload: its tokens are still spent");
+    rig.worker.routes().replace(reloaded(RateLimit { per_second: 1.0, burst: 3 }));
+    assert_eq!(rig.worker.tick().await.unwrap(), 3, "another limit starts afresh");
+}

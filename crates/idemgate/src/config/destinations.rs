@@ -227,3 +227,83 @@ fn breaker(key: &str, raw: &RawBreaker, r: &mut Reading<'_>) -> Result<BreakerPo
     }
     Ok(BreakerPolicy { pause_after_failures, pause_after, probe_interval })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::{path::Path, time::Duration};
+
+    use idemgate_core::breaker::BreakerPolicy;
+    use idemgate_worker::{Protection, RateLimit};
+
+    use super::super::{
+        ConfigError,
+        effective::Shown,
+        raw,
+        validated::{Uses, validate_for},
+    };
+
+    const BASE: &str = "[sources.a]\nscheme = \"github\"\nsecrets = [\"s\"]\ndestinations = [\"app\"]\n\
+                        [destinations.app]\nurl = \"http://127.0.0.1:1/\"\n";
+
+    fn configured(extra: &str) -> Result<(Protection, super::super::Config), ConfigError> {
+        let raw = raw::parse(&format!("{BASE}{extra}"), Vec::new())?;
+        let (config, _) = validate_for(raw, Path::new("/etc/idemgate"), Uses::Worker)?;
+        Ok((config.destinations["app"].protection, config))
+    }
+
+    #[test]
+    fn no_protection_unless_configured() {
+        let (protection, config) = configured("").unwrap();
+        assert_eq!(protection, Protection::default());
+        let shown = |key: &str| config.effective().entries().iter().find(|e| e.key == key).unwrap().shown.clone();
+        assert_eq!(shown("destinations.app.rate_limit"), Shown::Note("(none)"));
+        assert_eq!(shown("destinations.app.breaker"), Shown::Note("(none: never paused)"));
+    }
+
+    #[test]
+    fn the_rate_limit_cap_and_breaker_as_configured_and_shown() {
+        let (protection, config) = configured(
+            "rate_limit = 2.5\nmax_in_flight = 4\n[destinations.app.breaker]\npause_after_failures = 5\npause_after = \"2m\"\n",
+        )
+        .unwrap();
+        assert_eq!(protection.rate_limit, Some(RateLimit { per_second: 2.5, burst: 3 }), "one second's worth");
+        assert_eq!(protection.max_in_flight, Some(4));
+        assert_eq!(
+            protection.breaker,
+            Some(BreakerPolicy {
+                pause_after_failures: Some(5),
+                pause_after: Some(Duration::from_secs(120)),
+                probe_interval: Duration::from_secs(30),
+            })
+        );
+        let shown = |key: &str| config.effective().entries().iter().find(|e| e.key == key).unwrap().shown.clone();
+        assert_eq!(shown("destinations.app.burst"), Shown::Value(toml::Value::Integer(3)));
+        assert_eq!(shown("destinations.app.breaker.probe_interval"), Shown::Value("30s".into()));
+        let (protection, _) = configured("rate_limit = 20\nburst = 1\n").unwrap();
+        assert_eq!(protection.rate_limit, Some(RateLimit { per_second: 20.0, burst: 1 }));
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_key() {
+        for (extra, key) in [
+            ("rate_limit = 0\n", "destinations.app.rate_limit"),
+            ("rate_limit = -1.5\n", "destinations.app.rate_limit"),
+            ("burst = 3\n", "destinations.app.burst"),
+            ("rate_limit = 5\nburst = 0\n", "destinations.app.burst"),
+            ("max_in_flight = 0\n", "destinations.app.max_in_flight"),
+            ("[destinations.app.breaker]\nprobe_interval = \"5s\"\n", "destinations.app.breaker"),
+            ("[destinations.app.breaker]\npause_after_failures = 0\n", "destinations.app.breaker.pause_after_failures"),
+            ("[destinations.app.breaker]\npause_after = \"soon\"\n", "destinations.app.breaker.pause_after"),
+            ("[destinations.app.breaker]\npause_after = \"0s\"\n", "destinations.app.breaker.pause_after"),
+            (
+                "[destinations.app.breaker]\npause_after_failures = 3\nprobe_interval = \"0s\"\n",
+                "destinations.app.breaker.probe_interval",
+            ),
+        ] {
+            let err = configured(extra).unwrap_err();
+            assert_eq!(err.key, key, "{extra}: {err}");
+        }
+        let err = configured("[destinations.app.breaker]\npause_after_failure = 3\n").unwrap_err();
+        assert!(err.to_string().contains("pause_after_failure"), "an unknown key is refused: {err}");
+    }
+}
