@@ -107,8 +107,9 @@ struct Throttle {
 impl Throttle {
     fn new(settings: (Option<RateLimit>, Option<usize>), clock: &Arc<dyn Clock>) -> Self {
         let limiter = settings.0.and_then(|rate| {
-            let period =
-                Duration::from_secs_f64(1.0 / rate.per_second.max(f64::MIN_POSITIVE)).max(Duration::from_nanos(1));
+            let period = Duration::try_from_secs_f64(1.0 / rate.per_second)
+                .unwrap_or(Duration::MAX)
+                .max(Duration::from_nanos(1));
             let burst = std::num::NonZeroU32::new(rate.burst.max(1))?;
             let quota = governor::Quota::with_period(period)?.allow_burst(burst);
             Some(governor::RateLimiter::direct_with_clock(quota, LimiterClock(Arc::clone(clock))))

@@ -157,8 +157,8 @@ fn protection(key: &str, raw: &RawDestination, r: &mut Reading<'_>) -> Result<Pr
             None
         }
         Some(per_second) => {
-            if !per_second.is_finite() || per_second <= 0.0 || per_second > 1_000_000.0 {
-                return Err(ConfigError::new(rate_key, "must be more than 0 and at most 1000000 attempts per second"));
+            if !(0.001..=1_000_000.0).contains(&per_second) {
+                return Err(ConfigError::new(rate_key, "must be from 0.001 to 1000000 attempts per second"));
             }
             r.show(&rate_key, Shown::Value(toml::Value::Float(per_second)));
             // One second's worth by default, at least one attempt.
@@ -288,6 +288,8 @@ mod tests {
         for (extra, key) in [
             ("rate_limit = 0\n", "destinations.app.rate_limit"),
             ("rate_limit = -1.5\n", "destinations.app.rate_limit"),
+            ("rate_limit = 0.0000001\n", "destinations.app.rate_limit"),
+            ("rate_limit = nan\n", "destinations.app.rate_limit"),
             ("burst = 3\n", "destinations.app.burst"),
             ("rate_limit = 5\nburst = 0\n", "destinations.app.burst"),
             ("max_in_flight = 0\n", "destinations.app.max_in_flight"),
