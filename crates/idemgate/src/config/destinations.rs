@@ -229,6 +229,7 @@ fn breaker(key: &str, raw: &RawBreaker, r: &mut Reading<'_>) -> Result<BreakerPo
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::{path::Path, time::Duration};
 
