@@ -5,6 +5,7 @@
 //! and never reads the time: callers pass the current time in ([`time::UnixTime`]).
 
 pub mod alert;
+pub mod breaker;
 pub mod fingerprint;
 pub mod idempotency;
 

@@ -363,8 +363,9 @@ async fn rejections(State(state): State<AdminState>) -> Json<Vec<RejectionCount>
     )
 }
 
-/// Every destination that has jobs or was disabled: its state, jobs by state, latest
-/// success and failure, and health from its attempts of the last hour.
+/// Every destination that has jobs or was disabled: its state (enabled, disabled or
+/// paused), jobs by state, latest success and failure, health from its attempts of the
+/// last hour, and its circuit breaker.
 #[utoipa::path(get, path = "/admin/v1/destinations", responses((status = 200, body = Vec<DestinationView>), (status = 401)))]
 async fn list_destinations(State(state): State<AdminState>) -> Result<Json<Vec<DestinationView>>, AdminError> {
     Ok(Json(views::destinations(&state.store, state.clock.now()).await?))
@@ -372,11 +373,11 @@ async fn list_destinations(State(state): State<AdminState>) -> Result<Json<Vec<D
 
 #[derive(Debug, Serialize, ToSchema)]
 struct Enabled {
-    /// False when the destination was not disabled.
+    /// False when the destination was neither disabled nor paused.
     was_disabled: bool,
 }
 
-/// Resume deliveries to a destination disabled by a `410 Gone`.
+/// Resume deliveries to a destination disabled by a `410 Gone` or paused by its breaker.
 #[utoipa::path(post, path = "/admin/v1/destinations/{name}/enable", params(("name" = String, Path)),
     responses((status = 200, body = Enabled), (status = 401)))]
 async fn enable_destination(

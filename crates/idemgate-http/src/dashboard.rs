@@ -244,7 +244,15 @@ async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
                 esc(d.disabled_reason.as_deref().unwrap_or("")),
                 time_html(UnixTime(at), now)
             ),
-            None => "enabled".to_owned(),
+            None => match (d.breaker.paused_at, d.breaker.next_probe_at) {
+                (Some(at), Some(probe)) => format!(
+                    "<span class=\"bad\">paused since {} after {} failures; next probe {}</span>",
+                    time_html(UnixTime(at), now),
+                    d.breaker.failures,
+                    time_html(UnixTime(probe), now)
+                ),
+                _ => "enabled".to_owned(),
+            },
         };
         let health = if d.health == "failing" { format!("<span class=\"bad\">{}</span>", d.health) } else { d.health };
         let jobs: Vec<String> = d.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();

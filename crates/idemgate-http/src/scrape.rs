@@ -1,6 +1,7 @@
 //! `GET /metrics`: Prometheus text rendered from what the process recorded. A scrape reads
 //! nothing from the store: the queue's gauges (jobs by state, the age of the oldest
-//! waiting job, whether the store can be read) are refreshed by [`refresh_queue_gauges`]
+//! waiting job, whether the store can be read, which destinations their breakers paused)
+//! are refreshed by [`refresh_queue_gauges`]
 //! on an interval, so a scraper polling often costs the store nothing more.
 //!
 //! The same route serves on the public listener ([`crate::gateway::router`]), on the admin
@@ -67,5 +68,9 @@ async fn record_queue_gauges(store: &Store, clock: &dyn Clock) -> Result<(), Sto
     }
     let age = oldest.map_or(0, |oldest| (clock.now().0 - oldest.0).max(0));
     metrics::gauge!("idemgate_oldest_waiting_job_seconds").set(age as f64);
+    for (destination, breaker) in store.breakers().await? {
+        let paused = if breaker.paused_at.is_some() { 1.0 } else { 0.0 };
+        metrics::gauge!("idemgate_destination_paused", "destination" => destination).set(paused);
+    }
     Ok(())
 }

@@ -188,13 +188,16 @@ pub async fn source_counts(store: &Store, since: Option<UnixTime>) -> Result<Vec
 /// tried for longer has no recent attempts, whatever its last one was.
 pub const RECENT: i64 = 3600;
 
-/// A destination as an operator sees it: enabled or disabled (since when, why), its jobs
-/// by state, its latest success and failure, and its health from recent attempts.
+/// A destination as an operator sees it: enabled, disabled (since when, why) or paused,
+/// its jobs by state, its latest success and failure, its health from recent attempts,
+/// and its circuit breaker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct DestinationView {
     /// The destination's name.
     pub name: String,
-    /// `enabled`, or `disabled` (by a `410 Gone`; `idemgate destination enable` resumes it).
+    /// `enabled`; `disabled` (by a `410 Gone`; `idemgate destination enable` resumes it);
+    /// or `paused` (by its circuit breaker: its jobs wait but for one probe per interval,
+    /// and the first attempt it answers resumes it, as does `idemgate destination enable`).
     pub state: String,
     /// Since when it is disabled (unix seconds).
     pub disabled_at: Option<i64>,
@@ -209,6 +212,23 @@ pub struct DestinationView {
     /// From its latest attempt of the last hour: `ok` (it succeeded), `failing` (it did
     /// not) or `no recent attempts`.
     pub health: String,
+    /// Its circuit breaker, as every instance shares it.
+    pub breaker: BreakerStateView,
+}
+
+/// A destination's circuit breaker: its count of failures and whether it is paused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
+pub struct BreakerStateView {
+    /// Whether it is paused.
+    pub paused: bool,
+    /// Consecutive failed attempts.
+    pub failures: u32,
+    /// Since when its attempts have failed without a break (unix seconds).
+    pub failing_since: Option<i64>,
+    /// Since when it is paused (unix seconds).
+    pub paused_at: Option<i64>,
+    /// When its next probe may start, while paused (unix seconds).
+    pub next_probe_at: Option<i64>,
 }
 
 /// A failed attempt: when, and the status or what went wrong.
@@ -242,7 +262,19 @@ pub async fn destinations(store: &Store, now: UnixTime) -> Result<Vec<Destinatio
         .into_iter()
         .map(|d| DestinationView {
             health: health(d.last_success, d.last_failure.as_ref().map(|f| f.at), now).to_owned(),
-            state: if d.disabled_at.is_some() { "disabled" } else { "enabled" }.to_owned(),
+            state: match (d.disabled_at, d.breaker.paused_at) {
+                (Some(_), _) => "disabled",
+                (None, Some(_)) => "paused",
+                (None, None) => "enabled",
+            }
+            .to_owned(),
+            breaker: BreakerStateView {
+                paused: d.breaker.paused_at.is_some(),
+                failures: d.breaker.failures,
+                failing_since: d.breaker.failing_since.map(|t| t.0),
+                paused_at: d.breaker.paused_at.map(|t| t.0),
+                next_probe_at: d.breaker.next_probe_at.map(|t| t.0),
+            },
             name: d.name,
             disabled_at: d.disabled_at.map(|t| t.0),
             disabled_reason: d.disabled,

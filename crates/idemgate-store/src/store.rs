@@ -9,6 +9,7 @@
 //! PostgreSQL store borrows from them for its statements.
 
 use std::{
+    collections::HashMap,
     future::Future,
     sync::{Arc, OnceLock},
     time::Duration,
@@ -26,11 +27,11 @@ use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+    jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter},
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
     sqlite::Handler,
-    views::{AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
+    views::{AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
 };
 
 /// The store, on SQLite or PostgreSQL, or not open yet ([`Store::unavailable`]). Cheap
@@ -183,6 +184,21 @@ impl Store {
         on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo).await)
     }
 
+    /// [`Self::claim_jobs`], taking at most `per_destination`'s number of jobs of each
+    /// destination it names (the worker's throttled destinations: as many as it can start
+    /// now). Either way a paused destination's jobs are not taken, except one when its
+    /// probe is due, and the claim moves its probe time on.
+    pub async fn claim_jobs_limited(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
+        per_destination: HashMap<String, usize>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        on_backend!(self, store => store.claim_jobs_limited(now_ms, lease, limit, fifo, per_destination).await)
+    }
+
     /// Records an attempt and moves its job as `decision` says, if the lease is current.
     pub async fn complete_job(
         &self,
@@ -203,6 +219,19 @@ impl Store {
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
         on_backend!(self, store => store.complete_jobs(finished, now_ms).await)
+    }
+
+    /// [`Self::complete_jobs`], folding the attempts into their destinations' circuit
+    /// breakers by `breakers` in the same write: enough failures pause a destination, and
+    /// while it is paused a job whose schedule is exhausted waits instead of dying. (Without
+    /// a destination's policy an answer still resumes it, but nothing pauses it.)
+    pub async fn complete_jobs_with_breakers(
+        &self,
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        now_ms: i64,
+        breakers: Breakers,
+    ) -> Result<Vec<Completion>, StoreError> {
+        on_backend!(self, store => store.complete_jobs_with_breakers(finished, now_ms, breakers).await)
     }
 
     /// Makes up to `limit` finished jobs matching `filter` pending again; returns how
@@ -369,6 +398,12 @@ impl Store {
     /// Keeps `record` as the last alert of its (condition, target), replacing the one before.
     pub async fn record_alert(&self, record: AlertRecord) -> Result<(), StoreError> {
         on_backend!(self, store => store.record_alert(record).await)
+    }
+
+    /// Each destination's circuit breaker that has one stored, by name: a light read for
+    /// the metrics' gauges (the whole [`Self::destinations`] view counts jobs).
+    pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
+        on_backend!(self, store => store.breakers().await)
     }
 
     /// Counts per source of what arrived at or after `since`.

@@ -12,7 +12,10 @@
 use std::{
     collections::VecDeque,
     net::SocketAddr,
-    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    sync::{
+        Arc, Mutex, MutexGuard, PoisonError,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -73,6 +76,9 @@ struct Script {
 struct Shared {
     script: Mutex<Script>,
     received: Mutex<Vec<Received>>,
+    /// Requests being answered now, and the most there ever were at once.
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
 }
 
 /// A running destination; clones share its script and its record.
@@ -96,7 +102,12 @@ impl Destination {
             delay: Duration::ZERO,
             retry_after: None,
         };
-        let shared = Arc::new(Shared { script: Mutex::new(script), received: Mutex::new(Vec::new()) });
+        let shared = Arc::new(Shared {
+            script: Mutex::new(script),
+            received: Mutex::new(Vec::new()),
+            in_flight: AtomicUsize::new(0),
+            most_in_flight: AtomicUsize::new(0),
+        });
         let serving = Arc::clone(&shared);
         std::thread::Builder::new()
             .name(format!("destination {addr}"))
@@ -134,6 +145,12 @@ impl Destination {
     /// Every request received so far, in the order they arrived.
     pub fn received(&self) -> Vec<Received> {
         lock(&self.shared.received).clone()
+    }
+
+    /// The most requests it was answering at once so far (a request counts from its
+    /// arrival until its answer is ready).
+    pub fn most_in_flight(&self) -> usize {
+        self.shared.most_in_flight.load(Ordering::SeqCst)
     }
 
     /// Blocks (for at most 30 s, then panics naming `what`) until `done` holds for what
@@ -175,7 +192,25 @@ async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>) {
     }
 }
 
+/// Counts a request in flight for as long as it lives.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn new(shared: &Arc<Shared>) -> Self {
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        Self(Arc::clone(shared))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, std::io::Error> {
+    let _counted = InFlight::new(&shared);
     let (parts, body) = request.into_parts();
     let body = body.collect().await.map_err(std::io::Error::other)?.to_bytes().to_vec();
     let path = parts.uri.path_and_query().map_or_else(|| parts.uri.to_string(), ToString::to_string);

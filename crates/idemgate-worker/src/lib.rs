@@ -16,4 +16,4 @@ mod worker;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use deliver::{AttemptOutcome, Deliver};
 pub use http::HttpDestination;
-pub use worker::{Route, RouteTable, Worker, WorkerOptions};
+pub use worker::{Protection, RateLimit, Route, RouteTable, Worker, WorkerOptions};

@@ -6,17 +6,36 @@
 //! worker runs. Each claim batch reads one snapshot of it, and every job of the batch is
 //! delivered and decided on that snapshot: an attempt in flight finishes on the
 //! destination (URL, secret, retry schedule) it started with.
+//!
+//! Each route may be protected ([`Protection`]): a rate limit and a cap on attempts in
+//! flight, kept per destination name by the worker (not per batch, and across a reload
+//! that keeps the destination's settings), and a circuit breaker, which the store keeps.
+//! Before a claim the worker reserves, for each throttled destination, the in-flight
+//! permits and rate-limit tokens of the jobs it can start now, and asks the store for at
+//! most that many of its jobs: a claimed job starts at once, and never waits under its
+//! lease for its turn. (A reserved token whose job the claim did not find is spent: a
+//! destination below its rate loses some of its burst, never its rate.)
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use arc_swap::ArcSwap;
 
-use idemgate_core::retry::{DeadReason, Decision, RetryPolicy};
+use idemgate_core::{
+    breaker::BreakerPolicy,
+    retry::{DeadReason, Decision, RetryPolicy},
+};
 use idemgate_store::{
     Store, StoreError,
-    jobs::{AttemptRecord, ClaimedJob, Completion},
+    jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
 };
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::{AttemptOutcome, Clock, Deliver, SystemClock};
 
@@ -29,6 +48,119 @@ pub struct Route {
     pub policy: RetryPolicy,
     /// Deliver events of one ordering key strictly one after the other.
     pub fifo: bool,
+    /// How the destination is protected from too many attempts.
+    pub protection: Protection,
+}
+
+/// How a destination is protected: a rate limit and a cap on attempts in flight (held by
+/// this worker), and a circuit breaker (kept in the store, shared by every instance).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Protection {
+    /// Most attempts started per second, with a burst.
+    pub rate_limit: Option<RateLimit>,
+    /// Most attempts in flight at once.
+    pub max_in_flight: Option<usize>,
+    /// When to pause the destination, and how often to probe it then.
+    pub breaker: Option<BreakerPolicy>,
+}
+
+/// Attempts per second, and how many may start at once after a quiet spell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Attempts started per second, on average; more than zero.
+    pub per_second: f64,
+    /// Attempts that may start at once; at least 1.
+    pub burst: u32,
+}
+
+/// The rate limiter: governor's GCRA (well kept, lock-free, and driven by the worker's
+/// clock here, so that tests move time instead of sleeping).
+type Limiter = governor::RateLimiter<
+    governor::state::NotKeyed,
+    governor::state::InMemoryState,
+    LimiterClock,
+    governor::middleware::NoOpMiddleware<Duration>,
+>;
+
+/// The worker's clock as governor's clock, to the millisecond.
+#[derive(Clone)]
+struct LimiterClock(Arc<dyn Clock>);
+
+impl governor::clock::Clock for LimiterClock {
+    type Instant = Duration;
+
+    fn now(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.0.now_ms()).unwrap_or(0))
+    }
+}
+
+/// One destination's limiter and in-flight permits, kept across batches and reloads.
+struct Throttle {
+    /// The settings they were made for; other settings make a new throttle.
+    settings: (Option<RateLimit>, Option<usize>),
+    limiter: Option<Limiter>,
+    in_flight: Option<Arc<Semaphore>>,
+    /// Whether the last claim was cut short by the limits.
+    throttled: AtomicBool,
+}
+
+impl Throttle {
+    fn new(settings: (Option<RateLimit>, Option<usize>), clock: &Arc<dyn Clock>) -> Self {
+        let limiter = settings.0.and_then(|rate| {
+            let period = Duration::try_from_secs_f64(1.0 / rate.per_second)
+                .unwrap_or(Duration::MAX)
+                .max(Duration::from_nanos(1));
+            let burst = std::num::NonZeroU32::new(rate.burst.max(1))?;
+            let quota = governor::Quota::with_period(period)?.allow_burst(burst);
+            Some(governor::RateLimiter::direct_with_clock(quota, LimiterClock(Arc::clone(clock))))
+        });
+        let in_flight = settings.1.map(|cap| Arc::new(Semaphore::new(cap)));
+        Self { settings, limiter, in_flight, throttled: AtomicBool::new(false) }
+    }
+
+    /// Reserves what `most` jobs need to start now: as many in-flight permits as are free,
+    /// and as many rate-limit tokens as there are permits. Returns the permits (or, without
+    /// a cap, `None`) and how many jobs may start.
+    fn reserve(&self, most: usize) -> (Option<Vec<OwnedSemaphorePermit>>, usize) {
+        let permits = self.in_flight.as_ref().map(|semaphore| {
+            std::iter::from_fn(|| Arc::clone(semaphore).try_acquire_owned().ok()).take(most).collect::<Vec<_>>()
+        });
+        let mut allowed = permits.as_ref().map_or(most, Vec::len);
+        if let Some(limiter) = &self.limiter {
+            allowed = (0..allowed).take_while(|_| limiter.check().is_ok()).count();
+        }
+        (
+            permits.map(|mut p| {
+                p.truncate(allowed);
+                p
+            }),
+            allowed,
+        )
+    }
+}
+
+/// The worker's throttles by destination name.
+#[derive(Clone, Default)]
+struct Throttles(Arc<Mutex<HashMap<String, Arc<Throttle>>>>);
+
+impl Throttles {
+    /// The throttles of `routes` that need one, made or kept; those of destinations gone or
+    /// unthrottled are dropped.
+    fn for_routes(&self, routes: &HashMap<String, Route>, clock: &Arc<dyn Clock>) -> Vec<(String, Arc<Throttle>)> {
+        let mut all = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        all.retain(|name, throttle| {
+            routes.get(name).is_some_and(|r| (r.protection.rate_limit, r.protection.max_in_flight) == throttle.settings)
+        });
+        routes
+            .iter()
+            .filter(|(_, route)| route.protection.rate_limit.is_some() || route.protection.max_in_flight.is_some())
+            .map(|(name, route)| {
+                let settings = (route.protection.rate_limit, route.protection.max_in_flight);
+                let throttle = all.entry(name.clone()).or_insert_with(|| Arc::new(Throttle::new(settings, clock)));
+                (name.clone(), Arc::clone(throttle))
+            })
+            .collect()
+    }
 }
 
 /// The worker's destinations by name, replaceable while it runs. Clones share one table.
@@ -86,6 +218,7 @@ pub struct Worker {
     options: WorkerOptions,
     clock: Arc<dyn Clock>,
     draw: Arc<dyn Fn() -> f64 + Send + Sync>,
+    throttles: Throttles,
 }
 
 impl std::fmt::Debug for Worker {
@@ -104,6 +237,7 @@ impl Worker {
             options,
             clock: Arc::new(SystemClock),
             draw: Arc::new(fastrand::f64),
+            throttles: Throttles::default(),
         }
     }
 
@@ -136,26 +270,72 @@ impl Worker {
     pub async fn tick(&self) -> Result<usize, StoreError> {
         let routes = self.routes.snapshot();
         let fifo = routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
-        let jobs = self.store.claim_jobs(self.clock.now_ms(), self.options.lease, self.options.batch, fifo).await?;
+        let breakers: Breakers =
+            routes.iter().filter_map(|(name, r)| r.protection.breaker.map(|b| (name.clone(), b))).collect();
+        let throttles = self.throttles.for_routes(&routes, &self.clock);
+        let mut limits = HashMap::new();
+        let mut permits = HashMap::new();
+        for (name, throttle) in &throttles {
+            let (held, allowed) = throttle.reserve(self.options.batch);
+            limits.insert(name.clone(), allowed);
+            if let Some(held) = held {
+                permits.insert(name.clone(), held);
+            }
+        }
+        let jobs = self
+            .store
+            .claim_jobs_limited(self.clock.now_ms(), self.options.lease, self.options.batch, fifo, limits.clone())
+            .await?;
+        for (name, throttle) in &throttles {
+            let allowed = limits.get(name).copied().unwrap_or(0);
+            let claimed = jobs.iter().filter(|job| &job.destination == name).count();
+            let held_back = allowed < self.options.batch && claimed == allowed;
+            // With nothing allowed, the claim could not tell: the last answer stands.
+            let throttled = if allowed == 0 { throttle.throttled.load(Ordering::Relaxed) } else { held_back };
+            throttle.throttled.store(throttled, Ordering::Relaxed);
+            metrics::gauge!("idemgate_destination_throttled", "destination" => name.clone()).set(if throttled {
+                1.0
+            } else {
+                0.0
+            });
+            if held_back {
+                metrics::counter!("idemgate_destination_throttled_total", "destination" => name.clone()).increment(1);
+            }
+        }
         let count = jobs.len();
         let (finished, mut results) = tokio::sync::mpsc::unbounded_channel();
         for job in jobs {
+            let permit = permits.get_mut(&job.destination).and_then(Vec::pop);
             let (worker, routes, finished) = (self.clone(), Arc::clone(&routes), finished.clone());
             tokio::spawn(async move {
-                let _ = finished.send(worker.attempt(job, &routes).await);
+                let done = worker.attempt(job, &routes).await;
+                drop(permit);
+                let _ = finished.send(done);
             });
         }
+        drop(permits);
         drop(finished);
         while let Some(first) = results.recv().await {
             let mut group = vec![first];
             while let Ok(more) = results.try_recv() {
                 group.push(more);
             }
-            if let Err(err) = self.record(group).await {
+            if let Err(err) = self.record(group, &breakers).await {
                 tracing::warn!(error = %err, "could not record delivery attempts; their leases expire and they are retried");
             }
         }
         Ok(count)
+    }
+
+    /// The destinations whose last claim was cut short by their rate limit or in-flight
+    /// cap, by name (this worker's view: each instance throttles on its own).
+    #[must_use]
+    pub fn throttled(&self) -> Vec<String> {
+        let all = self.throttles.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut names: Vec<_> =
+            all.iter().filter(|(_, t)| t.throttled.load(Ordering::Relaxed)).map(|(name, _)| name.clone()).collect();
+        names.sort();
+        names
     }
 
     /// Delivers one job on its batch's `routes` and decides what follows; recording is
@@ -202,15 +382,20 @@ impl Worker {
         (job, record, decision)
     }
 
-    /// Records finished attempts in one store write and logs what became of each.
-    async fn record(&self, group: Vec<(ClaimedJob, AttemptRecord, Decision)>) -> Result<(), StoreError> {
+    /// Records finished attempts in one store write, with their destinations' breakers,
+    /// and logs what became of each.
+    async fn record(
+        &self,
+        group: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        breakers: &Breakers,
+    ) -> Result<(), StoreError> {
         let described: Vec<_> = group
             .iter()
             .map(|(job, _, decision)| {
                 (job.id, job.destination.clone(), job.key.identity.to_string(), job.attempt, *decision)
             })
             .collect();
-        let completions = self.store.complete_jobs(group, self.clock.now_ms()).await?;
+        let completions = self.store.complete_jobs_with_breakers(group, self.clock.now_ms(), breakers.clone()).await?;
         for ((id, destination, identity, attempt, decision), completion) in described.into_iter().zip(completions) {
             match completion {
                 Completion::Recorded if decision == Decision::Succeeded => {

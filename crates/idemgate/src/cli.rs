@@ -430,14 +430,16 @@ pub(crate) enum StoreCommand {
 
 #[derive(Subcommand)]
 pub(crate) enum DestinationCommand {
-    /// Every destination with jobs or disabled: enabled or disabled since when, health
-    /// from the last hour's attempts, jobs by state, latest success and failure.
+    /// Every destination with jobs or disabled: enabled, disabled or paused since when,
+    /// health from the last hour's attempts, jobs by state, latest success and failure,
+    /// and its circuit breaker.
     List {
         /// JSON instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// Resume deliveries to a destination disabled by a `410 Gone`.
+    /// Resume deliveries to a destination disabled by a `410 Gone` or paused by its
+    /// circuit breaker.
     Enable {
         /// The destination's name.
         name: String,

@@ -188,6 +188,18 @@ fn destinations_text(all: &[DestinationView], now: UnixTime) -> String {
             Some(at) => format!("disabled ({}) since {}", d.disabled_reason.as_deref().unwrap_or("-"), when(at, now)),
             None => "enabled".to_owned(),
         };
+        let breaker = match (d.breaker.paused_at, d.breaker.next_probe_at) {
+            (Some(at), Some(probe)) => {
+                format!(
+                    "paused since {} ({} failures), next probe {}",
+                    when(at, now),
+                    d.breaker.failures,
+                    when(probe, now)
+                )
+            }
+            _ if d.breaker.failures > 0 => format!("closed, {} failures in a row", d.breaker.failures),
+            _ => "closed".to_owned(),
+        };
         let jobs: Vec<String> = d.jobs.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let failure = d.last_failure.as_ref().map_or("-".to_owned(), |f| {
             let what = f
@@ -196,7 +208,7 @@ fn destinations_text(all: &[DestinationView], now: UnixTime) -> String {
             format!("{} {what}", when(f.at, now))
         });
         text.push_str(&format!(
-            "{}\n  state         {state}\n  health        {}\n  jobs          {}\n  last success  {}\n  last failure  {failure}\n",
+            "{}\n  state         {state}\n  health        {}\n  jobs          {}\n  last success  {}\n  last failure  {failure}\n  breaker       {breaker}\n",
             d.name,
             d.health,
             if jobs.is_empty() { "-".to_owned() } else { jobs.join(", ") },

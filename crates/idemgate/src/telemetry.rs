@@ -60,4 +60,16 @@ fn describe() {
         "Age of the oldest job waiting to be delivered, as last read from the store"
     );
     describe_gauge!("idemgate_store_available", "1 while the store could be read at the last refresh, else 0");
+    describe_gauge!(
+        "idemgate_destination_paused",
+        "1 while the destination's circuit breaker has it paused (as last read from the store), else 0"
+    );
+    describe_gauge!(
+        "idemgate_destination_throttled",
+        "1 while this worker's last claim for the destination was cut short by its rate limit or in-flight cap"
+    );
+    describe_counter!(
+        "idemgate_destination_throttled_total",
+        "Claims of this worker cut short by the destination's rate limit or in-flight cap"
+    );
 }

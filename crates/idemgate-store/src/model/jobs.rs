@@ -12,11 +12,19 @@
 //! `pending` again with a fresh schedule; the event, its identity and so its `webhook-id`
 //! stay the same. A retry-now makes waiting (pending or retrying) jobs due at once and
 //! changes nothing else: the attempts so far count, and the schedule continues from there.
+//!
+//! Each destination's circuit breaker (core's [`idemgate_core::breaker`]) is kept in its
+//! `destinations` row: a completion folds its attempts into it in the same write, given
+//! the destinations' policies; a claim takes no job of a paused destination unless its
+//! probe is due, then one, and moves the probe time on in the claim's write. A claim may
+//! also be given a limit per destination (a throttled destination's jobs the worker can
+//! start now), so that no job waits under a lease it may not outlive.
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
 use idemgate_core::{
     ReceiptKey, UnixTime,
+    breaker::{BreakerPolicy, BreakerState, Claim, Pause},
     job::{JobState, Transition},
     retry::Decision,
 };
@@ -185,4 +193,99 @@ pub(crate) struct FilterBindings<'a> {
     pub destination: Option<&'a str>,
     pub since: Option<i64>,
     pub until: Option<i64>,
+}
+
+/// The breaker of each destination that has one, by name: what a completion pauses by.
+pub type Breakers = HashMap<String, BreakerPolicy>;
+
+/// A destination's breaker as its row's columns: failures, failing since, paused at, next
+/// probe at, probe interval (milliseconds; the last three set only while paused).
+pub(crate) type BreakerColumns = (i64, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
+
+/// A breaker from its row's columns.
+pub(crate) fn breaker_of(
+    (failures, failing_since_ms, paused_at, next_probe, interval): BreakerColumns,
+) -> BreakerState {
+    BreakerState {
+        failures: u32::try_from(failures).unwrap_or(u32::MAX),
+        failing_since_ms,
+        paused: match (paused_at, next_probe, interval) {
+            (Some(at_ms), Some(next_probe_at_ms), Some(probe_interval_ms)) => {
+                Some(Pause { at_ms, next_probe_at_ms, probe_interval_ms })
+            }
+            _ => None,
+        },
+    }
+}
+
+/// A breaker as its row's columns.
+pub(crate) fn breaker_columns(state: &BreakerState) -> BreakerColumns {
+    (
+        i64::from(state.failures),
+        state.failing_since_ms,
+        state.paused.map(|p| p.at_ms),
+        state.paused.map(|p| p.next_probe_at_ms),
+        state.paused.map(|p| p.probe_interval_ms),
+    )
+}
+
+/// What a claim takes per destination, the same on both backends: the worker's limits (a
+/// throttled destination's jobs it can start now), none of a paused destination, and one
+/// of a paused destination whose probe is due.
+pub(crate) struct ClaimPlan {
+    /// Most jobs per destination; destinations not named are limited only by the batch.
+    pub(crate) limits: HashMap<String, usize>,
+    /// The paused destinations a probe may be taken for, with their breakers after it.
+    pub(crate) probes: HashMap<String, BreakerState>,
+}
+
+impl ClaimPlan {
+    /// The plan at `now_ms` from the worker's `limits` and the `paused` destinations' breakers.
+    pub(crate) fn new(mut limits: HashMap<String, usize>, paused: Vec<(String, BreakerState)>, now_ms: i64) -> Self {
+        let mut probes = HashMap::new();
+        for (name, state) in paused {
+            match state.probe(now_ms) {
+                Claim::Open => {}
+                Claim::Closed => {
+                    limits.insert(name, 0);
+                }
+                Claim::Probe(after) => {
+                    let limit = limits.get(&name).copied().unwrap_or(1).min(1);
+                    limits.insert(name.clone(), limit);
+                    probes.insert(name, after);
+                }
+            }
+        }
+        Self { limits, probes }
+    }
+
+    /// The limited destinations, for the query of the others' jobs.
+    pub(crate) fn limited_names(&self) -> Vec<String> {
+        self.limits.keys().cloned().collect()
+    }
+}
+
+/// Folds `finished`, in order, into the breakers of their destinations (`states`, read in
+/// the completion's write; missing ones are fresh), by `breakers`' policies. Returns the
+/// decisions the jobs are moved by (see [`BreakerState::record`]) and the breakers that
+/// changed, to be written in the same write.
+pub(crate) fn fold_breakers(
+    mut states: HashMap<String, BreakerState>,
+    finished: &[(ClaimedJob, AttemptRecord, Decision)],
+    breakers: &Breakers,
+    now_ms: i64,
+) -> (Vec<Decision>, Vec<(String, BreakerState)>) {
+    let before = states.clone();
+    let decisions = finished
+        .iter()
+        .map(|(job, _, decision)| {
+            let state = states.entry(job.destination.clone()).or_default();
+            let (next, decision) = state.record(*decision, breakers.get(&job.destination), now_ms);
+            *state = next;
+            decision
+        })
+        .collect();
+    let changed =
+        states.into_iter().filter(|(name, state)| before.get(name).copied().unwrap_or_default() != *state).collect();
+    (decisions, changed)
 }

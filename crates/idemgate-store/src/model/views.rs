@@ -88,7 +88,7 @@ pub struct RecentConflict {
 }
 
 /// A destination's state: its jobs by state, whether a `410` disabled it and since when,
-/// and its latest successful and failed attempts.
+/// its latest successful and failed attempts, and its circuit breaker.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DestinationHealth {
     /// The destination's name.
@@ -103,6 +103,34 @@ pub struct DestinationHealth {
     pub last_success: Option<UnixTime>,
     /// Its latest attempt that did not answer with a 2xx.
     pub last_failure: Option<FailedAttempt>,
+    /// Its circuit breaker's state (shared by every instance).
+    pub breaker: BreakerView,
+}
+
+/// A destination's circuit breaker as the operator sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BreakerView {
+    /// Consecutive failed attempts.
+    pub failures: u32,
+    /// Since when its attempts have failed without a break.
+    pub failing_since: Option<UnixTime>,
+    /// Since when it is paused, if it is: its jobs wait, but for one probe per interval.
+    pub paused_at: Option<UnixTime>,
+    /// When the next probe may be claimed, while paused.
+    pub next_probe_at: Option<UnixTime>,
+}
+
+impl BreakerView {
+    /// The view of a stored breaker.
+    pub(crate) fn of(state: &idemgate_core::breaker::BreakerState) -> Self {
+        let second = |ms: i64| UnixTime(super::second_of(ms));
+        Self {
+            failures: state.failures,
+            failing_since: state.failing_since_ms.map(second),
+            paused_at: state.paused.map(|p| second(p.at_ms)),
+            next_probe_at: state.paused.map(|p| second(p.next_probe_at_ms)),
+        }
+    }
 }
 
 /// An attempt that failed: when it started, and the status or what went wrong.

@@ -2,17 +2,19 @@
 //! so workers of several instances never take the same job while its lease holds, and
 //! completions are fenced by `lease_token` exactly as on SQLite.
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
-use idemgate_core::{UnixTime, retry::Decision};
-use tokio_postgres::types::ToSql;
+use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
+use tokio_postgres::{Row, types::ToSql};
 
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
     model::{
-        jobs::{FilterBindings, Recording, lease_until},
+        jobs::{
+            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until,
+        },
         key, parse_headers, second_of,
     },
 };
@@ -47,9 +49,69 @@ const WAITING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_i
       AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)
       AND j.next_attempt_at_ms > $7";
 
+/// The due jobs, by the rules of [`crate::jobs`] (`$1` now in seconds, `$3` the FIFO
+/// destinations, `$5` now in ms), to be narrowed by destination (`$4`), ordered and
+/// limited (`$2`) by [`ORDER`].
+const DUE: &str = "SELECT j.id, j.next_attempt_at_ms FROM jobs j JOIN events e ON e.id = j.event_id
+    WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at_ms <= $5)
+           OR (j.state = 'running' AND j.lease_until <= $1))
+      AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
+      AND (e.ordering_key IS NULL
+           OR NOT (j.destination = ANY($3::text[]))
+           OR NOT EXISTS (
+               SELECT 1 FROM jobs j2 JOIN events e2 ON e2.id = j2.event_id
+               WHERE j2.destination = j.destination AND e2.source = e.source
+                 AND e2.ordering_key = e.ordering_key AND e2.id < e.id
+                 AND j2.state IN ('pending', 'running', 'retrying')))";
+
+/// How [`DUE`] is ordered, limited and locked: a job another claim holds is skipped.
+const ORDER: &str = "ORDER BY j.next_attempt_at_ms, j.id LIMIT $2 FOR UPDATE OF j SKIP LOCKED";
+
+/// The breaker columns of a `destinations` row, in `BreakerColumns` order.
+const BREAKER: &str = "failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms";
+
+/// A row of `name` and [`BREAKER`]'s columns.
+fn breaker_row(row: &Row) -> Result<(String, BreakerState), StoreError> {
+    Ok((
+        row.try_get(0)?,
+        breaker_of((row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?)),
+    ))
+}
+
+/// Writes the breakers of `changed` destinations.
+async fn write_breakers(
+    tx: &deadpool_postgres::Transaction<'_>,
+    changed: &[(String, BreakerState)],
+) -> Result<(), StoreError> {
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let mut columns = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (name, state) in changed {
+        let (failures, failing_since, paused_at, next_probe, interval) = breaker_columns(state);
+        columns.0.push(name.as_str());
+        columns.1.push(failures);
+        columns.2.push(failing_since);
+        columns.3.push(paused_at);
+        columns.4.push(next_probe);
+        columns.5.push(interval);
+    }
+    tx.execute(
+        &format!(
+            "INSERT INTO destinations (name, {BREAKER})
+             SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+             ON CONFLICT (name) DO UPDATE SET failures = excluded.failures, failing_since_ms = excluded.failing_since_ms,
+                paused_at_ms = excluded.paused_at_ms, next_probe_at_ms = excluded.next_probe_at_ms,
+                probe_interval_ms = excluded.probe_interval_ms"
+        ),
+        &[&columns.0, &columns.1, &columns.2, &columns.3, &columns.4, &columns.5],
+    )
+    .await?;
+    Ok(())
+}
+
 impl PgStore {
-    /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of
-    /// [`crate::jobs`]. Jobs locked by another claim in progress are skipped, not waited for.
+    /// [`Self::claim_jobs_limited`] with no limits per destination.
     pub async fn claim_jobs(
         &self,
         now_ms: i64,
@@ -57,34 +119,76 @@ impl PgStore {
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        let client = self.client().await?;
-        let claim = client
+        self.claim_jobs_limited(now_ms, lease, limit, fifo, HashMap::new()).await
+    }
+
+    /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of
+    /// [`crate::jobs`], at most `per_destination`'s number of a destination it names; of a
+    /// paused destination none, or one when its probe is due (the probe time moves on in
+    /// the same transaction, whose lock on the paused rows makes instances take turns).
+    /// Jobs locked by another claim in progress are skipped, not waited for.
+    pub async fn claim_jobs_limited(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
+        per_destination: HashMap<String, usize>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        retrying(|| self.try_claim(now_ms, lease, limit, &fifo, per_destination.clone())).await
+    }
+
+    async fn try_claim(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: &[String],
+        per_destination: HashMap<String, usize>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let paused = tx
+            .query(
+                &format!(
+                    "SELECT name, {BREAKER} FROM destinations WHERE paused_at_ms IS NOT NULL ORDER BY name FOR UPDATE"
+                ),
+                &[],
+            )
+            .await?
+            .iter()
+            .map(breaker_row)
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let plan = ClaimPlan::new(per_destination, paused, now_ms);
+        let now = second_of(now_ms);
+        let others = tx.prepare_cached(&format!("{DUE} AND NOT (j.destination = ANY($4::text[])) {ORDER}")).await?;
+        let mut due: Vec<(i64, i64)> = Vec::new();
+        for row in tx.query(&others, &[&now, &sql_limit(limit), &fifo, &plan.limited_names(), &now_ms]).await? {
+            due.push((row.try_get(1)?, row.try_get(0)?));
+        }
+        let one = tx.prepare_cached(&format!("{DUE} AND j.destination = $4 {ORDER}")).await?;
+        for (name, &most) in &plan.limits {
+            if most > 0 {
+                for row in tx.query(&one, &[&now, &sql_limit(most.min(limit)), &fifo, name, &now_ms]).await? {
+                    due.push((row.try_get(1)?, row.try_get(0)?));
+                }
+            }
+        }
+        due.sort_unstable();
+        due.truncate(limit);
+        let ids: Vec<i64> = due.into_iter().map(|(_, id)| id).collect();
+        let take = tx
             .prepare_cached(
                 "UPDATE jobs SET state = 'running', lease_until = $2, lease_token = jobs.lease_token + 1,
                         attempts = jobs.attempts + 1, updated_at = $1
-                 FROM (SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
-                       WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at_ms <= $5)
-                              OR (j.state = 'running' AND j.lease_until <= $1))
-                         AND NOT EXISTS (SELECT 1 FROM destinations d
-                                         WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
-                         AND (e.ordering_key IS NULL
-                              OR NOT (j.destination = ANY($4::text[]))
-                              OR NOT EXISTS (
-                                  SELECT 1 FROM jobs j2 JOIN events e2 ON e2.id = j2.event_id
-                                  WHERE j2.destination = j.destination AND e2.source = e.source
-                                    AND e2.ordering_key = e.ordering_key AND e2.id < e.id
-                                    AND j2.state IN ('pending', 'running', 'retrying')))
-                       ORDER BY j.next_attempt_at_ms, j.id LIMIT $3
-                       FOR UPDATE OF j SKIP LOCKED) AS due,
-                      events e
-                 WHERE jobs.id = due.id AND e.id = jobs.event_id
+                 FROM events e
+                 WHERE jobs.id = ANY($3::bigint[]) AND e.id = jobs.event_id
                  RETURNING jobs.id, jobs.lease_token, jobs.attempts, jobs.destination,
                            e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id",
             )
             .await?;
-        let now = second_of(now_ms);
         let until = lease_until(now_ms, lease);
-        let rows = client.query(&claim, &[&now, &until, &sql_limit(limit), &fifo, &now_ms]).await?;
+        let rows = tx.query(&take, &[&now, &until, &ids]).await?;
         let mut claimed = rows
             .iter()
             .map(|row| {
@@ -106,6 +210,14 @@ impl PgStore {
             })
             .collect::<Result<Vec<_>, StoreError>>()?;
         claimed.sort_by_key(|job| job.id);
+        let probed: Vec<_> = plan
+            .probes
+            .iter()
+            .filter(|(name, _)| claimed.iter().any(|job| &job.destination == *name))
+            .map(|(name, state)| (name.clone(), *state))
+            .collect();
+        write_breakers(&tx, &probed).await?;
+        tx.commit().await?;
         Ok(claimed)
     }
 
@@ -130,12 +242,22 @@ impl PgStore {
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
+        self.complete_jobs_with_breakers(finished, now_ms, Breakers::new()).await
+    }
+
+    /// [`Self::complete_jobs`], folding the attempts into their destinations' breakers by
+    /// `breakers`' policies in the same transaction.
+    pub async fn complete_jobs_with_breakers(
+        &self,
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        now_ms: i64,
+        breakers: Breakers,
+    ) -> Result<Vec<Completion>, StoreError> {
         if finished.is_empty() {
             return Ok(Vec::new());
         }
-        let columns = Columns::of(&finished, now_ms);
         let now = UnixTime(second_of(now_ms));
-        let recorded = retrying(|| self.try_complete(&columns, now)).await?;
+        let recorded = retrying(|| self.try_complete(&finished, &breakers, now_ms, now)).await?;
         Ok(finished
             .iter()
             .map(
@@ -146,10 +268,33 @@ impl PgStore {
             .collect())
     }
 
-    /// Returns the (job, lease token) pairs that took effect.
-    async fn try_complete(&self, columns: &Columns, now: UnixTime) -> Result<Vec<(i64, i64)>, StoreError> {
-        let client = self.client().await?;
-        let complete = client
+    /// Returns the (job, lease token) pairs that took effect. The destinations' breakers
+    /// are read under a row lock, folded, and written back in the same transaction.
+    async fn try_complete(
+        &self,
+        finished: &[(ClaimedJob, AttemptRecord, Decision)],
+        breakers: &Breakers,
+        now_ms: i64,
+        now: UnixTime,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let mut names: Vec<&str> = finished.iter().map(|(job, _, _)| job.destination.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let states = tx
+            .query(
+                &format!("SELECT name, {BREAKER} FROM destinations WHERE name = ANY($1) ORDER BY name FOR UPDATE"),
+                &[&names],
+            )
+            .await?
+            .iter()
+            .map(breaker_row)
+            .collect::<Result<HashMap<_, _>, StoreError>>()?;
+        let (decisions, changed) = fold_breakers(states, finished, breakers, now_ms);
+        let columns =
+            Columns::of(finished.iter().zip(decisions).map(|((job, attempt, _), d)| (job, attempt, d)), now_ms);
+        let complete = tx
             .prepare_cached(
                 "WITH finished AS (
                     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::bigint[],
@@ -172,8 +317,8 @@ impl PgStore {
                  RETURNING jobs.id, f.token",
             )
             .await?;
-        let c = columns;
-        let rows = client
+        let c = &columns;
+        let rows = tx
             .query(
                 &complete,
                 &[
@@ -193,17 +338,23 @@ impl PgStore {
                 ],
             )
             .await?;
-        rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
+        let recorded =
+            rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect::<Result<_, StoreError>>()?;
+        write_breakers(&tx, &changed).await?;
+        tx.commit().await?;
+        Ok(recorded)
     }
 
-    /// Re-enables `destination`; its waiting jobs become due at once. Returns whether it was disabled.
+    /// Re-enables `destination` (disabled by a `410`, or paused by its breaker); its waiting
+    /// jobs become due at once. Returns whether it was disabled or paused.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let changed = tx
             .execute(
-                "UPDATE destinations SET disabled_at = NULL, disabled_reason = NULL
-                 WHERE name = $1 AND disabled_at IS NOT NULL",
+                "UPDATE destinations SET disabled_at = NULL, disabled_reason = NULL, failures = 0,
+                        failing_since_ms = NULL, paused_at_ms = NULL, next_probe_at_ms = NULL, probe_interval_ms = NULL
+                 WHERE name = $1 AND (disabled_at IS NOT NULL OR paused_at_ms IS NOT NULL)",
                 &[&destination],
             )
             .await?;
@@ -308,7 +459,7 @@ struct Columns {
 }
 
 impl Columns {
-    fn of(finished: &[(ClaimedJob, AttemptRecord, Decision)], now_ms: i64) -> Self {
+    fn of<'a>(finished: impl Iterator<Item = (&'a ClaimedJob, &'a AttemptRecord, Decision)>, now_ms: i64) -> Self {
         let mut c = Self {
             id: Vec::new(),
             token: Vec::new(),
@@ -324,7 +475,7 @@ impl Columns {
             disable: Vec::new(),
         };
         for (job, attempt, decision) in finished {
-            let recording = Recording::of(attempt, *decision, now_ms);
+            let recording = Recording::of(attempt, decision, now_ms);
             if recording.disables_destination {
                 c.disable.push(job.destination.clone());
             }

@@ -8,9 +8,10 @@ use super::{PgStore, sql_limit};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
-    model::{body_hash, key, receive::parse_result},
+    model::{body_hash, jobs::breaker_of, key, receive::parse_result},
     views::{
-        AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict, SourceStats,
+        AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict,
+        SourceStats,
     },
 };
 
@@ -327,7 +328,21 @@ impl PgStore {
                     })
                 })
                 .transpose()?;
+            let breaker = client
+                .query_opt(
+                    "SELECT failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms
+                     FROM destinations WHERE name = $1",
+                    &[&name],
+                )
+                .await?
+                .map(|row| {
+                    let columns = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?);
+                    Ok::<_, StoreError>(BreakerView::of(&breaker_of(columns)))
+                })
+                .transpose()?
+                .unwrap_or_default();
             all.push(DestinationHealth {
+                breaker,
                 name,
                 jobs,
                 disabled: off.as_ref().map(|(reason, _)| reason.clone().unwrap_or_default()),
@@ -337,6 +352,24 @@ impl PgStore {
             });
         }
         Ok(all)
+    }
+
+    /// Every stored breaker, by destination name.
+    pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT name, failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms
+                 FROM destinations ORDER BY name",
+                &[],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let columns = (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?, row.try_get(5)?);
+                Ok((row.try_get(0)?, BreakerView::of(&breaker_of(columns))))
+            })
+            .collect()
     }
 
     /// Counts per source of what arrived at or after `since`.

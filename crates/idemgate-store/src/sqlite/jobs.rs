@@ -3,9 +3,9 @@
 //! by the rules of [`crate::jobs`]. Claims and completions run on the writer, so no two
 //! claims in this process overlap; across processes, `BEGIN IMMEDIATE` serialises them.
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
-use idemgate_core::{UnixTime, retry::Decision};
+use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
 use rusqlite::{Connection, params};
 
 use super::SqliteStore;
@@ -13,43 +13,139 @@ use crate::{
     StoreError,
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
     model::{
-        jobs::{FilterBindings, Recording, lease_until},
+        jobs::{
+            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until,
+        },
         key, parse_headers, second_of,
     },
 };
 
+/// The due jobs, by the rules of [`crate::jobs`] (`?1` now in ms, `?3` the FIFO
+/// destinations as JSON, `?4` now in seconds), to be narrowed by destination (`?5`), ordered
+/// and limited (`?2`).
+const DUE: &str = "SELECT j.id, j.next_attempt_at_ms FROM jobs j JOIN events e ON e.id = j.event_id
+     WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at_ms <= ?1)
+            OR (j.state = 'running' AND j.lease_until <= ?4))
+       AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
+       AND (e.ordering_key IS NULL
+            OR j.destination NOT IN (SELECT value FROM json_each(?3))
+            OR NOT EXISTS (
+                SELECT 1 FROM jobs j2 JOIN events e2 ON e2.id = j2.event_id
+                WHERE j2.destination = j.destination AND e2.source = e.source
+                  AND e2.ordering_key = e.ordering_key AND e2.id < e.id
+                  AND j2.state IN ('pending', 'running', 'retrying')))";
+
+/// The breaker columns of a `destinations` row, in [`BreakerColumns`] order.
+const BREAKER: &str = "failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms";
+
 /// Claims up to `limit` due jobs at `now_ms` for `lease`. A job is due when it is pending or
 /// retrying and its time (kept in milliseconds) has come, or running with an expired lease. Jobs of disabled
 /// destinations wait; for destinations in `fifo`, only the oldest unfinished job of each
-/// ordering key is due.
+/// ordering key is due. At most `per_destination`'s number of a destination it names is
+/// taken; of a paused destination none, or one when its probe is due (and then the probe
+/// time moves on).
 pub fn claim(
     conn: &Connection,
     now_ms: i64,
     lease: Duration,
     limit: usize,
     fifo: &[String],
+    per_destination: HashMap<String, usize>,
 ) -> Result<Vec<ClaimedJob>, rusqlite::Error> {
+    let plan = ClaimPlan::new(per_destination, paused(conn)?, now_ms);
     let fifo = serde_json::json!(fifo).to_string();
-    let mut due = conn.prepare_cached(
-        "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
-         WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at_ms <= ?1)
-                OR (j.state = 'running' AND j.lease_until <= ?4))
-           AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
-           AND (e.ordering_key IS NULL
-                OR j.destination NOT IN (SELECT value FROM json_each(?3))
-                OR NOT EXISTS (
-                    SELECT 1 FROM jobs j2 JOIN events e2 ON e2.id = j2.event_id
-                    WHERE j2.destination = j.destination AND e2.source = e.source
-                      AND e2.ordering_key = e.ordering_key AND e2.id < e.id
-                      AND j2.state IN ('pending', 'running', 'retrying')))
-         ORDER BY j.next_attempt_at_ms, j.id LIMIT ?2",
-    )?;
-    let ids: Vec<i64> = due
-        .query_map(params![now_ms, i64::try_from(limit).unwrap_or(i64::MAX), fifo, second_of(now_ms)], |row| {
-            row.get(0)
-        })?
-        .collect::<Result<_, _>>()?;
-    ids.into_iter().map(|id| take(conn, id, now_ms, lease)).collect()
+    let sql_limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut due: Vec<(i64, i64)> = Vec::new();
+    let mut others =
+        conn.prepare_cached(&format!("{DUE} AND j.destination NOT IN (SELECT value FROM json_each(?5)) {ORDER}"))?;
+    let limited = serde_json::json!(plan.limited_names()).to_string();
+    for row in others.query_map(params![now_ms, sql_limit(limit), fifo, second_of(now_ms), limited], due_row)? {
+        due.push(row?);
+    }
+    let mut one = conn.prepare_cached(&format!("{DUE} AND j.destination = ?5 {ORDER}"))?;
+    for (name, &most) in &plan.limits {
+        if most > 0 {
+            for row in
+                one.query_map(params![now_ms, sql_limit(most.min(limit)), fifo, second_of(now_ms), name], due_row)?
+            {
+                due.push(row?);
+            }
+        }
+    }
+    due.sort_unstable();
+    due.truncate(limit);
+    let claimed = due.into_iter().map(|(_, id)| take(conn, id, now_ms, lease)).collect::<Result<Vec<_>, _>>()?;
+    for (name, after) in &plan.probes {
+        if claimed.iter().any(|job| &job.destination == name) {
+            write_breaker(conn, name, after)?;
+        }
+    }
+    Ok(claimed)
+}
+
+/// How [`DUE`] is ordered and limited.
+const ORDER: &str = "ORDER BY j.next_attempt_at_ms, j.id LIMIT ?2";
+
+fn due_row(row: &rusqlite::Row<'_>) -> Result<(i64, i64), rusqlite::Error> {
+    Ok((row.get(1)?, row.get(0)?))
+}
+
+/// The paused destinations and their breakers.
+fn paused(conn: &Connection) -> Result<Vec<(String, BreakerState)>, rusqlite::Error> {
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT name, {BREAKER} FROM destinations WHERE paused_at_ms IS NOT NULL"))?;
+    let rows = stmt.query_map([], |row| {
+        Ok((row.get(0)?, breaker_of((row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))))
+    })?;
+    rows.collect()
+}
+
+/// The breakers of `names` that have a row.
+fn breakers_of(conn: &Connection, names: &[&str]) -> Result<HashMap<String, BreakerState>, rusqlite::Error> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT name, {BREAKER} FROM destinations WHERE name IN (SELECT value FROM json_each(?1))"
+    ))?;
+    let rows = stmt.query_map([serde_json::json!(names).to_string()], |row| {
+        Ok((row.get(0)?, breaker_of((row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))))
+    })?;
+    rows.collect()
+}
+
+/// Writes `destination`'s breaker.
+fn write_breaker(conn: &Connection, destination: &str, state: &BreakerState) -> Result<(), rusqlite::Error> {
+    let (failures, failing_since, paused_at, next_probe, interval) = breaker_columns(state);
+    conn.prepare_cached(&format!(
+        "INSERT INTO destinations (name, {BREAKER}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (name) DO UPDATE SET failures = excluded.failures, failing_since_ms = excluded.failing_since_ms,
+            paused_at_ms = excluded.paused_at_ms, next_probe_at_ms = excluded.next_probe_at_ms,
+            probe_interval_ms = excluded.probe_interval_ms"
+    ))?
+    .execute(params![destination, failures, failing_since, paused_at, next_probe, interval])?;
+    Ok(())
+}
+
+/// Records each of `finished` as [`complete`] does, after folding the attempts into their
+/// destinations' breakers by `breakers` (which may pause a destination, and while it is
+/// paused keeps its jobs from dying); the breakers are written in the same write.
+pub fn complete_all(
+    conn: &Connection,
+    finished: &[(ClaimedJob, AttemptRecord, Decision)],
+    now_ms: i64,
+    breakers: &Breakers,
+) -> Result<Vec<Completion>, rusqlite::Error> {
+    let mut names: Vec<&str> = finished.iter().map(|(job, _, _)| job.destination.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let (decisions, changed) = fold_breakers(breakers_of(conn, &names)?, finished, breakers, now_ms);
+    let completions = finished
+        .iter()
+        .zip(decisions)
+        .map(|((job, attempt, _), decision)| complete(conn, job, attempt, decision, now_ms))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (name, state) in &changed {
+        write_breaker(conn, name, state)?;
+    }
+    Ok(completions)
 }
 
 fn take(conn: &Connection, id: i64, now_ms: i64, lease: Duration) -> Result<ClaimedJob, rusqlite::Error> {
@@ -140,10 +236,13 @@ pub fn disable_destination(
     Ok(())
 }
 
-/// Re-enables `destination`; its waiting jobs become due at once. Returns whether it was disabled.
+/// Re-enables `destination` (disabled by a `410`, or paused by its breaker); its waiting
+/// jobs become due at once. Returns whether it was disabled or paused.
 pub fn enable_destination(conn: &Connection, destination: &str, now: UnixTime) -> Result<bool, rusqlite::Error> {
     let changed = conn.execute(
-        "UPDATE destinations SET disabled_at = NULL, disabled_reason = NULL WHERE name = ?1 AND disabled_at IS NOT NULL",
+        "UPDATE destinations SET disabled_at = NULL, disabled_reason = NULL, failures = 0, failing_since_ms = NULL,
+            paused_at_ms = NULL, next_probe_at_ms = NULL, probe_interval_ms = NULL
+         WHERE name = ?1 AND (disabled_at IS NOT NULL OR paused_at_ms IS NOT NULL)",
         params![destination],
     )?;
     conn.execute(
@@ -248,10 +347,22 @@ impl SqliteStore {
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        self.write(move |conn| claim(conn, now_ms, lease, limit, &fifo)).await
+        self.claim_jobs_limited(now_ms, lease, limit, fifo, HashMap::new()).await
     }
 
-    /// [`complete`] on the writer.
+    /// [`claim`] on the writer, with limits per destination.
+    pub async fn claim_jobs_limited(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
+        per_destination: HashMap<String, usize>,
+    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        self.write(move |conn| claim(conn, now_ms, lease, limit, &fifo, per_destination)).await
+    }
+
+    /// [`complete_all`] of one on the writer.
     pub async fn complete_job(
         &self,
         job: ClaimedJob,
@@ -259,19 +370,28 @@ impl SqliteStore {
         decision: Decision,
         now_ms: i64,
     ) -> Result<Completion, StoreError> {
-        self.write(move |conn| complete(conn, &job, &attempt, decision, now_ms)).await
+        let completions =
+            self.write(move |conn| complete_all(conn, &[(job, attempt, decision)], now_ms, &Breakers::new())).await?;
+        Ok(completions.into_iter().next().unwrap_or(Completion::Stale))
     }
 
-    /// [`complete`] for each of `finished`, in one write on the writer.
+    /// [`complete_all`] in one write on the writer, with no breaker policies.
     pub async fn complete_jobs(
         &self,
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
-        self.write(move |conn| {
-            finished.iter().map(|(job, attempt, decision)| complete(conn, job, attempt, *decision, now_ms)).collect()
-        })
-        .await
+        self.complete_jobs_with_breakers(finished, now_ms, Breakers::new()).await
+    }
+
+    /// [`complete_all`] in one write on the writer.
+    pub async fn complete_jobs_with_breakers(
+        &self,
+        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
+        now_ms: i64,
+        breakers: Breakers,
+    ) -> Result<Vec<Completion>, StoreError> {
+        self.write(move |conn| complete_all(conn, &finished, now_ms, &breakers)).await
     }
 
     /// [`replay`] on the writer, for up to `limit` jobs.

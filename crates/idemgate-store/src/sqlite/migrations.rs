@@ -150,6 +150,14 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX jobs_dead_at ON jobs (updated_at) WHERE state = 'dead';
 ",
+    // Each destination's circuit breaker, shared by every instance (see core's `breaker`).
+    r"
+    ALTER TABLE destinations ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE destinations ADD COLUMN failing_since_ms INTEGER;
+    ALTER TABLE destinations ADD COLUMN paused_at_ms INTEGER;
+    ALTER TABLE destinations ADD COLUMN next_probe_at_ms INTEGER;
+    ALTER TABLE destinations ADD COLUMN probe_interval_ms INTEGER;
+",
 ];
 
 /// The schema version this build writes.

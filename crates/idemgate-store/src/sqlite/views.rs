@@ -7,8 +7,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use crate::{
     StoreError,
+    model::jobs::breaker_of,
     views::{
-        AttemptRow, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict, SourceStats,
+        AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict,
+        SourceStats,
     },
 };
 
@@ -119,6 +121,10 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
         conn.prepare("SELECT state, count(*) FROM jobs WHERE destination = ?1 GROUP BY state ORDER BY state")?;
     let mut disabled = conn
         .prepare("SELECT disabled_reason, disabled_at FROM destinations WHERE name = ?1 AND disabled_at IS NOT NULL")?;
+    let mut breaker = conn.prepare(
+        "SELECT failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms
+         FROM destinations WHERE name = ?1",
+    )?;
     let mut succeeded = conn.prepare(&format!("{LATEST_ATTEMPT} AND a.status BETWEEN 200 AND 299 {NEWEST}"))?;
     let mut failed =
         conn.prepare(&format!("{LATEST_ATTEMPT} AND (a.status IS NULL OR a.status NOT BETWEEN 200 AND 299) {NEWEST}"))?;
@@ -134,7 +140,13 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
                     Ok(FailedAttempt { at: UnixTime(row.get(0)?), status: row.get(1)?, error: row.get(2)? })
                 })
                 .optional()?;
+            let breaker = breaker
+                .query_row([&name], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))
+                .optional()?
+                .map(|columns| BreakerView::of(&breaker_of(columns)))
+                .unwrap_or_default();
             Ok(DestinationHealth {
+                breaker,
                 name,
                 jobs: counts,
                 disabled: off.as_ref().map(|(reason, _)| reason.clone().unwrap_or_default()),
@@ -144,6 +156,19 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
             })
         })
         .collect()
+}
+
+/// Every stored breaker, by destination name.
+pub fn breakers(conn: &Connection) -> Result<Vec<(String, BreakerView)>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT name, failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms
+         FROM destinations ORDER BY name",
+    )?;
+    let rows = stmt.query_map([], |row| {
+        let columns = (row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?);
+        Ok((row.get(0)?, BreakerView::of(&breaker_of(columns))))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// A destination's (`?1`) attempts, to be narrowed and ordered by [`NEWEST`].
@@ -204,6 +229,11 @@ impl SqliteStore {
     /// [`destinations`] on a read connection.
     pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
         self.read(|r| destinations(r.connection())).await
+    }
+
+    /// [`breakers`] on a read connection.
+    pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
+        self.read(|r| breakers(r.connection())).await
     }
 
     /// [`stats`] on a read connection.

@@ -16,7 +16,7 @@ use idemgate_store::{
     sqlite::inbox::{NewEvent, accept_event},
 };
 use idemgate_testkit::{Destination, Step};
-use idemgate_worker::{Clock, HttpDestination, ManualClock, Route, Worker, WorkerOptions};
+use idemgate_worker::{Clock, HttpDestination, ManualClock, Protection, Route, Worker, WorkerOptions};
 
 pub const T0: UnixTime = UnixTime(1_800_000_000);
 const SECRET: [u8; 32] = [5; 32];
@@ -78,7 +78,10 @@ pub fn rig_with(destination: &Destination, schedule: &[u64], timeout: Duration) 
         jitter: 0.0,
         ..RetryPolicy::default()
     };
-    let routes = HashMap::from([("app".to_owned(), Route { deliver: Arc::new(http), policy, fifo: false })]);
+    let routes = HashMap::from([(
+        "app".to_owned(),
+        Route { deliver: Arc::new(http), policy, fifo: false, protection: Protection::default() },
+    )]);
     let clock = Arc::new(ManualClock::at(T0));
     let worker = Worker::new(
         Arc::clone(&store),

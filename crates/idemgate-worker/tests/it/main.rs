@@ -5,4 +5,5 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod delivery;
+mod protect;
 mod queue;

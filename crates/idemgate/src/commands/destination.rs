@@ -1,5 +1,5 @@
 //! `idemgate destination`: what each destination's deliveries come to, and resuming
-//! deliveries to one disabled by a `410 Gone`.
+//! deliveries to one disabled by a `410 Gone` or paused by its circuit breaker.
 
 use std::process::ExitCode;
 
@@ -18,7 +18,7 @@ pub(super) async fn enable(config: &Config, name: String, clock: &dyn Clock) -> 
     let was_disabled = store.enable_destination(name.clone(), clock.now()).await?;
     print_line(&format!(
         "{name}: {}",
-        if was_disabled { "enabled; waiting jobs are due now" } else { "was not disabled" }
+        if was_disabled { "enabled; waiting jobs are due now" } else { "was neither disabled nor paused" }
     ))?;
     Ok(ExitCode::SUCCESS)
 }

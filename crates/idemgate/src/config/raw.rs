@@ -267,6 +267,27 @@ pub struct RawDestination {
     pub retry_client_errors: Option<bool>,
     /// Deliver the events of one ordering key strictly one after the other.
     pub fifo: Option<bool>,
+    /// Most attempts started per second (this worker's), on average.
+    pub rate_limit: Option<f64>,
+    /// Attempts that may start at once under `rate_limit`.
+    pub burst: Option<u32>,
+    /// Most attempts in flight at once (this worker's).
+    pub max_in_flight: Option<usize>,
+    /// `[destinations.<name>.breaker]`: pause a destination that keeps failing.
+    pub breaker: Option<RawBreaker>,
+}
+
+/// `[destinations.<name>.breaker]`: when a failing destination is paused, and how often it
+/// is probed while paused.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBreaker {
+    /// Pause after this many consecutive failed attempts.
+    pub pause_after_failures: Option<u32>,
+    /// Pause once attempts have failed without a break for this long.
+    pub pause_after: Option<String>,
+    /// While paused, one probe attempt per this interval.
+    pub probe_interval: Option<String>,
 }
 
 /// The keys whose values are secrets or references to them (`*` is any table name). An

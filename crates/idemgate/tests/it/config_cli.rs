@@ -189,7 +189,7 @@ fn each_command_needs_only_the_secrets_and_files_it_uses() {
         assert!(output.status.success(), "{args:?} with no secret at all: {output:?}");
     }
     let enable = idemgate(&cwd, &config, &["destination", "enable", "app"], &[]);
-    assert!(text(&enable.stdout).contains("app: was not disabled"), "{enable:?}");
+    assert!(text(&enable.stdout).contains("app: was neither disabled nor paused"), "{enable:?}");
     // TLS files are read only by serve.
     let tls = ("IDEMGATE_SERVER__TLS", r#"{ cert = "missing.pem", key = "missing-key.pem" }"#);
     assert!(idemgate(&cwd, &config, &["events", "stats"], &[tls]).status.success());

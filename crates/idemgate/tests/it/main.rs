@@ -15,6 +15,7 @@ mod gateway_destinations;
 mod gateway_harness;
 mod gateway_in_process;
 mod gateway_operator;
+mod gateway_protect;
 mod gateway_startup;
 mod harness;
 mod hostile_clients;

@@ -1,0 +1,150 @@
+//! Protecting a destination over real HTTP: the circuit breaker pauses a destination that
+//! keeps failing, lets only probes through while it is down and resumes it on the first
+//! answer, losing no job; the rate limit bounds how many attempts a tick starts, and the
+//! in-flight cap how many the destination sees at once, across concurrent batches.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use idemgate_core::{breaker::BreakerPolicy, job::JobState, retry::RetryPolicy};
+use idemgate_store::{SqliteStore, Store, StoreOptions};
+use idemgate_testkit::{Destination, Step};
+use idemgate_worker::{HttpDestination, ManualClock, Protection, RateLimit, Route, Worker, WorkerOptions};
+
+use crate::delivery::{T0, enqueue, key};
+
+struct Rig {
+    store: Arc<SqliteStore>,
+    clock: Arc<ManualClock>,
+    worker: Worker,
+    _dir: tempfile::TempDir,
+}
+
+fn rig(destination: &Destination, protection: Protection, events: usize) -> impl Future<Output = Rig> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.path().join("s.sqlite3"), StoreOptions::default()).unwrap());
+    let http = HttpDestination::new(&destination.url(), None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+    let policy = RetryPolicy { schedule: vec![Duration::from_secs(1)], jitter: 0.0, ..RetryPolicy::default() };
+    let routes =
+        HashMap::from([("app".to_owned(), Route { deliver: Arc::new(http), policy, fifo: false, protection })]);
+    let clock = Arc::new(ManualClock::at(T0));
+    let worker = Worker::new(
+        Arc::clone(&store),
+        routes,
+        WorkerOptions { lease: Duration::from_secs(30), ..WorkerOptions::default() },
+    )
+    .with_clock(clock.clone())
+    .with_draw(Arc::new(|| 0.5));
+    async move {
+        for n in 0..events {
+            enqueue(&store, &format!("evt_{n}")).await;
+        }
+        Rig { store, clock, worker, _dir: dir }
+    }
+}
+
+fn states(rig: &Rig, events: usize) -> Vec<JobState> {
+    let reader = rig.store.reader().unwrap();
+    (0..events).map(|n| reader.jobs(&key(&format!("evt_{n}"))).unwrap()[0].state.parse().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn a_failing_destination_is_paused_gets_only_probes_and_resumes_by_itself_with_every_job_delivered() {
+    let destination = Destination::start(&[Step::Status(500); 5]);
+    let breaker =
+        BreakerPolicy { pause_after_failures: Some(2), pause_after: None, probe_interval: Duration::from_secs(30) };
+    let rig = rig(&destination, Protection { breaker: Some(breaker), ..Protection::default() }, 4).await;
+    let store: Store = Arc::clone(&rig.store).into();
+
+    assert_eq!(rig.worker.tick().await.unwrap(), 4);
+    assert_eq!(destination.received().len(), 4);
+    let health = store.destinations().await.unwrap().remove(0);
+    assert_eq!(health.breaker.paused_at, Some(T0), "four failures in a row pause it");
+
+    rig.clock.advance(5);
+    assert_eq!(rig.worker.tick().await.unwrap(), 0, "its jobs are due but it is paused");
+    rig.clock.advance(25);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1, "one probe after the interval");
+    assert_eq!(rig.worker.tick().await.unwrap(), 0, "and only one");
+    assert_eq!(destination.received().len(), 5, "the probe failed (the fifth 500)");
+    assert!(
+        states(&rig, 4).iter().all(|s| *s == JobState::Retrying),
+        "no job died while it was down, though a schedule of one retry is used up"
+    );
+
+    rig.clock.advance(29);
+    assert_eq!(rig.worker.tick().await.unwrap(), 0);
+    rig.clock.advance(1);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1, "the next probe, which succeeds");
+    assert_eq!(store.destinations().await.unwrap()[0].breaker, Default::default(), "resumed by itself");
+    assert_eq!(rig.worker.tick().await.unwrap(), 3, "the waiting jobs go at once");
+    assert_eq!(states(&rig, 4), [JobState::Succeeded; 4], "no job lost");
+    assert_eq!(destination.received().len(), 9, "4 attempts, 2 probes, then 1 for each of the 3 other jobs");
+}
+
+#[tokio::test]
+async fn a_tick_starts_no_more_attempts_than_the_rate_limit_allows() {
+    let destination = Destination::start(&[]);
+    let rate = RateLimit { per_second: 2.0, burst: 2 };
+    let rig = rig(&destination, Protection { rate_limit: Some(rate), ..Protection::default() }, 7).await;
+
+    assert_eq!(rig.worker.tick().await.unwrap(), 2, "the burst");
+    assert_eq!(rig.worker.throttled(), ["app"]);
+    assert_eq!(rig.worker.tick().await.unwrap(), 0, "no token left at the same instant");
+    rig.clock.advance_ms(500);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1, "one token per half second");
+    rig.clock.advance(1);
+    assert_eq!(rig.worker.tick().await.unwrap(), 2);
+    rig.clock.advance(10);
+    assert_eq!(rig.worker.tick().await.unwrap(), 2, "after a quiet spell, no more than the burst");
+    assert_eq!(destination.received().len(), 7);
+    assert_eq!(states(&rig, 7), [JobState::Succeeded; 7], "every job was claimed only when it could start");
+    rig.clock.advance(10);
+    assert_eq!(rig.worker.tick().await.unwrap(), 0);
+    assert!(rig.worker.throttled().is_empty(), "the last claim found fewer than it could take");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_destination_never_sees_more_attempts_at_once_than_the_cap_even_from_concurrent_batches() {
+    let destination = Destination::start(&[]);
+    destination.delay(Duration::from_millis(150));
+    let rig = rig(&destination, Protection { max_in_flight: Some(2), ..Protection::default() }, 8).await;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let loops: Vec<_> = (0..3)
+        .map(|_| {
+            let (worker, stopped) = (rig.worker.clone(), stopped.clone());
+            tokio::spawn(async move { worker.run(stopped).await })
+        })
+        .collect();
+    let waiting = destination.clone();
+    tokio::task::spawn_blocking(move || waiting.wait_until("every job delivered", |r| r.len() >= 8)).await.unwrap();
+    let _ = stop.send(true);
+    for run in loops {
+        run.await.unwrap();
+    }
+    assert_eq!(destination.most_in_flight(), 2, "the cap, reached and never passed");
+    assert_eq!(states(&rig, 8), [JobState::Succeeded; 8]);
+    assert_eq!(destination.received().len(), 8, "each job delivered once");
+}
+
+#[tokio::test]
+async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_when_its_limit_changes() {
+    let destination = Destination::start(&[]);
+    let rate = RateLimit { per_second: 1.0, burst: 2 };
+    let rig = rig(&destination, Protection { rate_limit: Some(rate), ..Protection::default() }, 8).await;
+    assert_eq!(rig.worker.tick().await.unwrap(), 2);
+    let reloaded = |rate: RateLimit| {
+        let http =
+            HttpDestination::new(&destination.url(), None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+        let route = Route {
+            deliver: Arc::new(http),
+            policy: RetryPolicy::default(),
+            fifo: false,
+            protection: Protection { rate_limit: Some(rate), ..Protection::default() },
+        };
+        HashMap::from([("app".to_owned(), route)])
+    };
+    rig.worker.routes().replace(reloaded(rate));
+    assert_eq!(rig.worker.tick().await.unwrap(), 0, "the same limit after a reload: its tokens are still spent");
+    rig.worker.routes().replace(reloaded(RateLimit { per_second: 1.0, burst: 3 }));
+    assert_eq!(rig.worker.tick().await.unwrap(), 3, "another limit starts afresh");
+}
