@@ -22,7 +22,7 @@ use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
     sqlite::Handler,
@@ -229,6 +229,12 @@ impl Store {
             after_batch(replayed, selected.len()).await;
         }
         Ok(replayed)
+    }
+
+    /// Sends the events `to` selects to its destination, by the rules of
+    /// [`crate::jobs::ReplayTo`]: the job each lacks is created, a finished one replayed.
+    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+        on_backend!(self, store => store.replay_to(to, now).await)
     }
 
     /// Makes the pending and retrying jobs matching `filter` (its state, if any, one of
