@@ -1,5 +1,5 @@
 //! The worker as configured: one HTTP route per `[destinations.*]`, with its timeouts,
-//! retry policy and FIFO setting.
+//! retry policy, FIFO setting and transform.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -23,7 +23,12 @@ pub fn routes(config: &Config) -> Result<HashMap<String, Route>, ClientError> {
             destination.connect_timeout,
             destination.timeout,
         )?;
-        let route = Route { deliver: Arc::new(http), policy: destination.policy.clone(), fifo: destination.fifo };
+        let route = Route {
+            deliver: Arc::new(http),
+            policy: destination.policy.clone(),
+            fifo: destination.fifo,
+            transform: destination.transform.clone(),
+        };
         routes.insert(name.clone(), route);
     }
     Ok(routes)

@@ -187,11 +187,14 @@ pub struct RawSource {
     pub dedupe_body: Option<bool>,
     /// JSON pointer to the event type.
     pub event_type: Option<String>,
+    /// Request header holding the event type (`X-GitHub-Event`), read before `event_type`.
+    pub event_type_header: Option<String>,
     /// Event types accepted; absent = all.
     pub allowed_types: Option<Vec<String>>,
-    /// Names of the destinations each event is forwarded to.
+    /// The destinations each event may be forwarded to: a name (every event), or a table
+    /// with the name and the events it subscribes to.
     #[serde(default)]
-    pub destinations: Vec<String>,
+    pub destinations: Vec<RawSubscription>,
     /// How long receipts are kept (at least as long as the source can redeliver).
     pub retention: Option<String>,
     /// How long payloads of finished events are kept (may be shorter).
@@ -223,6 +226,50 @@ pub struct RawIdentity {
     pub pointer: Option<String>,
 }
 
+/// One entry of a source's `destinations`: `"app"`, or
+/// `{ name = "billing", types = ["invoice.*"], filter = '.data.amount > 100' }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawSubscription {
+    /// The destination's name.
+    pub name: String,
+    /// Event-type patterns; absent = every event.
+    pub types: Option<Vec<String>>,
+    /// A jq expression on the body; absent = every event.
+    pub filter: Option<String>,
+}
+
+/// The table form of a [`RawSubscription`], with unknown keys refused.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSubscriptionTable {
+    name: String,
+    types: Option<Vec<String>>,
+    filter: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawSubscription {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = RawSubscription;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a destination name, or a table { name = \"…\", types = [\"…\"], filter = \"…\" }")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<RawSubscription, E> {
+                Ok(RawSubscription { name: name.to_owned(), types: None, filter: None })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawSubscription, A::Error> {
+                let table = RawSubscriptionTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawSubscription { name: table.name, types: table.types, filter: table.filter })
+            }
+        }
+        deserializer.deserialize_any(Entry)
+    }
+}
+
 /// `[destinations.<name>]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -245,6 +292,8 @@ pub struct RawDestination {
     pub retry_client_errors: Option<bool>,
     /// Deliver the events of one ordering key strictly one after the other.
     pub fifo: Option<bool>,
+    /// A jq expression whose one output, as compact JSON, is the body this destination gets.
+    pub transform: Option<String>,
 }
 
 /// The keys whose values are secrets or references to them (`*` is any table name). An
