@@ -316,6 +316,12 @@ impl Store {
         on_backend!(self, store => store.event(key).await)
     }
 
+    /// The body bytes of the event stored under `key`, as received; `None` when there is
+    /// no such event or retention purged its payload.
+    pub async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
+        on_backend!(self, store => store.event_body(key).await)
+    }
+
     /// The jobs of the event stored under `key`, by destination.
     pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
         on_backend!(self, store => store.jobs(key).await)

@@ -96,6 +96,18 @@ impl PgStore {
             .collect()
     }
 
+    /// The body of the event stored under `key`, unless its payload was purged.
+    pub async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT body FROM events WHERE source = $1 AND identity = $2 AND NOT payload_purged",
+                &[&key.source.as_str(), &key.identity.as_str()],
+            )
+            .await?;
+        row.map(|row| row.try_get(0)).transpose().map_err(StoreError::from)
+    }
+
     /// The event stored under `key`, if any.
     pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
         let client = self.client().await?;

@@ -46,6 +46,8 @@ on_both! {
         assert!(matches!(t.accept(request("u1", b"{\"a\":1}"), event("u1", b"{\"a\":1}", &[])).await, Outcome::Applied { .. }));
         t.accept(request("m1", b"{}"), event("m1", b"{}", &["app"])).await;
         assert!(t.jobs(key("u1")).await.unwrap().is_empty(), "stored with its receipt and no job");
+        assert_eq!(t.event_body(key("u1")).await.unwrap().as_deref(), Some(&b"{\"a\":1}"[..]), "the original bytes");
+        assert_eq!(t.event_body(key("nope")).await.unwrap(), None);
         let listed = t.list_events(unmatched()).await.unwrap();
         assert_eq!(listed.iter().map(|e| e.identity.as_str()).collect::<Vec<_>>(), ["u1"]);
         assert!(listed[0].jobs.is_empty());
