@@ -33,6 +33,7 @@ mod crash_soak;
 mod gateway_inbox;
 mod gateway_metrics;
 mod gateway_reload;
+mod gateway_routing;
 mod gateway_retry;
 mod gateway_schemes;
 mod gateway_senders;
