@@ -76,13 +76,13 @@ pub async fn show(
 
 /// The stored body, then the body each destination with a transform gets from it.
 fn bodies_text(event: &EventDetail, body: &[u8], transforms: &BTreeMap<String, Program>) -> String {
-    let mut text = format!("body      {}\n", printable(&String::from_utf8_lossy(body), BODY_SHOWN));
+    let mut text = format!("body      {}\n", printable_body(body));
     for (destination, transform) in transforms {
         if !event.unmatched && !event.jobs.iter().any(|job| &job.destination == destination) {
             continue;
         }
         let sent = match transform.transform(body) {
-            Ok(sent) => printable(&String::from_utf8_lossy(&sent), BODY_SHOWN),
+            Ok(sent) => printable_body(&sent),
             Err(err) => format!("({err})"),
         };
         text.push_str(&format!("sends     {destination:<16} {sent}\n"));
@@ -163,6 +163,16 @@ fn when(secs: i64, now: UnixTime) -> String {
 /// could steer a terminal (controls, escape sequences, bidirectional and zero-width
 /// format characters) written as an escape; `…` marks a cut.
 fn printable(text: &str, max: usize) -> String {
+    escaped(text, max, true)
+}
+
+/// A stored or transformed body as [`printable`] shows text, but with its quotes and
+/// backslashes as they are, so JSON reads as JSON.
+fn printable_body(body: &[u8]) -> String {
+    escaped(&String::from_utf8_lossy(body), BODY_SHOWN, false)
+}
+
+fn escaped(text: &str, max: usize, quotes: bool) -> String {
     let mut out = String::new();
     for (at, c) in text.char_indices() {
         if at + c.len_utf8() > max {
@@ -170,8 +180,8 @@ fn printable(text: &str, max: usize) -> String {
             break;
         }
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
+            '"' if quotes => out.push_str("\\\""),
+            '\\' if quotes => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -258,6 +268,12 @@ mod tests {
         assert_eq!(printable("two\r\nlines\t\"q\" \\", 200), "two\\r\\nlines\\t\\\"q\\\" \\\\");
         assert_eq!(printable("\u{9b}31m \u{202e}evil \u{200b}", 200), "\\u{9b}31m \\u{202e}evil \\u{200b}");
         assert_eq!(printable("bad \u{fffd} bytes, é kept", 200), "bad \u{fffd} bytes, é kept");
+    }
+
+    #[test]
+    fn a_body_keeps_its_quotes_but_cannot_steer_the_terminal() {
+        assert_eq!(printable_body(br#"{"a":"b\"c"}"#), r#"{"a":"b\"c"}"#);
+        assert_eq!(printable_body(b"{\"a\":\"\x1b[31m\"}"), "{\"a\":\"\\x1b[31m\"}");
     }
 
     #[test]

@@ -284,11 +284,10 @@ fn a_transform_is_what_the_destination_gets_signed_the_same_bytes_on_a_replay_an
 
     let text = stdout(&setup, &["events", "show", "hooks", "evt_1"]);
     let body_line = text.lines().find(|l| l.starts_with("body ")).unwrap_or_else(|| panic!("{text}"));
-    assert!(body_line.contains(r#""note": \"kept\""#) || body_line.contains("kept"), "the stored original: {text}");
-    assert!(body_line.contains(r#"\"tags\": [\"a\", \"b\"]"#), "the original bytes, as stored: {text}");
+    assert!(body_line.ends_with(original), "the original bytes, as stored: {text}");
     let sends: Vec<&str> = text.lines().filter(|l| l.starts_with("sends ")).collect();
     assert_eq!(sends.len(), 2, "{text}");
-    assert!(sends[0].contains("app") && sends[0].ends_with(r#"{\"id\":\"evt_1\",\"amount\":150,\"tags\":[\"A\",\"B\"]}"#), "{text}");
+    assert!(sends[0].contains("app") && sends[0].ends_with(r#"{"id":"evt_1","amount":150,"tags":["A","B"]}"#), "{text}");
     assert!(sends[1].contains("strict") && sends[1].contains("(transform failed: a value of the wrong type"), "{text}");
     gateway.stop();
 }
