@@ -243,11 +243,9 @@ fn route(routes: &Routes, source: &Source, store: &Store, rejections: &Arc<Rejec
 }
 
 fn shares_a_destination(routes: &Routes, source: &Source) -> bool {
-    routes
-        .sources
-        .iter()
-        .filter(|other| other.id != source.id)
-        .any(|other| other.destinations.iter().any(|d| source.destinations.iter().any(|s| s.destination == d.destination)))
+    routes.sources.iter().filter(|other| other.id != source.id).any(|other| {
+        other.destinations.iter().any(|d| source.destinations.iter().any(|s| s.destination == d.destination))
+    })
 }
 
 async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>, request: Request) -> Response {
@@ -278,7 +276,7 @@ impl SourceRoute {
             .as_ref()
             .filter(|allowed| !event_type.as_ref().is_some_and(|t| allowed.contains(t)))
             .map(|_| "event type is not accepted by this source");
-        let (destinations, dead) = self.route(event_type.as_deref(), &checked.raw);
+        let (destinations, dead) = self.route(event_type.as_deref(), checked.raw);
         let event = IncomingEvent {
             result: json!({ "event": identity.as_str() }),
             outgoing_id: self.shares_a_destination.then(|| format!("{}:{identity}", self.source.id)),

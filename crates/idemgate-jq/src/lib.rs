@@ -168,7 +168,9 @@ fn load_message(errors: jaq_core::load::Errors<&str, ()>) -> String {
     for (_, error) in errors {
         match error {
             Error::Io(io) => parts.extend(io.into_iter().map(|(path, why)| format!("cannot load {path}: {why}"))),
-            Error::Lex(lex) => parts.extend(lex.into_iter().map(|(expect, at)| format!("expected {} at {at:?}", expect.as_str()))),
+            Error::Lex(lex) => {
+                parts.extend(lex.into_iter().map(|(expect, at)| format!("expected {} at {at:?}", expect.as_str())))
+            }
             Error::Parse(parse) => parts.extend(
                 parse.into_iter().map(|(expect, at)| format!("expected {} at {:?}", expect.as_str(), cut(at, 20))),
             ),

@@ -347,9 +347,9 @@ fn listed_state(text: &str) -> Result<String, String> {
     if text == idemgate_store::views::UNMATCHED {
         return Ok(text.to_owned());
     }
-    let state: JobState = text.parse().map_err(|_| {
-        "one of pending, running, retrying, succeeded, dead, superseded, unmatched".to_owned()
-    })?;
+    let state: JobState = text
+        .parse()
+        .map_err(|_| "one of pending, running, retrying, succeeded, dead, superseded, unmatched".to_owned())?;
     Ok(state.as_str().to_owned())
 }
 

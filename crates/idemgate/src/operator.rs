@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime, time::relative};
-use idemgate_jq::Program;
 use idemgate_http::views::{self, AttemptView, DestinationView, EventDetail, EventsPage, JobView, SourceCounts};
+use idemgate_jq::Program;
 use idemgate_store::{Store, StoreError, views::EventFilter};
 
 /// How much of a response's recorded first bytes `events show` prints.

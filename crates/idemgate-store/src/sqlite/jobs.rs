@@ -249,7 +249,15 @@ const SELECTED_EVENTS: &str = "SELECT e.id FROM events e
 /// Sends the events `to` selects to its destination: finished jobs replayed, missing ones
 /// created, in one transaction.
 pub fn replay_to(conn: &Connection, to: &ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
-    let bindings = params![to.destination, to.source, to.identity, to.since.map(|t| t.0), to.until.map(|t| t.0), to.unmatched_only, now.0];
+    let bindings = params![
+        to.destination,
+        to.source,
+        to.identity,
+        to.since.map(|t| t.0),
+        to.until.map(|t| t.0),
+        to.unmatched_only,
+        now.0
+    ];
     let replayed = conn.execute(
         &format!(
             "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = ?7 * 1000, last_error = NULL, updated_at = ?7

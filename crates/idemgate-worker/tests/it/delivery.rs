@@ -78,7 +78,8 @@ pub fn rig_with(destination: &Destination, schedule: &[u64], timeout: Duration) 
         jitter: 0.0,
         ..RetryPolicy::default()
     };
-    let routes = HashMap::from([("app".to_owned(), Route { deliver: Arc::new(http), policy, fifo: false, transform: None })]);
+    let routes =
+        HashMap::from([("app".to_owned(), Route { deliver: Arc::new(http), policy, fifo: false, transform: None })]);
     let clock = Arc::new(ManualClock::at(T0));
     let worker = Worker::new(
         Arc::clone(&store),

@@ -119,7 +119,8 @@ fn destination(
             Some(decoded.map_err(|err| ConfigError::new(secret_key, err.to_string()))?)
         }
     };
-    let loaded = DestinationConfig { url, secret, timeout, connect_timeout, policy, fifo, transform: transform.clone() };
+    let loaded =
+        DestinationConfig { url, secret, timeout, connect_timeout, policy, fifo, transform: transform.clone() };
     Ok((timeout, transform, Some(loaded)))
 }
 

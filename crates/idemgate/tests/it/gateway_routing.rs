@@ -131,7 +131,8 @@ fn the_type_can_come_from_a_header_as_github_sends_it() {
     app.wait_until("push and pull_request", |r| r.len() == 2);
     assert_eq!(identities(&app.received()), ["d1", "d3"]);
     let listed = json_of(&setup, &["events", "list", "--json"]);
-    let types: Vec<&str> = listed["events"].as_array().unwrap().iter().map(|e| e["event_type"].as_str().unwrap()).collect();
+    let types: Vec<&str> =
+        listed["events"].as_array().unwrap().iter().map(|e| e["event_type"].as_str().unwrap()).collect();
     assert_eq!(types, ["pull_request", "issues", "push"], "the header's type is stored: {listed}");
     gateway.stop();
 }
@@ -167,7 +168,8 @@ fn an_unmatched_event_is_stored_listed_a_duplicate_when_repeated_and_replayed_to
     app.wait_until("the order", |r| r.len() == 1);
 
     let unmatched = json_of(&setup, &["events", "list", "--state", "unmatched", "--json"]);
-    let listed: Vec<&str> = unmatched["events"].as_array().unwrap().iter().map(|e| e["identity"].as_str().unwrap()).collect();
+    let listed: Vec<&str> =
+        unmatched["events"].as_array().unwrap().iter().map(|e| e["identity"].as_str().unwrap()).collect();
     assert_eq!(listed, ["u2", "u1"], "{unmatched}");
     assert_eq!(unmatched["events"][0]["unmatched"], true);
     let table = stdout(&setup, &["events", "list"]);
@@ -180,7 +182,10 @@ fn an_unmatched_event_is_stored_listed_a_duplicate_when_repeated_and_replayed_to
     let refused = setup.run(&["events", "replay", "--to", "nowhere", "--state", "unmatched"], &[]);
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("nowhere"), "{refused:?}");
     let without_to = setup.run(&["events", "replay", "--state", "unmatched"], &[]);
-    assert!(!without_to.status.success() && String::from_utf8_lossy(&without_to.stderr).contains("--to"), "{without_to:?}");
+    assert!(
+        !without_to.status.success() && String::from_utf8_lossy(&without_to.stderr).contains("--to"),
+        "{without_to:?}"
+    );
 
     let replayed = stdout(&setup, &["events", "replay", "--to", "late", "--state", "unmatched", "--identity", "u1"]);
     assert!(replayed.starts_with("1 job(s) created and 0 replayed for late"), "{replayed}");
@@ -210,7 +215,9 @@ fn config_error(setup: &Setup, args: &[&str]) -> String {
 fn an_invalid_expression_or_an_unknown_destination_is_a_config_error_naming_its_key() {
     let destinations = "[destinations.app]\nurl = \"http://127.0.0.1:9/\"\n";
     let source = |entries: &str| {
-        format!("[sources.hooks]\nscheme = \"standard-webhooks\"\nsecrets = [\"whsec_MTIz\"]\ndestinations = {entries}\n{destinations}")
+        format!(
+            "[sources.hooks]\nscheme = \"standard-webhooks\"\nsecrets = [\"whsec_MTIz\"]\ndestinations = {entries}\n{destinations}"
+        )
     };
     for (entries, key) in [
         (r#"["app", { name = "app", filter = '.data.amount >' }]"#, "sources.hooks.destinations[1].filter"),
@@ -271,8 +278,7 @@ fn a_transform_is_what_the_destination_gets_signed_the_same_bytes_on_a_replay_an
     let refused = job(&shown, "strict");
     assert_eq!(refused["state"], "dead", "{shown}");
     assert_eq!(
-        refused["last_error"],
-        "refused permanently: transform failed: a value of the wrong type (expected iterable)",
+        refused["last_error"], "refused permanently: transform failed: a value of the wrong type (expected iterable)",
         "the kind of error, never the event's values"
     );
     assert!(strict.received().is_empty(), "a failed transform sends nothing");
@@ -287,7 +293,10 @@ fn a_transform_is_what_the_destination_gets_signed_the_same_bytes_on_a_replay_an
     assert!(body_line.ends_with(original), "the original bytes, as stored: {text}");
     let sends: Vec<&str> = text.lines().filter(|l| l.starts_with("sends ")).collect();
     assert_eq!(sends.len(), 2, "{text}");
-    assert!(sends[0].contains("app") && sends[0].ends_with(r#"{"id":"evt_1","amount":150,"tags":["A","B"]}"#), "{text}");
+    assert!(
+        sends[0].contains("app") && sends[0].ends_with(r#"{"id":"evt_1","amount":150,"tags":["A","B"]}"#),
+        "{text}"
+    );
     assert!(sends[1].contains("strict") && sends[1].contains("(transform failed: a value of the wrong type"), "{text}");
     gateway.stop();
 }
