@@ -463,6 +463,32 @@ mod tests {
     }
 
     #[test]
+    fn a_destination_entry_is_a_name_or_a_subscription_table() {
+        let raw = parse(
+            "[sources.a]\nscheme = \"github\"\ndestinations = [\"app\", { name = \"b\", types = [\"x.*\"], filter = \".n > 1\" }]\n",
+            env(&[]),
+        )
+        .unwrap();
+        let entries = &raw.sources["a"].destinations;
+        assert_eq!(entries[0], RawSubscription { name: "app".into(), types: None, filter: None });
+        assert_eq!(entries[1].types.as_deref(), Some(&["x.*".to_owned()][..]));
+        assert_eq!(entries[1].filter.as_deref(), Some(".n > 1"));
+
+        let err = parse("[sources.a]\nscheme = \"github\"\ndestinations = [{ name = \"b\", typs = [] }]\n", env(&[]))
+            .unwrap_err();
+        assert_eq!(err.key, "sources.a.destinations[0].typs", "{err}");
+        let err = parse("[sources.a]\nscheme = \"github\"\ndestinations = [1]\n", env(&[])).unwrap_err();
+        assert_eq!(err.key, "sources.a.destinations[0]", "{err}");
+        assert!(err.message.contains("a destination name, or a table"), "{err}");
+        let raw = parse(
+            "[sources.a]\nscheme = \"github\"\n",
+            env(&[("IDEMGATE_SOURCES__A__DESTINATIONS", r#"["app", { name = "b", types = ["x"] }]"#)]),
+        )
+        .unwrap();
+        assert_eq!(raw.sources["a"].destinations[1].name, "b", "an override takes both forms");
+    }
+
+    #[test]
     fn a_wrong_type_is_named_with_its_path() {
         let err = parse("[sources.a]\nscheme = \"github\"\nbody_limit = \"big\"\n", env(&[])).unwrap_err();
         assert_eq!(err.key, "sources.a.body_limit");

@@ -165,7 +165,10 @@ fn source(
             r.show(&format!("{key}.event_type_header"), Shown::Value(header.as_str().to_owned().into()));
             Some(header)
         }
-        None => None,
+        None => {
+            r.show(&format!("{key}.event_type_header"), Shown::Note("(none: the type is read from the body)"));
+            None
+        }
     };
     let subscriptions = raw
         .destinations
