@@ -34,7 +34,7 @@ use crate::{
     DeliveryAnswer, RejectionCounts,
     answer::AdminError,
     body::read_limited,
-    current::AdminToken,
+    current::{AdminToken, DestinationNames},
     session::Sessions,
     views::{self, DestinationView, EventDetail, EventsPage, SourceCounts},
 };
@@ -62,6 +62,8 @@ pub struct AdminState {
     pub body_timeout: Duration,
     /// Where replays and re-enabled destinations read the time.
     pub clock: Arc<dyn Clock>,
+    /// The configured destinations: a replay `to` another name is refused.
+    pub destinations: DestinationNames,
 }
 
 #[derive(OpenApi)]
@@ -225,14 +227,19 @@ struct ReplayQuery {
 
 /// A replay to the destination `to`: the state is absent (every selected event) or
 /// `unmatched` (only events with no job).
-fn replay_to(to: String, state: Option<&str>, selection: ReplayTo) -> Result<ReplayTo, AdminError> {
+fn replay_to(
+    known: &DestinationNames,
+    to: String,
+    state: Option<&str>,
+    selection: ReplayTo,
+) -> Result<ReplayTo, AdminError> {
     let unmatched_only = match state {
         None => false,
         Some(UNMATCHED) => true,
         Some(_) => return Err(AdminError::BadRequest("state_not_for_replay_to")),
     };
-    if to.is_empty() {
-        return Err(AdminError::BadRequest("empty_destination"));
+    if !known.contains(&to) {
+        return Err(AdminError::BadRequest("unknown_destination"));
     }
     Ok(ReplayTo { destination: to, unmatched_only, ..selection })
 }
@@ -256,7 +263,7 @@ async fn replay_event(
 ) -> Result<Json<Replayed>, AdminError> {
     if let Some(to) = query.to {
         let selection = ReplayTo { source: Some(source), identity: Some(identity), ..ReplayTo::default() };
-        let to = replay_to(to, query.state.as_deref(), selection)?;
+        let to = replay_to(&state.destinations, to, query.state.as_deref(), selection)?;
         return Ok(Json(Replayed::to(state.store.replay_to(to, state.clock.now()).await?)));
     }
     let filter = ReplayFilter {
@@ -299,7 +306,7 @@ async fn replay_bulk(
             until: request.until.map(UnixTime),
             ..ReplayTo::default()
         };
-        let to = replay_to(to, request.state.as_deref(), selection)?;
+        let to = replay_to(&state.destinations, to, request.state.as_deref(), selection)?;
         return Ok(Json(Replayed::to(state.store.replay_to(to, state.clock.now()).await?)));
     }
     let filter = ReplayFilter {

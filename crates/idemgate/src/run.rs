@@ -14,7 +14,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 use idemgate_clock::{Clock, SystemClock};
 use idemgate_http::{
     RejectionCounts, ServeOptions,
-    current::{AdminToken, LiveGateway},
+    current::{AdminToken, DestinationNames, LiveGateway},
     gateway::Observers,
     idempotency,
     scrape::{self, Render},
@@ -200,8 +200,10 @@ async fn receive_until_stopped(
         (Some(admin), Some(listener)) => {
             let (token, sessions) =
                 (AdminToken::new(admin.token.clone()), Arc::new(Sessions::new(admin.session_lifetime)));
+            let names = DestinationNames::new(config.destination_names().clone());
             live.admin = Some((token.clone(), Arc::clone(&sessions)));
-            let access = (token, sessions);
+            live.destination_names = Some(names.clone());
+            let access = (token, sessions, names);
             let observed = (access, rejections, admin_metrics);
             Some(serve_admin(admin, &config.server, listener, (store, clock), observed, stopped.clone()))
         }
@@ -268,7 +270,11 @@ fn serve_admin(
     server: &ServerConfig,
     listener: TcpListener,
     (store, clock): (&Store, Arc<dyn Clock>),
-    ((token, sessions), rejections, metrics): ((AdminToken, Arc<Sessions>), Arc<RejectionCounts>, Option<Render>),
+    ((token, sessions, destinations), rejections, metrics): (
+        (AdminToken, Arc<Sessions>, DestinationNames),
+        Arc<RejectionCounts>,
+        Option<Render>,
+    ),
     stopped: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let state = idemgate_http::admin::AdminState {
@@ -279,6 +285,7 @@ fn serve_admin(
         tls: admin.tls.is_some(),
         body_timeout: server.body_timeout,
         clock,
+        destinations,
     };
     let options = ServeOptions {
         header_timeout: server.header_timeout,
@@ -314,6 +321,7 @@ async fn until_stopped(mut stopped: watch::Receiver<bool>) {
 struct Live {
     public: Option<LiveGateway>,
     admin: Option<(AdminToken, Arc<Sessions>)>,
+    destination_names: Option<DestinationNames>,
     worker: Option<RouteTable>,
     retention: Option<watch::Sender<Vec<Retention>>>,
 }
@@ -357,6 +365,9 @@ impl Live {
         }
         if let Some(retention) = &self.retention {
             retention.send_replace(applied.retention());
+        }
+        if let Some(names) = &self.destination_names {
+            names.replace(applied.destination_names().clone());
         }
         tracing::info!(changes = %changes, "reloaded configuration");
         Some(applied)

@@ -131,6 +131,12 @@ impl Config {
         self.destination_names.contains(name)
     }
 
+    /// Every destination's name (whether or not this command delivers to it).
+    #[must_use]
+    pub fn destination_names(&self) -> &BTreeSet<String> {
+        &self.destination_names
+    }
+
     /// Every destination's transform by name (whether or not this command delivers), for
     /// showing the body each destination gets.
     #[must_use]
