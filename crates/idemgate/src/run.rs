@@ -263,6 +263,10 @@ async fn purge_every(store: Store, policies: watch::Receiver<Vec<Retention>>, in
     }
 }
 
+/// What the admin API checks requests against: the token, the dashboard's sessions and the
+/// configured destinations' names, each replaced by a reload.
+type AdminAccess = (AdminToken, Arc<Sessions>, DestinationNames);
+
 /// Starts the admin API on its own listener, with the public listener's timeouts and TLS
 /// (`[admin.tls]` or `[server.tls]`).
 fn serve_admin(
@@ -270,11 +274,7 @@ fn serve_admin(
     server: &ServerConfig,
     listener: TcpListener,
     (store, clock): (&Store, Arc<dyn Clock>),
-    ((token, sessions, destinations), rejections, metrics): (
-        (AdminToken, Arc<Sessions>, DestinationNames),
-        Arc<RejectionCounts>,
-        Option<Render>,
-    ),
+    ((token, sessions, destinations), rejections, metrics): (AdminAccess, Arc<RejectionCounts>, Option<Render>),
     stopped: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let state = idemgate_http::admin::AdminState {
