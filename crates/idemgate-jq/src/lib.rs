@@ -7,7 +7,8 @@
 //! know is kept whole, with no expression language of idemgate's own. Its standard library
 //! is loaded without the filters that read the process's environment or the clock (`env`,
 //! `now`, `localtime`, `strflocaltime`): a program sees the event and nothing else, so the
-//! same event gives the same decision and the same bytes on every run.
+//! same event gives the same decision and the same bytes on every run. `debug` and
+//! `stderr` pass their input through and write nothing, so no event reaches the log.
 //!
 //! Errors never carry the event's bytes: a runtime error is described by its kind only
 //! ([`RunError`]), because jaq's own messages quote the values involved.
@@ -21,6 +22,14 @@ use jaq_json::Val;
 
 /// The filters left out of jaq's standard library: they read the environment or the clock.
 const LEFT_OUT: [&str; 4] = ["env", "now", "localtime", "strflocaltime"];
+
+/// The natives behind `debug` and `stderr`, which would write the event's values to the
+/// log or stderr: here they output nothing and write nothing.
+const SILENCED: [&str; 2] = ["debug_empty", "stderr_empty"];
+
+fn silent(_: jaq_core::Cv<'_, JustLut<Val>>) -> jaq_core::ValXs<'_, Val> {
+    Box::new(std::iter::empty())
+}
 
 /// Longest error text kept from a compile error.
 const MAX_ERROR: usize = 200;
@@ -92,7 +101,8 @@ impl Program {
         let funs = jaq_core::funs()
             .chain(jaq_std::funs())
             .chain(jaq_json::funs())
-            .filter(|(name, _, _)| !LEFT_OUT.contains(name));
+            .filter(|(name, _, _)| !LEFT_OUT.contains(name) && !SILENCED.contains(name))
+            .chain(SILENCED.map(|name| jaq_core::native::run::<JustLut<Val>>((name, jaq_core::native::v(0), silent))));
         let arena = Arena::default();
         let modules = Loader::new(defs)
             .load(&arena, File { code: text, path: () })
@@ -247,6 +257,12 @@ mod tests {
         }
         assert_eq!(Program::compile("empty").unwrap().transform(b"{}").unwrap_err(), TransformError::Outputs(0));
         assert_eq!(Program::compile("1, 2").unwrap().transform(b"{}").unwrap_err(), TransformError::Outputs(2));
+    }
+
+    #[test]
+    fn debug_and_stderr_pass_their_input_through_and_write_nothing() {
+        let program = Program::compile(r#"debug | stderr | debug("x") | .a"#).unwrap();
+        assert_eq!(program.transform(br#"{"a":1}"#).unwrap(), b"1");
     }
 
     #[test]
