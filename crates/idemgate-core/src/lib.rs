@@ -15,6 +15,7 @@ pub mod json;
 pub mod outcome;
 pub mod receipt;
 pub mod retry;
+pub mod routing;
 
 pub mod scheme;
 pub mod secret;

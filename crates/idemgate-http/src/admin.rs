@@ -21,7 +21,11 @@ use axum::{
 };
 use idemgate_clock::Clock;
 use idemgate_core::{UnixTime, job::JobState};
-use idemgate_store::{Store, jobs::ReplayFilter, views::EventFilter};
+use idemgate_store::{
+    Store,
+    jobs::{ReplayFilter, ReplayTo, ReplayedTo},
+    views::{EventFilter, UNMATCHED},
+};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -30,7 +34,7 @@ use crate::{
     DeliveryAnswer, RejectionCounts,
     answer::AdminError,
     body::read_limited,
-    current::AdminToken,
+    current::{AdminToken, DestinationNames},
     session::Sessions,
     views::{self, DestinationView, EventDetail, EventsPage, SourceCounts},
 };
@@ -58,6 +62,8 @@ pub struct AdminState {
     pub body_timeout: Duration,
     /// Where replays and re-enabled destinations read the time.
     pub clock: Arc<dyn Clock>,
+    /// The configured destinations: a replay `to` another name is refused.
+    pub destinations: DestinationNames,
 }
 
 #[derive(OpenApi)]
@@ -139,7 +145,8 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
 struct ListQuery {
     /// Only this source.
     source: Option<String>,
-    /// Only events with a job in this state.
+    /// Only events with a job in this state; `unmatched`: only events with no job (for
+    /// `destination`, when given: none for it).
     state: Option<String>,
     /// Only events with a job for this destination.
     destination: Option<String>,
@@ -160,6 +167,7 @@ async fn list_events(
     Query(query): Query<ListQuery>,
 ) -> Result<Json<EventsPage>, AdminError> {
     if let Some(s) = &query.state
+        && s != UNMATCHED
         && s.parse::<JobState>().is_err()
     {
         return Err(AdminError::BadRequest("unknown_state"));
@@ -190,14 +198,50 @@ async fn show_event(
 
 #[derive(Debug, Serialize, ToSchema)]
 struct Replayed {
+    /// Jobs made pending again (and, with `to`, jobs created).
     replayed: usize,
+    /// With `to`: jobs created for events that had none for that destination.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created: Option<usize>,
+}
+
+impl Replayed {
+    fn jobs(replayed: usize) -> Self {
+        Self { replayed, created: None }
+    }
+
+    fn to(done: ReplayedTo) -> Self {
+        Self { replayed: done.replayed + done.created, created: Some(done.created) }
+    }
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct ReplayQuery {
-    /// Jobs in this state are replayed: dead (default), superseded or succeeded.
+    /// Jobs in this state are replayed: dead (default), superseded or succeeded; with `to`,
+    /// absent or `unmatched`.
     state: Option<String>,
+    /// Send to this destination: its missing job is created (pending), a finished one replayed.
+    to: Option<String>,
+}
+
+/// A replay to the destination `to`: the state is absent (every selected event) or
+/// `unmatched` (only events with no job).
+fn replay_to(
+    known: &DestinationNames,
+    to: String,
+    state: Option<&str>,
+    selection: ReplayTo,
+) -> Result<ReplayTo, AdminError> {
+    let unmatched_only = match state {
+        None => false,
+        Some(UNMATCHED) => true,
+        Some(_) => return Err(AdminError::BadRequest("state_not_for_replay_to")),
+    };
+    if !known.contains(&to) {
+        return Err(AdminError::BadRequest("unknown_destination"));
+    }
+    Ok(ReplayTo { destination: to, unmatched_only, ..selection })
 }
 
 fn replay_state(state: Option<&str>) -> Result<Option<JobState>, AdminError> {
@@ -217,6 +261,11 @@ async fn replay_event(
     Path((source, identity)): Path<(String, String)>,
     Query(query): Query<ReplayQuery>,
 ) -> Result<Json<Replayed>, AdminError> {
+    if let Some(to) = query.to {
+        let selection = ReplayTo { source: Some(source), identity: Some(identity), ..ReplayTo::default() };
+        let to = replay_to(&state.destinations, to, query.state.as_deref(), selection)?;
+        return Ok(Json(Replayed::to(state.store.replay_to(to, state.clock.now()).await?)));
+    }
     let filter = ReplayFilter {
         source: Some(source),
         identity: Some(identity),
@@ -224,7 +273,7 @@ async fn replay_event(
         ..ReplayFilter::default()
     };
     let replayed = state.store.replay_jobs(filter, state.clock.now(), 10_000).await?;
-    Ok(Json(Replayed { replayed }))
+    Ok(Json(Replayed::jobs(replayed)))
 }
 
 /// A bulk replay's filter.
@@ -232,8 +281,11 @@ async fn replay_event(
 struct ReplayRequest {
     source: Option<String>,
     destination: Option<String>,
-    /// dead (default), superseded or succeeded.
+    /// dead (default), superseded or succeeded; with `to`, absent or `unmatched`.
     state: Option<String>,
+    /// Send the selected events to this destination: the missing job is created
+    /// (pending), a finished one replayed. Not with `destination`.
+    to: Option<String>,
     since: Option<i64>,
     until: Option<i64>,
 }
@@ -244,6 +296,19 @@ async fn replay_bulk(
     State(state): State<AdminState>,
     Json(request): Json<ReplayRequest>,
 ) -> Result<Json<Replayed>, AdminError> {
+    if let Some(to) = request.to {
+        if request.destination.is_some() {
+            return Err(AdminError::BadRequest("destination_with_to"));
+        }
+        let selection = ReplayTo {
+            source: request.source,
+            since: request.since.map(UnixTime),
+            until: request.until.map(UnixTime),
+            ..ReplayTo::default()
+        };
+        let to = replay_to(&state.destinations, to, request.state.as_deref(), selection)?;
+        return Ok(Json(Replayed::to(state.store.replay_to(to, state.clock.now()).await?)));
+    }
     let filter = ReplayFilter {
         source: request.source,
         destination: request.destination,
@@ -253,7 +318,7 @@ async fn replay_bulk(
         identity: None,
     };
     let replayed = state.store.replay_all(filter, state.clock.now(), 500, |_, _| std::future::ready(())).await?;
-    Ok(Json(Replayed { replayed }))
+    Ok(Json(Replayed::jobs(replayed)))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -110,6 +110,30 @@ impl AdminToken {
     }
 }
 
+/// The names of the configured destinations, for the admin API's replay to a named one;
+/// replaced by a configuration reload. Clones share one set.
+#[derive(Debug, Clone, Default)]
+pub struct DestinationNames(Arc<ArcSwap<std::collections::BTreeSet<String>>>);
+
+impl DestinationNames {
+    /// These names until they are replaced.
+    #[must_use]
+    pub fn new(names: std::collections::BTreeSet<String>) -> Self {
+        Self(Arc::new(ArcSwap::from_pointee(names)))
+    }
+
+    /// These names from now on.
+    pub fn replace(&self, names: std::collections::BTreeSet<String>) {
+        self.0.store(Arc::new(names));
+    }
+
+    /// Whether `name` is a configured destination now.
+    #[must_use]
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.load().contains(name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -19,7 +19,11 @@ use axum::{
     routing::{get, post},
 };
 use idemgate_core::{UnixTime, time::relative};
-use idemgate_store::{StoreError, jobs::ReplayFilter};
+use idemgate_store::{
+    StoreError,
+    jobs::ReplayFilter,
+    views::{EventFilter, UNMATCHED},
+};
 use serde::Deserialize;
 
 use crate::{admin::AdminState, answer::DashboardAnswer};
@@ -220,6 +224,22 @@ async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
             esc(job.reason.as_deref().unwrap_or("")),
             src = esc(&job.source),
             id = esc(&job.identity),
+        );
+    }
+    html.push_str(
+        "</table><h2>Unmatched events</h2><p>No destination's subscription matched them; \
+         <code>idemgate events replay --to DEST --state unmatched</code> sends them to one.</p>\
+         <table id=\"unmatched\"><tr><th>source</th><th>event</th><th>type</th><th>received</th></tr>",
+    );
+    let unmatched = EventFilter { state: Some(UNMATCHED.to_owned()), limit: 50, ..EventFilter::default() };
+    for e in store.list_events(unmatched).await? {
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&e.source),
+            esc(&e.identity),
+            esc(e.event_type.as_deref().unwrap_or("-")),
+            time_html(e.received_at, now)
         );
     }
     html.push_str("</table><h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>");

@@ -1,7 +1,9 @@
 //! The gateway's routes: `POST /in/{route}` for each configured source, `/healthz`,
 //! `/readyz`, `/metrics`, and each `[[proxy]]` under its prefix. Each accepted event is
-//! stored with one job per destination in the receipt's transaction and answered `202`
-//! once that commit is durable.
+//! stored with one job per destination it matches ([`Subscription`]: event-type patterns
+//! and a jq filter, decided here once, before the store) in the receipt's transaction and
+//! answered `202` once that commit is durable. A repeat finds the receipt first, so what
+//! was decided for the first delivery is never decided again.
 //!
 //! What the routes are made from is plain data ([`Routes`], [`Source`],
 //! [`ProxyRoute`]): the gateway binary turns its configuration into it, so this crate
@@ -22,7 +24,12 @@ use axum::{
 };
 use http::{HeaderName, header::CONTENT_TYPE};
 use idemgate_clock::Clock;
-use idemgate_core::{Rejection, Scheme, SecretSet, SourceName, json, scheme::IdentityLocation};
+use idemgate_core::{
+    Rejection, Scheme, SecretSet, SourceName, json,
+    routing::{self, TypePattern},
+    scheme::IdentityLocation,
+};
+use idemgate_jq::Program;
 use idemgate_store::{
     Store,
     inbox::{IncomingEvent, Ordering, Version},
@@ -38,6 +45,8 @@ use crate::{
 
 /// Longest content type kept with an event; longer ones are not stored.
 const MAX_CONTENT_TYPE: usize = 255;
+/// Longest event type taken from a header; a longer one is no type.
+const MAX_EVENT_TYPE: usize = 255;
 
 /// Everything the gateway's router serves.
 #[derive(Debug, Clone, Default)]
@@ -71,14 +80,60 @@ pub struct Source {
     pub dedupe_body: bool,
     /// JSON pointer to the event type.
     pub event_type: Option<String>,
+    /// Request header holding the event type; when present on a delivery it is the type.
+    pub event_type_header: Option<HeaderName>,
     /// Accepted event types; `None` accepts all.
     pub allowed_types: Option<BTreeSet<String>>,
-    /// Destination names: one job for each.
-    pub destinations: Vec<String>,
+    /// The destinations and what each subscribes to: one job for each that an event matches.
+    pub destinations: Vec<Subscription>,
     /// Original headers passed on to destinations (lowercase names).
     pub forward_headers: Vec<HeaderName>,
     /// The ordering guard, if any.
     pub ordering: Option<OrderingGuard>,
+}
+
+/// One destination of a source and the events it gets: those whose type matches one of
+/// `types` (when given) and for which `filter` (when given) is truthy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subscription {
+    /// The destination's name.
+    pub destination: String,
+    /// Event-type patterns; `None`: every event.
+    pub types: Option<Vec<TypePattern>>,
+    /// A jq expression on the parsed body; `None`: every event.
+    pub filter: Option<Program>,
+}
+
+impl Subscription {
+    /// Every event to `destination`.
+    #[must_use]
+    pub fn every_event(destination: impl Into<String>) -> Self {
+        Self { destination: destination.into(), types: None, filter: None }
+    }
+
+    /// What this subscription decides for an event of `event_type` with `body`.
+    #[must_use]
+    pub fn decide(&self, event_type: Option<&str>, body: &[u8]) -> Routing {
+        if !routing::subscribed(self.types.as_deref(), event_type) {
+            return Routing::Unmatched;
+        }
+        match self.filter.as_ref().map(|filter| filter.matches(body)) {
+            None | Some(Ok(true)) => Routing::Matched,
+            Some(Ok(false)) => Routing::Unmatched,
+            Some(Err(err)) => Routing::FilterFailed(format!("filter failed: {err}")),
+        }
+    }
+}
+
+/// A subscription's decision for one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Routing {
+    /// A job, delivered as usual.
+    Matched,
+    /// No job.
+    Unmatched,
+    /// The filter failed on this event: a job stored `dead` with this reason.
+    FilterFailed(String),
 }
 
 /// Where an event's ordering key and version are (JSON pointers): of two events with one
@@ -96,7 +151,6 @@ pub struct OrderingGuard {
 struct SourceRoute {
     source: Source,
     inbound: Inbound<Store>,
-    destinations: Arc<[String]>,
     allowed_types: Option<Arc<BTreeSet<String>>>,
     /// Whether another source feeds one of this source's destinations: its events'
     /// outgoing ids then carry the source, so that no destination gets two events under
@@ -182,7 +236,6 @@ fn route(routes: &Routes, source: &Source, store: &Store, rejections: &Arc<Rejec
     };
     SourceRoute {
         shares_a_destination: shares_a_destination(routes, source),
-        destinations: source.destinations.clone().into(),
         allowed_types: source.allowed_types.clone().map(Arc::new),
         source: source.clone(),
         inbound,
@@ -190,11 +243,9 @@ fn route(routes: &Routes, source: &Source, store: &Store, rejections: &Arc<Rejec
 }
 
 fn shares_a_destination(routes: &Routes, source: &Source) -> bool {
-    routes
-        .sources
-        .iter()
-        .filter(|other| other.id != source.id)
-        .any(|other| other.destinations.iter().any(|d| source.destinations.contains(d)))
+    routes.sources.iter().filter(|other| other.id != source.id).any(|other| {
+        other.destinations.iter().any(|d| source.destinations.iter().any(|s| s.destination == d.destination))
+    })
 }
 
 async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>, request: Request) -> Response {
@@ -225,6 +276,7 @@ impl SourceRoute {
             .as_ref()
             .filter(|allowed| !event_type.as_ref().is_some_and(|t| allowed.contains(t)))
             .map(|_| "event type is not accepted by this source");
+        let (destinations, dead) = self.route(event_type.as_deref(), checked.raw);
         let event = IncomingEvent {
             result: json!({ "event": identity.as_str() }),
             outgoing_id: self.shares_a_destination.then(|| format!("{}:{identity}", self.source.id)),
@@ -233,13 +285,32 @@ impl SourceRoute {
             headers: self.forwarded_headers(checked),
             ordering: self.ordering(checked),
             body: checked.raw.clone(),
-            destinations: Arc::clone(&self.destinations),
+            destinations: destinations.into(),
+            dead,
             refusal,
         };
         Ok(Accepted { identity, effect: event })
     }
 
+    /// The destinations that get a job, and those whose filter failed with its reason.
+    fn route(&self, event_type: Option<&str>, body: &[u8]) -> (Vec<String>, Vec<(String, String)>) {
+        let (mut matched, mut dead) = (Vec::new(), Vec::new());
+        for subscription in &self.source.destinations {
+            match subscription.decide(event_type, body) {
+                Routing::Matched => matched.push(subscription.destination.clone()),
+                Routing::Unmatched => {}
+                Routing::FilterFailed(reason) => dead.push((subscription.destination.clone(), reason)),
+            }
+        }
+        (matched, dead)
+    }
+
+    /// The type from the configured header when the delivery has it, else from the body.
     fn event_type(&self, checked: Checked<'_>) -> Option<String> {
+        let from_header = self.source.event_type_header.as_ref().and_then(|name| checked.headers.get(name));
+        if let Some(value) = from_header {
+            return value.to_str().ok().filter(|t| !t.is_empty() && t.len() <= MAX_EVENT_TYPE).map(str::to_owned);
+        }
         let pointer = self.source.event_type.as_deref()?;
         checked.event.pointer(pointer)?.as_str().map(str::to_owned)
     }

@@ -25,6 +25,9 @@ pub struct EventSummary {
     pub received_at: i64,
     /// Destination to job state.
     pub jobs: BTreeMap<String, String>,
+    /// True when the event has no job: no destination's subscription matched it (it can be
+    /// replayed to a named destination).
+    pub unmatched: bool,
 }
 
 /// One page of events, newest first.
@@ -89,6 +92,8 @@ pub struct EventDetail {
     pub received_at: i64,
     /// Its jobs, by destination.
     pub jobs: Vec<JobView>,
+    /// True when it has no job: no destination's subscription matched it.
+    pub unmatched: bool,
     /// Every delivery attempt, in order.
     pub attempts: Vec<AttemptView>,
 }
@@ -119,6 +124,7 @@ pub async fn events_page(store: &Store, filter: EventFilter) -> Result<EventsPag
             identity: e.identity,
             event_type: e.event_type,
             received_at: e.received_at.0,
+            unmatched: e.jobs.is_empty(),
             jobs: e.jobs.into_iter().collect(),
         })
         .collect();
@@ -131,7 +137,7 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
     let (Ok(source_name), Ok(id)) = (SourceName::new(source), Identity::new(identity)) else { return Ok(None) };
     let key = ReceiptKey { source: source_name, identity: id };
     let Some(receipt) = store.receipt(key.clone()).await? else { return Ok(None) };
-    let jobs = store
+    let jobs: Vec<JobView> = store
         .jobs(key)
         .await?
         .into_iter()
@@ -164,6 +170,7 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
         outcome: receipt.outcome,
         result: receipt.result,
         received_at: receipt.received_at.0,
+        unmatched: jobs.is_empty(),
         jobs,
         attempts,
     }))

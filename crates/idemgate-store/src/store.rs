@@ -27,7 +27,7 @@ use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
-    jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter},
+    jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
     sqlite::Handler,
@@ -264,6 +264,12 @@ impl Store {
         Ok(replayed)
     }
 
+    /// Sends the events `to` selects to its destination, by the rules of
+    /// [`crate::jobs::ReplayTo`]: the job each lacks is created, a finished one replayed.
+    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+        on_backend!(self, store => store.replay_to(to, now).await)
+    }
+
     /// Makes the pending and retrying jobs matching `filter` (its state, if any, one of
     /// those two) due at `now_ms`, keeping their attempts so far: the retry schedule
     /// continues from there. Returns how many were not yet due.
@@ -341,6 +347,12 @@ impl Store {
     /// The event stored under `key`, if any.
     pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
         on_backend!(self, store => store.event(key).await)
+    }
+
+    /// The body bytes of the event stored under `key`, as received; `None` when there is
+    /// no such event or retention purged its payload.
+    pub async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
+        on_backend!(self, store => store.event_body(key).await)
     }
 
     /// The jobs of the event stored under `key`, by destination.

@@ -29,8 +29,9 @@ use arc_swap::ArcSwap;
 
 use idemgate_core::{
     breaker::BreakerPolicy,
-    retry::{DeadReason, Decision, RetryPolicy},
+    retry::{AttemptResult, DeadReason, Decision, RetryPolicy},
 };
+use idemgate_jq::Program;
 use idemgate_store::{
     Store, StoreError,
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
@@ -48,6 +49,11 @@ pub struct Route {
     pub policy: RetryPolicy,
     /// Deliver events of one ordering key strictly one after the other.
     pub fifo: bool,
+    /// The body the destination gets instead of the stored original: this jq program's one
+    /// output as compact JSON (`application/json`), made before `deliver` is called, so
+    /// every kind of destination gets it and signs what it sends. A transform that fails
+    /// on an event makes its job dead (a permanent refusal) with the reason.
+    pub transform: Option<Program>,
     /// How the destination is protected from too many attempts.
     pub protection: Protection,
 }
@@ -345,7 +351,13 @@ impl Worker {
         let timer = std::time::Instant::now();
         let (outcome, decision) = match routes.get(&job.destination) {
             Some(route) => {
-                let outcome = route.deliver.deliver(&job, started_at).await;
+                let outcome = match &route.transform {
+                    None => route.deliver.deliver(&job, started_at).await,
+                    Some(transform) => match transformed(&job, transform) {
+                        Ok(job) => route.deliver.deliver(&job, started_at).await,
+                        Err(refused) => refused,
+                    },
+                };
                 let decision = route.policy.decide(job.attempt, outcome.result, (self.draw)());
                 (outcome, decision)
             }
@@ -443,5 +455,18 @@ impl Worker {
                 }
             }
         }
+    }
+}
+
+/// `job` with the body `transform` makes of its stored one, or the attempt's permanent
+/// refusal saying why there is none (the error names the kind, never the event's values).
+fn transformed(job: &ClaimedJob, transform: &Program) -> Result<ClaimedJob, AttemptOutcome> {
+    match transform.transform(&job.body) {
+        Ok(body) => Ok(ClaimedJob { body, content_type: Some("application/json".to_owned()), ..job.clone() }),
+        Err(err) => Err(AttemptOutcome {
+            result: AttemptResult::Refused { permanent: true },
+            error: Some(err.to_string()),
+            response_prefix: None,
+        }),
     }
 }

@@ -99,6 +99,7 @@ async fn store_alert(store: &Store, destination: &str, action: &Action, now: Uni
         body: body.into(),
         ordering: None,
         destinations: Arc::from([destination.to_owned()]),
+        dead: Vec::new(),
         refusal: None,
     };
     match store.accept(request, event).await {

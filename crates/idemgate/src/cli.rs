@@ -285,9 +285,10 @@ pub(crate) enum EventsCommand {
         /// Only this source id.
         #[arg(long)]
         source: Option<String>,
-        /// Only events with a job in this state (e.g. dead).
-        #[arg(long)]
-        state: Option<JobState>,
+        /// Only events with a job in this state (e.g. dead); `unmatched`: only events that
+        /// no destination's subscription matched (no job; with --destination, none for it).
+        #[arg(long, value_parser = listed_state)]
+        state: Option<String>,
         /// Only events with a job for this destination.
         #[arg(long)]
         destination: Option<String>,
@@ -376,11 +377,45 @@ fn waiting_state(text: &str) -> Result<JobState, String> {
     }
 }
 
+/// A state `events list` filters on: a job's, or `unmatched` (no job).
+fn listed_state(text: &str) -> Result<String, String> {
+    if text == idemgate_store::views::UNMATCHED {
+        return Ok(text.to_owned());
+    }
+    let state: JobState = text
+        .parse()
+        .map_err(|_| "one of pending, running, retrying, succeeded, dead, superseded, unmatched".to_owned())?;
+    Ok(state.as_str().to_owned())
+}
+
+/// What `events replay --state` selects: jobs in a finished state, or (with `--to`) the
+/// unmatched events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReplayState {
+    /// Finished jobs in this state.
+    Jobs(JobState),
+    /// Events with no job at all.
+    Unmatched,
+}
+
+fn replay_state(text: &str) -> Result<ReplayState, String> {
+    if text == idemgate_store::views::UNMATCHED {
+        return Ok(ReplayState::Unmatched);
+    }
+    finished_state(text).map(ReplayState::Jobs)
+}
+
 #[derive(clap::Args)]
 pub(crate) struct ReplayArgs {
-    /// Jobs in this state: dead (default), superseded (forced delivery) or succeeded (resend).
-    #[arg(long, default_value = "dead", value_parser = finished_state)]
-    pub(crate) state: JobState,
+    /// Jobs in this state: dead (the default without --to), superseded (forced delivery) or
+    /// succeeded (resend); with --to, `unmatched` for only the events no destination's
+    /// subscription matched.
+    #[arg(long, value_parser = replay_state)]
+    pub(crate) state: Option<ReplayState>,
+    /// Send the selected events to this destination: the job an event lacks for it is
+    /// created, a finished one is replayed (whatever the subscription decided).
+    #[arg(long, value_name = "DEST", conflicts_with = "destination")]
+    pub(crate) to: Option<String>,
     #[command(flatten)]
     pub(crate) jobs: JobFilterArgs,
 }

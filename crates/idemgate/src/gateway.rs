@@ -31,6 +31,7 @@ fn source(source: &SourceConfig) -> Source {
         identity: source.identity.clone(),
         dedupe_body: source.dedupe_body,
         event_type: source.event_type.clone(),
+        event_type_header: source.event_type_header.clone(),
         allowed_types: source.allowed_types.clone(),
         destinations: source.destinations.clone(),
         forward_headers: source.forward_headers.clone(),

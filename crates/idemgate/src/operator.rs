@@ -7,12 +7,17 @@
 //! seconds. Text the destination sent (a response's first bytes) is escaped, so it cannot
 //! move a terminal's cursor or change its colours.
 
-use idemgate_core::{UnixTime, time::relative};
+use std::collections::BTreeMap;
+
+use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime, time::relative};
 use idemgate_http::views::{self, AttemptView, DestinationView, EventDetail, EventsPage, JobView, SourceCounts};
+use idemgate_jq::Program;
 use idemgate_store::{Store, StoreError, views::EventFilter};
 
 /// How much of a response's recorded first bytes `events show` prints.
 const RESPONSE_SHOWN: usize = 200;
+/// How much of an event's body, and of each transformed body, `events show` prints.
+const BODY_SHOWN: usize = 4096;
 
 /// The listing as text (one event a line) or JSON.
 pub async fn list(store: &Store, filter: EventFilter, as_json: bool, now: UnixTime) -> Result<String, StoreError> {
@@ -26,7 +31,10 @@ pub async fn list(store: &Store, filter: EventFilter, as_json: bool, now: UnixTi
 fn list_text(page: &EventsPage, now: UnixTime) -> String {
     let mut text = format!("{:>8}  {:<16} {:<40} {:<20} {:<34} jobs\n", "id", "source", "identity", "type", "received");
     for e in &page.events {
-        let jobs: Vec<String> = e.jobs.iter().map(|(d, s)| format!("{d}={s}")).collect();
+        let mut jobs: Vec<String> = e.jobs.iter().map(|(d, s)| format!("{d}={s}")).collect();
+        if e.unmatched {
+            jobs.push(idemgate_store::views::UNMATCHED.to_owned());
+        }
         text.push_str(&format!(
             "{:>8}  {:<16} {:<40} {:<20} {:<34} {}\n",
             e.id,
@@ -43,18 +51,43 @@ fn list_text(page: &EventsPage, now: UnixTime) -> String {
     text
 }
 
-/// One event: its receipt, its jobs and every attempt.
+/// One event: its receipt, its jobs and every attempt; as text also its stored body and,
+/// for each of its destinations with a transform (every one, for an unmatched event), the
+/// body that destination gets, computed here from `transforms` and the stored bytes.
 pub async fn show(
     store: &Store,
     (source, identity): (&str, &str),
     as_json: bool,
+    transforms: &BTreeMap<String, Program>,
     now: UnixTime,
 ) -> Result<Option<String>, StoreError> {
     let Some(event) = views::event_detail(store, source, identity).await? else { return Ok(None) };
     if as_json {
         return Ok(Some(to_json(&event)));
     }
-    Ok(Some(show_text(&event, now)))
+    let mut text = show_text(&event, now);
+    let (Ok(source), Ok(identity)) = (SourceName::new(source), Identity::new(identity)) else { return Ok(Some(text)) };
+    match store.event_body(ReceiptKey { source, identity }).await? {
+        None => text.push_str("body      (purged by retention)\n"),
+        Some(body) => text.push_str(&bodies_text(&event, &body, transforms)),
+    }
+    Ok(Some(text))
+}
+
+/// The stored body, then the body each destination with a transform gets from it.
+fn bodies_text(event: &EventDetail, body: &[u8], transforms: &BTreeMap<String, Program>) -> String {
+    let mut text = format!("body      {}\n", printable_body(body));
+    for (destination, transform) in transforms {
+        if !event.unmatched && !event.jobs.iter().any(|job| &job.destination == destination) {
+            continue;
+        }
+        let sent = match transform.transform(body) {
+            Ok(sent) => printable_body(&sent),
+            Err(err) => format!("({err})"),
+        };
+        text.push_str(&format!("sends     {destination:<16} {sent}\n"));
+    }
+    text
 }
 
 fn show_text(event: &EventDetail, now: UnixTime) -> String {
@@ -67,6 +100,9 @@ fn show_text(event: &EventDetail, now: UnixTime) -> String {
         event.outcome,
         event.result
     );
+    if event.unmatched {
+        text.push_str("jobs      none: unmatched (no destination's subscription matched; events replay --to DEST)\n");
+    }
     for job in &event.jobs {
         text.push_str(&job_line(job, now));
     }
@@ -127,6 +163,16 @@ fn when(secs: i64, now: UnixTime) -> String {
 /// could steer a terminal (controls, escape sequences, bidirectional and zero-width
 /// format characters) written as an escape; `…` marks a cut.
 fn printable(text: &str, max: usize) -> String {
+    escaped(text, max, true)
+}
+
+/// A stored or transformed body as [`printable`] shows text, but with its quotes and
+/// backslashes as they are, so JSON reads as JSON.
+fn printable_body(body: &[u8]) -> String {
+    escaped(&String::from_utf8_lossy(body), BODY_SHOWN, false)
+}
+
+fn escaped(text: &str, max: usize, quotes: bool) -> String {
     let mut out = String::new();
     for (at, c) in text.char_indices() {
         if at + c.len_utf8() > max {
@@ -134,8 +180,8 @@ fn printable(text: &str, max: usize) -> String {
             break;
         }
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
+            '"' if quotes => out.push_str("\\\""),
+            '\\' if quotes => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -234,6 +280,12 @@ mod tests {
         assert_eq!(printable("two\r\nlines\t\"q\" \\", 200), "two\\r\\nlines\\t\\\"q\\\" \\\\");
         assert_eq!(printable("\u{9b}31m \u{202e}evil \u{200b}", 200), "\\u{9b}31m \\u{202e}evil \\u{200b}");
         assert_eq!(printable("bad \u{fffd} bytes, é kept", 200), "bad \u{fffd} bytes, é kept");
+    }
+
+    #[test]
+    fn a_body_keeps_its_quotes_but_cannot_steer_the_terminal() {
+        assert_eq!(printable_body(br#"{"a":"b\"c"}"#), r#"{"a":"b\"c"}"#);
+        assert_eq!(printable_body(b"{\"a\":\"\x1b[31m\"}"), "{\"a\":\"\\x1b[31m\"}");
     }
 
     #[test]

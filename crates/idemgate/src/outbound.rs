@@ -1,5 +1,5 @@
 //! The worker as configured: one HTTP route per `[destinations.*]`, with its timeouts,
-//! retry policy, FIFO setting and protection (rate limit, in-flight cap, breaker).
+//! retry policy, FIFO setting, transform and protection (rate limit, in-flight cap, breaker).
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -28,6 +28,7 @@ pub fn routes(config: &Config) -> Result<HashMap<String, Route>, ClientError> {
             policy: destination.policy.clone(),
             fifo: destination.fifo,
             protection: destination.protection,
+            transform: destination.transform.clone(),
         };
         routes.insert(name.clone(), route);
     }

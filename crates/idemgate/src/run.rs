@@ -15,7 +15,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 use idemgate_clock::{Clock, SystemClock};
 use idemgate_http::{
     RejectionCounts, ServeOptions,
-    current::{AdminToken, LiveGateway},
+    current::{AdminToken, DestinationNames, LiveGateway},
     gateway::Observers,
     idempotency,
     scrape::{self, Render},
@@ -206,8 +206,10 @@ async fn receive_until_stopped(
         (Some(admin), Some(listener)) => {
             let (token, sessions) =
                 (AdminToken::new(admin.token.clone()), Arc::new(Sessions::new(admin.session_lifetime)));
+            let names = DestinationNames::new(config.destination_names().clone());
             live.admin = Some((token.clone(), Arc::clone(&sessions)));
-            let access = (token, sessions);
+            live.destination_names = Some(names.clone());
+            let access = (token, sessions, names);
             let observed = (access, rejections, admin_metrics);
             Some(serve_admin(admin, &config.server, listener, (store, clock), observed, stopped.clone()))
         }
@@ -267,6 +269,10 @@ async fn purge_every(store: Store, policies: watch::Receiver<Vec<Retention>>, in
     }
 }
 
+/// What the admin API checks requests against: the token, the dashboard's sessions and the
+/// configured destinations' names, each replaced by a reload.
+type AdminAccess = (AdminToken, Arc<Sessions>, DestinationNames);
+
 /// Starts the admin API on its own listener, with the public listener's timeouts and TLS
 /// (`[admin.tls]` or `[server.tls]`).
 fn serve_admin(
@@ -274,7 +280,7 @@ fn serve_admin(
     server: &ServerConfig,
     listener: TcpListener,
     (store, clock): (&Store, Arc<dyn Clock>),
-    ((token, sessions), rejections, metrics): ((AdminToken, Arc<Sessions>), Arc<RejectionCounts>, Option<Render>),
+    ((token, sessions, destinations), rejections, metrics): (AdminAccess, Arc<RejectionCounts>, Option<Render>),
     stopped: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let state = idemgate_http::admin::AdminState {
@@ -285,6 +291,7 @@ fn serve_admin(
         tls: admin.tls.is_some(),
         body_timeout: server.body_timeout,
         clock,
+        destinations,
     };
     let options = ServeOptions {
         header_timeout: server.header_timeout,
@@ -320,6 +327,7 @@ async fn until_stopped(mut stopped: watch::Receiver<bool>) {
 struct Live {
     public: Option<LiveGateway>,
     admin: Option<(AdminToken, Arc<Sessions>)>,
+    destination_names: Option<DestinationNames>,
     worker: Option<RouteTable>,
     retention: Option<watch::Sender<Vec<Retention>>>,
 }
@@ -363,6 +371,9 @@ impl Live {
         }
         if let Some(retention) = &self.retention {
             retention.send_replace(applied.retention());
+        }
+        if let Some(names) = &self.destination_names {
+            names.replace(applied.destination_names().clone());
         }
         tracing::info!(changes = %changes, "reloaded configuration");
         Some(applied)

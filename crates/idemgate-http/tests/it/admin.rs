@@ -27,6 +27,7 @@ async fn start_admin(clock: Arc<ManualClock>, lifetime: Duration) -> (SocketAddr
         tls: false,
         body_timeout: Duration::from_secs(5),
         clock,
+        destinations: idemgate_http::current::DestinationNames::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -29,6 +29,10 @@ pub struct IncomingEvent {
     pub ordering: Option<Ordering>,
     /// One job is stored for each.
     pub destinations: Arc<[String]>,
+    /// Destinations whose subscription filter failed on this event, each with the reason:
+    /// one job is stored for each, already `dead` with that reason (bounded), so the
+    /// operator sees it and can replay it.
+    pub dead: Vec<(String, String)>,
     /// Set when a first delivery must be refused (say, an event type the source does not
     /// accept). It applies only when no receipt exists, so that a repeat of an event
     /// accepted earlier is still answered as a duplicate.

@@ -101,6 +101,35 @@ pub struct ReplayFilter {
     pub until: Option<UnixTime>,
 }
 
+/// A replay to one named destination: for each selected event, the job it lacks for that
+/// destination is created (`pending`), and one it has that is finished (succeeded, dead or
+/// superseded) is made `pending` again; one that is waiting or running is left alone. This
+/// is how an event that matched no subscription reaches a destination after all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayTo {
+    /// The destination the events go to.
+    pub destination: String,
+    /// Only this source.
+    pub source: Option<String>,
+    /// Only this event identity.
+    pub identity: Option<String>,
+    /// Only events received at or after this time.
+    pub since: Option<UnixTime>,
+    /// Only events received before this time.
+    pub until: Option<UnixTime>,
+    /// Only events with no job at all (unmatched): jobs are created, none replayed.
+    pub unmatched_only: bool,
+}
+
+/// What a [`ReplayTo`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplayedTo {
+    /// Jobs created for events that had none for the destination.
+    pub created: usize,
+    /// Finished jobs for the destination made pending again.
+    pub replayed: usize,
+}
+
 /// An attempt's text cut to [`MAX_ATTEMPT_TEXT`] characters.
 pub(crate) fn bounded(text: Option<&str>) -> Option<String> {
     text.map(|t| t.chars().take(MAX_ATTEMPT_TEXT).collect())

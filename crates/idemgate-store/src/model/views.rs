@@ -4,6 +4,9 @@
 
 use idemgate_core::UnixTime;
 
+/// The state an event with no job is shown in: no destination's subscription matched it.
+pub const UNMATCHED: &str = "unmatched";
+
 /// One row of an event listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventRow {
@@ -26,7 +29,8 @@ pub struct EventRow {
 pub struct EventFilter {
     /// Only this source.
     pub source: Option<String>,
-    /// Only events with a job in this state.
+    /// Only events with a job in this state; [`UNMATCHED`]: only events with no job (for
+    /// `destination`, when given: none for it).
     pub state: Option<String>,
     /// Only events with a job for this destination.
     pub destination: Option<String>,

@@ -10,7 +10,7 @@ use tokio_postgres::{Row, types::ToSql};
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     model::{
         jobs::{
             Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until,
@@ -408,6 +408,45 @@ impl PgStore {
             )
             .await?;
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+
+    /// Sends the events `to` selects to its destination: finished jobs replayed, missing
+    /// ones created, in one transaction.
+    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+        const SELECTED_EVENTS: &str = "SELECT e.id FROM events e
+            WHERE NOT e.payload_purged AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
+              AND ($4::bigint IS NULL OR e.received_at >= $4) AND ($5::bigint IS NULL OR e.received_at < $5)
+              AND (NOT $6::boolean OR NOT EXISTS (SELECT 1 FROM jobs u WHERE u.event_id = e.id))";
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let (since, until) = (to.since.map(|t| t.0), to.until.map(|t| t.0));
+        let bindings: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
+            [&to.destination, &to.source, &to.identity, &since, &until, &to.unmatched_only, &now.0];
+        let replayed = tx
+            .execute(
+                &format!(
+                    "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = $7::bigint * 1000,
+                            last_error = NULL, updated_at = $7
+                     WHERE destination = $1 AND state IN ('succeeded', 'dead', 'superseded')
+                       AND event_id IN ({SELECTED_EVENTS})"
+                ),
+                &bindings,
+            )
+            .await?;
+        let created = tx
+            .execute(
+                &format!(
+                    "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+                     SELECT id, $1, 'pending', $7::bigint * 1000, $7, $7 FROM ({SELECTED_EVENTS}) AS selected
+                     ORDER BY id
+                     ON CONFLICT (event_id, destination) DO NOTHING"
+                ),
+                &bindings,
+            )
+            .await?;
+        tx.commit().await?;
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        Ok(ReplayedTo { created: count(created), replayed: count(replayed) })
     }
 
     /// The ids of the jobs `filter` selects now, in id order: a bulk replay's set, taken once.

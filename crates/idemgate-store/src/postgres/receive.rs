@@ -11,6 +11,7 @@ use crate::{
     inbox::IncomingEvent,
     model::{
         inbox::{log_superseded, outgoing_id, stored_headers},
+        jobs::bounded,
         receive::{conflict_refused, duplicate_of, parse_result},
     },
 };
@@ -54,7 +55,7 @@ impl PgStore {
     }
 
     async fn try_accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Result<Outcome, StoreError> {
-        if event.refusal.is_none() && event.ordering.is_none() && !request.dedupe_body {
+        if event.refusal.is_none() && event.ordering.is_none() && !request.dedupe_body && event.dead.is_empty() {
             return self.accept_in_one_statement(request, event).await;
         }
         self.accept_in_transaction(request, event).await
@@ -101,7 +102,8 @@ impl PgStore {
     }
 
     /// The general case: a body receipt to claim, a refusal to apply after the receipt
-    /// lookup, or an ordering guard to move, in one explicit transaction.
+    /// lookup, an ordering guard to move, or jobs stored dead because a subscription's
+    /// filter failed, in one explicit transaction.
     async fn accept_in_transaction(
         &self,
         request: &ReceiveRequest,
@@ -190,6 +192,17 @@ impl PgStore {
             .await?;
         let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
         tx.execute(&jobs, &[&event_id, &state, &request.received_at.0, &destinations]).await?;
+        if !event.dead.is_empty() {
+            let dead = tx
+                .prepare_cached(
+                    "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, last_error, created_at, updated_at)
+                     SELECT $1, d, 'dead', $2::bigint * 1000, r, $2, $2 FROM unnest($3::text[], $4::text[]) AS t (d, r)",
+                )
+                .await?;
+            let names: Vec<&str> = event.dead.iter().map(|(name, _)| name.as_str()).collect();
+            let reasons: Vec<String> = event.dead.iter().filter_map(|(_, reason)| bounded(Some(reason))).collect();
+            tx.execute(&dead, &[&event_id, &request.received_at.0, &names, &reasons]).await?;
+        }
         tx.commit().await?;
         if superseded {
             log_superseded(key);

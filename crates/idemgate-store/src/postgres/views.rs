@@ -97,6 +97,18 @@ impl PgStore {
             .collect()
     }
 
+    /// The body of the event stored under `key`, unless its payload was purged.
+    pub async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT body FROM events WHERE source = $1 AND identity = $2 AND NOT payload_purged",
+                &[&key.source.as_str(), &key.identity.as_str()],
+            )
+            .await?;
+        row.map(|row| row.try_get(0)).transpose().map_err(StoreError::from)
+    }
+
     /// The event stored under `key`, if any.
     pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
         let client = self.client().await?;
@@ -172,10 +184,14 @@ impl PgStore {
                                            array_agg(j.state ORDER BY j.destination) AS states
                                     FROM jobs j WHERE j.event_id = e.id) jobs ON true
                  WHERE ($1::text IS NULL OR e.source = $1)
-                   AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state = $2
-                                                    AND ($3::text IS NULL OR j.destination = $3)))
-                   AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM jobs j
-                                                    WHERE j.event_id = e.id AND j.destination = $3))
+                   AND (CASE WHEN $2::text = 'unmatched'
+                        THEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id
+                                         AND ($3::text IS NULL OR j.destination = $3))
+                        ELSE ($2::text IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state = $2
+                                                          AND ($3::text IS NULL OR j.destination = $3)))
+                         AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM jobs j
+                                                          WHERE j.event_id = e.id AND j.destination = $3))
+                        END)
                    AND ($4::bigint IS NULL OR e.received_at >= $4) AND ($5::bigint IS NULL OR e.received_at < $5)
                    AND ($6::bigint IS NULL OR e.id < $6)
                  ORDER BY e.id DESC LIMIT $7",

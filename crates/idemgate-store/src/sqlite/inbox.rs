@@ -9,7 +9,10 @@ use super::SqliteStore;
 use crate::{
     HandlerError, ReceiveRequest, StoreError,
     inbox::{IncomingEvent, JobRecord, Ordering, StoredEvent, Version},
-    model::inbox::{log_superseded, outgoing_id, stored_headers},
+    model::{
+        inbox::{log_superseded, outgoing_id, stored_headers},
+        jobs::bounded,
+    },
 };
 
 /// An event to keep until every destination has it.
@@ -118,8 +121,18 @@ fn store_event(
     let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
     // Only the rare superseded case is logged here, on the writer thread; every outcome is
     // logged and counted by the inbound pipeline once the commit has returned.
-    if accept_event(conn, &new, &destinations)?.superseded {
+    let accepted = accept_event(conn, &new, &destinations)?;
+    if accepted.superseded {
         log_superseded(key);
+    }
+    if !event.dead.is_empty() {
+        let mut insert = conn.prepare_cached(
+            "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, last_error, created_at, updated_at)
+             VALUES (?1, ?2, 'dead', ?3 * 1000, ?4, ?3, ?3)",
+        )?;
+        for (destination, reason) in &event.dead {
+            insert.execute(params![accepted.event_id, destination, received_at.0, bounded(Some(reason))])?;
+        }
     }
     Ok(event.result)
 }

@@ -11,7 +11,7 @@ use rusqlite::{Connection, params};
 use super::SqliteStore;
 use crate::{
     StoreError,
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter},
+    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     model::{
         jobs::{
             Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until,
@@ -338,7 +338,50 @@ pub fn retry_now(conn: &Connection, filter: &ReplayFilter, now_ms: i64) -> Resul
     Ok(changed)
 }
 
+/// The events a [`ReplayTo`] selects (?1 destination, ?2 source, ?3 identity, ?4 since,
+/// ?5 until, ?6 unmatched only), payload kept.
+const SELECTED_EVENTS: &str = "SELECT e.id FROM events e
+    WHERE e.payload_purged = 0 AND (?2 IS NULL OR e.source = ?2) AND (?3 IS NULL OR e.identity = ?3)
+      AND (?4 IS NULL OR e.received_at >= ?4) AND (?5 IS NULL OR e.received_at < ?5)
+      AND (?6 = 0 OR NOT EXISTS (SELECT 1 FROM jobs u WHERE u.event_id = e.id))";
+
+/// Sends the events `to` selects to its destination: finished jobs replayed, missing ones
+/// created, in one transaction.
+pub fn replay_to(conn: &Connection, to: &ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+    let bindings = params![
+        to.destination,
+        to.source,
+        to.identity,
+        to.since.map(|t| t.0),
+        to.until.map(|t| t.0),
+        to.unmatched_only,
+        now.0
+    ];
+    let replayed = conn.execute(
+        &format!(
+            "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = ?7 * 1000, last_error = NULL, updated_at = ?7
+             WHERE destination = ?1 AND state IN ('succeeded', 'dead', 'superseded') AND event_id IN ({SELECTED_EVENTS})"
+        ),
+        bindings,
+    )?;
+    let created = conn.execute(
+        &format!(
+            "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+             SELECT id, ?1, 'pending', ?7 * 1000, ?7, ?7 FROM ({SELECTED_EVENTS}) AS selected
+             WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = selected.id AND j.destination = ?1)
+             ORDER BY id"
+        ),
+        bindings,
+    )?;
+    Ok(ReplayedTo { created, replayed })
+}
+
 impl SqliteStore {
+    /// [`replay_to`] on the writer.
+    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+        self.write(move |conn| replay_to(conn, &to, now)).await
+    }
+
     /// [`claim`] on the writer.
     pub async fn claim_jobs(
         &self,

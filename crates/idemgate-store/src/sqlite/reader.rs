@@ -64,6 +64,20 @@ impl SqliteReader {
         inbox::event(&self.conn, key)
     }
 
+    /// The body bytes of the event stored under `key`, as received; `None` when there is
+    /// no such event or retention purged its payload.
+    pub fn event_body(&self, key: &ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
+        let body = self
+            .conn
+            .query_row(
+                "SELECT body FROM events WHERE source = ?1 AND identity = ?2 AND payload_purged = 0",
+                params![key.source.as_str(), key.identity.as_str()],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(body)
+    }
+
     /// The delivery jobs of the event stored under `key`.
     pub fn jobs(&self, key: &ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
         inbox::jobs(&self.conn, key)
@@ -117,6 +131,11 @@ impl SqliteStore {
     /// The event stored under `key`, if any.
     pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
         self.read(move |r| r.event(&key)).await
+    }
+
+    /// The body of the event stored under `key`, unless its payload was purged.
+    pub async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
+        self.read(move |r| r.event_body(&key)).await
     }
 
     /// The jobs of the event stored under `key`, by destination.

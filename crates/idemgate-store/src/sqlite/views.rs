@@ -19,9 +19,12 @@ pub fn list_events(conn: &Connection, filter: &EventFilter) -> Result<Vec<EventR
     let mut stmt = conn.prepare(
         "SELECT e.id, e.source, e.identity, e.event_type, e.received_at FROM events e
          WHERE (?1 IS NULL OR e.source = ?1)
-           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state = ?2
-                                      AND (?3 IS NULL OR j.destination = ?3)))
-           AND (?3 IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.destination = ?3))
+           AND (CASE WHEN ?2 = 'unmatched'
+                THEN NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND (?3 IS NULL OR j.destination = ?3))
+                ELSE (?2 IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state = ?2
+                                            AND (?3 IS NULL OR j.destination = ?3)))
+                 AND (?3 IS NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.destination = ?3))
+                END)
            AND (?4 IS NULL OR e.received_at >= ?4) AND (?5 IS NULL OR e.received_at < ?5)
            AND (?6 IS NULL OR e.id < ?6)
          ORDER BY e.id DESC LIMIT ?7",

@@ -14,6 +14,7 @@ mod idempotency;
 mod jobs;
 mod maintenance;
 mod receive;
+mod routing;
 mod senders;
 mod views;
 
@@ -158,6 +159,7 @@ pub fn event(identity: &str, body: &[u8], destinations: &[&str]) -> IncomingEven
         body: Bytes::copy_from_slice(body),
         ordering: None,
         destinations: destinations.iter().map(|d| (*d).to_owned()).collect::<Vec<_>>().into(),
+        dead: Vec::new(),
         refusal: None,
     }
 }

@@ -80,7 +80,7 @@ pub fn rig_with(destination: &Destination, schedule: &[u64], timeout: Duration) 
     };
     let routes = HashMap::from([(
         "app".to_owned(),
-        Route { deliver: Arc::new(http), policy, fifo: false, protection: Protection::default() },
+        Route { deliver: Arc::new(http), policy, fifo: false, protection: Protection::default(), transform: None },
     )]);
     let clock = Arc::new(ManualClock::at(T0));
     let worker = Worker::new(

@@ -24,8 +24,10 @@ fn rig(destination: &Destination, protection: Protection, events: usize) -> impl
     let store = Arc::new(SqliteStore::open(&dir.path().join("s.sqlite3"), StoreOptions::default()).unwrap());
     let http = HttpDestination::new(&destination.url(), None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
     let policy = RetryPolicy { schedule: vec![Duration::from_secs(1)], jitter: 0.0, ..RetryPolicy::default() };
-    let routes =
-        HashMap::from([("app".to_owned(), Route { deliver: Arc::new(http), policy, fifo: false, protection })]);
+    let routes = HashMap::from([(
+        "app".to_owned(),
+        Route { deliver: Arc::new(http), policy, fifo: false, protection, transform: None },
+    )]);
     let clock = Arc::new(ManualClock::at(T0));
     let worker = Worker::new(
         Arc::clone(&store),
@@ -140,6 +142,7 @@ async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_
             policy: RetryPolicy::default(),
             fifo: false,
             protection: Protection { rate_limit: Some(rate), ..Protection::default() },
+            transform: None,
         };
         HashMap::from([("app".to_owned(), route)])
     };

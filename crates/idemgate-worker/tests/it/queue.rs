@@ -79,7 +79,7 @@ async fn a_rust_handler_registered_for_a_destination_gets_its_jobs_with_retries(
         idemgate_core::retry::RetryPolicy { schedule: vec![Duration::from_secs(5)], jitter: 0.0, ..Default::default() };
     let routes = HashMap::from([(
         "app".to_owned(),
-        Route { deliver: recorder.clone(), policy, fifo: false, protection: Protection::default() },
+        Route { deliver: recorder.clone(), policy, fifo: false, protection: Protection::default(), transform: None },
     )]);
     let worker = Worker::new(Arc::clone(&rig.store), routes, WorkerOptions::default()).with_clock(rig.clock.clone());
     worker.tick().await.unwrap();
@@ -136,7 +136,10 @@ async fn an_attempt_in_flight_when_the_routes_are_replaced_finishes_on_its_own_r
     let retry_once =
         idemgate_core::retry::RetryPolicy { schedule: vec![Duration::from_secs(5)], jitter: 0.0, ..Default::default() };
     let route = |deliver: Arc<Held>, policy| {
-        HashMap::from([("app".to_owned(), Route { deliver, policy, fifo: false, protection: Protection::default() })])
+        HashMap::from([(
+            "app".to_owned(),
+            Route { deliver, policy, fifo: false, protection: Protection::default(), transform: None },
+        )])
     };
     let worker = Worker::new(Arc::clone(&rig.store), route(old.clone(), retry_once), WorkerOptions::default())
         .with_clock(rig.clock.clone());

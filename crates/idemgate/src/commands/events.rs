@@ -7,11 +7,15 @@ use anyhow::{Context, anyhow};
 use idemgate::{config::Config, operator};
 use idemgate_clock::Clock;
 use idemgate_core::job::JobState;
-use idemgate_store::{SqliteReader, jobs::ReplayFilter, views};
+use idemgate_store::{
+    SqliteReader,
+    jobs::{ReplayFilter, ReplayTo},
+    views,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{existing_store, open_store, print_line};
-use crate::cli::{EventsCommand, JobFilterArgs, ReplayArgs, RetryArgs};
+use crate::cli::{EventsCommand, JobFilterArgs, ReplayArgs, ReplayState, RetryArgs};
 
 /// Jobs replayed per write transaction.
 const REPLAY_BATCH: usize = 500;
@@ -19,7 +23,17 @@ const REPLAY_BATCH: usize = 500;
 /// Replays the jobs matching at the start, in batches, so a large replay shows its progress
 /// and never holds the write lock for long.
 pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
-    let filter = job_filter(args.jobs, Some(args.state), clock);
+    if let Some(to) = args.to {
+        return replay_to(config, to, args.state, args.jobs, clock).await;
+    }
+    let state = match args.state {
+        None => JobState::Dead,
+        Some(ReplayState::Jobs(state)) => state,
+        Some(ReplayState::Unmatched) => {
+            return Err(anyhow!("unmatched events have no job to replay: name a destination with --to DEST"));
+        }
+    };
+    let filter = job_filter(args.jobs, Some(state), clock);
     existing_store(config)?;
     let store = open_store(config).await?;
     let progress = ProgressBar::new(0).with_style(
@@ -35,6 +49,47 @@ pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock)
         .await?;
     progress.finish_and_clear();
     print_line(&format!("replayed {replayed} job(s); the worker delivers them with their original webhook-id"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Sends the selected events to the destination `to`: each one's missing job is created,
+/// a finished one replayed; with `--state unmatched` only the events that have no job.
+async fn replay_to(
+    config: &Config,
+    to: String,
+    state: Option<ReplayState>,
+    jobs: JobFilterArgs,
+    clock: &dyn Clock,
+) -> anyhow::Result<ExitCode> {
+    if !config.has_destination(&to) {
+        return Err(anyhow!("--to: no destination named {to:?} in the configuration"));
+    }
+    let unmatched_only = match state {
+        None => false,
+        Some(ReplayState::Unmatched) => true,
+        Some(ReplayState::Jobs(state)) => {
+            return Err(anyhow!(
+                "--to sends every selected event to {to:?}; --state takes only `unmatched` with it, not {state}"
+            ));
+        }
+    };
+    let now = clock.now();
+    let selection = ReplayTo {
+        destination: to.clone(),
+        source: jobs.source,
+        identity: jobs.identity,
+        since: jobs.since.map(|at| at.resolve(now)),
+        until: jobs.until.map(|at| at.resolve(now)),
+        unmatched_only,
+    };
+    existing_store(config)?;
+    let store = open_store(config).await?;
+    let done = store.replay_to(selection, now).await?;
+    store.close().await;
+    print_line(&format!(
+        "{} job(s) created and {} replayed for {to}; the worker delivers them with their original webhook-id",
+        done.created, done.replayed
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -76,7 +131,7 @@ pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Cl
         EventsCommand::List { source, state, destination, since, until, before, limit, json } => {
             let filter = views::EventFilter {
                 source,
-                state: state.map(|s| s.as_str().to_owned()),
+                state,
                 destination,
                 since: since.map(|at| at.resolve(now)),
                 until: until.map(|at| at.resolve(now)),
@@ -86,7 +141,7 @@ pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Cl
             operator::list(&store, filter, json, now).await?
         }
         EventsCommand::Show { source, identity, json } => {
-            match operator::show(&store, (&source, &identity), json, now).await? {
+            match operator::show(&store, (&source, &identity), json, config.transforms(), now).await? {
                 Some(text) => text,
                 None => return Err(anyhow!("no event {identity:?} from source {source:?}")),
             }

@@ -7,6 +7,7 @@ use std::{
 };
 
 use idemgate_core::{Secret, breaker::BreakerPolicy, retry::RetryPolicy, scheme};
+use idemgate_jq::Program;
 use idemgate_worker::{Protection, RateLimit};
 
 use super::{
@@ -35,6 +36,8 @@ pub struct DestinationConfig {
     pub fifo: bool,
     /// Its rate limit, in-flight cap and circuit breaker.
     pub protection: Protection,
+    /// The body this destination gets instead of the original, compiled.
+    pub transform: Option<Program>,
 }
 
 /// Every destination validated; loaded with its secret when the command delivers.
@@ -45,6 +48,8 @@ pub(super) struct Destinations {
     pub(super) timeouts: Vec<(String, Duration)>,
     /// The destinations the command delivers to.
     pub(super) delivered: BTreeMap<String, DestinationConfig>,
+    /// Every destination's transform, for the operator's views of what each one gets.
+    pub(super) transforms: BTreeMap<String, Program>,
 }
 
 pub(super) fn destinations(
@@ -52,10 +57,18 @@ pub(super) fn destinations(
     r: &mut Reading<'_>,
     delivers: bool,
 ) -> Result<Destinations, ConfigError> {
-    let mut all = Destinations { names: BTreeSet::new(), timeouts: Vec::new(), delivered: BTreeMap::new() };
+    let mut all = Destinations {
+        names: BTreeSet::new(),
+        timeouts: Vec::new(),
+        delivered: BTreeMap::new(),
+        transforms: BTreeMap::new(),
+    };
     for (name, raw) in raw {
-        let (timeout, loaded) = destination(&name, raw, r, delivers)?;
+        let (timeout, transform, loaded) = destination(&name, raw, r, delivers)?;
         all.timeouts.push((name.clone(), timeout));
+        if let Some(transform) = transform {
+            all.transforms.insert(name.clone(), transform);
+        }
         if let Some(loaded) = loaded {
             all.delivered.insert(name.clone(), loaded);
         }
@@ -64,13 +77,14 @@ pub(super) fn destinations(
     Ok(all)
 }
 
-/// One destination's attempt timeout, and the destination itself when the command `delivers`.
+/// One destination's attempt timeout and transform, and the destination itself when the
+/// command `delivers`.
 fn destination(
     name: &str,
     raw: RawDestination,
     r: &mut Reading<'_>,
     delivers: bool,
-) -> Result<(Duration, Option<DestinationConfig>), ConfigError> {
+) -> Result<(Duration, Option<Program>, Option<DestinationConfig>), ConfigError> {
     let key = format!("destinations.{name}");
     r.show(&format!("{key}.url"), Shown::Value(raw.url.clone().into()));
     let url: http::Uri = raw.url.parse().map_err(|_| ConfigError::new(format!("{key}.url"), "not a valid URL"))?;
@@ -87,8 +101,19 @@ fn destination(
     let policy = retry_policy(&key, &raw, r)?;
     let fifo = r.value(&format!("{key}.fifo"), raw.fifo, false);
     let protection = protection(&key, &raw, r)?;
+    let transform_key = format!("{key}.transform");
+    let transform = match &raw.transform {
+        Some(text) => {
+            r.show(&transform_key, Shown::Value(text.clone().into()));
+            Some(Program::compile(text).map_err(|err| ConfigError::new(&transform_key, err.to_string()))?)
+        }
+        None => {
+            r.show(&transform_key, Shown::Note("(none: the original body)"));
+            None
+        }
+    };
     if !delivers {
-        return Ok((timeout, None));
+        return Ok((timeout, transform, None));
     }
     let secret = match raw.secret {
         None => None,
@@ -98,7 +123,17 @@ fn destination(
             Some(decoded.map_err(|err| ConfigError::new(secret_key, err.to_string()))?)
         }
     };
-    Ok((timeout, Some(DestinationConfig { url, secret, timeout, connect_timeout, policy, fifo, protection })))
+    let loaded = DestinationConfig {
+        url,
+        secret,
+        timeout,
+        connect_timeout,
+        policy,
+        fifo,
+        protection,
+        transform: transform.clone(),
+    };
+    Ok((timeout, transform, Some(loaded)))
 }
 
 fn retry_policy(key: &str, raw: &RawDestination, r: &mut Reading<'_>) -> Result<RetryPolicy, ConfigError> {

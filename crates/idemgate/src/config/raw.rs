@@ -209,11 +209,14 @@ pub struct RawSource {
     pub dedupe_body: Option<bool>,
     /// JSON pointer to the event type.
     pub event_type: Option<String>,
+    /// Request header holding the event type (`X-GitHub-Event`), read before `event_type`.
+    pub event_type_header: Option<String>,
     /// Event types accepted; absent = all.
     pub allowed_types: Option<Vec<String>>,
-    /// Names of the destinations each event is forwarded to.
+    /// The destinations each event may be forwarded to: a name (every event), or a table
+    /// with the name and the events it subscribes to.
     #[serde(default)]
-    pub destinations: Vec<String>,
+    pub destinations: Vec<RawSubscription>,
     /// How long receipts are kept (at least as long as the source can redeliver).
     pub retention: Option<String>,
     /// How long payloads of finished events are kept (may be shorter).
@@ -245,6 +248,50 @@ pub struct RawIdentity {
     pub pointer: Option<String>,
 }
 
+/// One entry of a source's `destinations`: `"app"`, or
+/// `{ name = "billing", types = ["invoice.*"], filter = '.data.amount > 100' }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawSubscription {
+    /// The destination's name.
+    pub name: String,
+    /// Event-type patterns; absent = every event.
+    pub types: Option<Vec<String>>,
+    /// A jq expression on the body; absent = every event.
+    pub filter: Option<String>,
+}
+
+/// The table form of a [`RawSubscription`], with unknown keys refused.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSubscriptionTable {
+    name: String,
+    types: Option<Vec<String>>,
+    filter: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawSubscription {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = RawSubscription;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a destination name, or a table { name = \"…\", types = [\"…\"], filter = \"…\" }")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<RawSubscription, E> {
+                Ok(RawSubscription { name: name.to_owned(), types: None, filter: None })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawSubscription, A::Error> {
+                let table = RawSubscriptionTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawSubscription { name: table.name, types: table.types, filter: table.filter })
+            }
+        }
+        deserializer.deserialize_any(Entry)
+    }
+}
+
 /// `[destinations.<name>]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -267,6 +314,8 @@ pub struct RawDestination {
     pub retry_client_errors: Option<bool>,
     /// Deliver the events of one ordering key strictly one after the other.
     pub fifo: Option<bool>,
+    /// A jq expression whose one output, as compact JSON, is the body this destination gets.
+    pub transform: Option<String>,
     /// Most attempts started per second (this worker's), on average.
     pub rate_limit: Option<f64>,
     /// Attempts that may start at once under `rate_limit`.
@@ -454,6 +503,32 @@ mod tests {
         assert_eq!(err.key, "sources.a.secrte");
 
         assert!(err.message.contains("unknown field `secrte`"), "{err}");
+    }
+
+    #[test]
+    fn a_destination_entry_is_a_name_or_a_subscription_table() {
+        let raw = parse(
+            "[sources.a]\nscheme = \"github\"\ndestinations = [\"app\", { name = \"b\", types = [\"x.*\"], filter = \".n > 1\" }]\n",
+            env(&[]),
+        )
+        .unwrap();
+        let entries = &raw.sources["a"].destinations;
+        assert_eq!(entries[0], RawSubscription { name: "app".into(), types: None, filter: None });
+        assert_eq!(entries[1].types.as_deref(), Some(&["x.*".to_owned()][..]));
+        assert_eq!(entries[1].filter.as_deref(), Some(".n > 1"));
+
+        let err = parse("[sources.a]\nscheme = \"github\"\ndestinations = [{ name = \"b\", typs = [] }]\n", env(&[]))
+            .unwrap_err();
+        assert_eq!(err.key, "sources.a.destinations[0].typs", "{err}");
+        let err = parse("[sources.a]\nscheme = \"github\"\ndestinations = [1]\n", env(&[])).unwrap_err();
+        assert_eq!(err.key, "sources.a.destinations[0]", "{err}");
+        assert!(err.message.contains("a destination name, or a table"), "{err}");
+        let raw = parse(
+            "[sources.a]\nscheme = \"github\"\n",
+            env(&[("IDEMGATE_SOURCES__A__DESTINATIONS", r#"["app", { name = "b", types = ["x"] }]"#)]),
+        )
+        .unwrap();
+        assert_eq!(raw.sources["a"].destinations[1].name, "b", "an override takes both forms");
     }
 
     #[test]

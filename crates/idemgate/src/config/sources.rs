@@ -11,14 +11,17 @@ use std::{
 use idemgate_core::{
     Scheme, SecretSet, SourceName,
     json::Limits,
+    routing::TypePattern,
     scheme::{self, IdentityLocation},
 };
+use idemgate_http::gateway::Subscription;
+use idemgate_jq::Program;
 use idemgate_store::maintenance::Retention;
 
 use super::{
     ConfigError, ConfigWarning,
     effective::{self, Shown},
-    raw::{RawIdentity, RawSource},
+    raw::{RawIdentity, RawSource, RawSubscription},
     validated::{Reading, Verifies},
 };
 
@@ -49,10 +52,12 @@ pub struct SourceConfig {
     pub dedupe_body: bool,
     /// JSON pointer to the event type.
     pub event_type: Option<String>,
+    /// Request header holding the event type, read before the body.
+    pub event_type_header: Option<http::HeaderName>,
     /// Accepted event types; `None` accepts all.
     pub allowed_types: Option<BTreeSet<String>>,
-    /// Destination names.
-    pub destinations: Vec<String>,
+    /// The destinations and the events each subscribes to.
+    pub destinations: Vec<Subscription>,
     /// How long receipts are kept.
     pub retention: Duration,
     /// How long payloads of finished events are kept.
@@ -156,12 +161,25 @@ fn source(
         Some(types) => r.show(&format!("{key}.allowed_types"), Shown::Value(types.clone().into())),
         None => r.show(&format!("{key}.allowed_types"), Shown::Note("(all)")),
     }
-    for (i, dest) in raw.destinations.iter().enumerate() {
-        if !destinations.contains(dest) {
-            return Err(ConfigError::new(format!("{key}.destinations[{i}]"), format!("no destination named {dest:?}")));
+    let event_type_header = match &raw.event_type_header {
+        Some(name) => {
+            let header = http::HeaderName::try_from(name.as_str())
+                .map_err(|_| ConfigError::new(format!("{key}.event_type_header"), "not a valid header name"))?;
+            r.show(&format!("{key}.event_type_header"), Shown::Value(header.as_str().to_owned().into()));
+            Some(header)
         }
-    }
-    r.show(&format!("{key}.destinations"), Shown::Value(raw.destinations.clone().into()));
+        None => {
+            r.show(&format!("{key}.event_type_header"), Shown::Note("(none: the type is read from the body)"));
+            None
+        }
+    };
+    let subscriptions = raw
+        .destinations
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| subscription(&format!("{key}.destinations[{i}]"), entry, destinations))
+        .collect::<Result<Vec<_>, _>>()?;
+    r.show(&format!("{key}.destinations"), Shown::Value(shown_subscriptions(&raw.destinations)));
     let retention = r.duration(&format!("{key}.retention"), raw.retention.as_deref(), DEFAULT_RETENTION)?;
     let payload_retention =
         r.duration(&format!("{key}.payload_retention"), raw.payload_retention.as_deref(), retention)?;
@@ -198,14 +216,71 @@ fn source(
         identity,
         dedupe_body,
         event_type,
+        event_type_header,
         allowed_types: raw.allowed_types.map(|types| types.into_iter().collect()),
-        destinations: raw.destinations,
+        destinations: subscriptions,
         retention,
         payload_retention,
         forward_headers,
         ordering,
     };
     Ok((kept, route, Some(source)))
+}
+
+/// One entry of `destinations` at `key`: the destination exists, every pattern is one, and
+/// the filter compiles.
+fn subscription(key: &str, entry: &RawSubscription, names: &BTreeSet<String>) -> Result<Subscription, ConfigError> {
+    let name = &entry.name;
+    if !names.contains(name) {
+        let at = if entry.types.is_none() && entry.filter.is_none() { key.to_owned() } else { format!("{key}.name") };
+        return Err(ConfigError::new(at, format!("no destination named {name:?}")));
+    }
+    let types = match &entry.types {
+        None => None,
+        Some(types) if types.is_empty() => {
+            return Err(ConfigError::new(
+                format!("{key}.types"),
+                "an empty list matches no event; leave types out for every event",
+            ));
+        }
+        Some(types) => Some(
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    TypePattern::new(text).map_err(|err| ConfigError::new(format!("{key}.types[{i}]"), err.to_string()))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    let filter = entry
+        .filter
+        .as_deref()
+        .map(|text| Program::compile(text).map_err(|err| ConfigError::new(format!("{key}.filter"), err.to_string())))
+        .transpose()?;
+    Ok(Subscription { destination: name.clone(), types, filter })
+}
+
+/// The `destinations` list as the file says it: a name, or a table when it filters.
+fn shown_subscriptions(entries: &[RawSubscription]) -> toml::Value {
+    let shown = entries
+        .iter()
+        .map(|entry| {
+            if entry.types.is_none() && entry.filter.is_none() {
+                return toml::Value::String(entry.name.clone());
+            }
+            let mut table = toml::Table::new();
+            table.insert("name".to_owned(), entry.name.clone().into());
+            if let Some(types) = &entry.types {
+                table.insert("types".to_owned(), types.clone().into());
+            }
+            if let Some(filter) = &entry.filter {
+                table.insert("filter".to_owned(), filter.clone().into());
+            }
+            toml::Value::Table(table)
+        })
+        .collect();
+    toml::Value::Array(shown)
 }
 
 /// One name of `forward_headers`: a valid header that the worker does not set itself.

@@ -106,6 +106,8 @@ pub struct Config {
     retention: Vec<Retention>,
     /// Every destination's name, whatever the command.
     destination_names: BTreeSet<String>,
+    /// Every destination's transform, whatever the command.
+    transforms: BTreeMap<String, idemgate_jq::Program>,
     /// Every key read, its effective value and its origin.
     listing: Listing,
 }
@@ -130,6 +132,19 @@ impl Config {
     #[must_use]
     pub fn has_destination(&self, name: &str) -> bool {
         self.destination_names.contains(name)
+    }
+
+    /// Every destination's name (whether or not this command delivers to it).
+    #[must_use]
+    pub fn destination_names(&self) -> &BTreeSet<String> {
+        &self.destination_names
+    }
+
+    /// Every destination's transform by name (whether or not this command delivers), for
+    /// showing the body each destination gets.
+    #[must_use]
+    pub fn transforms(&self) -> &BTreeMap<String, idemgate_jq::Program> {
+        &self.transforms
     }
 
     /// Every key validation read, with its effective value and origin; secrets redacted.
@@ -243,6 +258,7 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         alerts: parts.alerts,
         retention: parts.sources.retention,
         destination_names: parts.destinations.names,
+        transforms: parts.destinations.transforms,
         listing: reading.listing,
     };
     Ok((config, reading.warnings))

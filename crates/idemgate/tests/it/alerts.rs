@@ -422,6 +422,7 @@ mod checks {
                 body: body.into(),
                 ordering: None,
                 destinations: Arc::from(["billing".to_owned()]),
+                dead: Vec::new(),
                 refusal: None,
             };
             assert!(matches!(self.store.accept(request, event).await, Outcome::Applied { .. }));

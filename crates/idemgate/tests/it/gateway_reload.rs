@@ -268,3 +268,22 @@ fn a_destination_added_by_reload_receives_the_events_accepted_after_it() {
     let ids: Vec<String> = added.received().iter().map(|r| r.header("webhook-id").to_owned()).collect();
     assert_eq!(ids, ["evt_after"]);
 }
+
+#[test]
+fn an_invalid_filter_on_reload_names_its_key_and_the_running_subscriptions_stay() {
+    let app = Destination::start(&[]);
+    let destinations = |filter: &str| {
+        format!(
+            "destinations = [{{ name = \"app\", filter = '{filter}' }}]\n[destinations.app]\nurl = \"{}\"\n",
+            app.url()
+        )
+    };
+    let gateway = Reloading::start(&source(&[OLD], &destinations(r#".type == "t""#)));
+    gateway.rewrite("127.0.0.1:0", &source(&[OLD], &destinations(".type ==")));
+    gateway.hangup();
+    let errors = gateway.wait_for_log("config error: sources.hooks.destinations[0].filter", 1);
+    assert!(errors[0].contains("running configuration is kept"), "{errors:?}");
+    assert_eq!(gateway.send(&Signer::Standard(OLD.to_vec()), "evt_1"), 202);
+    app.wait_until("the event the running filter matches", |r| r.len() == 1);
+    assert!(!gateway.logged("reloaded configuration"));
+}

@@ -37,6 +37,7 @@ mod gateway_inbox;
 mod gateway_metrics;
 mod gateway_reload;
 mod gateway_retry;
+mod gateway_routing;
 mod gateway_schemes;
 mod gateway_senders;
 mod gateway_tls;
