@@ -79,7 +79,8 @@ impl PgStore {
                       events e
                  WHERE jobs.id = due.id AND e.id = jobs.event_id
                  RETURNING jobs.id, jobs.lease_token, jobs.attempts, jobs.destination,
-                           e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id",
+                           e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id,
+                           e.event_type",
             )
             .await?;
         let now = second_of(now_ms);
@@ -99,6 +100,7 @@ impl PgStore {
                     destination: row.try_get(3)?,
                     key: key(&source, &identity)?,
                     outgoing_id: row.try_get(9)?,
+                    event_type: row.try_get(10)?,
                     body: row.try_get(6)?,
                     content_type: row.try_get(7)?,
                     headers: parse_headers(headers),

@@ -1,0 +1,147 @@
+//! NATS JetStream destinations: each attempt publishes the event to the destination's
+//! subject with the header `Nats-Msg-Id` = the event's outgoing webhook-id, and is
+//! [`AttemptResult::Accepted`] only once the stream has acknowledged it (the publish ack).
+//! A publish whose ack was lost is published again on the next attempt, and the stream's
+//! duplicate window drops it: within that window the stream holds each event once. The
+//! stream is the operator's: create it for the subject with a duplicate window at least as
+//! long as the retry horizon that matters (the destination's `retry_schedule`).
+//!
+//! No stream for the subject, or an error the stream answers with, is a temporary refusal
+//! (the destination's retry schedule: the operator may create the stream); no connection
+//! is [`AttemptResult::Connection`], and no ack within the destination's timeout is
+//! [`AttemptResult::Timeout`].
+//!
+//! One client per destination, connected on the first attempt (a failed connect is retried
+//! on the next attempt, under the connect timeout); once connected, the client reconnects
+//! by itself in the background, and attempts meanwhile end in their timeout.
+//!
+//! Why async-nats: it is the NATS project's own Rust client, on tokio, and its JetStream
+//! context returns the publish ack as a future of its own, so the worker can wait for the
+//! stream's acknowledgement of each message.
+
+use std::{fmt, time::Duration};
+
+use async_nats::{
+    ConnectErrorKind, HeaderMap,
+    jetstream::{self, context::PublishErrorKind},
+};
+use idemgate_core::{UnixTime, retry::AttemptResult};
+use idemgate_store::jobs::ClaimedJob;
+use tokio::sync::Mutex;
+
+use crate::{AttemptOutcome, Deliver, deliver::BoxFuture, message};
+
+/// The header JetStream deduplicates on.
+pub const MSG_ID_HEADER: &str = "Nats-Msg-Id";
+
+/// One configured NATS JetStream destination.
+pub struct NatsDestination {
+    /// `nats://` or `tls://`, possibly with credentials: never shown.
+    url: String,
+    subject: String,
+    connect_timeout: Duration,
+    timeout: Duration,
+    context: Mutex<Option<jetstream::Context>>,
+}
+
+impl fmt::Debug for NatsDestination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NatsDestination").field("subject", &self.subject).finish_non_exhaustive()
+    }
+}
+
+impl NatsDestination {
+    /// A destination publishing to `subject` on the server at `url`. It connects on its
+    /// first attempt.
+    #[must_use]
+    pub fn new(url: &str, subject: &str, connect_timeout: Duration, timeout: Duration) -> Self {
+        Self { url: url.to_owned(), subject: subject.to_owned(), connect_timeout, timeout, context: Mutex::new(None) }
+    }
+
+    async fn context(&self) -> Result<jetstream::Context, AttemptOutcome> {
+        let mut context = self.context.lock().await;
+        if let Some(open) = context.as_ref() {
+            return Ok(open.clone());
+        }
+        // A first connect that fails is this attempt's failure (the next attempt connects
+        // again); a client once connected reconnects by itself.
+        let connect = async_nats::ConnectOptions::new()
+            .connection_timeout(self.connect_timeout)
+            .name("idemgate")
+            .connect(self.url.as_str());
+        let client = match tokio::time::timeout(self.connect_timeout, connect).await {
+            Err(_) => return Err(failed(AttemptResult::Connection, "could not connect to the server")),
+            Ok(Err(err)) => return Err(failed(AttemptResult::Connection, connect_error(err.kind()))),
+            Ok(Ok(client)) => client,
+        };
+        let mut open = jetstream::new(client);
+        open.set_timeout(self.timeout);
+        *context = Some(open.clone());
+        Ok(open)
+    }
+
+    async fn publish(&self, context: &jetstream::Context, job: &ClaimedJob) -> AttemptOutcome {
+        let mut headers = HeaderMap::new();
+        headers.insert(MSG_ID_HEADER, job.outgoing_id.as_str());
+        headers.insert("Content-Type", message::content_type(job));
+        for (name, value) in message::headers(job) {
+            headers.insert(name.as_str(), value.as_str());
+        }
+        let subject = self.subject.clone();
+        let ack = match context.publish_with_headers(subject, headers, job.body.clone().into()).await {
+            Ok(ack) => ack.await,
+            Err(err) => Err(err),
+        };
+        match ack {
+            Ok(_) => AttemptOutcome { result: AttemptResult::Accepted, error: None, response_prefix: None },
+            Err(err) => match err.kind() {
+                PublishErrorKind::TimedOut => failed(AttemptResult::Timeout, "timed out waiting for the stream's ack"),
+                PublishErrorKind::BrokenPipe => failed(AttemptResult::Connection, "the connection to the server broke"),
+                PublishErrorKind::StreamNotFound => refused("no stream for the subject"),
+                PublishErrorKind::MaxPayloadExceeded => AttemptOutcome {
+                    result: AttemptResult::Refused { permanent: true },
+                    error: Some("the message exceeds the server's max_payload".to_owned()),
+                    response_prefix: None,
+                },
+                _ => refused(&format!("the stream refused the message: {err}")),
+            },
+        }
+    }
+}
+
+impl Deliver for NatsDestination {
+    fn deliver<'a>(&'a self, job: &'a ClaimedJob, _now: UnixTime) -> BoxFuture<'a, AttemptOutcome> {
+        Box::pin(async move {
+            let context = match self.context().await {
+                Ok(context) => context,
+                Err(outcome) => return outcome,
+            };
+            match tokio::time::timeout(self.timeout, self.publish(&context, job)).await {
+                Err(_) => failed(AttemptResult::Timeout, "timed out waiting for the stream's ack"),
+                Ok(outcome) => outcome,
+            }
+        })
+    }
+}
+
+fn connect_error(kind: ConnectErrorKind) -> &'static str {
+    match kind {
+        ConnectErrorKind::Io => "connection failed",
+        ConnectErrorKind::TimedOut => "timed out connecting",
+        ConnectErrorKind::Authentication | ConnectErrorKind::AuthorizationViolation => {
+            "the server refused the credentials"
+        }
+        ConnectErrorKind::ServerParse => "the url is not a server address",
+        ConnectErrorKind::Dns => "the server's name does not resolve",
+        ConnectErrorKind::Tls => "tls set-up failed",
+        _ => "connection failed",
+    }
+}
+
+fn refused(error: &str) -> AttemptOutcome {
+    failed(AttemptResult::Refused { permanent: false }, error)
+}
+
+fn failed(result: AttemptResult, error: &str) -> AttemptOutcome {
+    AttemptOutcome { result, error: Some(error.to_owned()), response_prefix: None }
+}
