@@ -22,8 +22,8 @@ pub mod validated;
 use std::path::Path;
 
 pub use validated::{
-    AdminConfig, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig, PostgresConfig, ProxyConfig,
-    ServerConfig, SourceConfig, StoreConfig, TlsConfig, Uses, WorkerConfig,
+    AdminConfig, BrokerUrl, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig, PostgresConfig,
+    ProxyConfig, ServerConfig, SourceConfig, StoreConfig, Target, TlsConfig, Uses, WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.
