@@ -4,9 +4,11 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod admin_listener;
+mod broker_harness;
 mod cli_docs;
 mod config_cli;
 mod gateway_admin;
+mod gateway_brokers;
 mod gateway_cli;
 mod gateway_dashboard;
 mod gateway_delivery;
