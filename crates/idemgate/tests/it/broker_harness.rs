@@ -74,26 +74,38 @@ pub struct TestQueue {
     url: String,
     pub name: String,
     pub exchange: String,
+    /// A queue that holds at most this many messages and nacks a publish beyond them.
+    max_length: Option<i64>,
 }
 
 impl TestQueue {
     /// A queue on the default exchange.
     pub fn on_default_exchange(url: &str) -> Self {
-        let queue = Self { url: url.to_owned(), name: unique("idemgate-q"), exchange: String::new() };
+        let queue = Self { url: url.to_owned(), name: unique("idemgate-q"), exchange: String::new(), max_length: None };
+        queue.declare();
+        queue
+    }
+
+    /// A queue on the default exchange that holds at most `max_length` messages and
+    /// nacks every publish beyond them (`x-overflow = reject-publish`).
+    pub fn bounded(url: &str, max_length: i64) -> Self {
+        let name = unique("idemgate-q");
+        let queue = Self { url: url.to_owned(), name, exchange: String::new(), max_length: Some(max_length) };
         queue.declare();
         queue
     }
 
     /// A queue bound to a new direct exchange.
     pub fn on_own_exchange(url: &str) -> Self {
-        let queue = Self { url: url.to_owned(), name: unique("idemgate-q"), exchange: unique("idemgate-x") };
+        let queue =
+            Self { url: url.to_owned(), name: unique("idemgate-q"), exchange: unique("idemgate-x"), max_length: None };
         queue.declare();
         queue
     }
 
     /// The names, no queue declared yet (see [`Self::declare`]).
     pub fn undeclared(url: &str) -> Self {
-        Self { url: url.to_owned(), name: unique("idemgate-q"), exchange: String::new() }
+        Self { url: url.to_owned(), name: unique("idemgate-q"), exchange: String::new(), max_length: None }
     }
 
     pub fn declare(&self) {
@@ -101,7 +113,12 @@ impl TestQueue {
             let connection = connect(&self.url).await;
             let channel = connection.create_channel().await.unwrap();
             let durable = QueueDeclareOptions { durable: true, ..QueueDeclareOptions::default() };
-            channel.queue_declare(self.name.as_str().into(), durable, FieldTable::default()).await.unwrap();
+            let mut arguments = FieldTable::default();
+            if let Some(max_length) = self.max_length {
+                arguments.insert("x-max-length".into(), AMQPValue::LongLongInt(max_length));
+                arguments.insert("x-overflow".into(), AMQPValue::LongString("reject-publish".into()));
+            }
+            channel.queue_declare(self.name.as_str().into(), durable, arguments).await.unwrap();
             if !self.exchange.is_empty() {
                 let options = ExchangeDeclareOptions { durable: true, ..ExchangeDeclareOptions::default() };
                 let (exchange, name) = (self.exchange.as_str(), self.name.as_str());

@@ -203,6 +203,27 @@ fn an_unroutable_message_follows_the_schedule_to_dead_and_replay_resends_it_with
 }
 
 #[test]
+fn a_nacked_message_is_retried_on_the_schedule_until_the_broker_takes_it() {
+    let queue = TestQueue::bounded(&amqp_url(), 1);
+    let config = [source(&["queue"]), rabbitmq("queue", &amqp_url(), &queue, 400)].concat();
+    let setup = Setup::new(&config);
+    let gateway = setup.start();
+    send(&gateway, "evt_first", "t");
+    wait_until(LONG, "the first event is in the queue", || all_succeeded(&job_states(&setup), 1));
+    send(&gateway, "evt_second", "t");
+    wait_until(LONG, "the full queue's nack is recorded", || {
+        let job = shown_job(&setup, "evt_second");
+        job["state"] == "retrying" && job.to_string().contains("nacked by the broker")
+    });
+    let first = queue.take_all();
+    assert_eq!(first.iter().filter_map(|m| m.message_id.as_deref()).collect::<Vec<_>>(), ["evt_first"]);
+    wait_until(LONG, "the second event is taken once there is room", || all_succeeded(&job_states(&setup), 2));
+    let second = queue.take_all();
+    assert_eq!(second.iter().filter_map(|m| m.message_id.as_deref()).collect::<Vec<_>>(), ["evt_second"]);
+    gateway.stop();
+}
+
+#[test]
 fn a_subject_without_a_stream_is_retried_until_the_operator_creates_the_stream() {
     let stream = TestStream::uncreated(&nats_url());
     let config = [source(&["stream"]), nats("stream", &nats_url(), &stream, 200)].concat();
