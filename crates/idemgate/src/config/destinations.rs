@@ -315,17 +315,16 @@ impl BrokerReference {
 /// quotes the URL (it may hold a password).
 fn broker_url(key: &str, kind: Kind, url: &str) -> Result<(), ConfigError> {
     let schemes = kind.schemes();
-    let expected = || schemes.iter().map(|scheme| format!("{scheme}://")).collect::<Vec<_>>().join(" or ");
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err(ConfigError::new(key, format!("must be a {} URL", expected())));
-    };
+    let expected = schemes.iter().map(|scheme| format!("{scheme}://")).collect::<Vec<_>>().join(" or ");
+    let wrong = || ConfigError::new(key, format!("must be an {expected} URL with a host (kind = \"{}\")", kind.name()));
+    let (scheme, rest) = url.split_once("://").ok_or_else(wrong)?;
     if !schemes.contains(&scheme) {
-        return Err(ConfigError::new(key, format!("must be a {} URL for kind = \"{}\"", expected(), kind.name())));
+        return Err(wrong());
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
     if host.is_empty() || host.starts_with(':') {
-        return Err(ConfigError::new(key, format!("must be a {} URL with a host", expected())));
+        return Err(wrong());
     }
     Ok(())
 }

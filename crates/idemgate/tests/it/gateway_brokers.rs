@@ -371,3 +371,33 @@ fn a_gateway_sigkilled_mid_run_loses_no_acknowledged_event_to_the_queue_or_the_s
         running.stop();
     }
 }
+
+#[test]
+fn config_check_shows_the_broker_keys_without_the_password_and_serve_refuses_a_wrong_scheme() {
+    let (queue, stream) = (TestQueue::undeclared(&amqp_url()), TestStream::uncreated(&nats_url()));
+    let url = "amqp://guest:hunter2@127.0.0.1:5672/%2f";
+    let config =
+        [source(&["queue", "stream"]), rabbitmq("queue", url, &queue, 1), nats("stream", &nats_url(), &stream, 1)]
+            .concat();
+    let setup = Setup::new(&config);
+    let output = setup.run(&["config", "check"], &[]);
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(!shown.contains("hunter2") && !String::from_utf8_lossy(&output.stderr).contains("hunter2"), "{shown}");
+    for line in [
+        "destinations.queue.kind = \"rabbitmq\"",
+        "destinations.queue.url = \"amqp://guest:<redacted>@127.0.0.1:5672/%2f\"",
+        &format!("destinations.queue.routing_key = \"{}\"", queue.name),
+        "destinations.stream.kind = \"nats\"",
+        &format!("destinations.stream.subject = \"{}\"", stream.subject),
+    ] {
+        assert!(shown.contains(line), "{line} in {shown}");
+    }
+
+    setup.write_config(&config.replace("url = \"amqp://", "url = \"nats://"));
+    let output = setup.run(&["serve"], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("destinations.queue.url: must be an amqp:// or amqps:// URL"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}
