@@ -157,11 +157,15 @@ fn properties(job: &ClaimedJob, now: UnixTime) -> BasicProperties {
 impl Deliver for AmqpDestination {
     fn deliver<'a>(&'a self, job: &'a ClaimedJob, now: UnixTime) -> BoxFuture<'a, AttemptOutcome> {
         Box::pin(async move {
-            let (channel, generation) = match self.channel().await {
-                Ok(link) => link,
-                Err(outcome) => return outcome,
+            // The whole attempt, connecting included, takes at most `timeout` (the worker's
+            // lease is set above it), as an HTTP attempt does.
+            let deadline = tokio::time::Instant::now() + self.timeout;
+            let (channel, generation) = match tokio::time::timeout_at(deadline, self.channel()).await {
+                Err(_) => return failed(AttemptResult::Timeout, "timed out connecting"),
+                Ok(Err(outcome)) => return outcome,
+                Ok(Ok(link)) => link,
             };
-            let outcome = match tokio::time::timeout(self.timeout, self.publish(&channel, job, now)).await {
+            let outcome = match tokio::time::timeout_at(deadline, self.publish(&channel, job, now)).await {
                 Err(_) => failed(AttemptResult::Timeout, "timed out waiting for the broker's confirm"),
                 Ok(Err(err)) => failed(AttemptResult::Connection, &describe(&err)),
                 Ok(Ok(confirmation)) => confirmed(confirmation),

@@ -111,15 +111,18 @@ impl NatsDestination {
 
 impl Deliver for NatsDestination {
     fn deliver<'a>(&'a self, job: &'a ClaimedJob, _now: UnixTime) -> BoxFuture<'a, AttemptOutcome> {
-        Box::pin(async move {
-            let context = match self.context().await {
-                Ok(context) => context,
-                Err(outcome) => return outcome,
-            };
-            match tokio::time::timeout(self.timeout, self.publish(&context, job)).await {
-                Err(_) => failed(AttemptResult::Timeout, "timed out waiting for the stream's ack"),
-                Ok(outcome) => outcome,
+        // The whole attempt, connecting included, takes at most `timeout` (the worker's
+        // lease is set above it), as an HTTP attempt does.
+        let attempt = async move {
+            match self.context().await {
+                Ok(context) => self.publish(&context, job).await,
+                Err(outcome) => outcome,
             }
+        };
+        Box::pin(async move {
+            tokio::time::timeout(self.timeout, attempt)
+                .await
+                .unwrap_or_else(|_| failed(AttemptResult::Timeout, "timed out waiting for the stream's ack"))
         })
     }
 }

@@ -326,7 +326,7 @@ fn a_gateway_sigkilled_mid_run_loses_no_acknowledged_event_to_the_queue_or_the_s
     let prefix = unique("evt_k");
     let sender = {
         let (gateway, acknowledged, stop, prefix) =
-            (Arc::clone(&gateway), Arc::clone(&acknowledged), Arc::clone(&stop), prefix.clone());
+            (Arc::clone(&gateway), Arc::clone(&acknowledged), Arc::clone(&stop), prefix);
         thread::spawn(move || {
             for i in 0..400 {
                 if stop.load(Ordering::SeqCst) {
