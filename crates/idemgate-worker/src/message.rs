@@ -36,3 +36,42 @@ pub fn headers(job: &ClaimedJob) -> Vec<(String, String)> {
     headers.extend(forwarded.cloned());
     headers
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use idemgate_core::{Identity, ReceiptKey, SourceName};
+
+    use super::*;
+
+    #[test]
+    fn a_forwarded_header_never_replaces_the_workers_own_nor_instructs_jetstream() {
+        let stored = [
+            ("idemgate-source", "other"),
+            ("idemgate-event-type", "other"),
+            ("Nats-Msg-Id", "other"),
+            ("nats-expected-stream", "x"),
+            ("webhook-id", "other"),
+            ("x-a", "1"),
+        ];
+        let job = ClaimedJob {
+            id: 1,
+            lease_token: 1,
+            attempt: 1,
+            destination: "queue".into(),
+            key: ReceiptKey { source: SourceName::new("a").unwrap(), identity: Identity::new("evt_1").unwrap() },
+            outgoing_id: "evt_1".into(),
+            event_type: Some("t".into()),
+            body: Vec::new(),
+            content_type: Some("text/plain".into()),
+            headers: stored.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect(),
+        };
+        let made = headers(&job);
+        let shown: Vec<(&str, &str)> = made.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        assert_eq!(
+            shown,
+            [("idemgate-source", "a"), ("idemgate-event-id", "evt_1"), ("idemgate-event-type", "t"), ("x-a", "1")]
+        );
+        assert_eq!(content_type(&job), "text/plain");
+    }
+}

@@ -148,3 +148,35 @@ fn refused(error: &str) -> AttemptOutcome {
 fn failed(result: AttemptResult, error: &str) -> AttemptOutcome {
     AttemptOutcome { result, error: Some(error.to_owned()), response_prefix: None }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use idemgate_core::{Identity, ReceiptKey, SourceName};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_refused_connection_is_a_connection_failure_and_never_shows_the_url() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("nats://user:hunter2@{}", closed.local_addr().unwrap());
+        drop(closed);
+        let destination = NatsDestination::new(&url, "events", Duration::from_secs(2), Duration::from_secs(2));
+        let job = ClaimedJob {
+            id: 1,
+            lease_token: 1,
+            attempt: 1,
+            destination: "stream".into(),
+            key: ReceiptKey { source: SourceName::new("a").unwrap(), identity: Identity::new("evt_1").unwrap() },
+            outgoing_id: "evt_1".into(),
+            event_type: None,
+            body: b"{}".to_vec(),
+            content_type: None,
+            headers: Vec::new(),
+        };
+        let outcome = destination.deliver(&job, UnixTime(1)).await;
+        assert_eq!(outcome.result, AttemptResult::Connection, "{outcome:?}");
+        assert!(!outcome.error.unwrap().contains("hunter2"));
+        assert!(!format!("{destination:?}").contains("hunter2"));
+    }
+}
