@@ -176,6 +176,7 @@ mod tests {
             destination: "app".into(),
             key: ReceiptKey { source: SourceName::new("a").unwrap(), identity: Identity::new("evt_1").unwrap() },
             outgoing_id: "evt_1".into(),
+            event_type: None,
             body: b"{}".to_vec(),
             content_type: Some("application/json".into()),
             headers: headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect(),

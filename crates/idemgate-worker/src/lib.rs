@@ -1,5 +1,6 @@
 //! The delivery worker: claims due jobs from the durable queue under a lease, hands each
-//! to its destination's [`Deliver`] (an HTTP endpoint, or a Rust handler), records the
+//! to its destination's [`Deliver`] (an HTTP endpoint, a RabbitMQ exchange, a NATS JetStream
+//! subject, or a Rust handler), records the
 //! attempt, and moves the job on as the retry policy decides.
 //!
 //! Nothing here is lost by a crash: a job is `running` only under a lease, and a job
@@ -8,12 +9,17 @@
 //! therefore at least once, with the same `webhook-id` and `Idempotency-Key` on every
 //! attempt, so that the destination can make it exactly once.
 
+pub mod amqp;
 pub mod clock;
 pub mod deliver;
 pub mod http;
+pub mod message;
+pub mod nats;
 mod worker;
 
+pub use amqp::AmqpDestination;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use deliver::{AttemptOutcome, Deliver};
 pub use http::HttpDestination;
+pub use nats::NatsDestination;
 pub use worker::{Protection, RateLimit, Route, RouteTable, Worker, WorkerOptions};

@@ -1,12 +1,13 @@
-//! The worker as configured: one HTTP route per `[destinations.*]`, with its timeouts,
-//! retry policy, FIFO setting, transform and protection (rate limit, in-flight cap, breaker).
+//! The worker as configured: one route per `[destinations.*]`, of the destination's kind
+//! (HTTP, RabbitMQ, NATS JetStream), with its timeouts, retry policy, FIFO setting,
+//! transform and protection (rate limit, in-flight cap, breaker).
 
 use std::{collections::HashMap, sync::Arc};
 
 use idemgate_store::Store;
-use idemgate_worker::{HttpDestination, Route, Worker, http::ClientError};
+use idemgate_worker::{AmqpDestination, Deliver, HttpDestination, NatsDestination, Route, Worker, http::ClientError};
 
-use crate::config::Config;
+use crate::config::{Config, DestinationConfig, Target};
 
 /// The worker that delivers `store`'s jobs to `config`'s destinations.
 pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
@@ -17,14 +18,8 @@ pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
 pub fn routes(config: &Config) -> Result<HashMap<String, Route>, ClientError> {
     let mut routes = HashMap::new();
     for (name, destination) in &config.destinations {
-        let http = HttpDestination::new(
-            &destination.url.to_string(),
-            destination.secret.clone(),
-            destination.connect_timeout,
-            destination.timeout,
-        )?;
         let route = Route {
-            deliver: Arc::new(http),
+            deliver: deliver(destination)?,
             policy: destination.policy.clone(),
             fifo: destination.fifo,
             protection: destination.protection,
@@ -33,4 +28,18 @@ pub fn routes(config: &Config) -> Result<HashMap<String, Route>, ClientError> {
         routes.insert(name.clone(), route);
     }
     Ok(routes)
+}
+
+/// What delivers to `destination`, by its kind. A broker connects on its first attempt.
+fn deliver(destination: &DestinationConfig) -> Result<Arc<dyn Deliver>, ClientError> {
+    let (connect, total) = (destination.connect_timeout, destination.timeout);
+    Ok(match &destination.target {
+        Target::Http { url, secret } => {
+            Arc::new(HttpDestination::new(&url.to_string(), secret.clone(), connect, total)?)
+        }
+        Target::Rabbitmq { url, exchange, routing_key } => {
+            Arc::new(AmqpDestination::new(url.expose(), exchange, routing_key, connect, total))
+        }
+        Target::Nats { url, subject } => Arc::new(NatsDestination::new(url.expose(), subject, connect, total)),
+    })
 }

@@ -125,7 +125,9 @@ fn changes(running: &Config, new: &Config) -> Changes {
         .intersection(&new_names)
         .filter(|name| {
             let (a, b) = (&running.destinations[*name], &new.destinations[*name]);
-            format!("{a:?}") != format!("{b:?}") || !same_secrets(a.secret.iter(), b.secret.iter())
+            format!("{a:?}") != format!("{b:?}")
+                || !same_secrets(a.secret().into_iter(), b.secret().into_iter())
+                || a.broker_url() != b.broker_url()
         })
         .cloned()
         .collect();

@@ -50,6 +50,8 @@ pub struct ClaimedJob {
     pub key: ReceiptKey,
     /// The `webhook-id` fixed for the event when it was accepted.
     pub outgoing_id: String,
+    /// The event's type, when its source has one.
+    pub event_type: Option<String>,
     /// The original body bytes.
     pub body: Vec<u8>,
     /// The original content type.

@@ -184,7 +184,8 @@ impl PgStore {
                  FROM events e
                  WHERE jobs.id = ANY($3::bigint[]) AND e.id = jobs.event_id
                  RETURNING jobs.id, jobs.lease_token, jobs.attempts, jobs.destination,
-                           e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id",
+                           e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id,
+                           e.event_type",
             )
             .await?;
         let until = lease_until(now_ms, lease);
@@ -203,6 +204,7 @@ impl PgStore {
                     destination: row.try_get(3)?,
                     key: key(&source, &identity)?,
                     outgoing_id: row.try_get(9)?,
+                    event_type: row.try_get(10)?,
                     body: row.try_get(6)?,
                     content_type: row.try_get(7)?,
                     headers: parse_headers(headers),

@@ -157,7 +157,8 @@ fn take(conn: &Connection, id: i64, now_ms: i64, lease: Duration) -> Result<Clai
         )?
         .query_row(params![id, lease_until(now_ms, lease), second_of(now_ms)], |row| Ok((row.get(0)?, row.get(1)?)))?;
     conn.prepare_cached(
-        "SELECT j.destination, e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id
+        "SELECT j.destination, e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id,
+                e.event_type
          FROM jobs j JOIN events e ON e.id = j.event_id WHERE j.id = ?1",
     )?
     .query_row(params![id], |row| {
@@ -171,6 +172,7 @@ fn take(conn: &Connection, id: i64, now_ms: i64, lease: Duration) -> Result<Clai
             destination: row.get(0)?,
             key: key(&source, &identity).map_err(|_| rusqlite::Error::InvalidQuery)?,
             outgoing_id: row.get(6)?,
+            event_type: row.get(7)?,
             body: row.get(3)?,
             content_type: row.get(4)?,
             headers: parse_headers(headers),

@@ -41,6 +41,7 @@ on_both! {
         assert_eq!((job.attempt, job.destination.as_str(), job.key.clone()), (1, "app", key("e1")));
         assert_eq!(job.body, b"{\"n\":\"e1\"}");
         assert_eq!(job.content_type.as_deref(), Some("application/json"));
+        assert_eq!(job.event_type.as_deref(), Some("order.created"), "for the headers of a queue destination");
         assert_eq!(job.headers, [("x-trace".to_owned(), "abc".to_owned())]);
         assert!(claim(&t, UnixTime(T0.0 + 29)).await.is_empty(), "the lease holds");
         let completion = t.complete_job(job.clone(), attempt(Some(200)), Decision::Succeeded, ms(T0)).await.unwrap();

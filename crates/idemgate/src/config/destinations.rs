@@ -22,10 +22,8 @@ const DEFAULT_DESTINATION_TIMEOUT: Duration = Duration::from_secs(15);
 /// One `[destinations.<name>]`.
 #[derive(Debug, Clone)]
 pub struct DestinationConfig {
-    /// Where events go.
-    pub url: http::Uri,
-    /// Outgoing signing secret.
-    pub secret: Option<Secret>,
+    /// What the destination is and where its events go, by its `kind`.
+    pub target: Target,
     /// Total timeout of one attempt.
     pub timeout: Duration,
     /// Timeout for establishing the connection.
@@ -38,6 +36,102 @@ pub struct DestinationConfig {
     pub protection: Protection,
     /// The body this destination gets instead of the original, compiled.
     pub transform: Option<Program>,
+}
+
+impl DestinationConfig {
+    /// The outgoing signing secret of an HTTP destination.
+    #[must_use]
+    pub fn secret(&self) -> Option<&Secret> {
+        match &self.target {
+            Target::Http { secret, .. } => secret.as_ref(),
+            Target::Rabbitmq { .. } | Target::Nats { .. } => None,
+        }
+    }
+
+    /// The URL of a broker destination, password included (its `Debug` hides it).
+    #[must_use]
+    pub fn broker_url(&self) -> Option<&str> {
+        match &self.target {
+            Target::Http { .. } => None,
+            Target::Rabbitmq { url, .. } | Target::Nats { url, .. } => Some(url.expose()),
+        }
+    }
+}
+
+/// A destination's `kind` and the keys only that kind has. A new kind is one variant
+/// here, one in [`Kind`], and one arm in [`target`].
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// `kind = "http"`: an HTTP endpoint, the events signed when a secret is given.
+    Http {
+        /// Where events are posted.
+        url: http::Uri,
+        /// Outgoing signing secret.
+        secret: Option<Secret>,
+    },
+    /// `kind = "rabbitmq"`: an exchange of a RabbitMQ broker (AMQP 0.9.1).
+    Rabbitmq {
+        /// `amqp://` or `amqps://`, credentials included.
+        url: BrokerUrl,
+        /// The exchange (`""` is the default exchange).
+        exchange: String,
+        /// The routing key of every message.
+        routing_key: String,
+    },
+    /// `kind = "nats"`: a subject of a NATS JetStream stream.
+    Nats {
+        /// `nats://` or `tls://`, credentials included.
+        url: BrokerUrl,
+        /// The subject published to.
+        subject: String,
+    },
+}
+
+/// A broker's URL, which may carry a password: its `Debug` never shows it.
+#[derive(Clone)]
+pub struct BrokerUrl(String);
+
+impl BrokerUrl {
+    /// The URL itself, for connecting only.
+    #[must_use]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for BrokerUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redacted_url(&self.0))
+    }
+}
+
+/// The kinds of destination, as `kind` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Http,
+    Rabbitmq,
+    Nats,
+}
+
+impl Kind {
+    const ALL: [Kind; 3] = [Kind::Http, Kind::Rabbitmq, Kind::Nats];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Http => "http",
+            Kind::Rabbitmq => "rabbitmq",
+            Kind::Nats => "nats",
+        }
+    }
+
+    /// The URL schemes of the kind.
+    fn schemes(self) -> &'static [&'static str] {
+        match self {
+            Kind::Http => &["http", "https"],
+            Kind::Rabbitmq => &["amqp", "amqps"],
+            Kind::Nats => &["nats", "tls"],
+        }
+    }
 }
 
 /// Every destination validated; loaded with its secret when the command delivers.
@@ -86,16 +180,7 @@ fn destination(
     delivers: bool,
 ) -> Result<(Duration, Option<Program>, Option<DestinationConfig>), ConfigError> {
     let key = format!("destinations.{name}");
-    r.show(&format!("{key}.url"), Shown::Value(raw.url.clone().into()));
-    let url: http::Uri = raw.url.parse().map_err(|_| ConfigError::new(format!("{key}.url"), "not a valid URL"))?;
-    if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
-        return Err(ConfigError::new(format!("{key}.url"), "must be an http:// or https:// URL with a host"));
-    }
-    let secret_key = format!("{key}.secret");
-    match &raw.secret {
-        Some(reference) => r.show(&secret_key, Shown::Value(effective::reference(reference))),
-        None => r.show(&secret_key, Shown::Note("(none: deliveries are not signed)")),
-    }
+    let kind = kind(&key, &raw, r)?;
     let timeout = r.duration(&format!("{key}.timeout"), raw.timeout.as_deref(), DEFAULT_DESTINATION_TIMEOUT)?;
     let connect_timeout = r.duration(&format!("{key}.connect_timeout"), raw.connect_timeout.as_deref(), timeout)?;
     let policy = retry_policy(&key, &raw, r)?;
@@ -112,8 +197,114 @@ fn destination(
             None
         }
     };
+    let target = target(&key, kind, raw, r, delivers)?;
+    let loaded = target.map(|target| DestinationConfig {
+        target,
+        timeout,
+        connect_timeout,
+        policy,
+        fifo,
+        protection,
+        transform: transform.clone(),
+    });
+    Ok((timeout, transform, loaded))
+}
+
+/// The destination's `kind`, with every key of another kind refused.
+fn kind(key: &str, raw: &RawDestination, r: &mut Reading<'_>) -> Result<Kind, ConfigError> {
+    let kind_key = format!("{key}.kind");
+    let given = r.value(&kind_key, raw.kind.clone(), Kind::Http.name().to_owned());
+    let Some(kind) = Kind::ALL.into_iter().find(|kind| kind.name() == given) else {
+        let names = Kind::ALL.map(|kind| format!("\"{}\"", kind.name())).join(", ");
+        return Err(ConfigError::new(kind_key, format!("must be one of {names}")));
+    };
+    let own: [(&str, bool, &[Kind]); 4] = [
+        ("secret", raw.secret.is_some(), &[Kind::Http]),
+        ("exchange", raw.exchange.is_some(), &[Kind::Rabbitmq]),
+        ("routing_key", raw.routing_key.is_some(), &[Kind::Rabbitmq]),
+        ("subject", raw.subject.is_some(), &[Kind::Nats]),
+    ];
+    for (name, given, kinds) in own {
+        if given && !kinds.contains(&kind) {
+            let names = kinds.iter().map(|kind| format!("kind = \"{}\"", kind.name())).collect::<Vec<_>>().join(", ");
+            return Err(ConfigError::new(format!("{key}.{name}"), format!("only for {names}")));
+        }
+    }
+    Ok(kind)
+}
+
+/// The kind's own keys, validated; resolved into a [`Target`] when the command `delivers`.
+fn target(
+    key: &str,
+    kind: Kind,
+    raw: RawDestination,
+    r: &mut Reading<'_>,
+    delivers: bool,
+) -> Result<Option<Target>, ConfigError> {
+    match kind {
+        Kind::Http => http_target(key, raw, r, delivers),
+        Kind::Rabbitmq => {
+            let url = BrokerReference::read(key, kind, raw.url, r)?;
+            let exchange = r.value(&format!("{key}.exchange"), raw.exchange, String::new());
+            let routing_key_key = format!("{key}.routing_key");
+            let routing_key = match raw.routing_key {
+                Some(routing_key) => routing_key,
+                None if exchange.is_empty() => {
+                    return Err(ConfigError::new(
+                        routing_key_key,
+                        "required with the default exchange: the name of the queue the events go to",
+                    ));
+                }
+                None => String::new(),
+            };
+            r.show(&routing_key_key, Shown::Value(routing_key.clone().into()));
+            for (name, value) in [("exchange", &exchange), ("routing_key", &routing_key)] {
+                if value.len() > 255 {
+                    return Err(ConfigError::new(format!("{key}.{name}"), "at most 255 bytes (AMQP's short string)"));
+                }
+            }
+            let url = url.resolve(r, delivers)?;
+            Ok(url.map(|url| Target::Rabbitmq { url, exchange, routing_key }))
+        }
+        Kind::Nats => {
+            let url = BrokerReference::read(key, kind, raw.url, r)?;
+            let subject_key = format!("{key}.subject");
+            let Some(subject) = raw.subject else {
+                return Err(ConfigError::new(subject_key, "required: the subject the events are published to"));
+            };
+            r.show(&subject_key, Shown::Value(subject.clone().into()));
+            if !valid_subject(&subject) {
+                return Err(ConfigError::new(
+                    subject_key,
+                    "must be a subject without wildcards: tokens of printable characters but *, > and \
+                     whitespace, separated by single dots",
+                ));
+            }
+            let url = url.resolve(r, delivers)?;
+            Ok(url.map(|url| Target::Nats { url, subject }))
+        }
+    }
+}
+
+fn http_target(
+    key: &str,
+    raw: RawDestination,
+    r: &mut Reading<'_>,
+    delivers: bool,
+) -> Result<Option<Target>, ConfigError> {
+    let url_key = format!("{key}.url");
+    r.show(&url_key, Shown::Value(raw.url.clone().into()));
+    let url: http::Uri = raw.url.parse().map_err(|_| ConfigError::new(url_key.clone(), "not a valid URL"))?;
+    if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
+        return Err(ConfigError::new(url_key, "must be an http:// or https:// URL with a host"));
+    }
+    let secret_key = format!("{key}.secret");
+    match &raw.secret {
+        Some(reference) => r.show(&secret_key, Shown::Value(effective::reference(reference))),
+        None => r.show(&secret_key, Shown::Note("(none: deliveries are not signed)")),
+    }
     if !delivers {
-        return Ok((timeout, transform, None));
+        return Ok(None);
     }
     let secret = match raw.secret {
         None => None,
@@ -123,17 +314,76 @@ fn destination(
             Some(decoded.map_err(|err| ConfigError::new(secret_key, err.to_string()))?)
         }
     };
-    let loaded = DestinationConfig {
-        url,
-        secret,
-        timeout,
-        connect_timeout,
-        policy,
-        fifo,
-        protection,
-        transform: transform.clone(),
-    };
-    Ok((timeout, transform, Some(loaded)))
+    Ok(Some(Target::Http { url, secret }))
+}
+
+/// A broker destination's `url`: a literal URL (shown with its password redacted, checked
+/// at once) or an `env:`/`file:` reference to one (shown as written, checked once resolved).
+struct BrokerReference {
+    key: String,
+    kind: Kind,
+    reference: String,
+    literal: bool,
+}
+
+impl BrokerReference {
+    fn read(key: &str, kind: Kind, reference: String, r: &mut Reading<'_>) -> Result<Self, ConfigError> {
+        let key = format!("{key}.url");
+        let literal = !reference.starts_with("env:") && !reference.starts_with("file:");
+        let shown = if literal { redacted_url(&reference) } else { reference.clone() };
+        r.show(&key, Shown::Value(shown.into()));
+        if literal {
+            broker_url(&key, kind, &reference)?;
+        }
+        Ok(Self { key, kind, reference, literal })
+    }
+
+    /// The URL itself, when the command `delivers`.
+    fn resolve(self, r: &mut Reading<'_>, delivers: bool) -> Result<Option<BrokerUrl>, ConfigError> {
+        if !delivers {
+            return Ok(None);
+        }
+        let url = if self.literal { self.reference } else { r.resolve(&self.key, &self.reference)? };
+        broker_url(&self.key, self.kind, &url)?;
+        Ok(Some(BrokerUrl(url)))
+    }
+}
+
+/// A broker URL's scheme must be the kind's, and it must name a host. The error never
+/// quotes the URL (it may hold a password).
+fn broker_url(key: &str, kind: Kind, url: &str) -> Result<(), ConfigError> {
+    let schemes = kind.schemes();
+    let expected = schemes.iter().map(|scheme| format!("{scheme}://")).collect::<Vec<_>>().join(" or ");
+    let wrong = || ConfigError::new(key, format!("must be an {expected} URL with a host (kind = \"{}\")", kind.name()));
+    let (scheme, rest) = url.split_once("://").ok_or_else(wrong)?;
+    if !schemes.contains(&scheme) {
+        return Err(wrong());
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    if host.is_empty() || host.starts_with(':') {
+        return Err(wrong());
+    }
+    Ok(())
+}
+
+/// `scheme://user:<redacted>@host/...` for a URL with a password, the URL otherwise.
+fn redacted_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else { return url.to_owned() };
+    let Some((user, _)) = userinfo.split_once(':') else { return url.to_owned() };
+    format!("{scheme}://{user}:{}@{host}{path}", effective::REDACTED)
+}
+
+/// A NATS subject one can publish to: dot-separated non-empty tokens, no wildcards.
+fn valid_subject(subject: &str) -> bool {
+    !subject.is_empty()
+        && subject.split('.').all(|token| {
+            !token.is_empty() && token != "*" && token != ">" && token.chars().all(|c| c.is_ascii_graphic())
+        })
+        && !subject.contains(['*', '>'])
 }
 
 fn retry_policy(key: &str, raw: &RawDestination, r: &mut Reading<'_>) -> Result<RetryPolicy, ConfigError> {
@@ -266,6 +516,120 @@ fn breaker(key: &str, raw: &RawBreaker, r: &mut Reading<'_>) -> Result<BreakerPo
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::{Config, Uses, raw, validated::validate_for};
+
+    fn validated(destination: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let text = format!("[sources.a]\nscheme = \"github\"\nsecrets = [\"s\"]\n[destinations.d]\n{destination}\n");
+        let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+        validate_for(raw::parse(&text, env)?, Path::new("/etc/idemgate"), Uses::Everything).map(|(config, _)| config)
+    }
+
+    fn error(destination: &str) -> ConfigError {
+        validated(destination, &[]).unwrap_err()
+    }
+
+    fn shown(config: &Config, key: &str) -> String {
+        let entry = config.effective().entries().iter().find(|entry| entry.key == key).unwrap();
+        match &entry.shown {
+            Shown::Value(value) => value.to_string(),
+            Shown::Note(note) => (*note).to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_destination_without_a_kind_is_http() {
+        let config = validated("url = \"http://127.0.0.1:1/\"", &[]).unwrap();
+        assert!(matches!(config.destinations["d"].target, Target::Http { .. }));
+        assert_eq!(shown(&config, "destinations.d.kind"), "\"http\"");
+    }
+
+    #[test]
+    fn a_rabbitmq_destination_reads_its_keys_and_never_shows_its_password() {
+        let config = validated(
+            "kind = \"rabbitmq\"\nurl = \"amqp://guest:hunter2@127.0.0.1:5672/%2f\"\nexchange = \"ex\"\nrouting_key = \"rk\"",
+            &[],
+        )
+        .unwrap();
+        let destination = &config.destinations["d"];
+        let Target::Rabbitmq { url, exchange, routing_key } = &destination.target else { panic!("not rabbitmq") };
+        assert_eq!(
+            (url.expose(), exchange.as_str(), routing_key.as_str()),
+            ("amqp://guest:hunter2@127.0.0.1:5672/%2f", "ex", "rk")
+        );
+        assert_eq!(shown(&config, "destinations.d.url"), "\"amqp://guest:<redacted>@127.0.0.1:5672/%2f\"");
+        assert!(!format!("{destination:?}").contains("hunter2"));
+        assert!(!config.effective().to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn a_broker_url_may_be_a_reference_checked_once_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("nats-url");
+        std::fs::write(&file, "nats://u:hunter2@127.0.0.1:4222").unwrap();
+        let destination = format!("kind = \"nats\"\nurl = \"file:{}\"\nsubject = \"events.in\"", file.display());
+        let config = validated(&destination, &[]).unwrap();
+        assert_eq!(config.destinations["d"].broker_url(), Some("nats://u:hunter2@127.0.0.1:4222"));
+        assert_eq!(shown(&config, "destinations.d.url"), format!("\"file:{}\"", file.display()));
+        std::fs::write(&file, "amqp://u:hunter2@127.0.0.1/").unwrap();
+        let err = validated(&destination, &[]).unwrap_err();
+        assert_eq!(err.key, "destinations.d.url");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn the_url_scheme_must_be_the_kinds() {
+        let err = error("kind = \"rabbitmq\"\nurl = \"nats://127.0.0.1:4222\"\nrouting_key = \"q\"");
+        assert_eq!(err.key, "destinations.d.url");
+        assert!(err.message.contains("amqp://"), "{err}");
+        let err = error("kind = \"nats\"\nurl = \"amqp://u:secretpw@127.0.0.1/\"\nsubject = \"s\"");
+        assert_eq!(err.key, "destinations.d.url");
+        assert!(!err.to_string().contains("secretpw"));
+        assert_eq!(error("kind = \"nats\"\nurl = \"nats://\"\nsubject = \"s\"").key, "destinations.d.url");
+        assert_eq!(error("url = \"amqp://127.0.0.1/\"").key, "destinations.d.url");
+    }
+
+    #[test]
+    fn a_kind_needs_its_own_keys_and_refuses_the_others() {
+        assert_eq!(error("kind = \"kafka\"\nurl = \"http://127.0.0.1:1/\"").key, "destinations.d.kind");
+        assert_eq!(error("kind = \"rabbitmq\"\nurl = \"amqp://127.0.0.1/\"").key, "destinations.d.routing_key");
+        assert_eq!(error("kind = \"nats\"\nurl = \"nats://127.0.0.1:4222\"").key, "destinations.d.subject");
+        assert_eq!(
+            error("kind = \"nats\"\nurl = \"nats://127.0.0.1:4222\"\nsubject = \"a.*\"").key,
+            "destinations.d.subject"
+        );
+        assert_eq!(
+            error("kind = \"nats\"\nurl = \"nats://127.0.0.1:4222\"\nsubject = \"a..b\"").key,
+            "destinations.d.subject"
+        );
+        let err = error("kind = \"nats\"\nurl = \"nats://127.0.0.1:4222\"\nsubject = \"s\"\nsecret = \"x\"");
+        assert_eq!(err.key, "destinations.d.secret");
+        assert_eq!(error("url = \"http://127.0.0.1:1/\"\nsubject = \"s\"").key, "destinations.d.subject");
+        assert_eq!(
+            error("kind = \"nats\"\nurl = \"nats://127.0.0.1:4222\"\nsubject = \"s\"\nexchange = \"e\"").key,
+            "destinations.d.exchange"
+        );
+        // A named exchange may go without a routing key (a fanout exchange ignores it).
+        let config = validated("kind = \"rabbitmq\"\nurl = \"amqp://127.0.0.1/\"\nexchange = \"fan\"", &[]).unwrap();
+        assert!(
+            matches!(&config.destinations["d"].target, Target::Rabbitmq { routing_key, .. } if routing_key.is_empty())
+        );
+    }
+
+    #[test]
+    fn a_password_is_redacted_only_where_there_is_one() {
+        assert_eq!(redacted_url("amqp://u:p@h:1/v?x=1"), "amqp://u:<redacted>@h:1/v?x=1");
+        assert_eq!(redacted_url("amqp://u@h/"), "amqp://u@h/");
+        assert_eq!(redacted_url("nats://h:4222"), "nats://h:4222");
+        assert_eq!(redacted_url("nats://u:p:q@h"), "nats://u:<redacted>@h");
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod protection_tests {
     use std::{path::Path, time::Duration};
 
     use idemgate_core::breaker::BreakerPolicy;

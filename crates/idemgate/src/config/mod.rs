@@ -23,8 +23,8 @@ pub mod validated;
 use std::path::Path;
 
 pub use validated::{
-    AdminConfig, AlertsConfig, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig, PostgresConfig,
-    ProxyConfig, ServerConfig, SourceConfig, StoreConfig, TlsConfig, Uses, WorkerConfig,
+    AdminConfig, AlertsConfig, BrokerUrl, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig,
+    PostgresConfig, ProxyConfig, ServerConfig, SourceConfig, StoreConfig, Target, TlsConfig, Uses, WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.

@@ -296,8 +296,16 @@ impl<'de> Deserialize<'de> for RawSubscription {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDestination {
+    /// What the destination is: `"http"` (the default), `"rabbitmq"` or `"nats"`.
+    pub kind: Option<String>,
     /// Where events are forwarded.
     pub url: String,
+    /// RabbitMQ: the exchange published to (`""`, the default exchange, if not given).
+    pub exchange: Option<String>,
+    /// RabbitMQ: the routing key of every message.
+    pub routing_key: Option<String>,
+    /// NATS JetStream: the subject published to.
+    pub subject: Option<String>,
     /// Secret for the outgoing Standard Webhooks signature: `env:`, `file:` or a literal.
     pub secret: Option<String>,
     /// Total timeout of one attempt.

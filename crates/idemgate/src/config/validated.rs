@@ -24,7 +24,7 @@ use super::{
 };
 pub use super::{
     alerts::AlertsConfig,
-    destinations::DestinationConfig,
+    destinations::{BrokerUrl, DestinationConfig, Target},
     listeners::{AdminConfig, ServerConfig, TlsConfig},
     metrics::{MetricsConfig, MetricsListen},
     proxies::ProxyConfig,
@@ -404,7 +404,7 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
         let signed =
             UNRESOLVABLE.replace("env:IDEMGATE_TEST_UNSET_APP", "whsec_aWRlbWdhdGUtZGVzdGluYXRpb24tc2VjcmV0LTMyYiE=");
         let config = validated(&signed, &[], Uses::Worker).unwrap();
-        assert!(config.destinations["app"].secret.is_some() && config.sources.is_empty() && config.admin.is_none());
+        assert!(config.destinations["app"].secret().is_some() && config.sources.is_empty() && config.admin.is_none());
 
         let text = UNRESOLVABLE.replace("env:IDEMGATE_TEST_UNSET_B", "b-secret");
         let raw = raw::parse(&text, Vec::new()).unwrap();

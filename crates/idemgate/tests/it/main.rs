@@ -5,9 +5,11 @@
 
 mod admin_listener;
 mod alerts;
+mod broker_harness;
 mod cli_docs;
 mod config_cli;
 mod gateway_admin;
+mod gateway_brokers;
 mod gateway_cli;
 mod gateway_dashboard;
 mod gateway_delivery;
