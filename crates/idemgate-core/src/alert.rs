@@ -70,6 +70,11 @@ pub enum DestinationState {
         /// When it was disabled.
         since: UnixTime,
     },
+    /// Paused by its circuit breaker since then, until a probe succeeds.
+    Paused {
+        /// When it was paused.
+        since: UnixTime,
+    },
 }
 
 impl DestinationState {
@@ -79,6 +84,7 @@ impl DestinationState {
         match self {
             Self::Active => None,
             Self::Disabled { since } => Some((Condition::DestinationDisabled, since)),
+            Self::Paused { since } => Some((Condition::DestinationPaused, since)),
         }
     }
 }

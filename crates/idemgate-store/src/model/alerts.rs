@@ -15,8 +15,9 @@ use crate::StoreError;
 /// One destination's dead jobs within the window, as read: name, count, first, last.
 pub(crate) type DeadRow = (String, i64, i64, i64);
 
-/// One disabled destination, as read: name, disabled at.
-pub(crate) type StateRow = (String, i64);
+/// One disabled or paused destination, as read: name, disabled at (seconds), paused at
+/// (milliseconds).
+pub(crate) type StateRow = (String, Option<i64>, Option<i64>);
 
 /// The snapshot from the rows of both queries and the oldest waiting job.
 pub(crate) fn snapshot(dead: Vec<DeadRow>, disabled: Vec<StateRow>, oldest_waiting: Option<i64>) -> Snapshot {
@@ -28,8 +29,14 @@ pub(crate) fn snapshot(dead: Vec<DeadRow>, disabled: Vec<StateRow>, oldest_waiti
         let count = u64::try_from(count).unwrap_or(0);
         entry(&mut destinations, name).dead = Some(DeadJobs { count, first: UnixTime(first), last: UnixTime(last) });
     }
-    for (name, disabled_at) in disabled {
-        entry(&mut destinations, name).state = DestinationState::Disabled { since: UnixTime(disabled_at) };
+    for (name, disabled_at, paused_at_ms) in disabled {
+        // Disabled outranks paused: nothing is probed until an operator enables it.
+        let state = match (disabled_at, paused_at_ms) {
+            (Some(at), _) => DestinationState::Disabled { since: UnixTime(at) },
+            (None, Some(ms)) => DestinationState::Paused { since: UnixTime(ms.div_euclid(1000)) },
+            (None, None) => continue,
+        };
+        entry(&mut destinations, name).state = state;
     }
     Snapshot { destinations: destinations.into_values().collect(), oldest_waiting: oldest_waiting.map(UnixTime) }
 }

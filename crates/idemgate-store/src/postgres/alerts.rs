@@ -33,12 +33,13 @@ impl PgStore {
             .collect::<Result<_, StoreError>>()?;
         let disabled = tx
             .query(
-                "SELECT name, disabled_at FROM destinations WHERE disabled_at IS NOT NULL AND name <> $1",
+                "SELECT name, disabled_at, paused_at_ms FROM destinations
+                 WHERE (disabled_at IS NOT NULL OR paused_at_ms IS NOT NULL) AND name <> $1",
                 &[&exclude],
             )
             .await?
             .iter()
-            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
             .collect::<Result<_, StoreError>>()?;
         let oldest: Option<i64> = tx
             .query_one(

@@ -19,9 +19,12 @@ pub(crate) fn alert_snapshot(conn: &Connection, exclude: &str, dead_since: UnixT
     let dead = dead
         .query_map(params![dead_since.0, exclude], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
         .collect::<Result<_, _>>()?;
-    let mut disabled =
-        conn.prepare("SELECT name, disabled_at FROM destinations WHERE disabled_at IS NOT NULL AND name <> ?1")?;
-    let disabled = disabled.query_map([exclude], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
+    let mut disabled = conn.prepare(
+        "SELECT name, disabled_at, paused_at_ms FROM destinations
+                 WHERE (disabled_at IS NOT NULL OR paused_at_ms IS NOT NULL) AND name <> ?1",
+    )?;
+    let disabled =
+        disabled.query_map([exclude], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?.collect::<Result<_, _>>()?;
     let oldest: Option<i64> = conn.query_row(
         "SELECT min(created_at) FROM jobs WHERE state IN ('pending', 'retrying') AND destination <> ?1",
         [exclude],

@@ -322,6 +322,36 @@ fn an_alert_reaches_a_receiver_that_was_down_at_first(backend: Backend) {
     assert_eq!(kinds(&alerts(&ops))[2], kind("alert.opened", "destination-disabled", "billing"));
 }
 
+fn a_paused_destination_alerts_once_and_its_resumption_sends_one_notice(backend: Backend) {
+    let billing = Destination::start(&[]);
+    billing.otherwise(Step::Status(503));
+    let ops = Destination::start(&[]);
+    let breaker = "retry_schedule = [\"1s\", \"1s\", \"1s\", \"1s\"]\n\
+                   [destinations.billing.breaker]\npause_after_failures = 2\nprobe_interval = \"1m\"";
+    let rig = Rig::start(backend, &billing, breaker, &ops, "dead_jobs = false");
+    rig.send(["evt_down".to_owned()]);
+    wait_for("the first attempt", || rig.attempts_to("billing") == 1);
+    rig.clock.advance(2);
+    wait_for("the second attempt", || rig.attempts_to("billing") == 2);
+    ops.wait_until("the paused alert", |r| !r.is_empty());
+    assert_eq!(kinds(&alerts(&ops)), [kind("alert.opened", "destination-paused", "billing")]);
+
+    // The probe after the interval succeeds: the destination resumes by itself.
+    billing.otherwise(Step::Status(200));
+    rig.clock.advance(61);
+    wait_for("the event delivered", || rig.count("succeeded") >= 2);
+    ops.wait_until("the recovery notice", |r| r.len() >= 2);
+    rig.wait_until_drained();
+    assert_eq!(
+        kinds(&alerts(&ops)),
+        [
+            kind("alert.opened", "destination-paused", "billing"),
+            kind("alert.resolved", "destination-paused", "billing")
+        ]
+    );
+    assert_eq!(billing.received().len(), 3, "two failures, then the one probe that resumed it");
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
@@ -343,6 +373,7 @@ on_both_backends!(
     a_disabled_destination_alerts_once_and_its_enabling_sends_one_notice,
     the_oldest_waiting_job_alerts_past_its_threshold_and_resolves_once_drained,
     an_alert_reaches_a_receiver_that_was_down_at_first,
+    a_paused_destination_alerts_once_and_its_resumption_sends_one_notice,
 );
 
 /// The checker's steps on a real store at chosen times, without the loop: a crash between
