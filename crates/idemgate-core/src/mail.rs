@@ -28,6 +28,8 @@ pub struct Envelope {
 pub const MAIL_FROM_HEADER: &str = "smtp-mail-from";
 /// See [`MAIL_FROM_HEADER`].
 pub const RCPT_TO_HEADER: &str = "smtp-rcpt-to";
+/// The stored header naming the listener's key header, which the relay removes.
+pub const KEY_HEADER_HEADER: &str = "smtp-key-header";
 
 impl Envelope {
     /// The envelope as stored header pairs.

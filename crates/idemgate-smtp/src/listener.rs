@@ -373,7 +373,7 @@ async fn submit(submission: Submission, context: &Context<'_>) -> Reply {
         outgoing_id: Some(queue_id),
         event_type: Some("message".to_owned()),
         content_type: Some("message/rfc822".to_owned()),
-        headers: submission.envelope.to_headers(),
+        headers: stored_headers(&submission, &config.policy.key_header),
         body: submission.message.into(),
         ordering: None,
         destinations: Arc::clone(&config.destinations),
@@ -390,6 +390,13 @@ async fn submit(submission: Submission, context: &Context<'_>) -> Reply {
         other => tracing::info!(listener = %key.source, identity = %key.identity, outcome = other.name(), "smtp submission"),
     }
     session::answer(&outcome)
+}
+
+/// The envelope and the listener's key header name, stored with the event for the relay.
+fn stored_headers(submission: &Submission, key_header: &str) -> Vec<(String, String)> {
+    let mut headers = submission.envelope.to_headers();
+    headers.push((mail::KEY_HEADER_HEADER.to_owned(), key_header.to_owned()));
+    headers
 }
 
 /// Runs `serve` for each listener until `stopped`; a future to spawn.

@@ -11,9 +11,11 @@
 pub mod clock;
 pub mod deliver;
 pub mod http;
+pub mod smtp;
 mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use deliver::{AttemptOutcome, Deliver};
 pub use http::HttpDestination;
+pub use smtp::SmtpDestination;
 pub use worker::{Route, RouteTable, Worker, WorkerOptions};

@@ -1,12 +1,13 @@
-//! The worker as configured: one HTTP route per `[destinations.*]`, with its timeouts,
+//! The worker as configured: one route per `[destinations.*]` (an HTTP endpoint or an
+//! SMTP smarthost, by its kind), with its timeouts,
 //! retry policy and FIFO setting.
 
 use std::{collections::HashMap, sync::Arc};
 
 use idemgate_store::Store;
-use idemgate_worker::{HttpDestination, Route, Worker, http::ClientError};
+use idemgate_worker::{Deliver, HttpDestination, Route, SmtpDestination, Worker, http::ClientError};
 
-use crate::config::Config;
+use crate::config::{Config, DestinationKind};
 
 /// The worker that delivers `store`'s jobs to `config`'s destinations.
 pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
@@ -17,13 +18,23 @@ pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
 pub fn routes(config: &Config) -> Result<HashMap<String, Route>, ClientError> {
     let mut routes = HashMap::new();
     for (name, destination) in &config.destinations {
-        let http = HttpDestination::new(
-            &destination.url.to_string(),
-            destination.secret.clone(),
-            destination.connect_timeout,
-            destination.timeout,
-        )?;
-        let route = Route { deliver: Arc::new(http), policy: destination.policy.clone(), fifo: destination.fifo };
+        let deliver: Arc<dyn Deliver> = match &destination.kind {
+            DestinationKind::Http => Arc::new(HttpDestination::new(
+                &destination.url.to_string(),
+                destination.secret.clone(),
+                destination.connect_timeout,
+                destination.timeout,
+            )?),
+            DestinationKind::Smtp(relay) => Arc::new(SmtpDestination::new(
+                relay.host.clone(),
+                relay.port,
+                relay.encryption,
+                relay.credentials.clone(),
+                relay.keep_key_header,
+                destination.timeout,
+            )),
+        };
+        let route = Route { deliver, policy: destination.policy.clone(), fifo: destination.fifo };
         routes.insert(name.clone(), route);
     }
     Ok(routes)

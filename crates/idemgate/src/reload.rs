@@ -98,6 +98,10 @@ pub fn plan(running: &Config, new: Config) -> Plan {
     applied.store = running.store.clone();
     applied.worker = running.worker;
     applied.metrics = running.metrics;
+    if format!("{:?}", running.smtp) != format!("{:?}", applied.smtp) {
+        needs_restart.push("smtp (listeners)");
+    }
+    applied.smtp = running.smtp.clone();
     Plan { applied, changes, needs_restart }
 }
 
@@ -121,7 +125,13 @@ fn changes(running: &Config, new: &Config) -> Changes {
         .intersection(&new_names)
         .filter(|name| {
             let (a, b) = (&running.destinations[*name], &new.destinations[*name]);
-            format!("{a:?}") != format!("{b:?}") || !same_secrets(a.secret.iter(), b.secret.iter())
+            let password = |d: &crate::config::DestinationConfig| match &d.kind {
+                crate::config::DestinationKind::Smtp(relay) => relay.credentials.as_ref().map(|(_, p)| p.clone()),
+                crate::config::DestinationKind::Http => None,
+            };
+            let (pa, pb) = (password(a), password(b));
+            format!("{a:?}") != format!("{b:?}")
+                || !same_secrets(a.secret.iter().chain(pa.iter()), b.secret.iter().chain(pb.iter()))
         })
         .cloned()
         .collect();

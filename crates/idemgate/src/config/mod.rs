@@ -15,15 +15,17 @@ pub mod origin;
 mod proxies;
 pub mod raw;
 pub mod secrets;
+mod smtp;
 mod sources;
 mod store;
 pub mod validated;
 
 use std::path::Path;
 
+pub use destinations::{DestinationKind, Encryption, SmtpRelay};
 pub use validated::{
     AdminConfig, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig, PostgresConfig, ProxyConfig,
-    ServerConfig, SourceConfig, StoreConfig, TlsConfig, Uses, WorkerConfig,
+    ServerConfig, SmtpConfig, SourceConfig, StoreConfig, TlsConfig, Uses, WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.

@@ -27,6 +27,7 @@ pub use super::{
     listeners::{AdminConfig, ServerConfig, TlsConfig},
     metrics::{MetricsConfig, MetricsListen},
     proxies::ProxyConfig,
+    smtp::SmtpConfig,
     sources::{OrderingConfig, SourceConfig},
     store::{PostgresConfig, StoreConfig},
 };
@@ -99,6 +100,8 @@ pub struct Config {
     pub admin: Option<AdminConfig>,
     /// `[metrics]`.
     pub metrics: MetricsConfig,
+    /// The `[smtp.*]` listeners this command serves, with their users and TLS (`serve`).
+    pub smtp: Vec<SmtpConfig>,
     /// Every source's retention, whatever the command.
     retention: Vec<Retention>,
     /// Every destination's name, whatever the command.
@@ -215,6 +218,7 @@ struct Parts<S> {
     proxies: Vec<ProxyConfig>,
     admin: Option<AdminConfig>,
     metrics: MetricsConfig,
+    smtp: Vec<SmtpConfig>,
 }
 
 /// Turns what the file says into what the gateway runs with, resolving everything.
@@ -236,6 +240,7 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         proxies: parts.proxies,
         admin: parts.admin,
         metrics: parts.metrics,
+        smtp: parts.smtp,
         retention: parts.sources.retention,
         destination_names: parts.destinations.names,
         listing: reading.listing,
@@ -270,6 +275,7 @@ fn parts<'a, S>(
         admin,
         proxy,
         metrics,
+        smtp,
         origins,
     } = raw;
     let mut reading = Reading { base, origins, warnings: Vec::new(), listing: Listing::default() };
@@ -278,10 +284,20 @@ fn parts<'a, S>(
     let server = super::listeners::server(server, r, resolves.listeners)?;
     let store = store(raw_store, r)?;
     let destinations = super::destinations::destinations(destinations, r, resolves.destinations)?;
-    let sources = super::sources::sources(sources, &destinations.names, r, resolves.sources)?;
-    if sources.retention.is_empty() && proxy.is_empty() {
-        return Err(ConfigError::new("sources", "at least one source (or one [[proxy]]) is required"));
+    let mut sources = super::sources::sources(sources, &destinations.names, r, resolves.sources)?;
+    let server_tls_loaded = server.tls.as_ref();
+    let smtp = super::smtp::listeners(
+        smtp,
+        &sources.retention,
+        &destinations.smtp,
+        (server_tls_loaded, server_tls),
+        r,
+        resolves.listeners,
+    )?;
+    if sources.retention.is_empty() && proxy.is_empty() && smtp.retention.is_empty() {
+        return Err(ConfigError::new("sources", "at least one source (or one [[proxy]] or [smtp.*]) is required"));
     }
+    sources.retention.extend(smtp.retention);
     let worker = worker(&raw_worker, &destinations.timeouts, r)?;
     let proxies = super::proxies::proxies(proxy, server.body_timeout, r)?;
     let has_admin = admin.as_ref().is_some_and(|admin| admin.token.is_some());
@@ -293,7 +309,8 @@ fn parts<'a, S>(
         }
     };
     let metrics = super::metrics::metrics(metrics, has_admin, r)?;
-    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics }, reading))
+    let smtp = smtp.served;
+    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics, smtp }, reading))
 }
 
 fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>) -> Result<WorkerConfig, ConfigError> {
