@@ -23,6 +23,7 @@ mod postgres_instances;
 mod proxy_hardening;
 mod send_cli;
 mod serve_logs;
+mod smtp_submission;
 mod store_faults;
 
 mod counter_contract;
