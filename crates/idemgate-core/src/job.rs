@@ -109,6 +109,10 @@ impl Transition {
                 let last = attempt_error.map_or(String::new(), |error| format!("; last attempt: {error}"));
                 (JobState::Dead, now_ms, Some(format!("{}{last}", reason.describe())))
             }
+            Decision::Dead(reason @ DeadReason::Refused) => {
+                let how = attempt_error.map_or(String::new(), |error| format!(": {error}"));
+                (JobState::Dead, now_ms, Some(format!("{}{how}", reason.describe())))
+            }
             Decision::Dead(reason) => (JobState::Dead, now_ms, Some(reason.describe())),
             Decision::DisableDestination => {
                 (JobState::Retrying, now_ms, Some("destination answered 410 Gone and was disabled".to_owned()))
@@ -148,6 +152,12 @@ mod tests {
             Transition::after_attempt(Decision::Dead(DeadReason::AttemptsExhausted), Some("status 501"), now).error,
             Some("attempts exhausted; last attempt: status 501".to_owned()),
             "a dead job names what its last attempt came to"
+        );
+        assert_eq!(
+            Transition::after_attempt(Decision::Dead(DeadReason::Refused), Some("DATA: permanent error (554)"), now)
+                .error,
+            Some("refused permanently: DATA: permanent error (554)".to_owned()),
+            "a permanent refusal keeps the destination's answer"
         );
         let gone = Transition::after_attempt(Decision::DisableDestination, None, now);
         assert_eq!((gone.state, gone.next_attempt_at_ms), (JobState::Retrying, now));

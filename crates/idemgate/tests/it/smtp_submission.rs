@@ -192,7 +192,7 @@ fn first_repeat_conflict_no_key(backend: &Backend) {
     let keyed = message_file(
         &setup,
         "keyed.eml",
-        "From: app@example.com\nTo: b@example.com\nSubject: invoice 1\nIdempotency-Key: order-1\n\nHello.\n..dotted line\n",
+        "From: app@example.com\nTo: b@example.com\nSubject: invoice 1\nIdempotency-Key: order-1\n\nHello.\n..dotted line\n.\n",
     );
 
     let first = reply(&smtplib(port, &as_alice(&keyed, &[]))[0]);
@@ -203,7 +203,7 @@ fn first_repeat_conflict_no_key(backend: &Backend) {
     let relayed = &received[0];
     assert_eq!((relayed.mail_from.as_str(), relayed.rcpt_tos.as_slice()), ("app@example.com", &["b@example.com".to_owned()][..]));
     assert!(!relayed.data.contains("Idempotency-Key"), "the key header is not relayed: {}", relayed.data);
-    assert!(relayed.data.contains("Subject: invoice 1\r\n") && relayed.data.contains("\r\n.dotted line\r\n"), "{}", relayed.data);
+    assert!(relayed.data.contains("Subject: invoice 1\r\n") && relayed.data.contains("\r\n..dotted line\r\n"), "{}", relayed.data);
     assert_eq!(relayed.message_id.as_deref(), Some(format!("<{id}@idemgate>").as_str()), "an id derived from the queue id");
 
     let repeat = reply(&smtplib(port, &as_alice(&keyed, &[]))[0]);
