@@ -234,7 +234,10 @@ mod tests {
     fn the_relayed_message_loses_its_key_header_and_keeps_or_gains_a_message_id() {
         let relayed = for_relay(MESSAGE, Some("Idempotency-Key"), "fallback@idemgate");
         let text = String::from_utf8(relayed.clone()).unwrap();
-        assert!(text.starts_with("Message-ID: <fallback@idemgate>\r\nFrom: a@example.com\r\nSubject: hello\r\n  world\r\n"), "{text}");
+        assert!(
+            text.starts_with("Message-ID: <fallback@idemgate>\r\nFrom: a@example.com\r\nSubject: hello\r\n  world\r\n"),
+            "{text}"
+        );
         assert!(text.ends_with("\r\n\r\nBody\r\nIdempotency-Key: not-a-header\r\n"), "the body is untouched: {text}");
         assert_eq!(for_relay(&relayed, Some("Idempotency-Key"), "other@idemgate"), relayed, "an id is kept");
         let kept = for_relay(MESSAGE, None, "fallback@idemgate");

@@ -387,7 +387,9 @@ async fn submit(submission: Submission, context: &Context<'_>) -> Reply {
         Outcome::Failed { cause } => {
             tracing::warn!(listener = %key.source, identity = %key.identity, ?cause, "smtp submission not stored")
         }
-        other => tracing::info!(listener = %key.source, identity = %key.identity, outcome = other.name(), "smtp submission"),
+        other => {
+            tracing::info!(listener = %key.source, identity = %key.identity, outcome = other.name(), "smtp submission")
+        }
     }
     session::answer(&outcome)
 }

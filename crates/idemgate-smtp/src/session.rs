@@ -360,7 +360,8 @@ impl Session {
             return self.refuse(Reply::line(501, "5.5.2", "cannot decode the response"));
         };
         let mut parts = decoded.split(|&b| b == 0);
-        let (Some(_authzid), Some(user), Some(password), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(_authzid), Some(user), Some(password), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return self.refuse(Reply::line(501, "5.5.2", "malformed PLAIN response"));
         };
@@ -590,7 +591,10 @@ mod tests {
         assert!(matches!(session.command(b"DATA\r\n"), Step::Data(_)));
         let submission = session.message(b"Idempotency-Key: k1\r\n\r\nhi\r\n".to_vec(), false).unwrap();
         assert_eq!(submission.user.as_deref(), Some("alice"));
-        assert_eq!(submission.envelope, Envelope { mail_from: "a@x".into(), rcpt_to: vec!["b@x".into(), "c@x".into()] });
+        assert_eq!(
+            submission.envelope,
+            Envelope { mail_from: "a@x".into(), rcpt_to: vec!["b@x".into(), "c@x".into()] }
+        );
         assert_eq!(submission.key.as_deref(), Some("k1"));
         assert_eq!(code(session.command(b"RCPT TO:<b@x>\r\n")), 503, "the transaction ended");
         assert_eq!(code(session.command(b"MAIL FROM:<>\r\n")), 250, "the null sender");

@@ -232,7 +232,8 @@ impl Deliver for SmtpDestination {
                 return refused(true, "the event has no stored envelope: it did not come from an SMTP listener");
             };
             let fallback_id = format!("{}@idemgate", job.outgoing_id);
-            let key_header = job.headers.iter().find(|(name, _)| name == mail::KEY_HEADER_HEADER).map(|(_, v)| v.as_str());
+            let key_header =
+                job.headers.iter().find(|(name, _)| name == mail::KEY_HEADER_HEADER).map(|(_, v)| v.as_str());
             let strip = if self.keep_key_header { None } else { key_header };
             let message = mail::for_relay(&job.body, strip, &fallback_id);
             match tokio::time::timeout(self.timeout, self.relay(&envelope, &message)).await {

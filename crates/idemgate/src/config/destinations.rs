@@ -78,8 +78,12 @@ pub(super) fn destinations(
     r: &mut Reading<'_>,
     delivers: bool,
 ) -> Result<Destinations, ConfigError> {
-    let mut all =
-        Destinations { names: BTreeSet::new(), smtp: BTreeSet::new(), timeouts: Vec::new(), delivered: BTreeMap::new() };
+    let mut all = Destinations {
+        names: BTreeSet::new(),
+        smtp: BTreeSet::new(),
+        timeouts: Vec::new(),
+        delivered: BTreeMap::new(),
+    };
     for (name, raw) in raw {
         if raw.kind.as_deref() == Some("smtp") {
             all.smtp.insert(name.clone());
@@ -124,7 +128,10 @@ fn destination(
         }
         "smtp" => Some(smtp_relay(&key, &url, &raw, r)?),
         other => {
-            return Err(ConfigError::new(format!("{key}.kind"), format!("unknown kind {other:?} (use \"http\" or \"smtp\")")));
+            return Err(ConfigError::new(
+                format!("{key}.kind"),
+                format!("unknown kind {other:?} (use \"http\" or \"smtp\")"),
+            ));
         }
     };
     let secret_key = format!("{key}.secret");

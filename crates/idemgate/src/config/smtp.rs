@@ -55,7 +55,8 @@ pub(super) fn listeners(
         if sources.iter().any(|source| source.source == name) {
             return Err(ConfigError::new(key, "a [sources.*] has this name: receipts would share one source"));
         }
-        let (retention, listener) = listener(&key, &name, raw, smtp_destinations, (server_tls, server_has_tls), r, serves)?;
+        let (retention, listener) =
+            listener(&key, &name, raw, smtp_destinations, (server_tls, server_has_tls), r, serves)?;
         all.retention.push(retention);
         all.served.extend(listener);
     }
@@ -173,4 +174,114 @@ fn listener(
         timeout,
     };
     Ok((kept, Some(SmtpConfig { listen, listener: Arc::new(listener) })))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::path::Path;
+
+    use crate::config::{ConfigError, DestinationKind, Encryption, Uses, raw, validated};
+
+    const BASE: &str = r#"
+[destinations.relay]
+kind = "smtp"
+url = "smtp://127.0.0.1:2526"
+username = "relay"
+password = "env:IDEMGATE_TEST_SMTP_RELAY_PW"
+[smtp.mail]
+listen = "127.0.0.1:2525"
+destinations = ["relay"]
+users = { alice = "env:IDEMGATE_TEST_SMTP_ALICE_PW" }
+"#;
+
+    /// `Uses::Store` resolves no password, so the variables need not be set.
+    fn validated(text: &str, uses: Uses) -> Result<crate::config::Config, ConfigError> {
+        validated::validate_for(raw::parse(text, Vec::new())?, Path::new("/etc/idemgate"), uses)
+            .map(|(config, _)| config)
+    }
+
+    fn error(text: &str) -> ConfigError {
+        validated(text, Uses::Store).unwrap_err()
+    }
+
+    #[test]
+    fn a_listener_and_an_smtp_destination_validate_and_need_no_source() {
+        let config = validated(BASE, Uses::Store).unwrap();
+        let sources: Vec<_> = config.retention().into_iter().map(|r| (r.source, r.receipts.as_secs())).collect();
+        assert_eq!(sources, [("mail".to_owned(), 24 * 3600)], "the listener's retention, default 24h");
+        assert!(config.smtp.is_empty(), "only serve builds the listeners");
+        let listing = config.effective().to_string();
+        assert!(listing.contains("smtp.mail.key_header = \"Idempotency-Key\""), "{listing}");
+        assert!(listing.contains("destinations.relay.starttls = \"required\""), "{listing}");
+        assert!(!listing.contains("secret-pw"), "{listing}");
+    }
+
+    #[test]
+    fn bad_listener_settings_are_refused_naming_the_key() {
+        let cases = [
+            (BASE.replace("127.0.0.1:2525", "0.0.0.0:2525"), "smtp.mail.tls"),
+            (
+                format!("{BASE}allow_unauthenticated = true\n").replace("127.0.0.1:2525", "0.0.0.0:2525"),
+                "smtp.mail.allow_unauthenticated",
+            ),
+            (BASE.replace("users = { alice = \"env:IDEMGATE_TEST_SMTP_ALICE_PW\" }", ""), "smtp.mail.users"),
+            (BASE.replace("destinations = [\"relay\"]", "destinations = [\"nope\"]"), "smtp.mail.destinations[0]"),
+            (BASE.replace("destinations = [\"relay\"]", "destinations = []"), "smtp.mail.destinations"),
+            (format!("{BASE}implicit_tls = true\n"), "smtp.mail.implicit_tls"),
+            (format!("{BASE}key_header = \"Bad:Name\"\n"), "smtp.mail.key_header"),
+            (BASE.replace("[smtp.mail]", "[smtp.Mail]"), "smtp.Mail"),
+            (format!("{BASE}[sources.mail]\nscheme = \"github\"\n"), "smtp.mail"),
+            (format!("{BASE}bogus = 1\n"), "smtp.mail.bogus"),
+        ];
+        for (text, key) in cases {
+            assert_eq!(error(&text).key, key, "{text}");
+        }
+        let open = format!("{BASE}allow_unauthenticated = true\n")
+            .replace("users = { alice = \"env:IDEMGATE_TEST_SMTP_ALICE_PW\" }", "");
+        assert!(validated(&open, Uses::Store).is_ok(), "no users on a loopback listener that allows it");
+    }
+
+    #[test]
+    fn bad_smtp_destinations_are_refused_naming_the_key() {
+        let cases = [
+            (BASE.replace("smtp://127.0.0.1:2526", "http://127.0.0.1:2526"), "destinations.relay.url"),
+            (
+                BASE.replace("url = \"smtp://127.0.0.1:2526\"", "url = \"smtp://127.0.0.1:2526/path\""),
+                "destinations.relay.url",
+            ),
+            (BASE.replace("kind = \"smtp\"", "kind = \"smtp\"\nstarttls = \"maybe\""), "destinations.relay.starttls"),
+            (
+                BASE.replace("smtp://127.0.0.1:2526", "smtps://127.0.0.1:2526")
+                    .replace("kind = \"smtp\"", "kind = \"smtp\"\nstarttls = \"never\""),
+                "destinations.relay.starttls",
+            ),
+            (BASE.replace("username = \"relay\"\n", ""), "destinations.relay.username"),
+            (BASE.replace("kind = \"smtp\"", "kind = \"carrier-pigeon\""), "destinations.relay.kind"),
+            (BASE.replace("kind = \"smtp\"", "kind = \"http\""), "destinations.relay.url"),
+        ];
+        for (text, key) in cases {
+            assert_eq!(error(&text).key, key, "{text}");
+        }
+        let http_with_smtp_key =
+            "[sources.a]\nscheme = \"github\"\n[destinations.d]\nurl = \"http://127.0.0.1:1/\"\nstarttls = \"never\"\n";
+        assert_eq!(error(http_with_smtp_key).key, "destinations.d.starttls");
+    }
+
+    #[test]
+    fn the_worker_gets_the_smarthost_with_its_resolved_password() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("relay-pw"), "relay-secret-pw").unwrap();
+        let text = BASE.replace("env:IDEMGATE_TEST_SMTP_RELAY_PW", "file:relay-pw");
+        let raw = raw::parse(&text, Vec::new()).unwrap();
+        let (config, _) = validated::validate_for(raw, dir.path(), Uses::Worker).unwrap();
+        let DestinationKind::Smtp(relay) = &config.destinations["relay"].kind else { panic!("an smtp destination") };
+        assert_eq!(
+            (relay.host.as_str(), relay.port, relay.encryption),
+            ("127.0.0.1", 2526, Encryption::StartTlsRequired)
+        );
+        let (user, password) = relay.credentials.as_ref().unwrap();
+        assert_eq!((user.as_str(), password.expose()), ("relay", &b"relay-secret-pw"[..]));
+        assert!(!format!("{config:?}").contains("relay-secret-pw"), "no password in Debug");
+    }
 }

@@ -181,7 +181,10 @@ fn reply(result: &Value) -> (u64, String) {
 }
 
 fn queue_id(text: &str) -> String {
-    text.split_whitespace().find(|word| word.len() == 16 && word.bytes().all(|b| b.is_ascii_hexdigit())).unwrap().to_owned()
+    text.split_whitespace()
+        .find(|word| word.len() == 16 && word.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap()
+        .to_owned()
 }
 
 fn first_repeat_conflict_no_key(backend: &Backend) {
@@ -201,10 +204,21 @@ fn first_repeat_conflict_no_key(backend: &Backend) {
     let id = queue_id(&first.1);
     let received = upstream.wait_until(|r| r.len() == 1);
     let relayed = &received[0];
-    assert_eq!((relayed.mail_from.as_str(), relayed.rcpt_tos.as_slice()), ("app@example.com", &["b@example.com".to_owned()][..]));
+    assert_eq!(
+        (relayed.mail_from.as_str(), relayed.rcpt_tos.as_slice()),
+        ("app@example.com", &["b@example.com".to_owned()][..])
+    );
     assert!(!relayed.data.contains("Idempotency-Key"), "the key header is not relayed: {}", relayed.data);
-    assert!(relayed.data.contains("Subject: invoice 1\r\n") && relayed.data.contains("\r\n..dotted line\r\n"), "{}", relayed.data);
-    assert_eq!(relayed.message_id.as_deref(), Some(format!("<{id}@idemgate>").as_str()), "an id derived from the queue id");
+    assert!(
+        relayed.data.contains("Subject: invoice 1\r\n") && relayed.data.contains("\r\n..dotted line\r\n"),
+        "{}",
+        relayed.data
+    );
+    assert_eq!(
+        relayed.message_id.as_deref(),
+        Some(format!("<{id}@idemgate>").as_str()),
+        "an id derived from the queue id"
+    );
 
     let repeat = reply(&smtplib(port, &as_alice(&keyed, &[]))[0]);
     assert_eq!(repeat.0, 250, "{repeat:?}");
@@ -214,7 +228,8 @@ fn first_repeat_conflict_no_key(backend: &Backend) {
     let conflict = reply(&smtplib(port, &as_alice(&other, &[]))[0]);
     assert_eq!(conflict.0, 550, "{conflict:?}");
     assert!(conflict.1.starts_with("5.7.0 idempotency key already used for another message"), "{conflict:?}");
-    let conflicts = backend.count(&setup, "SELECT count(*) FROM conflicts WHERE source = 'mail' AND identity = 'alice:order-1'");
+    let conflicts =
+        backend.count(&setup, "SELECT count(*) FROM conflicts WHERE source = 'mail' AND identity = 'alice:order-1'");
     assert_eq!(conflicts, 1, "recorded as a conflict for the operator");
     // Another envelope with the same bytes is another message too.
     let envelope = reply(&smtplib(port, &as_alice(&keyed, &["--to", "c@example.com"]))[0]);
@@ -255,7 +270,8 @@ fn require_key_refuses_a_message_without_one_and_keys_are_per_user() {
     let alice = message_file(&setup, "alice.eml", "Subject: from alice\nIdempotency-Key: shared\n\nA.\n");
     let bob = message_file(&setup, "bob.eml", "Subject: from bob\nIdempotency-Key: shared\n\nB.\n");
     let a = reply(&smtplib(port, &as_alice(&alice, &[]))[0]);
-    let bob_args = ["--user", "bob", "--password", "bob-password", "--from", "bob@example.com", "--to", "b@example.com"];
+    let bob_args =
+        ["--user", "bob", "--password", "bob-password", "--from", "bob@example.com", "--to", "b@example.com"];
     let mut args: Vec<&str> = bob_args.to_vec();
     args.extend(["--file", bob.to_str().unwrap()]);
     let b = reply(&smtplib(port, &args)[0]);
@@ -263,7 +279,10 @@ fn require_key_refuses_a_message_without_one_and_keys_are_per_user() {
     assert_ne!(queue_id(&a.1), queue_id(&b.1));
     upstream.wait_until(|r| r.len() == 2);
     assert_eq!(backend.count(&setup, "SELECT count(*) FROM conflicts"), 0);
-    assert_eq!(backend.count(&setup, "SELECT count(*) FROM receipts WHERE identity IN ('alice:shared', 'bob:shared')"), 2);
+    assert_eq!(
+        backend.count(&setup, "SELECT count(*) FROM receipts WHERE identity IN ('alice:shared', 'bob:shared')"),
+        2
+    );
 }
 
 fn sixteen_at_once(backend: &Backend) {
@@ -315,7 +334,8 @@ fn auth_is_required_a_wrong_password_refused_and_an_oversized_message_is_552() {
     let wrong = reply(&smtplib(port, &args)[0]);
     assert_eq!(wrong, (535, "5.7.8 authentication credentials invalid".to_owned()));
 
-    let big = message_file(&setup, "big.eml", &format!("Subject: big\nIdempotency-Key: big-1\n\n{}\n", "x".repeat(2100)));
+    let big =
+        message_file(&setup, "big.eml", &format!("Subject: big\nIdempotency-Key: big-1\n\n{}\n", "x".repeat(2100)));
     let oversized = reply(&smtplib(port, &as_alice(&big, &[]))[0]);
     assert_eq!(oversized.0, 552, "{oversized:?}");
     assert_eq!(backend.count(&setup, "SELECT count(*) FROM receipts"), 0, "nothing stored");
@@ -386,7 +406,10 @@ fn an_upstream_down_then_up_gets_the_message_with_one_message_id_and_refused_rec
     backend.wait_count(&setup, "SELECT count(*) FROM jobs WHERE state = 'succeeded'", 1);
     let shown = setup.run(&["events", "show", "mail", "alice:later-1"], &[]);
     let text = String::from_utf8_lossy(&shown.stdout);
-    assert!(text.contains("refused@example.com: permanent error (550)"), "events show names the refused recipient: {text}");
+    assert!(
+        text.contains("refused@example.com: permanent error (550)"),
+        "events show names the refused recipient: {text}"
+    );
     drop(mail);
 }
 
@@ -427,7 +450,8 @@ fn lettre_submits_too_and_a_repeat_is_answered_with_the_original_queue_id() {
         .port(mail.smtp.port())
         .credentials(Credentials::new("alice".into(), "alice-password".into()))
         .build();
-    let envelope = Envelope::new(Some("app@example.com".parse().unwrap()), vec!["b@example.com".parse().unwrap()]).unwrap();
+    let envelope =
+        Envelope::new(Some("app@example.com".parse().unwrap()), vec!["b@example.com".parse().unwrap()]).unwrap();
     let message = b"Subject: lettre\r\nIdempotency-Key: lettre-1\r\n\r\nFrom lettre.\r\n";
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let first = runtime.block_on(transport.send_raw(&envelope, message)).unwrap();
@@ -446,8 +470,7 @@ fn crash(backend: &Backend) {
     let port = free_port();
     // The listener is killed; the relaying worker is another process that is not, so what
     // is checked is the submission side: acknowledged means stored, a resubmission is a repeat.
-    let text = config(backend, &setup, upstream.port(), "", "")
-        .replace("[worker]\n", "[worker]\nenabled = false\n");
+    let text = config(backend, &setup, upstream.port(), "", "").replace("[worker]\n", "[worker]\nenabled = false\n");
     let text = {
         let start = text.find("[smtp.mail]\nlisten = ").unwrap();
         let line_end = text[start + 12..].find('\n').unwrap() + start + 12;
