@@ -13,7 +13,7 @@
 //! errors, a timeout on every read), and the number of connections is bounded, so one
 //! misbehaving client is disconnected without affecting the others.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use idemgate_clock::Clock;
 use idemgate_core::{Identity, Outcome, ReceiptKey, SourceName, mail};
@@ -117,7 +117,7 @@ struct Context<'a> {
 enum End {
     Closed,
     /// The client asked for TLS; the session continues on the TLS stream.
-    StartTls(Session),
+    StartTls(Box<Session>),
 }
 
 async fn connection(stream: TcpStream, context: &Context<'_>) -> std::io::Result<()> {
@@ -140,7 +140,7 @@ async fn connection(stream: TcpStream, context: &Context<'_>) -> std::io::Result
             let Some(tls) = &config.tls else { return Ok(()) };
             let tls_stream = tokio::time::timeout(config.timeout, tls.accept(stream)).await??;
             session.tls_started();
-            converse(tls_stream, session, None, context).await?;
+            converse(tls_stream, *session, None, context).await?;
             Ok(())
         }
     }
@@ -167,7 +167,7 @@ struct Wire<'s, S> {
 }
 
 enum Line {
-    Line(Vec<u8>),
+    Complete(Vec<u8>),
     TooLong,
     Eof,
     TimedOut,
@@ -207,7 +207,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Wire<'_, S> {
                 if end + 1 > max {
                     return Ok(Line::TooLong);
                 }
-                return Ok(Line::Line(self.input.drain(..=end).collect()));
+                return Ok(Line::Complete(self.input.drain(..=end).collect()));
             }
             if self.input.len() >= max {
                 return Ok(Line::TooLong);
@@ -276,7 +276,7 @@ async fn converse_on<S: AsyncRead + AsyncWrite + Unpin>(
     let mut in_auth = false;
     loop {
         let line = match wire.line(MAX_COMMAND_LINE).await? {
-            Line::Line(line) => line,
+            Line::Complete(line) => line,
             Line::TooLong => {
                 wire.send(&Session::line_too_long());
                 wire.flush().await?;
@@ -309,7 +309,7 @@ async fn converse_on<S: AsyncRead + AsyncWrite + Unpin>(
                     // Commands pipelined after STARTTLS would be read as if sent over TLS.
                     return Ok(End::Closed);
                 }
-                return Ok(End::StartTls(session));
+                return Ok(End::StartTls(Box::new(session)));
             }
             Step::Data(reply) => {
                 wire.send(&reply);
@@ -402,22 +402,20 @@ fn stored_headers(submission: &Submission, key_header: &str) -> Vec<(String, Str
 }
 
 /// Runs `serve` for each listener until `stopped`; a future to spawn.
-pub fn serve_all(
+pub async fn serve_all(
     listeners: Vec<(TcpListener, Arc<ListenerConfig>)>,
     store: Store,
     clock: Arc<dyn Clock>,
     stopped: watch::Receiver<bool>,
-) -> impl Future<Output = ()> + Send + 'static {
-    async move {
-        let tasks: Vec<_> = listeners
-            .into_iter()
-            .map(|(listener, config)| {
-                tokio::spawn(serve(listener, config, store.clone(), Arc::clone(&clock), stopped.clone()))
-            })
-            .collect();
-        for task in tasks {
-            let _ = task.await;
-        }
+) {
+    let tasks: Vec<_> = listeners
+        .into_iter()
+        .map(|(listener, config)| {
+            tokio::spawn(serve(listener, config, store.clone(), Arc::clone(&clock), stopped.clone()))
+        })
+        .collect();
+    for task in tasks {
+        let _ = task.await;
     }
 }
 
