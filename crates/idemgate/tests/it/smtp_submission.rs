@@ -537,3 +537,54 @@ fn every_acknowledged_submission_survives_sigkills_and_none_is_relayed_twice_on_
 fn every_acknowledged_submission_survives_sigkills_and_none_is_relayed_twice_on_postgres() {
     crash(&Backend::postgres());
 }
+
+/// Reads from `stream` until the text read so far contains `until` (or the stream ends).
+fn read_until(stream: &mut std::net::TcpStream, until: &str) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    let mut chunk = [0u8; 4096];
+    while !text.contains(until) {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => text.push_str(&String::from_utf8_lossy(&chunk[..n])),
+        }
+    }
+    text
+}
+
+#[test]
+fn pipelined_commands_are_answered_in_order_and_a_hostile_client_is_cut_off_alone() {
+    use std::io::Write;
+    let backend = Backend::Sqlite;
+    let upstream = Upstream::start(Options::default());
+    let setup = Setup::new("");
+    let mail = start(&setup, &config(&backend, &setup, upstream.port(), "", ""));
+    let timeout = Some(Duration::from_secs(10));
+
+    let mut hostile = std::net::TcpStream::connect(mail.smtp).unwrap();
+    hostile.set_read_timeout(timeout).unwrap();
+    assert!(read_until(&mut hostile, "\r\n").starts_with("220 "));
+    hostile.write_all(format!("EHLO {}\r\n", "x".repeat(5000)).as_bytes()).unwrap();
+    let answer = read_until(&mut hostile, "\r\n");
+    assert_eq!(answer, "500 5.5.2 line too long, closing connection\r\n");
+    assert_eq!(read_until(&mut hostile, "never"), "", "and the connection is closed");
+
+    let mut client = std::net::TcpStream::connect(mail.smtp).unwrap();
+    client.set_read_timeout(timeout).unwrap();
+    read_until(&mut client, "\r\n");
+    let plain = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "\0alice\0alice-password");
+    let pipelined = format!(
+        "EHLO c\r\nAUTH PLAIN {plain}\r\nMAIL FROM:<a@example.com>\r\nRCPT TO:<b@example.com>\r\nRCPT TO:<c@example.com>\r\nDATA\r\n"
+    );
+    client.write_all(pipelined.as_bytes()).unwrap();
+    let replies = read_until(&mut client, "354 ");
+    let codes: Vec<&str> = replies.lines().filter(|l| l.as_bytes().get(3) == Some(&b' ')).map(|l| &l[..3]).collect();
+    assert_eq!(codes, ["250", "235", "250", "250", "250", "354"], "{replies}");
+    assert!(replies.contains("250-PIPELINING\r\n") && replies.contains("250-SIZE 2000\r\n"), "{replies}");
+    client.write_all(b"Subject: piped\r\nIdempotency-Key: pipe-1\r\n\r\n.leading dot\r\n.\r\nQUIT\r\n").unwrap();
+    let end = read_until(&mut client, "221 ");
+    assert!(end.starts_with("250 2.0.0 OK queued as "), "{end}");
+    let received = upstream.wait_until(|r| r.len() == 1);
+    assert!(received[0].data.contains("\r\n\r\nleading dot\r\n"), "dot-unstuffed: {}", received[0].data);
+    assert_eq!(received[0].rcpt_tos, ["b@example.com", "c@example.com"]);
+}
