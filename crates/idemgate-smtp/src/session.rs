@@ -441,7 +441,8 @@ impl Session {
         if self.rcpt_to.is_empty() {
             return self.refuse(Reply::line(554, "5.5.1", "no valid recipients"));
         }
-        Step::Data(Reply::line(354, "2.0.0", "end data with <CR><LF>.<CR><LF>"))
+        // RFC 2034: no enhanced code on a 3xx reply.
+        Step::Data(Reply("354 end data with <CR><LF>.<CR><LF>\r\n".to_owned()))
     }
 
     /// The message after `DATA`, dot-unstuffed; `oversized` when it went past the limit
@@ -588,7 +589,8 @@ mod tests {
         assert_eq!(code(session.command(b"DATA\r\n")), 554, "no recipient yet");
         assert_eq!(code(session.command(b"RCPT TO:<b@x>\r\n")), 250);
         assert_eq!(code(session.command(b"RCPT TO:<c@x>\r\n")), 250);
-        assert!(matches!(session.command(b"DATA\r\n"), Step::Data(_)));
+        let data = Step::Data(Reply("354 end data with <CR><LF>.<CR><LF>\r\n".to_owned()));
+        assert_eq!(session.command(b"DATA\r\n"), data, "no enhanced code on a 3xx reply");
         let submission = session.message(b"Idempotency-Key: k1\r\n\r\nhi\r\n".to_vec(), false).unwrap();
         assert_eq!(submission.user.as_deref(), Some("alice"));
         assert_eq!(
