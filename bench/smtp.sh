@@ -10,11 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 messages=${1:-5000}
 connections=${2:-8}
-cargo build --release --quiet --bin idemgate
+[ -x target/release/idemgate ] || cargo build --release --quiet --bin idemgate
 bash tests/smtp/setup-venv.sh >/dev/null
 python=${IDEMGATE_SMTP_VENV:-target/smtp-venv}/bin/python
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 up_port=$(free_port)
 smtp_port=$(free_port)
@@ -26,7 +26,7 @@ listen = "127.0.0.1:0"
 [store]
 path = "$work/gateway.sqlite3"
 [worker]
-batch = 256
+batch = 16
 poll_interval = "20ms"
 [destinations.upstream]
 kind = "smtp"
