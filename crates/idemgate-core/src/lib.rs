@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod job;
 
 pub mod json;
+pub mod mail;
 pub mod outcome;
 pub mod receipt;
 pub mod retry;

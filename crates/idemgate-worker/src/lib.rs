@@ -15,6 +15,7 @@ pub mod deliver;
 pub mod http;
 pub mod message;
 pub mod nats;
+pub mod smtp;
 mod worker;
 
 pub use amqp::AmqpDestination;
@@ -22,4 +23,5 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use deliver::{AttemptOutcome, Deliver};
 pub use http::HttpDestination;
 pub use nats::NatsDestination;
+pub use smtp::SmtpDestination;
 pub use worker::{Protection, RateLimit, Route, RouteTable, Worker, WorkerOptions};

@@ -1,11 +1,13 @@
 //! The worker as configured: one route per `[destinations.*]`, of the destination's kind
-//! (HTTP, RabbitMQ, NATS JetStream), with its timeouts, retry policy, FIFO setting,
-//! transform and protection (rate limit, in-flight cap, breaker).
+//! (HTTP, RabbitMQ, NATS JetStream, an SMTP smarthost), with its timeouts, retry policy,
+//! FIFO setting, transform and protection (rate limit, in-flight cap, breaker).
 
 use std::{collections::HashMap, sync::Arc};
 
 use idemgate_store::Store;
-use idemgate_worker::{AmqpDestination, Deliver, HttpDestination, NatsDestination, Route, Worker, http::ClientError};
+use idemgate_worker::{
+    AmqpDestination, Deliver, HttpDestination, NatsDestination, Route, SmtpDestination, Worker, http::ClientError,
+};
 
 use crate::config::{Config, DestinationConfig, Target};
 
@@ -41,5 +43,13 @@ fn deliver(destination: &DestinationConfig) -> Result<Arc<dyn Deliver>, ClientEr
             Arc::new(AmqpDestination::new(url.expose(), exchange, routing_key, connect, total))
         }
         Target::Nats { url, subject } => Arc::new(NatsDestination::new(url.expose(), subject, connect, total)),
+        Target::Smtp(relay) => Arc::new(SmtpDestination::new(
+            relay.host.clone(),
+            relay.port,
+            relay.encryption,
+            relay.credentials.clone(),
+            relay.keep_key_header,
+            total,
+        )),
     })
 }

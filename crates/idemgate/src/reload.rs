@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::{AdminConfig, Config, ServerConfig, StoreConfig, WorkerConfig};
+use crate::config::{AdminConfig, Config, ServerConfig, StoreConfig, Target, WorkerConfig};
 
 /// What a reload will run with, and what it leaves for a restart.
 #[derive(Debug)]
@@ -102,6 +102,10 @@ pub fn plan(running: &Config, new: Config) -> Plan {
     applied.worker = running.worker;
     applied.metrics = running.metrics;
     applied.alerts = running.alerts.clone();
+    if format!("{:?}", running.smtp) != format!("{:?}", applied.smtp) {
+        needs_restart.push("smtp (listeners)");
+    }
+    applied.smtp = running.smtp.clone();
     Plan { applied, changes, needs_restart }
 }
 
@@ -125,8 +129,13 @@ fn changes(running: &Config, new: &Config) -> Changes {
         .intersection(&new_names)
         .filter(|name| {
             let (a, b) = (&running.destinations[*name], &new.destinations[*name]);
+            let password = |d: &crate::config::DestinationConfig| match &d.target {
+                Target::Smtp(relay) => relay.credentials.as_ref().map(|(_, p)| p.clone()),
+                _ => None,
+            };
+            let (pa, pb) = (password(a), password(b));
             format!("{a:?}") != format!("{b:?}")
-                || !same_secrets(a.secret().into_iter(), b.secret().into_iter())
+                || !same_secrets(a.secret().into_iter().chain(pa.iter()), b.secret().into_iter().chain(pb.iter()))
                 || a.broker_url() != b.broker_url()
         })
         .cloned()

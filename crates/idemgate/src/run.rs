@@ -55,6 +55,9 @@ pub struct RunOptions {
     /// Where every part reads the time: deliveries, gauges, the worker, purges, the admin
     /// API and the proxies' `Idempotency-Key` records. [`SystemClock`] by default.
     pub clock: Arc<dyn Clock>,
+    /// One listener per `[smtp.*]` in the order of [`Config::smtp`], bound by the caller;
+    /// served with the public listener (a listener missing here is not served).
+    pub smtp: Vec<TcpListener>,
     /// Configurations to reload while running (`idemgate serve` sends one on SIGHUP);
     /// `None` runs the configuration given to [`run`] until the end.
     pub reloads: Option<mpsc::Receiver<Config>>,
@@ -69,6 +72,7 @@ impl Default for RunOptions {
             metrics_listener: None,
             ready: None,
             clock: Arc::new(SystemClock),
+            smtp: Vec::new(),
             reloads: None,
         }
     }
@@ -121,7 +125,7 @@ pub async fn run(
         Err(err) => return Err(RunError::Open(err)),
     };
     let store = availability.store.clone();
-    let RunOptions { public, admin, metrics, metrics_listener, ready, clock, reloads } = options;
+    let RunOptions { public, admin, metrics, metrics_listener, ready, clock, smtp, reloads } = options;
     if let Some(ready) = ready {
         let _ = ready.send(());
     }
@@ -151,6 +155,13 @@ pub async fn run(
             }
         })
     });
+    let smtp = (public.is_some() && !smtp.is_empty()).then(|| {
+        let listeners = smtp.into_iter().zip(config.smtp.iter().map(|smtp| Arc::clone(&smtp.listener))).collect();
+        for smtp in &config.smtp {
+            tracing::info!(listener = %smtp.listener.name, destinations = ?smtp.listener.destinations, "smtp listener ready");
+        }
+        tokio::spawn(idemgate_smtp::serve_all(listeners, store.clone(), Arc::clone(&clock), stopped.clone()))
+    });
     match public {
         Some(public) => {
             let reloading = (live, reloads);
@@ -168,6 +179,9 @@ pub async fn run(
     }
     if let Some(alerts) = alerts {
         let _ = alerts.await;
+    }
+    if let Some(smtp) = smtp {
+        let _ = smtp.await;
     }
     if let Some(own_metrics) = own_metrics {
         let _ = own_metrics.await;

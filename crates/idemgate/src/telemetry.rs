@@ -46,6 +46,14 @@ fn describe() {
         "idemgate_idempotency_unprotected_total",
         "Proxy requests passed through without an idempotency record while the store was unavailable"
     );
+    describe_counter!(
+        "idemgate_smtp_submissions_total",
+        "Messages submitted to an SMTP listener and offered to the store, by listener and outcome"
+    );
+    describe_counter!(
+        "idemgate_smtp_unkeyed_total",
+        "Messages submitted to an SMTP listener without a key header, relayed without deduplication, by listener"
+    );
     describe_histogram!(
         "idemgate_delivery_seconds",
         Unit::Seconds,

@@ -79,7 +79,15 @@ async fn listen(config: &Config) -> anyhow::Result<(RunOptions, Vec<String>)> {
         }
         None => None,
     };
-    Ok((RunOptions { public: Some(public), admin, ..RunOptions::default() }, lines))
+    let mut smtp = Vec::new();
+    for listener in &config.smtp {
+        let bound = TcpListener::bind(listener.listen)
+            .await
+            .with_context(|| format!("cannot listen on {} (smtp {})", listener.listen, listener.listener.name))?;
+        lines.push(format!("smtp {} listening on {}", listener.listener.name, bound.local_addr()?));
+        smtp.push(bound);
+    }
+    Ok((RunOptions { public: Some(public), admin, smtp, ..RunOptions::default() }, lines))
 }
 
 /// Loads the configuration again on each SIGHUP and sends it to the running gateway.

@@ -8,6 +8,7 @@ use std::{
 
 use idemgate_core::{Secret, breaker::BreakerPolicy, retry::RetryPolicy, scheme};
 use idemgate_jq::Program;
+pub use idemgate_worker::smtp::Encryption;
 use idemgate_worker::{Protection, RateLimit};
 
 use super::{
@@ -18,6 +19,21 @@ use super::{
 };
 
 const DEFAULT_DESTINATION_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// `kind = "smtp"`: how the smarthost is reached.
+#[derive(Debug, Clone)]
+pub struct SmtpRelay {
+    /// The host of `url`.
+    pub host: String,
+    /// The port of `url`; 25 for `smtp://`, 465 for `smtps://` by default.
+    pub port: u16,
+    /// `smtps://`, or the `starttls` policy.
+    pub encryption: Encryption,
+    /// `username` and `password`, when the smarthost wants AUTH.
+    pub credentials: Option<(String, Secret)>,
+    /// Relay the listener's key header too.
+    pub keep_key_header: bool,
+}
 
 /// One `[destinations.<name>]`.
 #[derive(Debug, Clone)]
@@ -44,7 +60,7 @@ impl DestinationConfig {
     pub fn secret(&self) -> Option<&Secret> {
         match &self.target {
             Target::Http { secret, .. } => secret.as_ref(),
-            Target::Rabbitmq { .. } | Target::Nats { .. } => None,
+            Target::Rabbitmq { .. } | Target::Nats { .. } | Target::Smtp(_) => None,
         }
     }
 
@@ -52,7 +68,7 @@ impl DestinationConfig {
     #[must_use]
     pub fn broker_url(&self) -> Option<&str> {
         match &self.target {
-            Target::Http { .. } => None,
+            Target::Http { .. } | Target::Smtp(_) => None,
             Target::Rabbitmq { url, .. } | Target::Nats { url, .. } => Some(url.expose()),
         }
     }
@@ -85,6 +101,8 @@ pub enum Target {
         /// The subject published to.
         subject: String,
     },
+    /// `kind = "smtp"`: a smarthost that relays the messages of the SMTP listeners.
+    Smtp(SmtpRelay),
 }
 
 /// A broker's URL, which may carry a password: its `Debug` never shows it.
@@ -111,16 +129,18 @@ enum Kind {
     Http,
     Rabbitmq,
     Nats,
+    Smtp,
 }
 
 impl Kind {
-    const ALL: [Kind; 3] = [Kind::Http, Kind::Rabbitmq, Kind::Nats];
+    const ALL: [Kind; 4] = [Kind::Http, Kind::Rabbitmq, Kind::Nats, Kind::Smtp];
 
     fn name(self) -> &'static str {
         match self {
             Kind::Http => "http",
             Kind::Rabbitmq => "rabbitmq",
             Kind::Nats => "nats",
+            Kind::Smtp => "smtp",
         }
     }
 
@@ -130,6 +150,7 @@ impl Kind {
             Kind::Http => &["http", "https"],
             Kind::Rabbitmq => &["amqp", "amqps"],
             Kind::Nats => &["nats", "tls"],
+            Kind::Smtp => &["smtp", "smtps"],
         }
     }
 }
@@ -140,6 +161,8 @@ pub(super) struct Destinations {
     pub(super) names: BTreeSet<String>,
     /// Every attempt timeout, for the worker's lease.
     pub(super) timeouts: Vec<(String, Duration)>,
+    /// The names of the `smtp` destinations, for the SMTP listeners' references.
+    pub(super) smtp: BTreeSet<String>,
     /// The destinations the command delivers to.
     pub(super) delivered: BTreeMap<String, DestinationConfig>,
     /// Every destination's transform, for the operator's views of what each one gets.
@@ -153,11 +176,15 @@ pub(super) fn destinations(
 ) -> Result<Destinations, ConfigError> {
     let mut all = Destinations {
         names: BTreeSet::new(),
+        smtp: BTreeSet::new(),
         timeouts: Vec::new(),
         delivered: BTreeMap::new(),
         transforms: BTreeMap::new(),
     };
     for (name, raw) in raw {
+        if raw.kind.as_deref() == Some(Kind::Smtp.name()) {
+            all.smtp.insert(name.clone());
+        }
         let (timeout, transform, loaded) = destination(&name, raw, r, delivers)?;
         all.timeouts.push((name.clone(), timeout));
         if let Some(transform) = transform {
@@ -218,11 +245,15 @@ fn kind(key: &str, raw: &RawDestination, r: &mut Reading<'_>) -> Result<Kind, Co
         let names = Kind::ALL.map(|kind| format!("\"{}\"", kind.name())).join(", ");
         return Err(ConfigError::new(kind_key, format!("must be one of {names}")));
     };
-    let own: [(&str, bool, &[Kind]); 4] = [
+    let own: [(&str, bool, &[Kind]); 8] = [
         ("secret", raw.secret.is_some(), &[Kind::Http]),
         ("exchange", raw.exchange.is_some(), &[Kind::Rabbitmq]),
         ("routing_key", raw.routing_key.is_some(), &[Kind::Rabbitmq]),
         ("subject", raw.subject.is_some(), &[Kind::Nats]),
+        ("starttls", raw.starttls.is_some(), &[Kind::Smtp]),
+        ("username", raw.username.is_some(), &[Kind::Smtp]),
+        ("password", raw.password.is_some(), &[Kind::Smtp]),
+        ("keep_key_header", raw.keep_key_header.is_some(), &[Kind::Smtp]),
     ];
     for (name, given, kinds) in own {
         if given && !kinds.contains(&kind) {
@@ -243,6 +274,7 @@ fn target(
 ) -> Result<Option<Target>, ConfigError> {
     match kind {
         Kind::Http => http_target(key, raw, r, delivers),
+        Kind::Smtp => smtp_target(key, &raw, r, delivers),
         Kind::Rabbitmq => {
             let url = BrokerReference::read(key, kind, raw.url, r)?;
             let exchange = r.value(&format!("{key}.exchange"), raw.exchange, String::new());
@@ -284,6 +316,85 @@ fn target(
             Ok(url.map(|url| Target::Nats { url, subject }))
         }
     }
+}
+
+/// `kind = "smtp"`: the smarthost, its password resolved when the command `delivers`.
+fn smtp_target(
+    key: &str,
+    raw: &RawDestination,
+    r: &mut Reading<'_>,
+    delivers: bool,
+) -> Result<Option<Target>, ConfigError> {
+    let url_key = format!("{key}.url");
+    r.show(&url_key, Shown::Value(raw.url.clone().into()));
+    let url: http::Uri = raw.url.parse().map_err(|_| ConfigError::new(url_key, "not a valid URL"))?;
+    let (mut relay, password) = smtp_relay(key, &url, raw, r)?;
+    if !delivers {
+        return Ok(None);
+    }
+    if let (Some((user, _)), Some(reference)) = (relay.credentials.take(), password) {
+        let text = r.resolve(&format!("{key}.password"), &reference)?;
+        relay.credentials = Some((user, Secret::new(text.into_bytes())));
+    }
+    Ok(Some(Target::Smtp(relay)))
+}
+
+/// `kind = "smtp"`: the smarthost from `url`, the `starttls` policy and the credentials
+/// (the password still a reference, resolved only for a command that delivers).
+fn smtp_relay(
+    key: &str,
+    url: &http::Uri,
+    raw: &RawDestination,
+    r: &mut Reading<'_>,
+) -> Result<(SmtpRelay, Option<String>), ConfigError> {
+    let implicit = match url.scheme_str() {
+        Some("smtp") => false,
+        Some("smtps") => true,
+        _ => return Err(ConfigError::new(format!("{key}.url"), "must be an smtp:// or smtps:// URL with a host")),
+    };
+    let Some(host) = url.host().filter(|host| !host.is_empty()) else {
+        return Err(ConfigError::new(format!("{key}.url"), "must be an smtp:// or smtps:// URL with a host"));
+    };
+    if url.path_and_query().is_some_and(|p| p.as_str() != "/" && !p.as_str().is_empty()) {
+        return Err(ConfigError::new(format!("{key}.url"), "takes no path or query: smtp://host:port"));
+    }
+    let port = url.port_u16().unwrap_or(if implicit { 465 } else { 25 });
+    let starttls_key = format!("{key}.starttls");
+    let encryption = if implicit {
+        if raw.starttls.is_some() {
+            return Err(ConfigError::new(starttls_key, "not with smtps://, which is TLS from the first byte"));
+        }
+        r.show(&starttls_key, Shown::Note("(smtps://: implicit TLS)"));
+        Encryption::Implicit
+    } else {
+        match r.value(&starttls_key, raw.starttls.clone(), "required".to_owned()).as_str() {
+            "required" => Encryption::StartTlsRequired,
+            "opportunistic" => Encryption::StartTlsOpportunistic,
+            "never" => Encryption::Never,
+            other => {
+                return Err(ConfigError::new(
+                    starttls_key,
+                    format!("unknown policy {other:?} (use \"required\", \"opportunistic\" or \"never\")"),
+                ));
+            }
+        }
+    };
+    let credentials = match (&raw.username, &raw.password) {
+        (Some(user), Some(password)) => {
+            r.show(&format!("{key}.username"), Shown::Value(user.clone().into()));
+            r.show(&format!("{key}.password"), Shown::Value(effective::reference(password)));
+            Some((user.clone(), Secret::new(Vec::new())))
+        }
+        (None, None) => {
+            r.show(&format!("{key}.username"), Shown::Note("(none: no AUTH at the smarthost)"));
+            None
+        }
+        (Some(_), None) => return Err(ConfigError::new(format!("{key}.password"), "required with username")),
+        (None, Some(_)) => return Err(ConfigError::new(format!("{key}.username"), "required with password")),
+    };
+    let keep_key_header = r.value(&format!("{key}.keep_key_header"), raw.keep_key_header, false);
+    let relay = SmtpRelay { host: host.to_owned(), port, encryption, credentials, keep_key_header };
+    Ok((relay, raw.password.clone()))
 }
 
 fn http_target(

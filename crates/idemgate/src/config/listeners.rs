@@ -142,7 +142,12 @@ fn address(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {
 
 /// `[server.tls]` or `[admin.tls]` (`table`): its files, relative to the config file,
 /// loaded into an acceptor when the command `serves`.
-fn tls_config(table: &str, raw: RawTls, r: &mut Reading<'_>, serves: bool) -> Result<Option<TlsConfig>, ConfigError> {
+pub(super) fn tls_config(
+    table: &str,
+    raw: RawTls,
+    r: &mut Reading<'_>,
+    serves: bool,
+) -> Result<Option<TlsConfig>, ConfigError> {
     let (cert, key) = (r.base.join(raw.cert), r.base.join(raw.key));
     for (field, path) in [("cert", &cert), ("key", &key)] {
         r.show(&format!("{table}.{field}"), Shown::Value(path.display().to_string().into()));

@@ -16,15 +16,18 @@ pub mod origin;
 mod proxies;
 pub mod raw;
 pub mod secrets;
+mod smtp;
 mod sources;
 mod store;
 pub mod validated;
 
 use std::path::Path;
 
+pub use destinations::{Encryption, SmtpRelay};
 pub use validated::{
     AdminConfig, AlertsConfig, BrokerUrl, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig,
-    PostgresConfig, ProxyConfig, ServerConfig, SourceConfig, StoreConfig, Target, TlsConfig, Uses, WorkerConfig,
+    PostgresConfig, ProxyConfig, ServerConfig, SmtpConfig, SourceConfig, StoreConfig, Target, TlsConfig, Uses,
+    WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.

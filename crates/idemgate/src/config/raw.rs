@@ -40,6 +40,9 @@ pub struct RawConfig {
     pub metrics: RawMetrics,
     /// `[alerts]`: signed webhooks about the queue's health.
     pub alerts: Option<RawAlerts>,
+    /// `[smtp.<name>]`: SMTP submission listeners.
+    #[serde(default)]
+    pub smtp: BTreeMap<String, RawSmtp>,
     /// What the file said and which keys the environment set, for each value's origin.
     #[serde(skip)]
     pub origins: Origins,
@@ -292,11 +295,45 @@ impl<'de> Deserialize<'de> for RawSubscription {
     }
 }
 
+/// `[smtp.<name>]`: an SMTP submission listener.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSmtp {
+    /// Listen address, `HOST:PORT`.
+    pub listen: String,
+    /// The `smtp` destinations each message is relayed to.
+    #[serde(default)]
+    pub destinations: Vec<String>,
+    /// The name in the greeting and the `EHLO` answer.
+    pub hostname: Option<String>,
+    /// Largest message accepted, in bytes (`SIZE`).
+    pub max_message_size: Option<usize>,
+    /// The header carrying the idempotency key.
+    pub key_header: Option<String>,
+    /// Refuse messages without a key.
+    pub require_key: Option<bool>,
+    /// Header fields left out of the fingerprint.
+    pub fingerprint_exclude_headers: Option<Vec<String>>,
+    /// How long receipts (and so the keys) are kept.
+    pub retention: Option<String>,
+    /// How long one read from the client may wait.
+    pub timeout: Option<String>,
+    /// User name → password (`env:NAME`, `file:PATH` or a literal).
+    #[serde(default)]
+    pub users: BTreeMap<String, String>,
+    /// Submission without AUTH; only on a loopback address.
+    pub allow_unauthenticated: Option<bool>,
+    /// `[smtp.<name>.tls]`: its own certificate; `[server.tls]` otherwise.
+    pub tls: Option<RawTls>,
+    /// TLS from the first byte (SMTPS) instead of `STARTTLS`.
+    pub implicit_tls: Option<bool>,
+}
+
 /// `[destinations.<name>]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDestination {
-    /// What the destination is: `"http"` (the default), `"rabbitmq"` or `"nats"`.
+    /// What the destination is: `"http"` (the default), `"rabbitmq"`, `"nats"` or `"smtp"`.
     pub kind: Option<String>,
     /// Where events are forwarded.
     pub url: String,
@@ -306,6 +343,14 @@ pub struct RawDestination {
     pub routing_key: Option<String>,
     /// NATS JetStream: the subject published to.
     pub subject: Option<String>,
+    /// `smtp`: `required` (the default), `opportunistic` or `never`.
+    pub starttls: Option<String>,
+    /// `smtp`: the user name for AUTH at the smarthost.
+    pub username: Option<String>,
+    /// `smtp`: the password: `env:`, `file:` or a literal.
+    pub password: Option<String>,
+    /// `smtp`: relay the key header too.
+    pub keep_key_header: Option<bool>,
     /// Secret for the outgoing Standard Webhooks signature: `env:`, `file:` or a literal.
     pub secret: Option<String>,
     /// Total timeout of one attempt.
@@ -349,8 +394,14 @@ pub struct RawBreaker {
 
 /// The keys whose values are secrets or references to them (`*` is any table name). An
 /// environment override of one stays a string, and an error about one never shows its value.
-const SECRET_KEYS: [&[&str]; 4] =
-    [&["admin", "token"], &["store", "url"], &["sources", "*", "secrets"], &["destinations", "*", "secret"]];
+const SECRET_KEYS: [&[&str]; 6] = [
+    &["admin", "token"],
+    &["store", "url"],
+    &["sources", "*", "secrets"],
+    &["destinations", "*", "secret"],
+    &["destinations", "*", "password"],
+    &["smtp", "*", "users", "*"],
+];
 
 /// What an error about a secret key says instead of the deserialiser's message, which
 /// would quote the value.

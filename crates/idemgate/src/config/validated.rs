@@ -28,6 +28,7 @@ pub use super::{
     listeners::{AdminConfig, ServerConfig, TlsConfig},
     metrics::{MetricsConfig, MetricsListen},
     proxies::ProxyConfig,
+    smtp::SmtpConfig,
     sources::{OrderingConfig, SourceConfig},
     store::{PostgresConfig, StoreConfig},
 };
@@ -102,6 +103,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[alerts]`, when configured.
     pub alerts: Option<AlertsConfig>,
+    /// The `[smtp.*]` listeners this command serves, with their users and TLS (`serve`).
+    pub smtp: Vec<SmtpConfig>,
     /// Every source's retention, whatever the command.
     retention: Vec<Retention>,
     /// Every destination's name, whatever the command.
@@ -234,6 +237,7 @@ struct Parts<S> {
     admin: Option<AdminConfig>,
     metrics: MetricsConfig,
     alerts: Option<AlertsConfig>,
+    smtp: Vec<SmtpConfig>,
 }
 
 /// Turns what the file says into what the gateway runs with, resolving everything.
@@ -256,6 +260,7 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         admin: parts.admin,
         metrics: parts.metrics,
         alerts: parts.alerts,
+        smtp: parts.smtp,
         retention: parts.sources.retention,
         destination_names: parts.destinations.names,
         transforms: parts.destinations.transforms,
@@ -292,6 +297,7 @@ fn parts<'a, S>(
         proxy,
         metrics,
         alerts,
+        smtp,
         origins,
     } = raw;
     let mut reading = Reading { base, origins, warnings: Vec::new(), listing: Listing::default() };
@@ -300,10 +306,20 @@ fn parts<'a, S>(
     let server = super::listeners::server(server, r, resolves.listeners)?;
     let store = store(raw_store, r)?;
     let destinations = super::destinations::destinations(destinations, r, resolves.destinations)?;
-    let sources = super::sources::sources(sources, &destinations.names, r, resolves.sources)?;
-    if sources.retention.is_empty() && proxy.is_empty() {
-        return Err(ConfigError::new("sources", "at least one source (or one [[proxy]]) is required"));
+    let mut sources = super::sources::sources(sources, &destinations.names, r, resolves.sources)?;
+    let server_tls_loaded = server.tls.as_ref();
+    let smtp = super::smtp::listeners(
+        smtp,
+        &sources.retention,
+        &destinations.smtp,
+        (server_tls_loaded, server_tls),
+        r,
+        resolves.listeners,
+    )?;
+    if sources.retention.is_empty() && proxy.is_empty() && smtp.retention.is_empty() {
+        return Err(ConfigError::new("sources", "at least one source (or one [[proxy]] or [smtp.*]) is required"));
     }
+    sources.retention.extend(smtp.retention);
     let worker = worker(&raw_worker, &destinations.timeouts, r)?;
     let proxies = super::proxies::proxies(proxy, server.body_timeout, r)?;
     let has_admin = admin.as_ref().is_some_and(|admin| admin.token.is_some());
@@ -316,7 +332,8 @@ fn parts<'a, S>(
     };
     let metrics = super::metrics::metrics(metrics, has_admin, r)?;
     let alerts = super::alerts::alerts(alerts, &destinations.names, r)?;
-    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics, alerts }, reading))
+    let smtp = smtp.served;
+    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics, alerts, smtp }, reading))
 }
 
 fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>) -> Result<WorkerConfig, ConfigError> {

@@ -94,6 +94,13 @@ impl Gateway {
         Self { addr: addr.parse().unwrap(), child, stdout }
     }
 
+    /// The next line the gateway prints on stdout (e.g. an SMTP listener's address).
+    pub fn next_line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line
+    }
+
     /// The admin API's address, from the second stdout line.
     pub fn admin_addr(&mut self) -> SocketAddr {
         let mut line = String::new();

@@ -28,6 +28,7 @@ mod proxy_hardening;
 mod send_cli;
 mod send_mail;
 mod serve_logs;
+mod smtp_submission;
 mod store_faults;
 
 mod counter_contract;
