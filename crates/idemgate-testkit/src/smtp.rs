@@ -159,23 +159,42 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The venv's Python interpreter; panics with the command that makes the venv when it is
-/// missing, so an SMTP test fails rather than skips.
+/// The venv's Python interpreter. A missing venv is made first by
+/// `tests/smtp/setup-venv.sh` (under `flock`, so that test processes running at once make
+/// it once), so the test command needs no step of its own; when it still cannot be made
+/// (no `python3`, no PyPI), this panics with the command to run, so an SMTP test fails
+/// rather than skips.
 pub fn python() -> PathBuf {
     let venv = std::env::var_os("IDEMGATE_SMTP_VENV").map_or_else(|| repo().join("target/smtp-venv"), PathBuf::from);
     let python = venv.join("bin/python");
-    let ok = Command::new(&python)
-        .args(["-c", "import aiosmtpd"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "the SMTP tests need Python with aiosmtpd at {}: run `bash tests/smtp/setup-venv.sh` \
-         (.ci/run does) or set IDEMGATE_SMTP_VENV to such a venv",
-        venv.display()
-    );
+    let imports = || {
+        Command::new(&python)
+            .args(["-c", "import aiosmtpd"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !imports() {
+        if let Some(parent) = venv.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let lock = venv.with_extension("lock");
+        let made = Command::new("flock")
+            .arg(&lock)
+            .args(["bash"])
+            .arg(repo().join("tests/smtp/setup-venv.sh"))
+            .env("IDEMGATE_SMTP_VENV", &venv)
+            .stdout(Stdio::null())
+            .status();
+        assert!(
+            made.is_ok_and(|s| s.success()) && imports(),
+            "the SMTP tests need Python with aiosmtpd at {}, and \
+             `bash tests/smtp/setup-venv.sh` could not make it (python3 with venv and pip, and PyPI, are \
+             needed); or set IDEMGATE_SMTP_VENV to such a venv",
+            venv.display()
+        );
+    }
     python
 }
 
