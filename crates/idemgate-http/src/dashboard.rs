@@ -271,7 +271,10 @@ async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
                     d.breaker.failures,
                     time_html(UnixTime(probe), now)
                 ),
-                _ => "enabled".to_owned(),
+                _ => match d.throttled_since {
+                    Some(at) => format!("throttled since {} (rate limit or in-flight cap)", time_html(UnixTime(at), now)),
+                    None => "enabled".to_owned(),
+                },
             },
         };
         let health = if d.health == "failing" { format!("<span class=\"bad\">{}</span>", d.health) } else { d.health };

@@ -195,17 +195,22 @@ pub async fn source_counts(store: &Store, since: Option<UnixTime>) -> Result<Vec
 /// tried for longer has no recent attempts, whatever its last one was.
 pub const RECENT: i64 = 3600;
 
-/// A destination as an operator sees it: enabled, disabled (since when, why) or paused,
-/// its jobs by state, its latest success and failure, its health from recent attempts,
-/// and its circuit breaker.
+/// A destination as an operator sees it: enabled, disabled (since when, why), paused or
+/// throttled, its jobs by state, its latest success and failure, its health from recent
+/// attempts, and its circuit breaker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct DestinationView {
     /// The destination's name.
     pub name: String,
     /// `enabled`; `disabled` (by a `410 Gone`; `idemgate destination enable` resumes it);
     /// or `paused` (by its circuit breaker: its jobs wait but for one probe per interval,
-    /// and the first attempt it answers resumes it, as does `idemgate destination enable`).
+    /// and the first attempt it answers resumes it, as does `idemgate destination enable`);
+    /// or `throttled` (neither disabled nor paused, but its `rate_limit` or `max_in_flight`
+    /// holds its jobs back: they wait for their turn, nothing fails).
     pub state: String,
+    /// Since when its rate limit or in-flight cap holds its jobs back (unix seconds, like
+    /// the breaker's times), as its workers last recorded it; null when not throttled.
+    pub throttled_since: Option<i64>,
     /// Since when it is disabled (unix seconds).
     pub disabled_at: Option<i64>,
     /// Why it is disabled.
@@ -261,6 +266,18 @@ pub fn health(last_success: Option<UnixTime>, last_failure: Option<UnixTime>, no
     }
 }
 
+/// A destination's state: being disabled outranks being paused, which outranks being
+/// throttled (a paused destination's jobs wait for the breaker, not the limits).
+#[must_use]
+pub fn state(disabled: bool, paused: bool, throttled: bool) -> &'static str {
+    match (disabled, paused, throttled) {
+        (true, _, _) => "disabled",
+        (false, true, _) => "paused",
+        (false, false, true) => "throttled",
+        (false, false, false) => "enabled",
+    }
+}
+
 /// Every destination that has jobs or was disabled, with its health at `now`.
 pub async fn destinations(store: &Store, now: UnixTime) -> Result<Vec<DestinationView>, StoreError> {
     Ok(store
@@ -269,12 +286,8 @@ pub async fn destinations(store: &Store, now: UnixTime) -> Result<Vec<Destinatio
         .into_iter()
         .map(|d| DestinationView {
             health: health(d.last_success, d.last_failure.as_ref().map(|f| f.at), now).to_owned(),
-            state: match (d.disabled_at, d.breaker.paused_at) {
-                (Some(_), _) => "disabled",
-                (None, Some(_)) => "paused",
-                (None, None) => "enabled",
-            }
-            .to_owned(),
+            state: state(d.disabled_at.is_some(), d.breaker.paused_at.is_some(), d.throttled_since.is_some()).to_owned(),
+            throttled_since: d.throttled_since.map(|t| t.0),
             breaker: BreakerStateView {
                 paused: d.breaker.paused_at.is_some(),
                 failures: d.breaker.failures,
@@ -296,7 +309,16 @@ pub async fn destinations(store: &Store, now: UnixTime) -> Result<Vec<Destinatio
 mod tests {
     use idemgate_core::UnixTime;
 
-    use super::{RECENT, health};
+    use super::{RECENT, health, state};
+
+    #[test]
+    fn disabled_outranks_paused_which_outranks_throttled() {
+        assert_eq!(state(false, false, false), "enabled");
+        assert_eq!(state(false, false, true), "throttled");
+        assert_eq!(state(false, true, true), "paused");
+        assert_eq!(state(true, true, true), "disabled");
+        assert_eq!(state(true, false, false), "disabled");
+    }
 
     #[test]
     fn health_comes_from_the_latest_recent_attempt() {

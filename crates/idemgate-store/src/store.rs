@@ -282,6 +282,14 @@ impl Store {
         on_backend!(self, store => store.count_replayable(filter).await)
     }
 
+    /// Records whether `destination`'s rate limit or in-flight cap holds its jobs back:
+    /// `Some(since_ms)` marks it throttled (an earlier since, when already throttled, is
+    /// kept), `None` clears it. Workers call it when the state changes, not per claim, so
+    /// that other processes (the CLI, the admin API) can show it.
+    pub async fn mark_throttled(&self, destination: String, since_ms: Option<i64>) -> Result<(), StoreError> {
+        on_backend!(self, store => store.mark_throttled(destination, since_ms).await)
+    }
+
     /// Re-enables `destination`; returns whether it was disabled.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
         on_backend!(self, store => store.enable_destination(destination, now).await)

@@ -15,12 +15,17 @@
 //! most that many of its jobs: a claimed job starts at once, and never waits under its
 //! lease for its turn. (A reserved token whose job the claim did not find is spent: a
 //! destination below its rate loses some of its burst, never its rate.)
+//!
+//! Whether a destination is throttled is worker state, but the CLI and the admin API run
+//! elsewhere: the worker records it in the store (`Store::mark_throttled`) when it changes
+//! (and once for each throttle it makes, so a restart corrects what a killed process left
+//! behind), never per claim.
 
 use std::{
     collections::HashMap,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU8, Ordering},
     },
     time::Duration,
 };
@@ -108,6 +113,21 @@ struct Throttle {
     in_flight: Option<Arc<Semaphore>>,
     /// Whether the last claim was cut short by the limits.
     throttled: AtomicBool,
+    /// What the store was last told: [`UNRECORDED`], [`RECORDED_CLEAR`] or [`RECORDED_THROTTLED`].
+    recorded: AtomicU8,
+}
+
+/// A throttle whose state the store has not been told yet.
+const UNRECORDED: u8 = 0;
+/// The store was told the destination is not throttled.
+const RECORDED_CLEAR: u8 = 1;
+/// The store was told the destination is throttled.
+const RECORDED_THROTTLED: u8 = 2;
+
+/// What to tell the store, given what it was told last: `None` when nothing changed.
+fn recording(recorded: u8, throttled: bool) -> Option<u8> {
+    let now = if throttled { RECORDED_THROTTLED } else { RECORDED_CLEAR };
+    (recorded != now).then_some(now)
 }
 
 impl Throttle {
@@ -121,7 +141,7 @@ impl Throttle {
             Some(governor::RateLimiter::direct_with_clock(quota, LimiterClock(Arc::clone(clock))))
         });
         let in_flight = settings.1.map(|cap| Arc::new(Semaphore::new(cap)));
-        Self { settings, limiter, in_flight, throttled: AtomicBool::new(false) }
+        Self { settings, limiter, in_flight, throttled: AtomicBool::new(false), recorded: AtomicU8::new(UNRECORDED) }
     }
 
     /// Reserves what `most` jobs need to start now: as many in-flight permits as are free,
@@ -151,13 +171,25 @@ struct Throttles(Arc<Mutex<HashMap<String, Arc<Throttle>>>>);
 
 impl Throttles {
     /// The throttles of `routes` that need one, made or kept; those of destinations gone or
-    /// unthrottled are dropped.
-    fn for_routes(&self, routes: &HashMap<String, Route>, clock: &Arc<dyn Clock>) -> Vec<(String, Arc<Throttle>)> {
+    /// unthrottled are dropped. Also returns the names of dropped throttles the store was
+    /// told were throttled, to be cleared there.
+    fn for_routes(
+        &self,
+        routes: &HashMap<String, Route>,
+        clock: &Arc<dyn Clock>,
+    ) -> (Vec<(String, Arc<Throttle>)>, Vec<String>) {
         let mut all = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut dropped = Vec::new();
         all.retain(|name, throttle| {
-            routes.get(name).is_some_and(|r| (r.protection.rate_limit, r.protection.max_in_flight) == throttle.settings)
+            let keep = routes
+                .get(name)
+                .is_some_and(|r| (r.protection.rate_limit, r.protection.max_in_flight) == throttle.settings);
+            if !keep && throttle.recorded.load(Ordering::Relaxed) == RECORDED_THROTTLED {
+                dropped.push(name.clone());
+            }
+            keep
         });
-        routes
+        let kept = routes
             .iter()
             .filter(|(_, route)| route.protection.rate_limit.is_some() || route.protection.max_in_flight.is_some())
             .map(|(name, route)| {
@@ -165,7 +197,8 @@ impl Throttles {
                 let throttle = all.entry(name.clone()).or_insert_with(|| Arc::new(Throttle::new(settings, clock)));
                 (name.clone(), Arc::clone(throttle))
             })
-            .collect()
+            .collect();
+        (kept, dropped)
     }
 }
 
@@ -278,7 +311,13 @@ impl Worker {
         let fifo = routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
         let breakers: Breakers =
             routes.iter().filter_map(|(name, r)| r.protection.breaker.map(|b| (name.clone(), b))).collect();
-        let throttles = self.throttles.for_routes(&routes, &self.clock);
+        let (throttles, dropped) = self.throttles.for_routes(&routes, &self.clock);
+        for name in dropped {
+            // A destination whose limits changed gets a new throttle, which records itself.
+            if let Err(err) = self.store.mark_throttled(name, None).await {
+                tracing::warn!(error = %err, "could not record that a destination is no longer throttled");
+            }
+        }
         let mut limits = HashMap::new();
         let mut permits = HashMap::new();
         for (name, throttle) in &throttles {
@@ -306,6 +345,14 @@ impl Worker {
             });
             if held_back {
                 metrics::counter!("idemgate_destination_throttled_total", "destination" => name.clone()).increment(1);
+            }
+            if let Some(now) = recording(throttle.recorded.load(Ordering::Relaxed), throttled) {
+                let since = throttled.then(|| self.clock.now_ms());
+                match self.store.mark_throttled(name.clone(), since).await {
+                    Ok(()) => throttle.recorded.store(now, Ordering::Relaxed),
+                    // Left unrecorded, so the next claim tries again.
+                    Err(err) => tracing::warn!(error = %err, "could not record whether a destination is throttled"),
+                }
             }
         }
         let count = jobs.len();
@@ -468,5 +515,20 @@ fn transformed(job: &ClaimedJob, transform: &Program) -> Result<ClaimedJob, Atte
             error: Some(err.to_string()),
             response_prefix: None,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RECORDED_CLEAR, RECORDED_THROTTLED, UNRECORDED, recording};
+
+    #[test]
+    fn the_store_hears_of_a_throttle_once_and_then_only_of_changes() {
+        assert_eq!(recording(UNRECORDED, false), Some(RECORDED_CLEAR), "a new throttle corrects a stale row");
+        assert_eq!(recording(UNRECORDED, true), Some(RECORDED_THROTTLED));
+        assert_eq!(recording(RECORDED_CLEAR, false), None);
+        assert_eq!(recording(RECORDED_THROTTLED, true), None);
+        assert_eq!(recording(RECORDED_CLEAR, true), Some(RECORDED_THROTTLED));
+        assert_eq!(recording(RECORDED_THROTTLED, false), Some(RECORDED_CLEAR));
     }
 }

@@ -246,6 +246,7 @@ fn destinations_text(all: &[DestinationView], now: UnixTime) -> String {
             _ if d.breaker.failures > 0 => format!("closed, {} failures in a row", d.breaker.failures),
             _ => "closed".to_owned(),
         };
+        let throttled = d.throttled_since.map_or("no".to_owned(), |at| format!("since {}", when(at, now)));
         let jobs: Vec<String> = d.jobs.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let failure = d.last_failure.as_ref().map_or("-".to_owned(), |f| {
             let what = f
@@ -254,7 +255,7 @@ fn destinations_text(all: &[DestinationView], now: UnixTime) -> String {
             format!("{} {what}", when(f.at, now))
         });
         text.push_str(&format!(
-            "{}\n  state         {state}\n  health        {}\n  jobs          {}\n  last success  {}\n  last failure  {failure}\n  breaker       {breaker}\n",
+            "{}\n  state         {state}\n  health        {}\n  jobs          {}\n  last success  {}\n  last failure  {failure}\n  breaker       {breaker}\n  throttled     {throttled}\n",
             d.name,
             d.health,
             if jobs.is_empty() { "-".to_owned() } else { jobs.join(", ") },

@@ -92,7 +92,8 @@ pub struct RecentConflict {
 }
 
 /// A destination's state: its jobs by state, whether a `410` disabled it and since when,
-/// its latest successful and failed attempts, and its circuit breaker.
+/// its latest successful and failed attempts, its circuit breaker, and whether it is
+/// throttled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DestinationHealth {
     /// The destination's name.
@@ -109,6 +110,9 @@ pub struct DestinationHealth {
     pub last_failure: Option<FailedAttempt>,
     /// Its circuit breaker's state (shared by every instance).
     pub breaker: BreakerView,
+    /// Since when its rate limit or in-flight cap holds its jobs back, if a worker last saw
+    /// it so (each instance throttles on its own; this is the latest any of them recorded).
+    pub throttled_since: Option<UnixTime>,
 }
 
 /// A destination's circuit breaker as the operator sees it.

@@ -370,6 +370,30 @@ impl PgStore {
         Ok(changed == 1)
     }
 
+    /// Marks `destination` throttled since `since_ms` (keeping an earlier since), or not
+    /// throttled when `None` (no row means not throttled, so clearing makes none).
+    pub async fn mark_throttled(&self, destination: String, since_ms: Option<i64>) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        match since_ms {
+            Some(since) => {
+                client
+                    .execute(
+                        "INSERT INTO destinations (name, throttled_since_ms) VALUES ($1, $2)
+                         ON CONFLICT (name) DO UPDATE SET
+                             throttled_since_ms = coalesce(destinations.throttled_since_ms, excluded.throttled_since_ms)",
+                        &[&destination, &since],
+                    )
+                    .await?
+            }
+            None => {
+                client
+                    .execute("UPDATE destinations SET throttled_since_ms = NULL WHERE name = $1", &[&destination])
+                    .await?
+            }
+        };
+        Ok(())
+    }
+
     /// Makes the waiting jobs matching `filter` due at `now_ms`; their attempts and errors
     /// stay as they are. Returns how many were not yet due.
     pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {

@@ -156,6 +156,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE destinations ADD COLUMN next_probe_at_ms BIGINT;
     ALTER TABLE destinations ADD COLUMN probe_interval_ms BIGINT;
 ",
+    // Since when a destination's rate limit or in-flight cap holds its jobs back, as its
+    // workers last saw it (NULL: not throttled), so that other processes can show it.
+    r"
+    ALTER TABLE destinations ADD COLUMN throttled_since_ms BIGINT;
+",
 ];
 
 /// The schema version this build writes on PostgreSQL.

@@ -344,21 +344,27 @@ impl PgStore {
                     })
                 })
                 .transpose()?;
-            let breaker = client
+            let (breaker, throttled_since) = client
                 .query_opt(
-                    "SELECT failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms
+                    "SELECT failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms,
+                            throttled_since_ms
                      FROM destinations WHERE name = $1",
                     &[&name],
                 )
                 .await?
                 .map(|row| {
                     let columns = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, row.try_get(4)?);
-                    Ok::<_, StoreError>(BreakerView::of(&breaker_of(columns)))
+                    let throttled: Option<i64> = row.try_get(5)?;
+                    Ok::<_, StoreError>((
+                        BreakerView::of(&breaker_of(columns)),
+                        throttled.map(|ms| UnixTime(crate::model::second_of(ms))),
+                    ))
                 })
                 .transpose()?
                 .unwrap_or_default();
             all.push(DestinationHealth {
                 breaker,
+                throttled_since,
                 name,
                 jobs,
                 disabled: off.as_ref().map(|(reason, _)| reason.clone().unwrap_or_default()),

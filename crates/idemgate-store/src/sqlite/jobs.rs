@@ -254,6 +254,23 @@ pub fn enable_destination(conn: &Connection, destination: &str, now: UnixTime) -
     Ok(changed == 1)
 }
 
+/// Marks `destination` throttled since `since_ms` (keeping an earlier since), or not
+/// throttled when `None`.
+///
+/// No row means not throttled, so clearing makes none.
+pub fn mark_throttled(conn: &Connection, destination: &str, since_ms: Option<i64>) -> Result<(), rusqlite::Error> {
+    match since_ms {
+        Some(since) => conn.execute(
+            "INSERT INTO destinations (name, throttled_since_ms) VALUES (?1, ?2)
+             ON CONFLICT (name) DO UPDATE SET
+                 throttled_since_ms = coalesce(destinations.throttled_since_ms, excluded.throttled_since_ms)",
+            params![destination, since],
+        )?,
+        None => conn.execute("UPDATE destinations SET throttled_since_ms = NULL WHERE name = ?1", [destination])?,
+    };
+    Ok(())
+}
+
 /// The jobs a [`ReplayFilter`] selects.
 const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
     WHERE j.state = ?1 AND e.payload_purged = 0 AND (?2 IS NULL OR e.source = ?2) AND (?3 IS NULL OR e.identity = ?3)
@@ -472,5 +489,10 @@ impl SqliteStore {
     /// [`enable_destination`] on the writer.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
         self.write(move |conn| enable_destination(conn, &destination, now)).await
+    }
+
+    /// [`mark_throttled`] on the writer.
+    pub async fn mark_throttled(&self, destination: String, since_ms: Option<i64>) -> Result<(), StoreError> {
+        self.write(move |conn| mark_throttled(conn, &destination, since_ms)).await
     }
 }

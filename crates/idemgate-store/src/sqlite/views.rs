@@ -125,7 +125,7 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
     let mut disabled = conn
         .prepare("SELECT disabled_reason, disabled_at FROM destinations WHERE name = ?1 AND disabled_at IS NOT NULL")?;
     let mut breaker = conn.prepare(
-        "SELECT failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms
+        "SELECT failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms, throttled_since_ms
          FROM destinations WHERE name = ?1",
     )?;
     let mut succeeded = conn.prepare(&format!("{LATEST_ATTEMPT} AND a.status BETWEEN 200 AND 299 {NEWEST}"))?;
@@ -143,13 +143,19 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
                     Ok(FailedAttempt { at: UnixTime(row.get(0)?), status: row.get(1)?, error: row.get(2)? })
                 })
                 .optional()?;
-            let breaker = breaker
-                .query_row([&name], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?)))
+            let (breaker, throttled_since) = breaker
+                .query_row([&name], |row| {
+                    let columns = (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?);
+                    Ok((columns, row.get::<_, Option<i64>>(5)?))
+                })
                 .optional()?
-                .map(|columns| BreakerView::of(&breaker_of(columns)))
+                .map(|(columns, throttled)| {
+                    (BreakerView::of(&breaker_of(columns)), throttled.map(|ms| UnixTime(crate::model::second_of(ms))))
+                })
                 .unwrap_or_default();
             Ok(DestinationHealth {
                 breaker,
+                throttled_since,
                 name,
                 jobs: counts,
                 disabled: off.as_ref().map(|(reason, _)| reason.clone().unwrap_or_default()),

@@ -146,3 +146,41 @@ on_both! {
         assert_eq!(ids, sorted);
     }
 }
+
+on_both! {
+    async fn a_throttled_destination_is_recorded_from_its_first_throttled_claim_until_cleared(t: TestStore) {
+        accept_at(&t, "a", &["limited"], T0).await;
+        assert_eq!(health(&t, "limited").await.throttled_since, None, "not throttled until a worker says so");
+
+        t.mark_throttled("limited".to_owned(), Some(at(0) + 400)).await.unwrap();
+        let throttled = health(&t, "limited").await;
+        assert_eq!(throttled.throttled_since, Some(T0), "to the second, like the breaker's times");
+        assert_eq!((throttled.disabled_at, throttled.breaker), (None, Default::default()), "nothing else changes");
+        t.mark_throttled("limited".to_owned(), Some(at(10))).await.unwrap();
+        assert_eq!(health(&t, "limited").await.throttled_since, Some(T0), "an earlier since is kept");
+
+        t.mark_throttled("limited".to_owned(), None).await.unwrap();
+        assert_eq!(health(&t, "limited").await.throttled_since, None);
+        t.mark_throttled("limited".to_owned(), Some(at(20))).await.unwrap();
+        assert_eq!(health(&t, "limited").await.throttled_since, Some(UnixTime(T0.0 + 20)), "throttled anew");
+
+        t.mark_throttled("idle".to_owned(), None).await.unwrap();
+        assert!(t.destinations().await.unwrap().iter().all(|d| d.name != "idle"), "clearing makes no row");
+        t.mark_throttled("fresh".to_owned(), Some(at(5))).await.unwrap();
+        assert_eq!(health(&t, "fresh").await.throttled_since, Some(UnixTime(T0.0 + 5)), "a destination with no row yet");
+    }
+
+    async fn marking_a_paused_destination_throttled_keeps_its_breaker(t: TestStore) {
+        accept_at(&t, "a", &["down"], T0).await;
+        accept_at(&t, "b", &["down"], T0).await;
+        let jobs = claim(&t, at(0)).await;
+        complete(&t, jobs, 500, FAILED, at(0)).await;
+        let paused = health(&t, "down").await.breaker;
+        assert_eq!(paused.paused_at, Some(T0));
+        t.mark_throttled("down".to_owned(), Some(at(1))).await.unwrap();
+        let both = health(&t, "down").await;
+        assert_eq!((both.breaker, both.throttled_since), (paused, Some(UnixTime(T0.0 + 1))));
+        t.mark_throttled("down".to_owned(), None).await.unwrap();
+        assert_eq!(health(&t, "down").await.breaker, paused, "clearing leaves the breaker too");
+    }
+}

@@ -168,7 +168,7 @@ async fn sqlite_events_stored_before_the_outgoing_id_keep_their_identity_as_thei
          DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
          ALTER TABLE destinations DROP COLUMN failures; ALTER TABLE destinations DROP COLUMN failing_since_ms;
          ALTER TABLE destinations DROP COLUMN paused_at_ms; ALTER TABLE destinations DROP COLUMN next_probe_at_ms;
-         ALTER TABLE destinations DROP COLUMN probe_interval_ms;
+         ALTER TABLE destinations DROP COLUMN probe_interval_ms; ALTER TABLE destinations DROP COLUMN throttled_since_ms;
          ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
          UPDATE jobs SET next_attempt_at = next_attempt_at / 1000;
          PRAGMA user_version = {SQLITE_VERSION_BEFORE};"
@@ -194,7 +194,7 @@ async fn postgres_events_stored_before_the_outgoing_id_keep_their_identity_as_th
              DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
              ALTER TABLE destinations DROP COLUMN failures; ALTER TABLE destinations DROP COLUMN failing_since_ms;
              ALTER TABLE destinations DROP COLUMN paused_at_ms; ALTER TABLE destinations DROP COLUMN next_probe_at_ms;
-             ALTER TABLE destinations DROP COLUMN probe_interval_ms;
+             ALTER TABLE destinations DROP COLUMN probe_interval_ms; ALTER TABLE destinations DROP COLUMN throttled_since_ms;
              ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;
              UPDATE jobs SET next_attempt_at = next_attempt_at / 1000;
              UPDATE idemgate_schema SET version = {POSTGRES_VERSION_BEFORE};"
