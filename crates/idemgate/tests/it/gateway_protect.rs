@@ -1,7 +1,9 @@
 //! A destination's circuit breaker against the real process: a destination that keeps
 //! failing is paused, which `idemgate destination list` (and its `--json`), the admin API,
 //! the dashboard and `/metrics` show; while it is down no job dies though its schedule is
-//! used up; once it answers again a probe resumes it and every job is delivered.
+//! used up; once it answers again a probe resumes it and every job is delivered. And a
+//! rate-limited destination is shown throttled while its limit holds its jobs back, and
+//! no longer once every job is delivered.
 
 use std::{
     net::SocketAddr,
@@ -104,4 +106,54 @@ fn a_destination_that_keeps_failing_is_paused_shown_paused_loses_no_job_and_resu
         (3..=4).contains(&since),
         "a probe, then the two others (and at most one probe that had started while it still failed): {since}"
     );
+}
+
+#[test]
+fn a_rate_limited_destination_is_shown_throttled_while_its_jobs_are_held_back_and_not_once_all_are_delivered() {
+    let app = Destination::start(&[]);
+    app.otherwise(Step::Status(200));
+    let setup = Setup::new(&format!(
+        "[worker]\npoll_interval = \"20ms\"\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"env:ADMIN_TOKEN\"\n\
+         [sources.hooks]\nscheme = \"standard-webhooks\"\nsecrets = [{secret:?}]\ndestinations = [\"app\"]\n\
+         [destinations.app]\nurl = \"{url}\"\ntimeout = \"1s\"\nrate_limit = 1\nburst = 1\n",
+        secret = Signer::Standard(KEY.to_vec()).config_secret(),
+        url = app.url(),
+    ));
+    let mut gateway = Gateway::start(&setup.config(), &[("ADMIN_TOKEN", TOKEN)]);
+    let admin = gateway.admin_addr();
+    const EVENTS: u64 = 6;
+    for n in 1..=EVENTS {
+        let id = format!("msg_{n}");
+        let event = body(&id, "t");
+        let headers = Signer::Standard(KEY.to_vec()).headers(&id, &event, unix_now());
+        assert_eq!(gateway.post("hooks", &headers, &event).status(), 202);
+    }
+
+    let throttled = wait_for(&setup, "the rate limit to hold its jobs back", |app| app["state"] == "throttled");
+    assert!(throttled["throttled_since"].is_i64(), "{throttled}");
+    assert_eq!(throttled["breaker"]["paused"], false, "{throttled}");
+    let waiting = throttled["jobs"]["pending"].as_u64().unwrap_or(0) + throttled["jobs"]["retrying"].as_u64().unwrap_or(0);
+    assert!(waiting > 0, "throttled while jobs wait: {throttled}");
+    let api = admin_get(admin, "/admin/v1/destinations");
+    let api_app = api.as_array().unwrap().iter().find(|d| d["name"] == "app").unwrap();
+    if api_app["jobs"]["succeeded"].as_u64().unwrap_or(0) < EVENTS {
+        assert_eq!(api_app["state"], "throttled", "{api}");
+        assert!(api_app["throttled_since"].is_i64(), "{api}");
+    }
+    let text = String::from_utf8(setup.run(&["destination", "list"], &[]).stdout).unwrap();
+    if !text.contains(&format!("succeeded {EVENTS}")) {
+        assert!(text.contains("  throttled     since "), "{text}");
+    }
+    let dashboard = page(admin, &sign_in(admin).session()).body;
+    let row =
+        dashboard.split_once("<tr data-destination=\"app\">").unwrap().1.split("</tr>").next().unwrap().to_owned();
+    if !row.contains(&format!("succeeded {EVENTS}")) {
+        assert!(row.contains("throttled since <time datetime="), "{row}");
+    }
+
+    let done = wait_for(&setup, "every job delivered and the throttle lifted", |app| {
+        app["jobs"]["succeeded"] == EVENTS && app["state"] == "enabled"
+    });
+    assert!(done["throttled_since"].is_null(), "{done}");
+    assert_eq!(app.received().len() as u64, EVENTS, "each job delivered once: {done}");
 }
