@@ -272,7 +272,9 @@ async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
                     time_html(UnixTime(probe), now)
                 ),
                 _ => match d.throttled_since {
-                    Some(at) => format!("throttled since {} (rate limit or in-flight cap)", time_html(UnixTime(at), now)),
+                    Some(at) => {
+                        format!("throttled since {} (rate limit or in-flight cap)", time_html(UnixTime(at), now))
+                    }
                     None => "enabled".to_owned(),
                 },
             },

@@ -286,7 +286,8 @@ pub async fn destinations(store: &Store, now: UnixTime) -> Result<Vec<Destinatio
         .into_iter()
         .map(|d| DestinationView {
             health: health(d.last_success, d.last_failure.as_ref().map(|f| f.at), now).to_owned(),
-            state: state(d.disabled_at.is_some(), d.breaker.paused_at.is_some(), d.throttled_since.is_some()).to_owned(),
+            state: state(d.disabled_at.is_some(), d.breaker.paused_at.is_some(), d.throttled_since.is_some())
+                .to_owned(),
             throttled_since: d.throttled_since.map(|t| t.0),
             breaker: BreakerStateView {
                 paused: d.breaker.paused_at.is_some(),

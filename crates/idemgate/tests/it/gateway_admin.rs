@@ -101,6 +101,12 @@ fn every_route_of_the_openapi_document_answers() {
             assert!(operations[method]["responses"].as_object().unwrap().contains_key("200"), "{method} {path}");
         }
     }
+    let destination = &doc["components"]["schemas"]["DestinationView"];
+    assert!(destination["properties"]["throttled_since"].is_object(), "{destination}");
+    assert!(
+        destination["properties"]["state"]["description"].as_str().unwrap().contains("`throttled`"),
+        "{destination}"
+    );
 }
 
 #[test]

@@ -132,7 +132,8 @@ fn a_rate_limited_destination_is_shown_throttled_while_its_jobs_are_held_back_an
     let throttled = wait_for(&setup, "the rate limit to hold its jobs back", |app| app["state"] == "throttled");
     assert!(throttled["throttled_since"].is_i64(), "{throttled}");
     assert_eq!(throttled["breaker"]["paused"], false, "{throttled}");
-    let waiting = throttled["jobs"]["pending"].as_u64().unwrap_or(0) + throttled["jobs"]["retrying"].as_u64().unwrap_or(0);
+    let waiting =
+        throttled["jobs"]["pending"].as_u64().unwrap_or(0) + throttled["jobs"]["retrying"].as_u64().unwrap_or(0);
     assert!(waiting > 0, "throttled while jobs wait: {throttled}");
     let api = admin_get(admin, "/admin/v1/destinations");
     let api_app = api.as_array().unwrap().iter().find(|d| d["name"] == "app").unwrap();
