@@ -1,7 +1,8 @@
 //! Protecting a destination over real HTTP: the circuit breaker pauses a destination that
 //! keeps failing, lets only probes through while it is down and resumes it on the first
 //! answer, losing no job; the rate limit bounds how many attempts a tick starts, and the
-//! in-flight cap how many the destination sees at once, across concurrent batches.
+//! in-flight cap how many the destination sees at once, across concurrent batches; and
+//! the store shows a destination throttled while its limits hold its jobs back.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -150,4 +151,48 @@ async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_
     assert_eq!(rig.worker.tick().await.unwrap(), 0, "the same limit after a reload: its tokens are still spent");
     rig.worker.routes().replace(reloaded(RateLimit { per_second: 1.0, burst: 3 }));
     assert_eq!(rig.worker.tick().await.unwrap(), 3, "another limit starts afresh");
+}
+
+async fn throttled_since(rig: &Rig) -> Option<idemgate_core::UnixTime> {
+    rig.store.destinations().await.unwrap().into_iter().find(|d| d.name == "app").and_then(|d| d.throttled_since)
+}
+
+#[tokio::test]
+async fn the_store_shows_a_destination_throttled_from_its_first_held_back_claim_until_it_no_longer_is() {
+    let destination = Destination::start(&[]);
+    let rate = RateLimit { per_second: 1.0, burst: 1 };
+    let rig = rig(&destination, Protection { rate_limit: Some(rate), ..Protection::default() }, 4).await;
+    assert_eq!(rig.worker.tick().await.unwrap(), 1);
+    assert_eq!(throttled_since(&rig).await, Some(T0), "recorded for the other processes");
+    rig.clock.advance(1);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1);
+    assert_eq!(throttled_since(&rig).await, Some(T0), "still throttled since the first held-back claim");
+    rig.clock.advance(1);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1);
+    rig.clock.advance(1);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1, "the last job");
+    rig.clock.advance(1);
+    assert_eq!(rig.worker.tick().await.unwrap(), 0);
+    assert_eq!(throttled_since(&rig).await, None, "the claim found fewer than it could take");
+    assert_eq!(states(&rig, 4), [JobState::Succeeded; 4]);
+}
+
+#[tokio::test]
+async fn removing_a_destinations_limits_clears_its_throttled_mark() {
+    let destination = Destination::start(&[]);
+    let rate = RateLimit { per_second: 1.0, burst: 1 };
+    let rig = rig(&destination, Protection { rate_limit: Some(rate), ..Protection::default() }, 3).await;
+    assert_eq!(rig.worker.tick().await.unwrap(), 1);
+    assert!(throttled_since(&rig).await.is_some());
+    let http = HttpDestination::new(&destination.url(), None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+    let route = Route {
+        deliver: Arc::new(http),
+        policy: RetryPolicy::default(),
+        fifo: false,
+        protection: Protection::default(),
+        transform: None,
+    };
+    rig.worker.routes().replace(HashMap::from([("app".to_owned(), route)]));
+    assert_eq!(rig.worker.tick().await.unwrap(), 2, "no limit any more");
+    assert_eq!(throttled_since(&rig).await, None, "the dropped throttle is cleared in the store");
 }
