@@ -132,12 +132,13 @@ fn job_line(job: &JobView, now: UnixTime) -> String {
 }
 
 /// One attempt: when, how long, the status or what went wrong, and the response's
-/// first bytes.
+/// first bytes. An attempt with neither a status nor an error is one a destination that is
+/// not HTTP took (a broker's confirm, a smarthost's `250`): every failure records an error.
 fn attempt_line(a: &AttemptView) -> String {
     let result = match (a.status, &a.error) {
         (Some(status), _) => status.to_string(),
         (None, Some(error)) => printable(error, RESPONSE_SHOWN),
-        (None, None) => "-".to_owned(),
+        (None, None) => "accepted".to_owned(),
     };
     let body = a
         .response_prefix
@@ -318,6 +319,8 @@ mod tests {
             ..attempt
         };
         assert!(attempt_line(&refused).ends_with(" ms  connection refused\n"), "{}", attempt_line(&refused));
+        let confirmed = AttemptView { error: None, ..refused };
+        assert!(attempt_line(&confirmed).ends_with(" ms  accepted\n"), "{}", attempt_line(&confirmed));
     }
 
     #[test]
