@@ -181,7 +181,7 @@ impl Store {
         limit: usize,
         fifo: Vec<String>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo).await)
+        self.claim_jobs_limited(now_ms, lease, limit, fifo, HashMap::new()).await
     }
 
     /// [`Self::claim_jobs`], taking at most `per_destination`'s number of jobs of each
@@ -218,7 +218,7 @@ impl Store {
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
     ) -> Result<Vec<Completion>, StoreError> {
-        on_backend!(self, store => store.complete_jobs(finished, now_ms).await)
+        self.complete_jobs_with_breakers(finished, now_ms, Breakers::new()).await
     }
 
     /// [`Self::complete_jobs`], folding the attempts into their destinations' circuit
