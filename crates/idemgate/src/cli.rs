@@ -6,7 +6,10 @@ use std::{path::PathBuf, time::Duration};
 use clap::{Parser, Subcommand};
 use idemgate_core::{job::JobState, time::TimeSpec};
 #[derive(Parser)]
-#[command(version, about = "Webhook inbox and idempotency gateway")]
+#[command(
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("IDEMGATE_GIT_COMMIT"), ")"),
+    about = "Webhook inbox and idempotency gateway"
+)]
 pub(crate) struct Cli {
     /// The TOML configuration file.
     #[arg(global = true, long, env = "IDEMGATE_CONFIG", default_value = "idemgate.toml")]
