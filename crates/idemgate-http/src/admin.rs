@@ -145,6 +145,12 @@ async fn require_token(State(state): State<AdminState>, request: Request, next: 
 struct ListQuery {
     /// Only this source.
     source: Option<String>,
+    /// Only identities starting with this (a whole identity matches itself).
+    identity: Option<String>,
+    /// Only this event type.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    event_type: Option<String>,
     /// Only events with a job in this state; `unmatched`: only events with no job (for
     /// `destination`, when given: none for it).
     state: Option<String>,
@@ -175,6 +181,8 @@ async fn list_events(
     let limit = query.limit.unwrap_or(50).clamp(1, 500);
     let filter = EventFilter {
         source: query.source,
+        identity_prefix: query.identity,
+        event_type: query.event_type,
         state: query.state,
         destination: query.destination,
         since: query.since.map(UnixTime),

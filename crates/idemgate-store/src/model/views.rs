@@ -29,6 +29,10 @@ pub struct EventRow {
 pub struct EventFilter {
     /// Only this source.
     pub source: Option<String>,
+    /// Only identities starting with this (the whole identity matches itself).
+    pub identity_prefix: Option<String>,
+    /// Only this event type.
+    pub event_type: Option<String>,
     /// Only events with a job in this state; [`UNMATCHED`]: only events with no job (for
     /// `destination`, when given: none for it).
     pub state: Option<String>,

@@ -194,6 +194,8 @@ impl PgStore {
                         END)
                    AND ($4::bigint IS NULL OR e.received_at >= $4) AND ($5::bigint IS NULL OR e.received_at < $5)
                    AND ($6::bigint IS NULL OR e.id < $6)
+                   AND ($8::text IS NULL OR left(e.identity, length($8)) = $8)
+                   AND ($9::text IS NULL OR e.event_type = $9)
                  ORDER BY e.id DESC LIMIT $7",
                 &[
                     &filter.source,
@@ -203,6 +205,8 @@ impl PgStore {
                     &filter.until.map(|t| t.0),
                     &filter.before_id,
                     &sql_limit(filter.limit),
+                    &filter.identity_prefix,
+                    &filter.event_type,
                 ],
             )
             .await?;

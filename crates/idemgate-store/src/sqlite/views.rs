@@ -27,6 +27,8 @@ pub fn list_events(conn: &Connection, filter: &EventFilter) -> Result<Vec<EventR
                 END)
            AND (?4 IS NULL OR e.received_at >= ?4) AND (?5 IS NULL OR e.received_at < ?5)
            AND (?6 IS NULL OR e.id < ?6)
+           AND (?8 IS NULL OR substr(e.identity, 1, length(?8)) = ?8)
+           AND (?9 IS NULL OR e.event_type = ?9)
          ORDER BY e.id DESC LIMIT ?7",
     )?;
     let rows = stmt.query_map(
@@ -37,7 +39,9 @@ pub fn list_events(conn: &Connection, filter: &EventFilter) -> Result<Vec<EventR
             filter.since.map(|t| t.0),
             filter.until.map(|t| t.0),
             filter.before_id,
-            i64::try_from(filter.limit).unwrap_or(i64::MAX)
+            i64::try_from(filter.limit).unwrap_or(i64::MAX),
+            filter.identity_prefix,
+            filter.event_type
         ],
         |row| {
             Ok(EventRow {

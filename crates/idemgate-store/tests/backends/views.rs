@@ -43,6 +43,14 @@ on_both! {
         assert_eq!(listed.iter().map(|e| e.identity.as_str()).collect::<Vec<_>>(), [dead.key.identity.as_str()]);
         let window = EventFilter { since: Some(UnixTime(T0.0 + 1)), until: Some(UnixTime(T0.0 + 3)), limit: 10, ..EventFilter::default() };
         assert_eq!(t.list_events(window).await.unwrap().len(), 2);
+        let by_prefix = EventFilter { identity_prefix: Some("e".to_owned()), limit: 10, ..EventFilter::default() };
+        assert_eq!(t.list_events(by_prefix).await.unwrap().len(), 5);
+        let exact = EventFilter { identity_prefix: Some("e3".to_owned()), limit: 10, ..EventFilter::default() };
+        assert_eq!(t.list_events(exact).await.unwrap().iter().map(|e| e.identity.as_str()).collect::<Vec<_>>(), ["e3"]);
+        let typed = EventFilter { event_type: Some("order.created".to_owned()), limit: 10, ..EventFilter::default() };
+        assert_eq!(t.list_events(typed).await.unwrap().len(), 5);
+        let other_type = EventFilter { event_type: Some("order.paid".to_owned()), limit: 10, ..EventFilter::default() };
+        assert!(t.list_events(other_type).await.unwrap().is_empty());
 
         let attempts = t.attempts("test".to_owned(), dead.key.identity.to_string()).await.unwrap();
         assert_eq!(attempts.len(), 1);

@@ -137,6 +137,7 @@ pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Cl
                 until: until.map(|at| at.resolve(now)),
                 before_id: before,
                 limit: limit.max(1),
+                ..views::EventFilter::default()
             };
             operator::list(&store, filter, json, now).await?
         }
