@@ -53,6 +53,7 @@ image=localhost/idemgate:ci
 state=$(mktemp -d)
 single=idemgate-ci-single
 volume=idemgate-ci-data
+secret=idemgate-ci-app-secret
 database=idemgate_container_ci
 admin_db=postgres://postgres@127.0.0.1:5432/postgres
 receiver_pid=
@@ -60,6 +61,7 @@ receiver_pid=
 leftovers() {
   podman rm -f -t 0 "$single" >/dev/null 2>&1
   podman volume rm -f "$volume" >/dev/null 2>&1
+  podman secret rm "$secret" >/dev/null 2>&1
   compose down -t 0 >/dev/null 2>&1
   psql "$admin_db" -qc "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1
   podman image prune -f >/dev/null 2>&1
@@ -121,12 +123,16 @@ receiver_pid=$!
 echo "-- one container on SQLite, data in the volume $volume"
 port=$(free_port)
 podman volume create "$volume" >/dev/null
+# The destination's secret reaches this container as a file (a podman secret, mounted at
+# /run/secrets/NAME), the source's as an environment variable: both ways the README names.
+printf '%s' "$IDEMGATE_APP_SECRET" | podman secret create "$secret" - >/dev/null
 # slirp4netns with allow_host_loopback: the container reaches the host's 127.0.0.1 as
 # 10.0.2.2, and its published port listens on the host's loopback only.
 run_single() {
   podman run -d --name "$single" --network slirp4netns:allow_host_loopback=true \
     -p "127.0.0.1:$port:8080" -v "$volume:/var/lib/idemgate" \
-    -e IDEMGATE_DEMO_SECRET -e IDEMGATE_APP_SECRET \
+    -e IDEMGATE_DEMO_SECRET --secret "$secret" \
+    -e "IDEMGATE_DESTINATIONS__APP__SECRET=file:/run/secrets/$secret" \
     -e "IDEMGATE_DESTINATIONS__APP__URL=http://10.0.2.2:$receiver_port/hook" "$image" >/dev/null
 }
 run_single
