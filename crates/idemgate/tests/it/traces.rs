@@ -187,7 +187,7 @@ fn a_delivery_continues_the_senders_trace_and_its_attempt_reaches_the_destinatio
 
     let sent = destination.received()[0].header("traceparent").to_owned();
     let sent = Traceparent::parse(&sent).unwrap_or_else(|| panic!("a valid traceparent: {sent:?}"));
-    assert_eq!(hex::encode(&sent.trace_id), TRACE, "the destination is in the sender's trace");
+    assert_eq!(hex::encode(sent.trace_id), TRACE, "the destination is in the sender's trace");
     assert_eq!(sent.span_id.to_vec(), attempt.span_id, "the attempt is the destination's parent");
 
     let secret = Signer::Standard(KEY.to_vec()).config_secret();
