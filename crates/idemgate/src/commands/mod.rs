@@ -17,7 +17,12 @@ use idemgate::{
 };
 use idemgate_clock::SystemClock;
 use idemgate_store::Store;
-use tracing_subscriber::{Layer, layer::SubscriberExt, util::SubscriberInitExt};
+use tracing_subscriber::{
+    Layer,
+    filter::{FilterExt, filter_fn},
+    layer::SubscriberExt,
+    util::SubscriberInitExt,
+};
 
 use crate::cli::{Command, ConfigCommand, DestinationCommand, EventsCommand};
 
@@ -115,6 +120,8 @@ fn logs(traces: Option<&Traces>) {
     } else {
         logs.boxed()
     };
+    // The log stays as it was before spans: its lines name no span (a trace shows them).
+    let filter = filter.and(filter_fn(|meta| !meta.is_span()));
     let spans = traces.map(Traces::layer);
     tracing_subscriber::registry().with(logs.with_filter(filter)).with(spans).init();
 }
