@@ -217,6 +217,18 @@ fn a_delivery_without_a_traceparent_starts_a_trace_and_the_destination_still_get
 }
 
 #[test]
+fn a_sample_ratio_of_zero_exports_no_new_trace_yet_the_destination_gets_an_unsampled_traceparent() {
+    let collector = Collector::start();
+    let destination = Destination::start(&[]);
+    let traces = format!("[traces]\nendpoint = {:?}\nsample_ratio = 0.0\n", collector.endpoint());
+    let setup = Setup::new(&config(&destination, &traces));
+    deliver_one(&setup, &[], false, &destination);
+    assert!(collector.spans().is_empty(), "no span of an unsampled trace is exported");
+    let sent = Traceparent::parse(destination.received()[0].header("traceparent")).unwrap();
+    assert!(!sent.sampled(), "the destination hears the trace was not sampled");
+}
+
+#[test]
 fn without_traces_nothing_is_exported_and_the_destination_gets_no_traceparent() {
     let collector = Collector::start();
     let destination = Destination::start(&[]);
