@@ -7,7 +7,8 @@
 //!
 //! Only idemgate's own spans are exported, and no log events: a span's attributes are the
 //! ones its code chose (source, identity, outcome, status, destination, job, attempt),
-//! never payloads, header values or secrets.
+//! never payloads, header values or secrets. The SDK's own warnings (an export that
+//! failed, spans dropped from a full queue) go to the log as `opentelemetry_sdk` events.
 
 use opentelemetry::{global, trace::TracerProvider};
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
@@ -29,7 +30,7 @@ pub struct Traces {
     provider: SdkTracerProvider,
 }
 
-/// The exporter could not be set up, or its last export failed at shutdown.
+/// The exporter could not be set up, or not shut down.
 #[derive(Debug, thiserror::Error)]
 #[error("traces: {0}")]
 pub struct TracesError(String);
@@ -72,6 +73,6 @@ impl Traces {
         tokio::task::spawn_blocking(move || provider.shutdown())
             .await
             .map_err(|err| TracesError(format!("the shutdown did not finish: {err}")))?
-            .map_err(|err| TracesError(format!("the last export failed: {err}")))
+            .map_err(|err| TracesError(format!("the exporter did not shut down cleanly: {err}")))
     }
 }
