@@ -21,6 +21,7 @@ pub mod routing;
 pub mod scheme;
 pub mod secret;
 pub mod time;
+pub mod traceparent;
 
 pub use fingerprint::BodyHash;
 pub use outcome::{Outcome, Rejection};

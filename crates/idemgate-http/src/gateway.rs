@@ -9,6 +9,10 @@
 //! [`ProxyRoute`]): the gateway binary turns its configuration into it, so this crate
 //! knows no configuration file. The time of every delivery is read from the
 //! [`Clock`] given to [`router`].
+//!
+//! Each delivery is a `delivery` span ([`crate::trace`]) continuing the sender's
+//! `traceparent`; a traced event stores that span's own `traceparent` with its headers,
+//! so that the worker's attempts are its children.
 
 use std::{
     collections::{BTreeSet, HashMap},
@@ -28,6 +32,7 @@ use idemgate_core::{
     Rejection, Scheme, SecretSet, SourceName, json,
     routing::{self, TypePattern},
     scheme::IdentityLocation,
+    traceparent::{self, Traceparent},
 };
 use idemgate_jq::Program;
 use idemgate_store::{
@@ -35,12 +40,14 @@ use idemgate_store::{
     inbox::{IncomingEvent, Ordering, Version},
 };
 use serde_json::json;
+use tracing::{Instrument, info_span};
 
 use crate::{
     Accepted, AnswerStyle, Checked, Inbound, RejectionCounts,
     answer::{healthy, method_not_allowed, not_found, readiness},
     proxy::{self, ProxyRoute},
     scrape::Render,
+    trace,
 };
 
 /// Longest content type kept with an event; longer ones are not stored.
@@ -254,16 +261,26 @@ async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>,
         return not_found().await;
     };
     let (parts, body) = request.into_parts();
-    let delivered =
-        source.inbound.deliver(&parts.headers, body, gateway.clock.now(), |checked| source.accept(checked)).await;
-    delivered.answer.into_response()
+    let span = trace::delivery_span(&source.source.id, &parts.headers);
+    let traced = trace::traceparent_of(&span);
+    let delivered = source
+        .inbound
+        .deliver(&parts.headers, body, gateway.clock.now(), |checked| source.accept(checked, traced))
+        .instrument(span.clone())
+        .await;
+    let response = info_span!(parent: &span, "answer").in_scope(|| delivered.answer.into_response());
+    span.record("http.response.status_code", response.status().as_u16());
+    response
 }
 
 impl SourceRoute {
     /// Resolves the identity now. The event-type check is decided here but applied by the
     /// store only to a first delivery, after the receipt lookup, so that a repeat of an
     /// event accepted under an older allowlist is still answered as a duplicate.
-    fn accept(&self, checked: Checked<'_>) -> Result<Accepted<IncomingEvent>, Rejection> {
+    ///
+    /// `traced` is the delivery's own span when it is traced: it is stored with the
+    /// event's headers as its `traceparent`, the parent of every attempt to deliver it.
+    fn accept(&self, checked: Checked<'_>, traced: Option<Traceparent>) -> Result<Accepted<IncomingEvent>, Rejection> {
         let identity = self.source.identity.resolve(
             self.source.scheme.as_ref(),
             checked.headers,
@@ -282,7 +299,7 @@ impl SourceRoute {
             outgoing_id: self.shares_a_destination.then(|| format!("{}:{identity}", self.source.id)),
             event_type,
             content_type: content_type(checked),
-            headers: self.forwarded_headers(checked),
+            headers: self.stored_headers(checked, traced),
             ordering: self.ordering(checked),
             body: checked.raw.clone(),
             destinations: destinations.into(),
@@ -315,11 +332,18 @@ impl SourceRoute {
         checked.event.pointer(pointer)?.as_str().map(str::to_owned)
     }
 
-    /// The configured headers present on the request, to pass on to destinations.
-    fn forwarded_headers(&self, checked: Checked<'_>) -> Vec<(String, String)> {
+    /// The configured headers present on the request, to pass on to destinations, and the
+    /// delivery's `traceparent` when it is traced (in place of a forwarded one: the
+    /// destination's parent is then idemgate's span, not the sender's).
+    fn stored_headers(&self, checked: Checked<'_>, traced: Option<Traceparent>) -> Vec<(String, String)> {
         let present =
             |name: &HeaderName| Some((name.to_string(), checked.headers.get(name)?.to_str().ok()?.to_owned()));
-        self.source.forward_headers.iter().filter_map(present).collect()
+        let mut headers: Vec<_> = self.source.forward_headers.iter().filter_map(present).collect();
+        if let Some(traced) = traced {
+            headers.retain(|(name, _)| name != traceparent::HEADER);
+            headers.push((traceparent::HEADER.to_owned(), traced.to_string()));
+        }
+        headers
     }
 
     /// The ordering key and version, when the source has a guard and the event has both.

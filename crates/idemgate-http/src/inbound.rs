@@ -2,6 +2,10 @@
 //! size limit while reading, signature over the raw bytes, strict JSON, the source's event
 //! contract, then the store's receipt transaction. Nothing is parsed before the signature
 //! holds, and nothing is stored for a delivery refused on the way.
+//!
+//! Each step runs in a span of its own (`read`, `verify`, `parse`, `commit`) under the
+//! caller's span, which gets the identity and the outcome as fields when it declares them
+//! (the gateway's `delivery` span, [`crate::trace`]).
 
 use std::{sync::Arc, time::Duration};
 
@@ -14,6 +18,8 @@ use idemgate_core::{
     scheme::RawDelivery,
 };
 use idemgate_store::{ReceiveRequest, Receiver};
+
+use tracing::{Instrument, Span, info_span};
 
 use crate::{DeliveryAnswer, body::read_limited};
 
@@ -115,7 +121,8 @@ impl<R: Receiver> Inbound<R> {
     where
         C: FnOnce(Checked<'_>) -> Result<Accepted<R::Effect>, Rejection>,
     {
-        let raw = match read_limited(headers, body, self.body_limit, self.body_timeout).await {
+        let read = read_limited(headers, body, self.body_limit, self.body_timeout).instrument(info_span!("read"));
+        let raw = match read.await {
             Ok(raw) => raw,
             Err(err) => return self.refused(err.into()),
         };
@@ -126,13 +133,14 @@ impl<R: Receiver> Inbound<R> {
             Ok(accepted) => accepted,
             Err(rejection) => return self.refused(DeliveryAnswer::Rejected(rejection)),
         };
+        Span::current().record("identity", identity.as_str());
         let request = ReceiveRequest {
             key: ReceiptKey { source: self.source.clone(), identity: identity.clone() },
             body_hash: BodyHash::of(&raw),
             received_at: now,
             dedupe_body: self.dedupe_body,
         };
-        let outcome = self.store.receive(request, effect).await;
+        let outcome = self.store.receive(request, effect).instrument(info_span!("commit")).await;
         self.settled(&identity, &outcome);
         let answer = match self.answers {
             AnswerStyle::Settled => DeliveryAnswer::Settled(outcome),
@@ -143,13 +151,15 @@ impl<R: Receiver> Inbound<R> {
 
     /// Verifies the signature on the raw bytes, then parses them strictly.
     fn check(&self, headers: &HeaderMap, raw: &[u8], now: UnixTime) -> Result<(VerifiedDelivery, Json), Rejection> {
-        let delivery = self.scheme.verify(&self.secrets, RawDelivery { headers, body: raw }, now)?;
-        let event = json::parse(raw, self.json_limits)?;
+        let delivery = info_span!("verify")
+            .in_scope(|| self.scheme.verify(&self.secrets, RawDelivery { headers, body: raw }, now))?;
+        let event = info_span!("parse").in_scope(|| json::parse(raw, self.json_limits))?;
         Ok((delivery, event))
     }
 
     fn refused(&self, answer: DeliveryAnswer) -> Delivered {
         tracing::info!(source = %self.source, reason = answer.label(), "delivery rejected");
+        Span::current().record("outcome", "rejected").record("reason", answer.label());
         self.rejections.record(&self.source, answer.label());
         let source = self.source.to_string();
         metrics::counter!("idemgate_deliveries_total", "source" => source.clone(), "outcome" => "rejected")
@@ -160,6 +170,7 @@ impl<R: Receiver> Inbound<R> {
 
     fn settled(&self, identity: &Identity, outcome: &Outcome) {
         tracing::debug!(source = %self.source, %identity, outcome = outcome.name(), "delivery settled");
+        Span::current().record("outcome", outcome.name());
         metrics::counter!("idemgate_deliveries_total", "source" => self.source.to_string(), "outcome" => outcome.name())
             .increment(1);
     }

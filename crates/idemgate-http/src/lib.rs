@@ -14,7 +14,8 @@
 //! - [`views`]: the operator's views of the store, one shape for the admin API and the CLI;
 //! - [`server`]: the accept loop with graceful shutdown;
 //! - [`session`]: the dashboard's signed-in sessions and the admin token's comparison;
-//! - [`tls`]: TLS termination from PEM files.
+//! - [`tls`]: TLS termination from PEM files;
+//! - [`trace`]: the delivery's span and the `traceparent` it continues.
 
 pub mod admin;
 pub mod answer;
@@ -29,6 +30,7 @@ pub mod scrape;
 pub mod server;
 pub mod session;
 pub mod tls;
+pub mod trace;
 pub mod views;
 
 pub use answer::DeliveryAnswer;

@@ -16,6 +16,7 @@ pub mod http;
 pub mod message;
 pub mod nats;
 pub mod smtp;
+mod trace;
 mod worker;
 
 pub use amqp::AmqpDestination;

@@ -20,6 +20,8 @@
 //! elsewhere: the worker records it in the store (`Store::mark_throttled`) when it changes
 //! (and once for each throttle it makes, so a restart corrects what a killed process left
 //! behind), never per claim.
+//!
+//! Each attempt is a span (`crate::trace`), the child of the delivery that stored its event.
 
 use std::{
     collections::HashMap,
@@ -27,7 +29,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU8, Ordering},
     },
-    time::Duration,
+    time::{Duration, SystemTime},
 };
 
 use arc_swap::ArcSwap;
@@ -41,9 +43,19 @@ use idemgate_store::{
     Store, StoreError,
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
 };
+use opentelemetry::{
+    KeyValue,
+    trace::{Span, SpanKind, Status},
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
-use crate::{AttemptOutcome, Clock, Deliver, SystemClock};
+use crate::{
+    AttemptOutcome, Clock, Deliver, SystemClock,
+    trace::{AttemptTrace, Claim},
+};
+
+/// A job, how its attempt went and what follows, as the store records it.
+type Attempted = (ClaimedJob, AttemptRecord, Decision);
 
 /// One destination as the worker sees it.
 #[derive(Debug, Clone)]
@@ -327,10 +339,13 @@ impl Worker {
                 permits.insert(name.clone(), held);
             }
         }
+        // Span times are the wall clock's, as the tracer's own are.
+        let started = SystemTime::now();
         let jobs = self
             .store
             .claim_jobs_limited(self.clock.now_ms(), self.options.lease, self.options.batch, fifo, limits.clone())
             .await?;
+        let claim = Claim { started, ended: SystemTime::now() };
         for (name, throttle) in &throttles {
             let allowed = limits.get(name).copied().unwrap_or(0);
             let claimed = jobs.iter().filter(|job| &job.destination == name).count();
@@ -361,7 +376,7 @@ impl Worker {
             let permit = permits.get_mut(&job.destination).and_then(Vec::pop);
             let (worker, routes, finished) = (self.clone(), Arc::clone(&routes), finished.clone());
             tokio::spawn(async move {
-                let done = worker.attempt(job, &routes).await;
+                let done = worker.attempt(job, &routes, claim).await;
                 drop(permit);
                 let _ = finished.send(done);
             });
@@ -393,11 +408,19 @@ impl Worker {
 
     /// Delivers one job on its batch's `routes` and decides what follows; recording is
     /// left to [`Self::record`].
-    async fn attempt(&self, job: ClaimedJob, routes: &HashMap<String, Route>) -> (ClaimedJob, AttemptRecord, Decision) {
+    async fn attempt(
+        &self,
+        mut job: ClaimedJob,
+        routes: &HashMap<String, Route>,
+        claim: Claim,
+    ) -> (Attempted, AttemptTrace) {
+        let trace = AttemptTrace::start(&job, claim);
+        trace.carry(&mut job);
         let started_at = self.clock.now();
         let timer = std::time::Instant::now();
         let (outcome, decision) = match routes.get(&job.destination) {
             Some(route) => {
+                let mut send = trace.child("send", SpanKind::Client);
                 let outcome = match &route.transform {
                     None => route.deliver.deliver(&job, started_at).await,
                     Some(transform) => match transformed(&job, transform) {
@@ -405,6 +428,8 @@ impl Worker {
                         Err(refused) => refused,
                     },
                 };
+                send.set_attributes(result_attributes(&outcome.result));
+                send.end();
                 let decision = route.policy.decide(job.attempt, outcome.result, (self.draw)());
                 (outcome, decision)
             }
@@ -438,24 +463,43 @@ impl Worker {
             .increment(1);
         metrics::histogram!("idemgate_delivery_seconds", "destination" => job.destination.clone())
             .record(record.latency.as_secs_f64());
-        (job, record, decision)
+        let mut attributes = result_attributes(&outcome.result);
+        attributes.push(KeyValue::new("decision", decision_name(decision)));
+        trace.record(attributes);
+        ((job, record, decision), trace)
     }
 
     /// Records finished attempts in one store write, with their destinations' breakers,
     /// and logs what became of each.
-    async fn record(
-        &self,
-        group: Vec<(ClaimedJob, AttemptRecord, Decision)>,
-        breakers: &Breakers,
-    ) -> Result<(), StoreError> {
+    async fn record(&self, group: Vec<(Attempted, AttemptTrace)>, breakers: &Breakers) -> Result<(), StoreError> {
+        let (group, traces): (Vec<_>, Vec<_>) = group.into_iter().unzip();
         let described: Vec<_> = group
             .iter()
             .map(|(job, _, decision)| {
                 (job.id, job.destination.clone(), job.key.identity.to_string(), job.attempt, *decision)
             })
             .collect();
-        let completions = self.store.complete_jobs_with_breakers(group, self.clock.now_ms(), breakers.clone()).await?;
-        for ((id, destination, identity, attempt, decision), completion) in described.into_iter().zip(completions) {
+        let mut writes: Vec<_> = traces.iter().map(|trace| trace.child("complete", SpanKind::Internal)).collect();
+        let completed = self.store.complete_jobs_with_breakers(group, self.clock.now_ms(), breakers.clone()).await;
+        for write in &mut writes {
+            if completed.is_err() {
+                write.set_status(Status::error("the attempt could not be recorded"));
+            }
+            write.end();
+        }
+        let completions = match completed {
+            Ok(completions) => completions,
+            Err(err) => {
+                traces.into_iter().for_each(AttemptTrace::finish);
+                return Err(err);
+            }
+        };
+        for (((id, destination, identity, attempt, decision), completion), trace) in
+            described.into_iter().zip(completions).zip(traces)
+        {
+            let recorded = if matches!(completion, Completion::Stale) { "stale" } else { "recorded" };
+            trace.record(vec![KeyValue::new("completion", recorded)]);
+            trace.finish();
             match completion {
                 Completion::Recorded if decision == Decision::Succeeded => {
                     tracing::debug!(job = id, %destination, %identity, attempt, "delivered");
@@ -502,6 +546,31 @@ impl Worker {
                 }
             }
         }
+    }
+}
+
+/// What an attempt came to, as span attributes: the status when there is one, and the
+/// kind of result.
+fn result_attributes(result: &AttemptResult) -> Vec<KeyValue> {
+    let (kind, status) = match result {
+        AttemptResult::Status { status, .. } => ("status", Some(*status)),
+        AttemptResult::Timeout => ("timeout", None),
+        AttemptResult::Connection => ("connection", None),
+        AttemptResult::Accepted => ("accepted", None),
+        AttemptResult::Refused { .. } => ("refused", None),
+    };
+    let mut attributes = vec![KeyValue::new("result", kind)];
+    attributes.extend(status.map(|status| KeyValue::new("http.response.status_code", i64::from(status))));
+    attributes
+}
+
+/// The decision's name, without its delay or reason's details.
+fn decision_name(decision: Decision) -> &'static str {
+    match decision {
+        Decision::Succeeded => "succeeded",
+        Decision::RetryAfter(_) => "retry",
+        Decision::Dead(_) => "dead",
+        Decision::DisableDestination => "disable_destination",
     }
 }
 

@@ -5,7 +5,8 @@
 //! This crate is the gateway (`idemgate serve`): [`config`] turns the TOML file into typed
 //! settings, [`gateway`] turns them into the routes `idemgate_http::gateway` builds and
 //! serves, [`run`] starts everything on one clock, [`reload`] decides what a configuration
-//! reload changes while running, [`telemetry`] installs the metrics recorder, [`outbound`]
+//! reload changes while running, [`telemetry`] installs the metrics recorder, [`traces`] the
+//! span exporter, [`outbound`]
 //! builds the worker that
 //! forwards stored events, and [`verify`] explains offline why a captured delivery would be
 //! refused. It builds no router and chooses no status: that is `idemgate-http`'s. It also
@@ -26,6 +27,7 @@ pub mod reload;
 pub mod run;
 pub mod send;
 pub mod telemetry;
+pub mod traces;
 
 pub mod verify;
 

@@ -94,6 +94,9 @@ pub fn plan(running: &Config, new: Config) -> Plan {
     if running.alerts != new.alerts {
         needs_restart.push("alerts");
     }
+    if running.traces != new.traces {
+        needs_restart.push("traces");
+    }
     let changes = changes(running, &new);
     let mut applied = new;
     applied.admin = admin(running.admin.as_ref(), applied.admin.take(), &mut needs_restart);
@@ -102,6 +105,7 @@ pub fn plan(running: &Config, new: Config) -> Plan {
     applied.worker = running.worker;
     applied.metrics = running.metrics;
     applied.alerts = running.alerts.clone();
+    applied.traces = running.traces.clone();
     if format!("{:?}", running.smtp) != format!("{:?}", applied.smtp) {
         needs_restart.push("smtp (listeners)");
     }

@@ -13,9 +13,16 @@ use anyhow::{Context, anyhow};
 use idemgate::{
     availability,
     config::{self, Config, ConfigError, Uses},
+    traces::Traces,
 };
 use idemgate_clock::SystemClock;
 use idemgate_store::Store;
+use tracing_subscriber::{
+    Layer,
+    filter::{FilterExt, filter_fn},
+    layer::SubscriberExt,
+    util::SubscriberInitExt,
+};
 
 use crate::cli::{Command, ConfigCommand, DestinationCommand, EventsCommand};
 
@@ -43,11 +50,11 @@ pub(crate) struct BadConfig(#[from] ConfigError);
 /// Runs `command` with the configuration file at `path`.
 pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve => serve::serve(load(path, Uses::Serve)?, true, path).await,
-        Command::Worker => serve::serve(load(path, Uses::Worker)?, false, path).await,
+        Command::Serve => serving(path, Uses::Serve).await,
+        Command::Worker => serving(path, Uses::Worker).await,
         Command::Reload => reload::signal(&load(path, Uses::Store)?),
         Command::Verify { source, headers, body, at } => {
-            logs();
+            logs(None);
             let (found, _) = config::load_source(path, std::env::vars(), &source).map_err(BadConfig)?;
             let source = found.ok_or_else(|| anyhow!("no source {source:?} in the configuration"))?;
             verify::capture(&source, &headers, &body, at, &SystemClock)
@@ -74,31 +81,49 @@ pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCod
     }
 }
 
-/// Loads what a command `uses` of the configuration; the long-running ones log its
-/// warnings (the short ones would repeat them on every invocation).
+/// Loads what a command `uses` of the configuration (a short command: its warnings would
+/// repeat on every invocation, so they are not logged).
 fn load(path: &Path, uses: Uses) -> Result<Config, BadConfig> {
-    logs();
-    let (config, warnings) = config::load_for(path, std::env::vars(), uses)?;
-    if matches!(uses, Uses::Serve | Uses::Worker) {
-        for warning in warnings {
-            tracing::warn!("{}", warning.0);
-        }
+    logs(None);
+    Ok(config::load_for(path, std::env::vars(), uses)?.0)
+}
+
+/// `serve` (`uses` is [`Uses::Serve`]) or `worker`: loads the configuration, starts the
+/// span exporter when `[traces]` is set, logs the warnings, runs, and exports the last
+/// spans once the gateway stopped.
+async fn serving(path: &Path, uses: Uses) -> anyhow::Result<ExitCode> {
+    let (config, warnings) = config::load_for(path, std::env::vars(), uses).map_err(BadConfig)?;
+    let traces = config.traces.as_ref().map(Traces::start).transpose()?;
+    logs(traces.as_ref());
+    for warning in warnings {
+        tracing::warn!("{}", warning.0);
     }
-    Ok(config)
+    let result = serve::serve(config, matches!(uses, Uses::Serve), path).await;
+    if let Some(traces) = traces
+        && let Err(err) = traces.shutdown().await
+    {
+        tracing::warn!("{err}");
+    }
+    result
 }
 
 /// Logs to stderr: `IDEMGATE_LOG` filters (`info` by default), `IDEMGATE_LOG_FORMAT=json`
-/// gives one JSON object per line, for log pipelines.
-fn logs() {
+/// gives one JSON object per line, for log pipelines. With `traces`, idemgate's spans are
+/// also exported, whatever the log's filter.
+fn logs(traces: Option<&Traces>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("IDEMGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let colours = log_colours(std::io::stderr().is_terminal(), std::env::var_os("NO_COLOR").as_deref());
-    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(colours).with_env_filter(filter);
-    if std::env::var("IDEMGATE_LOG_FORMAT").is_ok_and(|f| f == "json") {
-        logs.json().init();
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(colours);
+    let logs = if std::env::var("IDEMGATE_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        logs.json().boxed()
     } else {
-        logs.init();
-    }
+        logs.boxed()
+    };
+    // The log stays as it was before spans: its lines name no span (a trace shows them).
+    let filter = filter.and(filter_fn(|meta| !meta.is_span()));
+    let spans = traces.map(Traces::layer);
+    tracing_subscriber::registry().with(logs.with_filter(filter)).with(spans).init();
 }
 
 /// The configured store for a command that needs it now.

@@ -19,11 +19,13 @@ pub mod secrets;
 mod smtp;
 mod sources;
 mod store;
+pub mod traces;
 pub mod validated;
 
 use std::path::Path;
 
 pub use destinations::{Encryption, SmtpRelay};
+pub use traces::TracesConfig;
 pub use validated::{
     AdminConfig, AlertsConfig, BrokerUrl, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig,
     PostgresConfig, ProxyConfig, ServerConfig, SmtpConfig, SourceConfig, StoreConfig, Target, TlsConfig, Uses,

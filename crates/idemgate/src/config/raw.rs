@@ -40,6 +40,8 @@ pub struct RawConfig {
     pub metrics: RawMetrics,
     /// `[alerts]`: signed webhooks about the queue's health.
     pub alerts: Option<RawAlerts>,
+    /// `[traces]`: OpenTelemetry spans exported over OTLP/HTTP.
+    pub traces: Option<RawTraces>,
     /// `[smtp.<name>]`: SMTP submission listeners.
     #[serde(default)]
     pub smtp: BTreeMap<String, RawSmtp>,
@@ -92,6 +94,18 @@ pub struct RawMetrics {
     pub listen: Option<String>,
     /// How often the queue's gauges are read from the store.
     pub refresh_interval: Option<String>,
+}
+
+/// `[traces]`: where spans are exported.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTraces {
+    /// The collector's OTLP/HTTP traces URL.
+    pub endpoint: Option<String>,
+    /// The `service.name` of the spans.
+    pub service_name: Option<String>,
+    /// The share of new traces kept, 0 to 1.
+    pub sample_ratio: Option<f64>,
 }
 
 /// One `[[proxy]]` entry.

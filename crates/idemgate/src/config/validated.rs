@@ -31,6 +31,7 @@ pub use super::{
     smtp::SmtpConfig,
     sources::{OrderingConfig, SourceConfig},
     store::{PostgresConfig, StoreConfig},
+    traces::TracesConfig,
 };
 
 /// What a command uses of the configuration, and so which secrets and files it resolves.
@@ -103,6 +104,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[alerts]`, when configured.
     pub alerts: Option<AlertsConfig>,
+    /// `[traces]`, when configured.
+    pub traces: Option<TracesConfig>,
     /// The `[smtp.*]` listeners this command serves, with their users and TLS (`serve`).
     pub smtp: Vec<SmtpConfig>,
     /// Every source's retention, whatever the command.
@@ -237,6 +240,7 @@ struct Parts<S> {
     admin: Option<AdminConfig>,
     metrics: MetricsConfig,
     alerts: Option<AlertsConfig>,
+    traces: Option<TracesConfig>,
     smtp: Vec<SmtpConfig>,
 }
 
@@ -260,6 +264,7 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         admin: parts.admin,
         metrics: parts.metrics,
         alerts: parts.alerts,
+        traces: parts.traces,
         smtp: parts.smtp,
         retention: parts.sources.retention,
         destination_names: parts.destinations.names,
@@ -297,6 +302,7 @@ fn parts<'a, S>(
         proxy,
         metrics,
         alerts,
+        traces,
         smtp,
         origins,
     } = raw;
@@ -332,8 +338,9 @@ fn parts<'a, S>(
     };
     let metrics = super::metrics::metrics(metrics, has_admin, r)?;
     let alerts = super::alerts::alerts(alerts, &destinations.names, r)?;
+    let traces = super::traces::traces(traces, r)?;
     let smtp = smtp.served;
-    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics, alerts, smtp }, reading))
+    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics, alerts, traces, smtp }, reading))
 }
 
 fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>) -> Result<WorkerConfig, ConfigError> {

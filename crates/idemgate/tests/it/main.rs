@@ -30,6 +30,7 @@ mod send_mail;
 mod serve_logs;
 mod smtp_submission;
 mod store_faults;
+mod traces;
 
 mod counter_contract;
 mod counter_faults;
