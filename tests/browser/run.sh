@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The dashboard's browser test: starts idemgate with a dead job, then drives the page in
-# headless Chromium (Debian's package, installed here if missing).
+# headless Chromium (Debian's package, installed here if missing). Full-page screenshots of
+# each page land in tests/browser/screenshots/ (SCREENSHOTS=dir for another folder).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v chromium >/dev/null; then
@@ -48,4 +49,4 @@ for _ in $(seq 100); do
   $bin events list --config "$work/idemgate.toml" --state dead --json | grep -q msg_browser && break
   sleep 0.1
 done
-ADMIN_URL="http://$admin" DEST_PORT=$dest_port SCREENSHOT="${SCREENSHOT:-}" node tests/browser/dashboard.mjs
+ADMIN_URL="http://$admin" GATEWAY_URL="http://$gateway" DEST_PORT=$dest_port node tests/browser/dashboard.mjs

@@ -176,6 +176,48 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
     }))
 }
 
+/// One stored header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct HeaderView {
+    /// Its name, as stored (lowercase).
+    pub name: String,
+    /// Its value.
+    pub value: String,
+}
+
+/// One event's payload: its headers from the source's allowlist as stored, and its body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct EventPayloadView {
+    /// The event's id (the listing's cursor, the dashboard's `/admin/events/<id>`).
+    pub id: i64,
+    /// The original `Content-Type`.
+    pub content_type: Option<String>,
+    /// The allowlisted headers, as stored.
+    pub headers: Vec<HeaderView>,
+    /// True once retention purged the payload: `body` is then null, the receipt stays.
+    pub purged: bool,
+    /// The body as received, as text (invalid UTF-8 replaced); null once purged.
+    pub body: Option<String>,
+}
+
+/// The payload of the event `identity` of `source`, or `None` when there is no such event.
+pub async fn event_payload(
+    store: &Store,
+    source: &str,
+    identity: &str,
+) -> Result<Option<EventPayloadView>, StoreError> {
+    let (Ok(source_name), Ok(id)) = (SourceName::new(source), Identity::new(identity)) else { return Ok(None) };
+    let Some(event) = store.event(ReceiptKey { source: source_name, identity: id }).await? else { return Ok(None) };
+    let Some(payload) = store.event_payload(event.id).await? else { return Ok(None) };
+    Ok(Some(EventPayloadView {
+        id: payload.id,
+        content_type: payload.content_type,
+        headers: payload.headers.into_iter().map(|(name, value)| HeaderView { name, value }).collect(),
+        purged: payload.body.is_none(),
+        body: payload.body.map(|body| String::from_utf8_lossy(&body).into_owned()),
+    }))
+}
+
 /// Counts per source, of what arrived at or after `since` when given.
 pub async fn source_counts(store: &Store, since: Option<UnixTime>) -> Result<Vec<SourceCounts>, StoreError> {
     Ok(store

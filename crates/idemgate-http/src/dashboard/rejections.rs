@@ -1,6 +1,7 @@
-//! `/admin/rejections`: deliveries refused before the store, by source and bounded reason
-//! (counted in memory since the process started: nothing of a rejected delivery is
-//! stored), and the conflicting repeats the store recorded (same identity, other bytes).
+//! `/admin/rejections`: deliveries refused before the store, by bounded reason over the
+//! last hour and day (a chart each, and a table), and by source since the process started
+//! (all counted in memory: nothing of a rejected delivery is stored); then the conflicting
+//! repeats the store recorded (same identity, other bytes).
 
 use std::fmt::Write as _;
 
@@ -10,8 +11,10 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use super::{Rendered, esc, shown, signed_in, time_html};
-use crate::{admin::AdminState, answer::DashboardAnswer};
+use std::collections::BTreeMap;
+
+use super::{Rendered, chart, esc, shown, signed_in, time_html};
+use crate::{admin::AdminState, answer::DashboardAnswer, views::Window};
 
 /// The rejections page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
@@ -24,7 +27,34 @@ pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) ->
 
 async fn render(state: &AdminState) -> Rendered {
     let now = state.clock.now();
-    let mut html = String::from(
+    let mut html = String::from("<h2>Rejections over time</h2><div class=\"charts\">");
+    let mut by_reason: BTreeMap<&'static str, [u64; 2]> = BTreeMap::new();
+    for (i, (window, label)) in
+        [(Window::Hour, "last hour, per minute"), (Window::Day, "last day, per half hour")].into_iter().enumerate()
+    {
+        let (since, width) = (window.since(now), window.span().1);
+        let mut per_bucket = vec![(0, 0); window.buckets()];
+        for (start, reason, count) in state.rejections.series(since, width) {
+            let at = usize::try_from((start - since.0) / width).unwrap_or(0).min(per_bucket.len().saturating_sub(1));
+            if let Some(bucket) = per_bucket.get_mut(at) {
+                bucket.1 += count;
+            }
+            by_reason.entry(reason).or_default()[i] += count;
+        }
+        let _ = write!(
+            html,
+            "<figure class=\"chart rejections\">{}<figcaption>Rejections {label}</figcaption></figure>",
+            chart::stacked_bars(&format!("rejections {label}"), &per_bucket)
+        );
+    }
+    html.push_str(
+        "</div><table id=\"rejections-by-reason\"><tr><th>reason</th><th>last hour</th><th>last day</th></tr>",
+    );
+    for (reason, [hour, day]) in &by_reason {
+        let _ = write!(html, "<tr><td>{reason}</td><td>{hour}</td><td>{day}</td></tr>");
+    }
+    html.push_str("</table>");
+    html.push_str(
         "<h2>Rejections since start</h2><table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>",
     );
     let rejections = state.rejections.snapshot();

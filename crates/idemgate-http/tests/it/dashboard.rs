@@ -31,6 +31,7 @@ struct Admin {
     store: Store,
     cookie: String,
     csrf: String,
+    rejections: Arc<RejectionCounts>,
     _dir: tempfile::TempDir,
 }
 
@@ -39,10 +40,11 @@ impl Admin {
         let dir = tempfile::tempdir().unwrap();
         let store: Store =
             Arc::new(SqliteStore::open(&dir.path().join("d.sqlite3"), StoreOptions::default()).unwrap()).into();
+        let rejections = Arc::new(RejectionCounts::default());
         let state = AdminState {
             store: store.clone(),
             token: idemgate_http::current::AdminToken::new(Secret::new(TOKEN.as_bytes().to_vec())),
-            rejections: Arc::new(RejectionCounts::default()),
+            rejections: Arc::clone(&rejections),
             sessions: Arc::new(Sessions::new(Duration::from_secs(7 * 86_400))),
             tls: false,
             body_timeout: Duration::from_secs(5),
@@ -63,10 +65,19 @@ impl Admin {
         )
         .await;
         let cookie = answer.lines().find_map(|l| l.strip_prefix("set-cookie: ")).unwrap().split(';').next().unwrap();
-        let mut admin = Self { addr, store, cookie: cookie.to_owned(), csrf: String::new(), _dir: dir };
+        let mut admin = Self { addr, store, cookie: cookie.to_owned(), csrf: String::new(), rejections, _dir: dir };
         let overview = admin.get("/admin/").await;
         admin.csrf = overview.split_once("name=\"csrf\" value=\"").unwrap().1.split('"').next().unwrap().to_owned();
         admin
+    }
+
+    /// The admin API's JSON answer to `GET path`.
+    async fn api(&self, path: &str) -> (u16, serde_json::Value) {
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+        let answer = exchange(self.addr, request).await;
+        let body = answer.split_once("\r\n\r\n").unwrap().1;
+        (status(&answer), serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
     }
 
     async fn get(&self, path: &str) -> String {
@@ -269,5 +280,47 @@ async fn the_rejections_page_lists_rejections_and_conflicts() {
     let page = admin.get("/admin/rejections").await;
     assert_eq!(status(&page), 200, "{page}");
     assert!(page.contains("id=\"no-rejections\""), "{page}");
+    assert_eq!(page.matches("<rect class=\"bad\"").count(), 0, "{page}");
+
+    let hooks = SourceName::new("hooks").unwrap();
+    admin.rejections.record(&hooks, "signature_mismatch", UnixTime(T0.0 - 7200));
+    admin.rejections.record(&hooks, "signature_mismatch", UnixTime(T0.0 - 30));
+    admin.rejections.record(&hooks, "syntax", UnixTime(T0.0 - 30));
+    let page = admin.get("/admin/rejections").await;
+    assert!(page.contains("<tr><td>signature_mismatch</td><td>1</td><td>2</td></tr>"), "hour and day: {page}");
+    assert!(page.contains("<tr><td>syntax</td><td>1</td><td>1</td></tr>"), "{page}");
+    assert!(page.contains("<tr><td>hooks</td><td>signature_mismatch</td><td class=\"count\">2</td></tr>"), "{page}");
+    assert_eq!(page.matches("<rect class=\"bad\"").count(), 3, "one bar in the hour, two in the day: {page}");
     assert!(page.contains("<tr><td>hooks</td><td>msg_c</td><td>1</td>"), "{page}");
+}
+
+#[tokio::test]
+async fn the_admin_api_answers_the_same_views() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T0.0 + 600)));
+    let admin = Admin::start(Arc::clone(&clock)).await;
+    with_a_dead_event(&admin).await;
+
+    let (code, series) = admin.api("/admin/v1/destinations/app/series").await;
+    assert_eq!(code, 200, "{series}");
+    assert_eq!(series["width"], 60);
+    assert_eq!(series["since"], T0.0 + 600 - 3600);
+    // The attempt at T0 + 10 falls in the minute from T0 (since is T0 - 3000).
+    let bucket = json!({"start": T0.0, "succeeded": 0, "failed": 1, "mean_latency_ms": 42, "max_latency_ms": 42});
+    assert_eq!(series["buckets"], json!([bucket]), "{series}");
+    let (_, day) = admin.api("/admin/v1/destinations/app/series?window=day").await;
+    assert_eq!((day["width"].as_i64(), day["buckets"].as_array().map(Vec::len)), (Some(1800), Some(1)));
+    let (_, none) = admin.api("/admin/v1/destinations/elsewhere/series").await;
+    assert_eq!(none["buckets"], json!([]));
+    assert_eq!(admin.api("/admin/v1/destinations/app/series?window=week").await.0, 400);
+
+    let (code, payload) = admin.api("/admin/v1/events/hooks/msg_1/payload").await;
+    assert_eq!(code, 200, "{payload}");
+    assert_eq!(payload["headers"], json!([{"name": "x-trace", "value": "t<1>"}]));
+    assert_eq!(payload["body"], r#"{"a":"<b>","n":12345678901234567890123}"#);
+    assert_eq!((payload["purged"].as_bool(), payload["id"].as_i64()), (Some(false), Some(admin.id_of("msg_1").await)));
+    assert_eq!(admin.api("/admin/v1/events/hooks/nothing/payload").await.0, 404);
+
+    admin.rejections.record(&SourceName::new("hooks").unwrap(), "syntax", UnixTime(T0.0 + 590));
+    let (_, rejections) = admin.api("/admin/v1/rejections/series").await;
+    assert_eq!(rejections, json!([{"start": T0.0 + 540, "reason": "syntax", "count": 1}]));
 }
