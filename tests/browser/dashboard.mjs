@@ -109,6 +109,7 @@ try {
   await page.focus('#q-identity');
   await page.keyboard.type('msg_brow');
   await page.selectOption('#q-state', 'succeeded');
+  await page.fill('#q-type', 't');
   await page.fill('#q-since', '1h');
   await Promise.all([page.waitForURL(/\/admin\/events\?/), page.keyboard.press('Enter')]);
   if (await page.locator('#events tr[data-id]').count() !== 1) fail('the search does not find the one event');
@@ -118,6 +119,8 @@ try {
   await Promise.all([page.waitForURL(/\/admin\/events\/\d+$/), page.click('#events a')]);
   if (!(await page.textContent('#receipt')).includes('msg_browser')) fail('the event page has no receipt');
   if (!(await page.textContent('#payload')).includes('"type": "t"')) fail('the payload is not shown re-indented');
+  if (!(await page.textContent('#payload')).includes('"<b>"')) fail('the payload is not escaped text');
+  if (!(await page.textContent('#headers')).includes('browser-1')) fail('the stored header is not shown');
   const attempts = await page.locator('#attempts tr').count() - 1;
   if (attempts < 2) fail(`expected the failed and the replayed attempt, the page lists ${attempts}`);
   const before = delivered;
@@ -137,7 +140,8 @@ try {
   await page.click('nav a[href="/admin/destinations"]');
   await page.waitForURL(`${ADMIN_URL}/admin/destinations`);
   if (await page.locator('#dest-app svg').count() !== 4) fail('the destination has not its four charts');
-  if (await page.locator('#dest-app svg rect.bad').count() < 1) fail('the failed attempt is not drawn');
+  const summary = await page.textContent('tr[data-destination="app"]');
+  if (await page.locator('#dest-app svg rect.bad').count() < 1) fail(`the failed attempt is not drawn: ${summary}`);
   if (await page.locator('#dest-app svg rect.good').count() < 1) fail('the successful attempts are not drawn');
   if (!(await page.textContent('tr[data-destination="app"]')).includes('attempts')) fail('no attempt summary');
   await shoot('destinations');

@@ -32,6 +32,8 @@ token = "env:ADMIN_TOKEN"
 scheme = "standard-webhooks"
 secrets = ["env:HOOK_SECRET"]
 destinations = ["app"]
+event_type = "/type"
+forward_headers = ["x-trace"]
 [destinations.app]
 url = "http://127.0.0.1:$dest_port/hook"
 timeout = "1s"
@@ -44,7 +46,7 @@ gateway=$(sed -n 's/^listening on //p' "$work/out")
 admin=$(sed -n 's/^admin listening on //p' "$work/out")
 [ -n "$gateway" ] && [ -n "$admin" ] || { cat "$work/err" >&2; exit 1; }
 $bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOOK_SECRET \
-    --event-id msg_browser -d '{"type":"t"}' > /dev/null
+    --event-id msg_browser -H 'X-Trace: browser-1' -d '{"type":"t","data":{"id":7,"tags":["a","<b>"]}}' > /dev/null
 for _ in $(seq 100); do
   $bin events list --config "$work/idemgate.toml" --state dead --json | grep -q msg_browser && break
   sleep 0.1

@@ -114,15 +114,28 @@ fn summary(buckets: &[AttemptBucketView]) -> String {
 }
 
 /// One slot per bucket of `window` ending at `now`, holding the bucket with attempts
-/// there, if any. An attempt that started at `now` itself counts in the last slot.
+/// there, if any. Attempts that started at `now` itself are a bucket of their own in the
+/// store; they count in the last slot, with the attempts already there.
 fn filled(buckets: &[AttemptBucketView], window: Window, now: UnixTime) -> Vec<Option<AttemptBucketView>> {
     let (since, width, n) = (window.since(now).0, window.span().1, window.buckets());
-    let mut slots = vec![None; n];
+    let mut slots: Vec<Option<AttemptBucketView>> = vec![None; n];
     for b in buckets {
         let at = usize::try_from((b.start - since) / width).unwrap_or(0).min(n.saturating_sub(1));
-        if let Some(slot) = slots.get_mut(at) {
-            *slot = Some(*b);
-        }
+        let Some(slot) = slots.get_mut(at) else { continue };
+        *slot = Some(match *slot {
+            None => *b,
+            Some(here) => {
+                let (count, more) = (here.succeeded + here.failed, b.succeeded + b.failed);
+                let total = (count + more).max(1);
+                AttemptBucketView {
+                    start: here.start,
+                    succeeded: here.succeeded + b.succeeded,
+                    failed: here.failed + b.failed,
+                    mean_latency_ms: (here.mean_latency_ms * count + b.mean_latency_ms * more) / total,
+                    max_latency_ms: here.max_latency_ms.max(b.max_latency_ms),
+                }
+            }
+        });
     }
     slots
 }
@@ -149,6 +162,12 @@ mod tests {
         assert_eq!(slots[1], None);
         assert_eq!(slots[2].map(|b| b.failed), Some(1));
         assert_eq!(slots[59].map(|b| b.mean_latency_ms), Some(1), "an attempt at now counts in the last minute");
+        let last = filled(&[bucket(now.0 - 30, 0, 1, 9), bucket(now.0, 3, 0, 1)], Window::Hour, now)[59].unwrap();
+        assert_eq!(
+            (last.succeeded, last.failed, last.mean_latency_ms, last.max_latency_ms),
+            (3, 1, 3, 9),
+            "merged, not replaced"
+        );
     }
 
     #[test]

@@ -148,7 +148,7 @@ pub(super) fn time_html(at: UnixTime, now: UnixTime) -> String {
 const STYLE: &str = "body{font-family:sans-serif;margin:1em auto;padding:0 1em;max-width:80em;line-height:1.4}\
     table{border-collapse:collapse;margin-bottom:1.5em;display:block;overflow-x:auto;max-width:100%}\
     td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#f3f3f3}\
-    td{overflow-wrap:anywhere}.bad{color:#a00}.ok{color:#060}\
+    td{overflow-wrap:break-word}.bad{color:#a00}.ok{color:#060}\
     nav{display:flex;flex-wrap:wrap;gap:.3em 1.2em;align-items:center;margin-bottom:1em}\
     nav form{margin:0}a:focus,button:focus,input:focus,select:focus{outline:3px solid #05a;outline-offset:1px}\
     form.fields{display:flex;flex-wrap:wrap;gap:.6em 1em;align-items:flex-end;margin-bottom:1em}\
