@@ -142,6 +142,8 @@ fn filled(buckets: &[AttemptBucketView], window: Window, now: UnixTime) -> Vec<O
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use idemgate_core::UnixTime;
 
     use super::{filled, summary};
