@@ -1,7 +1,7 @@
 //! `/admin/events/<id>`: one event, by the listing's row id. Its receipt (source,
 //! identity, body hash, received at, outcome), its headers from the source's allowlist as
-//! stored, its payload re-indented and escaped while retention keeps it, every job per
-//! destination and every attempt; and two forms: replay its finished jobs, or make its
+//! stored, its payload re-indented and escaped while retention keeps it (and the body each
+//! destination with a transform gets from it), every job per destination and every attempt; and two forms: replay its finished jobs, or make its
 //! waiting ones due now (the admin API's `replay` and `retry` of one event).
 //!
 //! The payload is re-indented as text rather than parsed and printed again, so what the
@@ -23,6 +23,7 @@ use super::{Rendered, esc, form_session, shown, signed_in, time_html};
 use crate::{
     admin::AdminState,
     answer::DashboardAnswer,
+    current::Transforms,
     views::{self, EventDetail},
 };
 
@@ -86,9 +87,35 @@ async fn render(state: &AdminState, id: i64, csrf: &str, done: &Done) -> Rendere
         }
         None => html.push_str("<p id=\"payload-purged\">Payload purged by retention: the receipt stays.</p>"),
     }
+    if let Some(body) = &payload.body {
+        html.push_str(&sent_bodies(&event, body, &state.destinations.transforms()));
+    }
     html.push_str(&jobs_table(&event, now));
     html.push_str(&attempts_table(&event, now));
     Ok(Some(html))
+}
+
+/// The body each destination with a transform gets from the stored bytes (each of them for
+/// an unmatched event, which can be replayed to any), computed now with the transforms
+/// configured now.
+fn sent_bodies(event: &EventDetail, body: &[u8], transforms: &Transforms) -> String {
+    let mut html = String::new();
+    for (destination, transform) in transforms {
+        if !event.unmatched && !event.jobs.iter().any(|job| &job.destination == destination) {
+            continue;
+        }
+        let name = esc(destination);
+        let sent = match transform.transform(body) {
+            Ok(sent) => format!("<pre class=\"sent\">{}</pre>", esc(&shown_body(&sent))),
+            Err(err) => format!("<p class=\"bad\">The transform gives no body: {}</p>", esc(&err.to_string())),
+        };
+        let _ = write!(
+            html,
+            "<section id=\"sent-{name}\"><h3>Sent to {name} (its transform <code>{}</code>)</h3>{sent}</section>",
+            esc(transform.text())
+        );
+    }
+    if html.is_empty() { html } else { format!("<h2>Transformed</h2>{html}") }
 }
 
 fn receipt(event: &EventDetail, payload: &EventPayload, now: UnixTime) -> String {

@@ -49,7 +49,9 @@ impl Admin {
             tls: false,
             body_timeout: Duration::from_secs(5),
             clock,
-            destinations: idemgate_http::current::DestinationNames::default(),
+            destinations: idemgate_http::current::DestinationNames::default().with_transforms(
+                [("app".to_owned(), idemgate_jq::Program::compile("{tag: .a}").unwrap())].into_iter().collect(),
+            ),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -202,6 +204,10 @@ async fn the_event_page_shows_the_receipt_headers_payload_and_attempts_escaped_a
         "the payload re-indented, escaped, every digit kept: {page}"
     );
     assert!(!page.contains("<b>") && !page.contains("<oops>"), "nothing the sender or destination sent is markup");
+    assert!(
+        page.contains("<h3>Sent to app (its transform <code>{tag: .a}</code>)</h3><pre class=\"sent\">{\n  &quot;tag&quot;: &quot;&lt;b&gt;&quot;\n}</pre>"),
+        "the body its destination gets: {page}"
+    );
     assert!(page.contains("<td class=\"state job-dead\">dead</td>"), "{page}");
     assert!(page.contains("<td>42 ms</td><td class=\"status\">400</td><td><code>&lt;oops&gt;</code></td>"), "{page}");
     assert!(page.contains("2027-01-15T08:00:10Z (9 min ago)"), "the attempt's time, as of the clock: {page}");
