@@ -85,6 +85,7 @@ pub fn router(state: AdminState) -> Router {
         .routes(routes!(stats))
         .routes(routes!(rejections))
         .routes(routes!(rejection_series))
+        .routes(routes!(conflict_series))
         .routes(routes!(list_destinations))
         .routes(routes!(destination_series))
         .routes(routes!(enable_destination))
@@ -475,6 +476,34 @@ async fn rejection_series(
             .map(|(start, reason, count)| RejectionBucket { start, reason: reason.to_owned(), count })
             .collect(),
     )
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct ConflictBucket {
+    source: String,
+    /// Where the bucket starts (unix seconds).
+    start: i64,
+    /// Identities whose receipt met another body for the first time in it.
+    conflicts: u64,
+}
+
+/// Conflicting repeats (same identity, other bytes) over the last hour (per minute) or day
+/// (per half hour), by source, counted when each other body was first seen; buckets
+/// without any are left out.
+#[utoipa::path(get, path = "/admin/v1/conflicts/series", params(SeriesQuery),
+    responses((status = 200, body = Vec<ConflictBucket>), (status = 400), (status = 401)))]
+async fn conflict_series(
+    State(state): State<AdminState>,
+    Query(query): Query<SeriesQuery>,
+) -> Result<Json<Vec<ConflictBucket>>, AdminError> {
+    let window = query.window.unwrap_or(Window::Hour);
+    let series = state.store.conflict_series(window.since(state.clock.now()), window.span().1).await?;
+    Ok(Json(
+        series
+            .into_iter()
+            .map(|b| ConflictBucket { source: b.source, start: b.start.0, conflicts: b.conflicts })
+            .collect(),
+    ))
 }
 
 /// Every destination that has jobs or was disabled: its state (enabled, disabled or

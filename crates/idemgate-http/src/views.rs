@@ -368,6 +368,15 @@ impl Window {
         }
     }
 
+    /// Its time axis's two ends, as a chart labels them.
+    #[must_use]
+    pub fn axis(self) -> [&'static str; 2] {
+        match self {
+            Self::Hour => ["1 h ago", "now"],
+            Self::Day => ["1 d ago", "now"],
+        }
+    }
+
     /// How many buckets it has.
     #[must_use]
     pub fn buckets(self) -> usize {

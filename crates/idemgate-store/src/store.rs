@@ -32,8 +32,8 @@ use crate::{
     postgres::PgStore,
     sqlite::Handler,
     views::{
-        AttemptBucket, AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventPayload, EventRow,
-        RecentConflict, SourceStats, WaitingQueue,
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
+        EventRow, RecentConflict, SourceStats, WaitingQueue,
     },
 };
 
@@ -446,6 +446,12 @@ impl Store {
     /// oldest of them was created.
     pub async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
         on_backend!(self, store => store.waiting_queues().await)
+    }
+
+    /// Conflicting bodies first seen at or after `since`, per source and bucket of `width`
+    /// seconds (identities whose receipt met another body); by source, then time.
+    pub async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+        on_backend!(self, store => store.conflict_series(since, width).await)
     }
 
     /// Counts per source of what arrived at or after `since`.

@@ -71,8 +71,8 @@ async fn render(state: &AdminState) -> Rendered {
                 html,
                 "<figure class=\"chart attempts\">{}<figcaption>Attempts {label}: succeeded (green), failed (red)</figcaption></figure>\
                  <figure class=\"chart latency\">{}<figcaption>Mean latency {label}</figcaption></figure>",
-                chart::stacked_bars(&format!("{} attempts {label}", d.name), &counts),
-                chart::line(&format!("{} mean latency {label}", d.name), &latency, "ms"),
+                chart::stacked_bars(&format!("{} attempts {label}", d.name), window.axis(), &counts),
+                chart::line(&format!("{} mean latency {label}", d.name), window.axis(), &latency, "ms"),
             );
         }
         html.push_str("</div></section>");

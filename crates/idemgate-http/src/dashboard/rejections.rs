@@ -1,7 +1,8 @@
 //! `/admin/rejections`: deliveries refused before the store, by bounded reason over the
 //! last hour and day (a chart each, and a table), and by source since the process started
 //! (all counted in memory: nothing of a rejected delivery is stored); then the conflicting
-//! repeats the store recorded (same identity, other bytes).
+//! repeats the store recorded (same identity, other bytes), over the last hour and day
+//! by when each other body was first seen, and the most recent ones.
 
 use std::fmt::Write as _;
 
@@ -44,7 +45,7 @@ async fn render(state: &AdminState) -> Rendered {
         let _ = write!(
             html,
             "<figure class=\"chart rejections\">{}<figcaption>Rejections {label}</figcaption></figure>",
-            chart::stacked_bars(&format!("rejections {label}"), &per_bucket)
+            chart::stacked_bars(&format!("rejections {label}"), window.axis(), &per_bucket)
         );
     }
     html.push_str(
@@ -65,11 +66,39 @@ async fn render(state: &AdminState) -> Rendered {
     if rejections.is_empty() {
         html.push_str("<p id=\"no-rejections\">None since the process started.</p>");
     }
+    html.push_str("<h2>Conflicts over time</h2><div class=\"charts\">");
+    let mut by_source: BTreeMap<String, [u64; 2]> = BTreeMap::new();
+    for (i, (window, label)) in
+        [(Window::Hour, "last hour, per minute"), (Window::Day, "last day, per half hour")].into_iter().enumerate()
+    {
+        let (since, width) = (window.since(now), window.span().1);
+        let mut per_bucket = vec![(0, 0); window.buckets()];
+        for b in state.store.conflict_series(since, width).await? {
+            let at =
+                usize::try_from((b.start.0 - since.0) / width).unwrap_or(0).min(per_bucket.len().saturating_sub(1));
+            if let Some(bucket) = per_bucket.get_mut(at) {
+                bucket.1 += b.conflicts;
+            }
+            by_source.entry(b.source).or_default()[i] += b.conflicts;
+        }
+        let _ = write!(
+            html,
+            "<figure class=\"chart conflicts\">{}<figcaption>Conflicts first seen {label}</figcaption></figure>",
+            chart::stacked_bars(&format!("conflicts {label}"), window.axis(), &per_bucket)
+        );
+    }
     html.push_str(
-        "<h2>Conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>identity</th><th>times seen</th>\
+        "</div><table id=\"conflicts-by-source\"><tr><th>source</th><th>last hour</th><th>last day</th></tr>",
+    );
+    for (source, [hour, day]) in &by_source {
+        let _ = write!(html, "<tr><td>{}</td><td>{hour}</td><td>{day}</td></tr>", esc(source));
+    }
+    html.push_str(
+        "</table><h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>identity</th><th>times seen</th>\
          <th>last seen</th></tr>",
     );
-    for c in state.store.recent_conflicts(100).await? {
+    let recent = state.store.recent_conflicts(100).await?;
+    for c in &recent {
         let _ = write!(
             html,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -80,5 +109,8 @@ async fn render(state: &AdminState) -> Rendered {
         );
     }
     html.push_str("</table>");
+    if recent.is_empty() {
+        html.push_str("<p id=\"no-conflicts\">None recorded.</p>");
+    }
     Ok(Some(html))
 }

@@ -286,7 +286,11 @@ async fn the_rejections_page_lists_rejections_and_conflicts() {
     let page = admin.get("/admin/rejections").await;
     assert_eq!(status(&page), 200, "{page}");
     assert!(page.contains("id=\"no-rejections\""), "{page}");
-    assert_eq!(page.matches("<rect class=\"bad\"").count(), 0, "{page}");
+    assert_eq!(
+        page.matches("<rect class=\"bad\"").count(),
+        2,
+        "only the conflict, in the hour's and the day's chart: {page}"
+    );
 
     let hooks = SourceName::new("hooks").unwrap();
     admin.rejections.record(&hooks, "signature_mismatch", UnixTime(T0.0 - 7200));
@@ -296,8 +300,15 @@ async fn the_rejections_page_lists_rejections_and_conflicts() {
     assert!(page.contains("<tr><td>signature_mismatch</td><td>1</td><td>2</td></tr>"), "hour and day: {page}");
     assert!(page.contains("<tr><td>syntax</td><td>1</td><td>1</td></tr>"), "{page}");
     assert!(page.contains("<tr><td>hooks</td><td>signature_mismatch</td><td class=\"count\">2</td></tr>"), "{page}");
-    assert_eq!(page.matches("<rect class=\"bad\"").count(), 3, "one bar in the hour, two in the day: {page}");
+    assert_eq!(
+        page.matches("<rect class=\"bad\"").count(),
+        5,
+        "rejections: one bar in the hour, two in the day; the conflict's two: {page}"
+    );
     assert!(page.contains("<tr><td>hooks</td><td>msg_c</td><td>1</td>"), "{page}");
+    assert!(page.contains("<table id=\"conflicts-by-source\"><tr><th>source</th><th>last hour</th><th>last day</th></tr><tr><td>hooks</td><td>1</td><td>1</td></tr>"), "{page}");
+    let (_, conflicts) = admin.api("/admin/v1/conflicts/series?window=day").await;
+    assert_eq!(conflicts, json!([{"source": "hooks", "start": T0.0 - 86_400 + 48 * 1800, "conflicts": 1}]));
 }
 
 #[tokio::test]

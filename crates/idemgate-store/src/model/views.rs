@@ -216,3 +216,14 @@ pub struct WaitingQueue {
     /// When the oldest of them was created.
     pub oldest: UnixTime,
 }
+
+/// The conflicting bodies first seen within one time bucket, per source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictBucket {
+    /// The source id.
+    pub source: String,
+    /// The bucket's start: the series' `since` plus a whole number of bucket widths.
+    pub start: UnixTime,
+    /// Identities whose receipt met another body for the first time then.
+    pub conflicts: u64,
+}

@@ -10,8 +10,8 @@ use crate::{
     inbox::{JobRecord, StoredEvent},
     model::{body_hash, jobs::breaker_of, key, parse_headers, receive::parse_result},
     views::{
-        AttemptBucket, AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventPayload, EventRow,
-        FailedAttempt, RecentConflict, SourceStats, WaitingQueue,
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
+        EventRow, FailedAttempt, RecentConflict, SourceStats, WaitingQueue,
     },
 };
 
@@ -501,6 +501,29 @@ impl PgStore {
                     destination: row.try_get(0)?,
                     depth: unsigned(row.try_get(1)?),
                     oldest: UnixTime(row.try_get(2)?),
+                })
+            })
+            .collect()
+    }
+
+    /// Conflicting bodies first seen at or after `since`, per source and bucket of `width`
+    /// seconds; by source, then time.
+    pub async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+        let width = width.max(1);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT source, (first_seen_at - $1) / $2 AS bucket, count(*) FROM conflicts
+                 WHERE first_seen_at >= $1 GROUP BY source, bucket ORDER BY source, bucket",
+                &[&since.0, &width],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ConflictBucket {
+                    source: row.try_get(0)?,
+                    start: UnixTime(since.0 + row.try_get::<_, i64>(1)? * width),
+                    conflicts: unsigned(row.try_get(2)?),
                 })
             })
             .collect()

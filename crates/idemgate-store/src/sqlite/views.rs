@@ -9,8 +9,8 @@ use crate::{
     StoreError,
     model::jobs::breaker_of,
     views::{
-        AttemptBucket, AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventPayload, EventRow,
-        FailedAttempt, RecentConflict, SourceStats, WaitingQueue,
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
+        EventRow, FailedAttempt, RecentConflict, SourceStats, WaitingQueue,
     },
 };
 
@@ -277,6 +277,24 @@ pub fn waiting_queues(conn: &Connection) -> Result<Vec<WaitingQueue>, StoreError
 const WAITING_QUEUES: &str = "SELECT destination, count(*), min(created_at) FROM jobs
     WHERE state IN ('pending', 'retrying') GROUP BY destination ORDER BY destination";
 
+/// Conflicting bodies first seen at or after `since`, per source and bucket of `width`
+/// seconds; by source, then time.
+pub fn conflict_series(conn: &Connection, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+    let width = width.max(1);
+    let mut stmt = conn.prepare(
+        "SELECT source, (first_seen_at - ?1) / ?2 AS bucket, count(*) FROM conflicts
+         WHERE first_seen_at >= ?1 GROUP BY source, bucket ORDER BY source, bucket",
+    )?;
+    let rows = stmt.query_map(params![since.0, width], |row| {
+        Ok(ConflictBucket {
+            source: row.get(0)?,
+            start: UnixTime(since.0 + row.get::<_, i64>(1)? * width),
+            conflicts: row.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The views of [`crate::Store`], each on a fresh read connection off the async threads.
 impl SqliteStore {
     /// [`list_events`] on a read connection.
@@ -327,5 +345,10 @@ impl SqliteStore {
     /// [`waiting_queues`] on a read connection.
     pub async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
         self.read(|r| waiting_queues(r.connection())).await
+    }
+
+    /// [`conflict_series`] on a read connection.
+    pub async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+        self.read(move |r| conflict_series(r.connection(), since, width)).await
     }
 }

@@ -8,7 +8,7 @@ use idemgate_core::{UnixTime, retry::Decision};
 use idemgate_store::{
     jobs::AttemptRecord,
     maintenance::Retention,
-    views::{AttemptBucket, EventFilter, FailedAttempt, WaitingQueue},
+    views::{AttemptBucket, ConflictBucket, EventFilter, FailedAttempt, WaitingQueue},
 };
 
 use crate::{T0, TestStore, accept_at, event, ms, on_both, request};
@@ -165,5 +165,21 @@ on_both! {
         let purged = t.event_payload(id).await.unwrap().unwrap();
         assert_eq!(purged.body, None, "the payload is gone");
         assert_eq!(purged.headers.len(), 1, "the headers stay with the event");
+    }
+
+    async fn conflicts_are_counted_per_bucket_when_first_seen(t: TestStore) {
+        for (identity, at) in [("c1", 0), ("c2", 0), ("c3", 70)] {
+            accept_at(&t, identity, &[], T0).await;
+            t.accept(crate::request_at(identity, b"other", UnixTime(T0.0 + at)), event(identity, b"other", &[])).await;
+        }
+        t.accept(crate::request_at("c1", b"third", UnixTime(T0.0 + 75)), event("c1", b"third", &[])).await;
+        t.accept(crate::request_at("c2", b"other", UnixTime(T0.0 + 80)), event("c2", b"other", &[])).await;
+        let bucket = |start: i64, conflicts| ConflictBucket { source: "test".to_owned(), start: UnixTime(T0.0 + start), conflicts };
+        assert_eq!(
+            t.conflict_series(T0, 60).await.unwrap(),
+            [bucket(0, 2), bucket(60, 2)],
+            "c1 and c2 first, then c3 and c1's third body; c2's repeat is no new conflict"
+        );
+        assert_eq!(t.conflict_series(UnixTime(T0.0 + 1), 3600).await.unwrap(), [bucket(1, 2)]);
     }
 }
