@@ -149,6 +149,8 @@ try {
   await page.click('nav a[href="/admin/rejections"]');
   await page.waitForURL(`${ADMIN_URL}/admin/rejections`);
   if (!(await page.textContent('#rejections')).includes('missing_header')) fail('the unsigned delivery is not counted');
+  if (!(await page.textContent('#conflicts-by-source')).includes('hooks')) fail('the conflict is not counted');
+  if (await page.locator('figure.conflicts svg rect.bad').count() < 1) fail('the conflict is not drawn');
   await shoot('rejections');
 
   // A phone's width: no page scrolls sideways (tables scroll in their own box).

@@ -47,6 +47,9 @@ admin=$(sed -n 's/^admin listening on //p' "$work/out")
 [ -n "$gateway" ] && [ -n "$admin" ] || { cat "$work/err" >&2; exit 1; }
 $bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOOK_SECRET \
     --event-id msg_browser -H 'X-Trace: browser-1' -d '{"type":"t","data":{"id":7,"tags":["a","<b>"]}}' > /dev/null
+# The same id with other bytes: a conflict (409), for the rejections page.
+$bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOOK_SECRET \
+    --event-id msg_browser -d '{"type":"t","other":true}' > /dev/null 2>&1 || true
 for _ in $(seq 100); do
   $bin events list --config "$work/idemgate.toml" --state dead --json | grep -q msg_browser && break
   sleep 0.1
