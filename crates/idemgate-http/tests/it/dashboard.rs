@@ -341,3 +341,31 @@ async fn the_admin_api_answers_the_same_views() {
     let (_, rejections) = admin.api("/admin/v1/rejections/series").await;
     assert_eq!(rejections, json!([{"start": T0.0 + 540, "reason": "syntax", "count": 1}]));
 }
+
+#[tokio::test]
+async fn every_page_loads_nothing_from_elsewhere_and_runs_no_script() {
+    let admin = Admin::start(Arc::new(ManualClock::at(UnixTime(T0.0 + 600)))).await;
+    with_a_dead_event(&admin).await;
+    let id = admin.id_of("msg_1").await;
+    for path in ["/admin/", "/admin/events", &format!("/admin/events/{id}"), "/admin/destinations", "/admin/rejections"]
+    {
+        let page = admin.get(path).await;
+        assert_eq!(status(&page), 200, "{path}: {page}");
+        let body = page.split_once("\r\n\r\n").unwrap().1.to_ascii_lowercase();
+        assert!(!body.contains("<script") && !body.contains(" src=") && !body.contains("url("), "{path}: {body}");
+        for link in body.split("href=\"").skip(1) {
+            assert!(link.starts_with('/') || link.starts_with('#'), "{path} links elsewhere: {link:.60}");
+        }
+        assert!(body.contains("<meta name=\"viewport\""), "{path}");
+        for (at, _) in body.match_indices("<input") {
+            let tag = &body[at..at + body[at..].find('>').unwrap()];
+            let hidden = tag.contains("type=\"hidden\"");
+            let labelled = tag
+                .split("id=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .is_some_and(|id| body.contains(&format!("<label for=\"{id}\"")));
+            assert!(hidden || labelled, "{path}: an input without a label: {tag}");
+        }
+    }
+}
