@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The dashboard's browser test: starts idemgate with a dead job, then drives the page in
-# headless Chromium (Debian's package, installed here if missing).
+# headless Chromium (Debian's package, installed here if missing). Full-page screenshots of
+# each page land in tests/browser/screenshots/ (SCREENSHOTS=dir for another folder).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v chromium >/dev/null; then
@@ -31,6 +32,8 @@ token = "env:ADMIN_TOKEN"
 scheme = "standard-webhooks"
 secrets = ["env:HOOK_SECRET"]
 destinations = ["app"]
+event_type = "/type"
+forward_headers = ["x-trace"]
 [destinations.app]
 url = "http://127.0.0.1:$dest_port/hook"
 timeout = "1s"
@@ -43,9 +46,12 @@ gateway=$(sed -n 's/^listening on //p' "$work/out")
 admin=$(sed -n 's/^admin listening on //p' "$work/out")
 [ -n "$gateway" ] && [ -n "$admin" ] || { cat "$work/err" >&2; exit 1; }
 $bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOOK_SECRET \
-    --event-id msg_browser -d '{"type":"t"}' > /dev/null
+    --event-id msg_browser -H 'X-Trace: browser-1' -d '{"type":"t","data":{"id":7,"tags":["a","<b>"]}}' > /dev/null
+# The same id with other bytes: a conflict (409), for the rejections page.
+$bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOOK_SECRET \
+    --event-id msg_browser -d '{"type":"t","other":true}' > /dev/null 2>&1 || true
 for _ in $(seq 100); do
   $bin events list --config "$work/idemgate.toml" --state dead --json | grep -q msg_browser && break
   sleep 0.1
 done
-ADMIN_URL="http://$admin" DEST_PORT=$dest_port SCREENSHOT="${SCREENSHOT:-}" node tests/browser/dashboard.mjs
+ADMIN_URL="http://$admin" GATEWAY_URL="http://$gateway" DEST_PORT=$dest_port node tests/browser/dashboard.mjs

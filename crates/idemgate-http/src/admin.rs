@@ -1,7 +1,7 @@
 //! The admin API under `/admin/v1`, for operators and their tools: events with filters and
-//! cursor pagination, one event's history, replays of finished jobs, retry-now of waiting
-//! ones, counts, rejections by reason, destinations and their health, and re-enabling a
-//! destination. Every route needs `Authorization: Bearer <token>` (compared
+//! cursor pagination, one event's history and payload, replays of finished jobs, retry-now
+//! of waiting ones, counts, rejections by reason, destinations, their health and their
+//! attempts over the last hour or day, and re-enabling a destination. Every route needs `Authorization: Bearer <token>` (compared
 //! by digest in constant time); the OpenAPI document at `/admin/v1/openapi.json` is
 //! generated from these handlers, so it cannot drift from them.
 //!
@@ -36,7 +36,7 @@ use crate::{
     body::read_limited,
     current::{AdminToken, DestinationNames},
     session::Sessions,
-    views::{self, DestinationView, EventDetail, EventsPage, SourceCounts},
+    views::{self, AttemptSeries, DestinationView, EventDetail, EventPayloadView, EventsPage, SourceCounts, Window},
 };
 
 /// Largest request body the admin routes read (replay filters and dashboard forms).
@@ -84,8 +84,12 @@ pub fn router(state: AdminState) -> Router {
         .routes(routes!(retry_bulk))
         .routes(routes!(stats))
         .routes(routes!(rejections))
+        .routes(routes!(rejection_series))
+        .routes(routes!(conflict_series))
         .routes(routes!(list_destinations))
+        .routes(routes!(destination_series))
         .routes(routes!(enable_destination))
+        .routes(routes!(event_payload))
         .split_for_parts();
     let state_for_ui = state.clone();
     let body_timeout = state.body_timeout;
@@ -202,6 +206,17 @@ async fn show_event(
     Path((source, identity)): Path<(String, String)>,
 ) -> Result<Json<EventDetail>, AdminError> {
     views::event_detail(&state.store, &source, &identity).await?.map(Json).ok_or(AdminError::NotFound)
+}
+
+/// One event's headers as stored and its body, unless retention purged it.
+#[utoipa::path(get, path = "/admin/v1/events/{source}/{identity}/payload",
+    params(("source" = String, Path), ("identity" = String, Path)),
+    responses((status = 200, body = EventPayloadView), (status = 404), (status = 401)))]
+async fn event_payload(
+    State(state): State<AdminState>,
+    Path((source, identity)): Path<(String, String)>,
+) -> Result<Json<EventPayloadView>, AdminError> {
+    views::event_payload(&state.store, &source, &identity).await?.map(Json).ok_or(AdminError::NotFound)
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -436,12 +451,95 @@ async fn rejections(State(state): State<AdminState>) -> Json<Vec<RejectionCount>
     )
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+struct RejectionBucket {
+    /// Where the bucket starts (unix seconds).
+    start: i64,
+    reason: String,
+    count: u64,
+}
+
+/// Rejected deliveries by bounded reason over the last hour (per minute) or day (per half
+/// hour), every source together; buckets without rejections are left out (counts kept in
+/// memory for a day).
+#[utoipa::path(get, path = "/admin/v1/rejections/series", params(SeriesQuery),
+    responses((status = 200, body = Vec<RejectionBucket>), (status = 400), (status = 401)))]
+async fn rejection_series(
+    State(state): State<AdminState>,
+    Query(query): Query<SeriesQuery>,
+) -> Json<Vec<RejectionBucket>> {
+    let window = query.window.unwrap_or(Window::Hour);
+    let series = state.rejections.series(window.since(state.clock.now()), window.span().1);
+    Json(
+        series
+            .into_iter()
+            .map(|(start, reason, count)| RejectionBucket { start, reason: reason.to_owned(), count })
+            .collect(),
+    )
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+struct ConflictBucket {
+    source: String,
+    /// Where the bucket starts (unix seconds).
+    start: i64,
+    /// Identities whose receipt met another body for the first time in it.
+    conflicts: u64,
+}
+
+/// Conflicting repeats (same identity, other bytes) over the last hour (per minute) or day
+/// (per half hour), by source, counted when each other body was first seen; buckets
+/// without any are left out.
+#[utoipa::path(get, path = "/admin/v1/conflicts/series", params(SeriesQuery),
+    responses((status = 200, body = Vec<ConflictBucket>), (status = 400), (status = 401)))]
+async fn conflict_series(
+    State(state): State<AdminState>,
+    Query(query): Query<SeriesQuery>,
+) -> Result<Json<Vec<ConflictBucket>>, AdminError> {
+    let window = query.window.unwrap_or(Window::Hour);
+    let series = state.store.conflict_series(window.since(state.clock.now()), window.span().1).await?;
+    Ok(Json(
+        series
+            .into_iter()
+            .map(|b| ConflictBucket { source: b.source, start: b.start.0, conflicts: b.conflicts })
+            .collect(),
+    ))
+}
+
 /// Every destination that has jobs or was disabled: its state (enabled, disabled or
 /// paused), jobs by state, latest success and failure, health from its attempts of the
 /// last hour, and its circuit breaker.
 #[utoipa::path(get, path = "/admin/v1/destinations", responses((status = 200, body = Vec<DestinationView>), (status = 401)))]
 async fn list_destinations(State(state): State<AdminState>) -> Result<Json<Vec<DestinationView>>, AdminError> {
     Ok(Json(views::destinations(&state.store, state.clock.now()).await?))
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct SeriesQuery {
+    /// `hour` (the default: per minute) or `day` (per half hour), up to now.
+    window: Option<Window>,
+}
+
+/// A destination's attempts over the last hour or day: per bucket, how many succeeded
+/// (2xx) and failed, and their mean and longest latency; buckets without attempts are left
+/// out, as is everything for a destination without attempts in the window.
+#[utoipa::path(get, path = "/admin/v1/destinations/{name}/series", params(("name" = String, Path), SeriesQuery),
+    responses((status = 200, body = AttemptSeries), (status = 400), (status = 401)))]
+async fn destination_series(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    Query(query): Query<SeriesQuery>,
+) -> Result<Json<AttemptSeries>, AdminError> {
+    let window = query.window.unwrap_or(Window::Hour);
+    let now = state.clock.now();
+    let series = views::attempt_series(&state.store, window, now).await?.into_iter().find(|s| s.destination == name);
+    Ok(Json(series.unwrap_or_else(|| AttemptSeries {
+        destination: name,
+        since: window.since(now).0,
+        width: window.span().1,
+        buckets: Vec::new(),
+    })))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -110,27 +110,52 @@ impl AdminToken {
     }
 }
 
-/// The names of the configured destinations, for the admin API's replay to a named one;
+/// The configured destinations: their names, for the admin API's replay to a named one,
+/// and their transforms, for the dashboard's event page to show the body each one gets;
 /// replaced by a configuration reload. Clones share one set.
 #[derive(Debug, Clone, Default)]
-pub struct DestinationNames(Arc<ArcSwap<std::collections::BTreeSet<String>>>);
+pub struct DestinationNames {
+    names: Arc<ArcSwap<std::collections::BTreeSet<String>>>,
+    transforms: Arc<ArcSwap<Transforms>>,
+}
+
+/// Destination name to its transform, for the destinations that have one.
+pub type Transforms = std::collections::BTreeMap<String, idemgate_jq::Program>;
 
 impl DestinationNames {
     /// These names until they are replaced.
     #[must_use]
     pub fn new(names: std::collections::BTreeSet<String>) -> Self {
-        Self(Arc::new(ArcSwap::from_pointee(names)))
+        Self { names: Arc::new(ArcSwap::from_pointee(names)), transforms: Arc::default() }
+    }
+
+    /// With these transforms until they are replaced.
+    #[must_use]
+    pub fn with_transforms(self, transforms: Transforms) -> Self {
+        self.transforms.store(Arc::new(transforms));
+        self
     }
 
     /// These names from now on.
     pub fn replace(&self, names: std::collections::BTreeSet<String>) {
-        self.0.store(Arc::new(names));
+        self.names.store(Arc::new(names));
+    }
+
+    /// These transforms from now on.
+    pub fn replace_transforms(&self, transforms: Transforms) {
+        self.transforms.store(Arc::new(transforms));
     }
 
     /// Whether `name` is a configured destination now.
     #[must_use]
     pub fn contains(&self, name: &str) -> bool {
-        self.0.load().contains(name)
+        self.names.load().contains(name)
+    }
+
+    /// The transforms now.
+    #[must_use]
+    pub fn transforms(&self) -> Arc<Transforms> {
+        self.transforms.load_full()
     }
 }
 

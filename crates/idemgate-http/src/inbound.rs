@@ -59,22 +59,56 @@ pub struct Delivered {
 }
 
 /// Rejections counted by source and bounded reason: what the operator sees instead of
-/// stored payloads (nothing is stored for a rejected delivery).
+/// stored payloads (nothing is stored for a rejected delivery). Besides the totals since
+/// start, each reason is counted per minute for the last day (at most 1440 minutes times
+/// the bounded reasons), for the dashboard's chart.
 #[derive(Debug, Default)]
-pub struct RejectionCounts(std::sync::Mutex<std::collections::BTreeMap<(String, &'static str), u64>>);
+pub struct RejectionCounts(std::sync::Mutex<Counted>);
+
+#[derive(Debug, Default)]
+struct Counted {
+    totals: std::collections::BTreeMap<(String, &'static str), u64>,
+    /// (minute's start, reason) to count.
+    minutes: std::collections::BTreeMap<(i64, &'static str), u64>,
+}
+
+/// How long the per-minute counts are kept.
+const MINUTES_KEPT: i64 = 86_400;
 
 impl RejectionCounts {
-    /// Counts one rejection.
-    pub fn record(&self, source: &SourceName, reason: &'static str) {
-        let mut counts = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *counts.entry((source.to_string(), reason)).or_insert(0) += 1;
+    /// Counts one rejection, at `now`.
+    pub fn record(&self, source: &SourceName, reason: &'static str, now: UnixTime) {
+        let mut counted = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *counted.totals.entry((source.to_string(), reason)).or_insert(0) += 1;
+        let minute = now.0 - now.0.rem_euclid(60);
+        *counted.minutes.entry((minute, reason)).or_insert(0) += 1;
+        let oldest = minute - MINUTES_KEPT;
+        while let Some(entry) = counted.minutes.first_entry()
+            && entry.key().0 <= oldest
+        {
+            entry.remove();
+        }
     }
 
     /// Every (source, reason, count), in order.
     #[must_use]
     pub fn snapshot(&self) -> Vec<(String, &'static str, u64)> {
-        let counts = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        counts.iter().map(|((source, reason), count)| (source.clone(), *reason, *count)).collect()
+        let counted = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        counted.totals.iter().map(|((source, reason), count)| (source.clone(), *reason, *count)).collect()
+    }
+
+    /// Rejections at or after `since` (within the last day), per reason and per bucket of
+    /// `width` seconds from `since`: (bucket's start, reason, count), by time then reason.
+    #[must_use]
+    pub fn series(&self, since: UnixTime, width: i64) -> Vec<(i64, &'static str, u64)> {
+        let width = width.max(60);
+        let counted = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut buckets: std::collections::BTreeMap<(i64, &'static str), u64> = std::collections::BTreeMap::new();
+        for ((minute, reason), count) in counted.minutes.range((since.0, "")..) {
+            let start = since.0 + (minute - since.0) / width * width;
+            *buckets.entry((start, reason)).or_insert(0) += count;
+        }
+        buckets.into_iter().map(|((start, reason), count)| (start, reason, count)).collect()
     }
 }
 
@@ -124,14 +158,14 @@ impl<R: Receiver> Inbound<R> {
         let read = read_limited(headers, body, self.body_limit, self.body_timeout).instrument(info_span!("read"));
         let raw = match read.await {
             Ok(raw) => raw,
-            Err(err) => return self.refused(err.into()),
+            Err(err) => return self.refused(err.into(), now),
         };
         let accepted = self.check(headers, &raw, now).and_then(|(delivery, event)| {
             contract(Checked { headers, raw: &raw, delivery: &delivery, event: &event, now })
         });
         let Accepted { identity, effect } = match accepted {
             Ok(accepted) => accepted,
-            Err(rejection) => return self.refused(DeliveryAnswer::Rejected(rejection)),
+            Err(rejection) => return self.refused(DeliveryAnswer::Rejected(rejection), now),
         };
         Span::current().record("identity", identity.as_str());
         let request = ReceiveRequest {
@@ -157,10 +191,10 @@ impl<R: Receiver> Inbound<R> {
         Ok((delivery, event))
     }
 
-    fn refused(&self, answer: DeliveryAnswer) -> Delivered {
+    fn refused(&self, answer: DeliveryAnswer, now: UnixTime) -> Delivered {
         tracing::info!(source = %self.source, reason = answer.label(), "delivery rejected");
         Span::current().record("outcome", "rejected").record("reason", answer.label());
-        self.rejections.record(&self.source, answer.label());
+        self.rejections.record(&self.source, answer.label(), now);
         let source = self.source.to_string();
         metrics::counter!("idemgate_deliveries_total", "source" => source.clone(), "outcome" => "rejected")
             .increment(1);
@@ -173,5 +207,33 @@ impl<R: Receiver> Inbound<R> {
         Span::current().record("outcome", outcome.name());
         metrics::counter!("idemgate_deliveries_total", "source" => self.source.to_string(), "outcome" => outcome.name())
             .increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use idemgate_core::{SourceName, UnixTime};
+
+    use super::RejectionCounts;
+
+    #[test]
+    fn rejections_are_counted_per_reason_over_time_for_a_day() {
+        let counts = RejectionCounts::default();
+        let (a, b) = (SourceName::new("a").unwrap(), SourceName::new("b").unwrap());
+        let t0 = UnixTime(1_800_000_000);
+        counts.record(&a, "signature_mismatch", t0);
+        counts.record(&b, "signature_mismatch", UnixTime(t0.0 + 59));
+        counts.record(&a, "syntax", UnixTime(t0.0 + 61));
+        counts.record(&a, "syntax", UnixTime(t0.0 + 3600));
+        assert_eq!(
+            counts.series(t0, 60),
+            [(t0.0, "signature_mismatch", 2), (t0.0 + 60, "syntax", 1), (t0.0 + 3600, "syntax", 1)]
+        );
+        assert_eq!(counts.series(UnixTime(t0.0 + 60), 1800), [(t0.0 + 60, "syntax", 1), (t0.0 + 1860, "syntax", 1)]);
+        counts.record(&a, "syntax", UnixTime(t0.0 + 86_400 + 60));
+        assert_eq!(counts.series(t0, 60).len(), 2, "a day on, the first two minutes are gone");
+        assert_eq!(counts.snapshot().iter().map(|(_, _, n)| n).sum::<u64>(), 5, "the totals stay");
     }
 }

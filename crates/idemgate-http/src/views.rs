@@ -176,6 +176,48 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
     }))
 }
 
+/// One stored header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct HeaderView {
+    /// Its name, as stored (lowercase).
+    pub name: String,
+    /// Its value.
+    pub value: String,
+}
+
+/// One event's payload: its headers from the source's allowlist as stored, and its body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct EventPayloadView {
+    /// The event's id (the listing's cursor, the dashboard's `/admin/events/<id>`).
+    pub id: i64,
+    /// The original `Content-Type`.
+    pub content_type: Option<String>,
+    /// The allowlisted headers, as stored.
+    pub headers: Vec<HeaderView>,
+    /// True once retention purged the payload: `body` is then null, the receipt stays.
+    pub purged: bool,
+    /// The body as received, as text (invalid UTF-8 replaced); null once purged.
+    pub body: Option<String>,
+}
+
+/// The payload of the event `identity` of `source`, or `None` when there is no such event.
+pub async fn event_payload(
+    store: &Store,
+    source: &str,
+    identity: &str,
+) -> Result<Option<EventPayloadView>, StoreError> {
+    let (Ok(source_name), Ok(id)) = (SourceName::new(source), Identity::new(identity)) else { return Ok(None) };
+    let Some(event) = store.event(ReceiptKey { source: source_name, identity: id }).await? else { return Ok(None) };
+    let Some(payload) = store.event_payload(event.id).await? else { return Ok(None) };
+    Ok(Some(EventPayloadView {
+        id: payload.id,
+        content_type: payload.content_type,
+        headers: payload.headers.into_iter().map(|(name, value)| HeaderView { name, value }).collect(),
+        purged: payload.body.is_none(),
+        body: payload.body.map(|body| String::from_utf8_lossy(&body).into_owned()),
+    }))
+}
+
 /// Counts per source, of what arrived at or after `since` when given.
 pub async fn source_counts(store: &Store, since: Option<UnixTime>) -> Result<Vec<SourceCounts>, StoreError> {
     Ok(store
@@ -304,6 +346,100 @@ pub async fn destinations(store: &Store, now: UnixTime) -> Result<Vec<Destinatio
             last_failure: d.last_failure.map(|f| FailureView { at: f.at.0, status: f.status, error: f.error }),
         })
         .collect())
+}
+
+/// A span of time a series covers, up to now: its length and its bucket width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Window {
+    /// The last hour, in minutes.
+    Hour,
+    /// The last day, in half hours.
+    Day,
+}
+
+impl Window {
+    /// Its length and bucket width, in seconds.
+    #[must_use]
+    pub fn span(self) -> (i64, i64) {
+        match self {
+            Self::Hour => (3600, 60),
+            Self::Day => (86_400, 1800),
+        }
+    }
+
+    /// Its time axis's two ends, as a chart labels them.
+    #[must_use]
+    pub fn axis(self) -> [&'static str; 2] {
+        match self {
+            Self::Hour => ["1 h ago", "now"],
+            Self::Day => ["1 d ago", "now"],
+        }
+    }
+
+    /// How many buckets it has.
+    #[must_use]
+    pub fn buckets(self) -> usize {
+        let (length, width) = self.span();
+        usize::try_from(length / width).unwrap_or(0)
+    }
+
+    /// Where it starts, ending at `now`.
+    #[must_use]
+    pub fn since(self, now: UnixTime) -> UnixTime {
+        UnixTime(now.0 - self.span().0)
+    }
+}
+
+/// One bucket of a destination's attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+pub struct AttemptBucketView {
+    /// Where the bucket starts (unix seconds).
+    pub start: i64,
+    /// Attempts answered with a 2xx.
+    pub succeeded: u64,
+    /// Other attempts: another status, or no answer.
+    pub failed: u64,
+    /// Their mean latency, rounded down.
+    pub mean_latency_ms: u64,
+    /// Their longest latency.
+    pub max_latency_ms: u64,
+}
+
+/// A destination's attempts over a window, in buckets of `width` seconds from `since`;
+/// buckets without attempts are left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct AttemptSeries {
+    /// The destination.
+    pub destination: String,
+    /// Where the first bucket starts (unix seconds).
+    pub since: i64,
+    /// Each bucket's width in seconds.
+    pub width: i64,
+    /// The buckets with attempts, in time order.
+    pub buckets: Vec<AttemptBucketView>,
+}
+
+/// Every destination's attempts over `window` up to `now`, by destination name; a
+/// destination without attempts in it is left out.
+pub async fn attempt_series(store: &Store, window: Window, now: UnixTime) -> Result<Vec<AttemptSeries>, StoreError> {
+    let since = window.since(now);
+    let width = window.span().1;
+    let mut all: Vec<AttemptSeries> = Vec::new();
+    for b in store.attempt_series(since, width).await? {
+        let bucket = AttemptBucketView {
+            start: b.start.0,
+            succeeded: b.succeeded,
+            failed: b.failed,
+            mean_latency_ms: b.mean_latency_ms,
+            max_latency_ms: b.max_latency_ms,
+        };
+        match all.last_mut() {
+            Some(series) if series.destination == b.destination => series.buckets.push(bucket),
+            _ => all.push(AttemptSeries { destination: b.destination, since: since.0, width, buckets: vec![bucket] }),
+        }
+    }
+    Ok(all)
 }
 
 #[cfg(test)]

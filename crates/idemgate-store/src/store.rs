@@ -31,7 +31,10 @@ use crate::{
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
     sqlite::Handler,
-    views::{AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, RecentConflict, SourceStats},
+    views::{
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
+        EventRow, RecentConflict, SourceStats, WaitingQueue,
+    },
 };
 
 /// The store, on SQLite or PostgreSQL, or not open yet ([`Store::unavailable`]). Cheap
@@ -424,6 +427,31 @@ impl Store {
     /// the metrics' gauges (the whole [`Self::destinations`] view counts jobs).
     pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
         on_backend!(self, store => store.breakers().await)
+    }
+
+    /// The event with row id `id`: its key, its allowlisted headers as stored, and its body
+    /// unless retention purged its payload.
+    pub async fn event_payload(&self, id: i64) -> Result<Option<EventPayload>, StoreError> {
+        on_backend!(self, store => store.event_payload(id).await)
+    }
+
+    /// Every destination's attempts that started at or after `since`, counted in buckets of
+    /// `width` seconds (succeeded, failed, mean and longest latency); by destination, then
+    /// time, leaving out buckets without attempts.
+    pub async fn attempt_series(&self, since: UnixTime, width: i64) -> Result<Vec<AttemptBucket>, StoreError> {
+        on_backend!(self, store => store.attempt_series(since, width).await)
+    }
+
+    /// Every destination with jobs waiting (pending or retrying): how many, and when the
+    /// oldest of them was created.
+    pub async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
+        on_backend!(self, store => store.waiting_queues().await)
+    }
+
+    /// Conflicting bodies first seen at or after `since`, per source and bucket of `width`
+    /// seconds (identities whose receipt met another body); by source, then time.
+    pub async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+        on_backend!(self, store => store.conflict_series(since, width).await)
     }
 
     /// Counts per source of what arrived at or after `since`.

@@ -220,7 +220,8 @@ async fn receive_until_stopped(
         (Some(admin), Some(listener)) => {
             let (token, sessions) =
                 (AdminToken::new(admin.token.clone()), Arc::new(Sessions::new(admin.session_lifetime)));
-            let names = DestinationNames::new(config.destination_names().clone());
+            let names =
+                DestinationNames::new(config.destination_names().clone()).with_transforms(config.transforms().clone());
             live.admin = Some((token.clone(), Arc::clone(&sessions)));
             live.destination_names = Some(names.clone());
             let access = (token, sessions, names);
@@ -388,6 +389,7 @@ impl Live {
         }
         if let Some(names) = &self.destination_names {
             names.replace(applied.destination_names().clone());
+            names.replace_transforms(applied.transforms().clone());
         }
         tracing::info!(changes = %changes, "reloaded configuration");
         Some(applied)

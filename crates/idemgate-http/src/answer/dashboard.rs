@@ -5,6 +5,8 @@
 //! |---|---|---|
 //! | a form from another origin, or without the session's CSRF token | 403 | "Refused: …" |
 //! | no live session | 303 to `/admin/login` | |
+//! | no such event | 404 | "No such event." |
+//! | a form value the dashboard never offers | 400 | "Not a value this form offers." |
 //! | sign-in with a wrong token | 401 | the sign-in page's "Wrong token." |
 //! | a session cannot be started (no randomness) | 503 | the sign-in page's "Try again." |
 //! | the store cannot be read for the page | 503 | "The store cannot be read." |
@@ -29,6 +31,10 @@ pub enum DashboardAnswer {
     WrongToken,
     /// A session could not be started.
     NoSession,
+    /// The page's subject (an event) is not there.
+    NotFound,
+    /// A form value the dashboard's own forms never send: nothing was changed.
+    BadForm,
     /// The store could not be read for the page.
     StoreUnreadable,
     /// A replay could not be recorded.
@@ -47,6 +53,8 @@ impl IntoResponse for DashboardAnswer {
             Self::Refused => (StatusCode::FORBIDDEN, PAGE, "Refused: this request did not come from the dashboard."),
             Self::WrongToken => (StatusCode::UNAUTHORIZED, SIGN_IN, "Wrong token."),
             Self::NoSession => (StatusCode::SERVICE_UNAVAILABLE, SIGN_IN, "Try again."),
+            Self::NotFound => (StatusCode::NOT_FOUND, PAGE, "No such event."),
+            Self::BadForm => (StatusCode::BAD_REQUEST, PAGE, "Not a value this form offers."),
             Self::StoreUnreadable => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "The store cannot be read."),
             Self::ReplayFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Replay failed; try again."),
             Self::RetryFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Retry failed; try again."),
@@ -66,6 +74,8 @@ mod tests {
             (DashboardAnswer::SignedOut, 303),
             (DashboardAnswer::WrongToken, 401),
             (DashboardAnswer::NoSession, 503),
+            (DashboardAnswer::NotFound, 404),
+            (DashboardAnswer::BadForm, 400),
             (DashboardAnswer::StoreUnreadable, 503),
             (DashboardAnswer::ReplayFailed, 503),
             (DashboardAnswer::RetryFailed, 503),

@@ -1,8 +1,18 @@
-//! The dashboard at `/admin/`: one server-rendered page, no scripts, no external assets.
-//! Per source the counts by outcome and job state; recent conflicts and dead jobs with
-//! their reasons, each dead job with a replay button; destinations (enabled or disabled
-//! since when, health from the last hour's attempts, latest success and failure), each
-//! with a button making its waiting jobs due now; rejections by reason. Signing in with the admin token starts a session (`session.rs`): the cookie
+//! The dashboard under `/admin/`: server-rendered pages, no scripts, no external assets.
+//! This module is the router and what every page shares (sessions, the layout, escaping,
+//! times); each page is a module of its own:
+//!
+//! - `/admin/` (here): per source the counts by outcome and job state; dead jobs, each
+//!   with a replay button; unmatched events; recent conflicts; destinations, each with a
+//!   button making its waiting jobs due now; rejections by reason;
+//! - `/admin/events` ([`events`]): the event search, a page at a time;
+//! - `/admin/events/<id>` ([`event`]): one event's receipt, headers, payload, jobs and
+//!   attempts, with replay and retry-now;
+//! - `/admin/destinations` ([`destinations`]): each destination's state, queue, and its
+//!   success rate and latency over the last hour and day as charts ([`chart`]);
+//! - `/admin/rejections` ([`rejections`]): rejections by reason, conflicts over time.
+//!
+//! Signing in with the admin token starts a session (`session.rs`): the cookie
 //! holds a random id (HttpOnly, SameSite=Strict, Secure under TLS), never the token.
 //!
 //! `SameSite` does not cover another port of the same host (a page behind `[[proxy]]`,
@@ -28,6 +38,12 @@ use serde::Deserialize;
 
 use crate::{admin::AdminState, answer::DashboardAnswer};
 
+mod chart;
+mod destinations;
+mod event;
+mod events;
+mod rejections;
+
 const COOKIE: &str = "idemgate_admin";
 
 /// The dashboard's routes, to merge into the admin router.
@@ -38,16 +54,22 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/logout", post(logout))
         .route("/admin/replay", post(replay))
         .route("/admin/retry", post(retry))
+        .route("/admin/events", get(events::page))
+        .route("/admin/events/{id}", get(event::page))
+        .route("/admin/events/{id}/replay", post(event::replay))
+        .route("/admin/events/{id}/retry", post(event::retry))
+        .route("/admin/destinations", get(destinations::page))
+        .route("/admin/rejections", get(rejections::page))
         .with_state(state)
 }
 
 /// A signed-in request: its session id and that session's CSRF token.
-struct SignedIn {
+pub(super) struct SignedIn {
     id: String,
     csrf: String,
 }
 
-fn signed_in(state: &AdminState, headers: &HeaderMap) -> Option<SignedIn> {
+pub(super) fn signed_in(state: &AdminState, headers: &HeaderMap) -> Option<SignedIn> {
     let id = headers
         .get_all(header::COOKIE)
         .iter()
@@ -85,7 +107,7 @@ fn over_https(headers: &HeaderMap, tls: bool) -> bool {
 
 /// The checks every state-changing form passes: the dashboard's own origin, a live
 /// session, and that session's CSRF token.
-fn form_session(state: &AdminState, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, DashboardAnswer> {
+pub(super) fn form_session(state: &AdminState, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, DashboardAnswer> {
     if !from_own_origin(headers, state.tls) {
         return Err(DashboardAnswer::Refused);
     }
@@ -110,25 +132,69 @@ fn with_cookie(mut response: Response, cookie: Option<HeaderValue>) -> Response 
 }
 
 /// Escapes text for HTML: identities are any printable ASCII.
-fn esc(text: &str) -> String {
+pub(super) fn esc(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 /// A time as the page shows it: RFC 3339 UTC and how long ago as of `now`, in a `<time>`
 /// element whose `datetime` a script or a browser extension can read.
-fn time_html(at: UnixTime, now: UnixTime) -> String {
+pub(super) fn time_html(at: UnixTime, now: UnixTime) -> String {
     let text = at.rfc3339();
     format!("<time datetime=\"{text}\">{text} ({})</time>", relative(at, now))
 }
 
+/// The style every page shares. A narrow screen keeps the page itself from scrolling
+/// sideways: tables scroll in their own box, long identities wrap, charts shrink.
+const STYLE: &str = "body{font-family:sans-serif;margin:1em auto;padding:0 1em;max-width:80em;line-height:1.4}\
+    table{border-collapse:collapse;margin-bottom:1.5em;display:block;overflow-x:auto;max-width:100%}\
+    td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#f3f3f3}\
+    td{overflow-wrap:break-word}.bad{color:#a00}.ok{color:#060}\
+    nav{display:flex;flex-wrap:wrap;gap:.3em 1.2em;align-items:center;margin-bottom:1em}\
+    nav form{margin:0}a:focus,button:focus,input:focus,select:focus{outline:3px solid #05a;outline-offset:1px}\
+    form.fields{display:flex;flex-wrap:wrap;gap:.6em 1em;align-items:flex-end;margin-bottom:1em}\
+    form.fields label{display:flex;flex-direction:column;font-size:.9em}\
+    input,select,button{font-size:1em;max-width:100%}\
+    pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:.6em;max-height:40em;overflow-y:auto}\
+    dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em}dd{margin:0;overflow-wrap:anywhere}\
+    .charts{display:flex;flex-wrap:wrap;gap:1em}.charts figure{margin:0;max-width:100%}\
+    svg{max-width:100%;height:auto}figcaption{font-size:.9em}";
+
 /// A dashboard page: `title` as its heading, then `body` (already HTML).
 pub(crate) fn layout(title: &str, body: &str) -> Html<String> {
     Html(format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title><style>\
-         body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}\
-         td,th{{border:1px solid #ccc;padding:.3em .6em;text-align:left}}th{{background:#f3f3f3}}\
-         .bad{{color:#a00}}</style></head><body><h1>{title}</h1>{body}</body></html>"
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{title}</title>\
+         <style>{STYLE}</style></head><body><h1>{title}</h1>{body}</body></html>"
     ))
+}
+
+/// A signed-in page: the navigation between pages and the sign-out button, then `body`.
+/// `csrf` is the session's token, escaped.
+pub(super) fn signed_in_layout(title: &str, csrf: &str, body: &str) -> Html<String> {
+    layout(
+        title,
+        &format!(
+            "<nav aria-label=\"pages\"><a href=\"/admin/\">Overview</a><a href=\"/admin/events\">Events</a>\
+             <a href=\"/admin/destinations\">Destinations</a><a href=\"/admin/rejections\">Rejections</a>\
+             <form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <button id=\"sign-out\" type=\"submit\">Sign out</button></form></nav><main>{body}</main>"
+        ),
+    )
+}
+
+/// What a page's render gives: its body, or `None` for a thing that is not there.
+pub(super) type Rendered = Result<Option<String>, StoreError>;
+
+/// The answer for a rendered page: the page, `404` for `None`, `503` if the store failed.
+pub(super) fn shown(title: &str, csrf: &str, rendered: Rendered) -> Response {
+    match rendered {
+        Ok(Some(body)) => signed_in_layout(title, csrf, &body).into_response(),
+        Ok(None) => DashboardAnswer::NotFound.into_response(),
+        Err(err) => {
+            tracing::warn!(error = %err, "dashboard could not read the store");
+            DashboardAnswer::StoreUnreadable.into_response()
+        }
+    }
 }
 
 async fn login_form() -> Html<String> {
@@ -183,22 +249,15 @@ async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
     let Some(session) = signed_in(&state, &headers) else {
         return DashboardAnswer::SignedOut.into_response();
     };
-    match render(&state, &esc(&session.csrf)).await {
-        Ok(body) => layout("idemgate", &body).into_response(),
-        Err(err) => {
-            tracing::warn!(error = %err, "dashboard could not read the store");
-            DashboardAnswer::StoreUnreadable.into_response()
-        }
-    }
+    let csrf = esc(&session.csrf);
+    shown("idemgate", &csrf, render(&state, &csrf).await.map(Some))
 }
 
 async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
     let store = &state.store;
     let now = state.clock.now();
-    let mut html = format!(
-        "<form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <button id=\"sign-out\" type=\"submit\">Sign out</button></form>\
-         <h2>Sources</h2><table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>",
+    let mut html = String::from(
+        "<h2>Sources</h2><table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>",
     );
     for s in store.stats(None).await? {
         let jobs: Vec<String> =

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod admin;
+mod dashboard;
 mod edge;
 
 use std::{

@@ -1,6 +1,7 @@
 //! What the operator's read-only views return: event listings and their filter, one
-//! event's attempts, dead jobs, recent conflicts, destination health and counts per source.
-//! Identities, states and bounded reasons; never payload bytes.
+//! event's attempts, dead jobs, recent conflicts, destination health, attempt series and
+//! counts per source. Identities, states and bounded reasons; payload bytes only in
+//! [`EventPayload`], for the one event an operator opened.
 
 use idemgate_core::UnixTime;
 
@@ -167,4 +168,62 @@ pub struct SourceStats {
     pub conflicts: u64,
     /// Jobs per state.
     pub jobs: Vec<(String, u64)>,
+}
+
+/// One stored event by its row id, for the dashboard's event page: its key, its headers
+/// from the source's allowlist as stored, and its body unless retention purged it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventPayload {
+    /// The event's row id.
+    pub id: i64,
+    /// The source id.
+    pub source: String,
+    /// The event identity.
+    pub identity: String,
+    /// The original content type.
+    pub content_type: Option<String>,
+    /// The allowlisted headers, as stored.
+    pub headers: Vec<(String, String)>,
+    /// The body bytes as received; `None` once retention purged the payload.
+    pub body: Option<Vec<u8>>,
+}
+
+/// One destination's attempts that started within one time bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptBucket {
+    /// The destination.
+    pub destination: String,
+    /// The bucket's start: the series' `since` plus a whole number of bucket widths.
+    pub start: UnixTime,
+    /// Attempts answered with a 2xx.
+    pub succeeded: u64,
+    /// The other attempts (another status, or no answer).
+    pub failed: u64,
+    /// Their mean latency, rounded down.
+    pub mean_latency_ms: u64,
+    /// Their longest latency.
+    pub max_latency_ms: u64,
+}
+
+/// One destination's queue: its jobs waiting to be delivered (pending or retrying) and when
+/// the oldest of them was created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingQueue {
+    /// The destination.
+    pub destination: String,
+    /// Jobs pending or retrying.
+    pub depth: u64,
+    /// When the oldest of them was created.
+    pub oldest: UnixTime,
+}
+
+/// The conflicting bodies first seen within one time bucket, per source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictBucket {
+    /// The source id.
+    pub source: String,
+    /// The bucket's start: the series' `since` plus a whole number of bucket widths.
+    pub start: UnixTime,
+    /// Identities whose receipt met another body for the first time then.
+    pub conflicts: u64,
 }

@@ -8,10 +8,10 @@ use super::{PgStore, sql_limit};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
-    model::{body_hash, jobs::breaker_of, key, receive::parse_result},
+    model::{body_hash, jobs::breaker_of, key, parse_headers, receive::parse_result},
     views::{
-        AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict,
-        SourceStats,
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
+        EventRow, FailedAttempt, RecentConflict, SourceStats, WaitingQueue,
     },
 };
 
@@ -430,5 +430,102 @@ impl PgStore {
             all.push(SourceStats { receipts: unsigned(row.try_get(1)?), conflicts: unsigned(conflicts), jobs, source });
         }
         Ok(all)
+    }
+
+    /// The event with row id `id`: its key, headers, and body unless its payload was purged.
+    pub async fn event_payload(&self, id: i64) -> Result<Option<EventPayload>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT source, identity, content_type, headers, CASE WHEN NOT payload_purged THEN body END
+                 FROM events WHERE id = $1",
+                &[&id],
+            )
+            .await?;
+        row.map(|row| {
+            Ok(EventPayload {
+                id,
+                source: row.try_get(0)?,
+                identity: row.try_get(1)?,
+                content_type: row.try_get(2)?,
+                headers: parse_headers(row.try_get(3)?),
+                body: row.try_get(4)?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Every destination's attempts that started at or after `since`, counted in buckets
+    /// of `width` seconds; by destination, then time. Buckets without attempts are left out.
+    pub async fn attempt_series(&self, since: UnixTime, width: i64) -> Result<Vec<AttemptBucket>, StoreError> {
+        let width = width.max(1);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT j.destination, (a.started_at - $1) / $2 AS bucket,
+                        count(*) FILTER (WHERE a.status BETWEEN 200 AND 299),
+                        count(*) FILTER (WHERE a.status IS NULL OR a.status NOT BETWEEN 200 AND 299),
+                        floor(avg(a.latency_ms))::bigint, max(a.latency_ms)
+                 FROM attempts a JOIN jobs j ON j.id = a.job_id
+                 WHERE a.started_at >= $1 GROUP BY j.destination, bucket ORDER BY j.destination, bucket",
+                &[&since.0, &width],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AttemptBucket {
+                    destination: row.try_get(0)?,
+                    start: UnixTime(since.0 + row.try_get::<_, i64>(1)? * width),
+                    succeeded: unsigned(row.try_get(2)?),
+                    failed: unsigned(row.try_get(3)?),
+                    mean_latency_ms: unsigned(row.try_get(4)?),
+                    max_latency_ms: unsigned(row.try_get(5)?),
+                })
+            })
+            .collect()
+    }
+
+    /// Every destination with jobs waiting (pending or retrying): how many, and since when.
+    pub async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT destination, count(*), min(created_at) FROM jobs
+                 WHERE state IN ('pending', 'retrying') GROUP BY destination ORDER BY destination",
+                &[],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(WaitingQueue {
+                    destination: row.try_get(0)?,
+                    depth: unsigned(row.try_get(1)?),
+                    oldest: UnixTime(row.try_get(2)?),
+                })
+            })
+            .collect()
+    }
+
+    /// Conflicting bodies first seen at or after `since`, per source and bucket of `width`
+    /// seconds; by source, then time.
+    pub async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+        let width = width.max(1);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT source, (first_seen_at - $1) / $2 AS bucket, count(*) FROM conflicts
+                 WHERE first_seen_at >= $1 GROUP BY source, bucket ORDER BY source, bucket",
+                &[&since.0, &width],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ConflictBucket {
+                    source: row.try_get(0)?,
+                    start: UnixTime(since.0 + row.try_get::<_, i64>(1)? * width),
+                    conflicts: unsigned(row.try_get(2)?),
+                })
+            })
+            .collect()
     }
 }

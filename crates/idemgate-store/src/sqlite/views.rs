@@ -1,5 +1,5 @@
 //! The operator's read-only views on SQLite, on a read connection: events with their jobs,
-//! one event's whole history, and counts per source.
+//! one event's whole history and payload, attempt series, and counts per source.
 
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -9,8 +9,8 @@ use crate::{
     StoreError,
     model::jobs::breaker_of,
     views::{
-        AttemptRow, BreakerView, DeadJob, DestinationHealth, EventFilter, EventRow, FailedAttempt, RecentConflict,
-        SourceStats,
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
+        EventRow, FailedAttempt, RecentConflict, SourceStats, WaitingQueue,
     },
 };
 
@@ -217,6 +217,84 @@ pub fn stats(conn: &Connection, since: Option<UnixTime>) -> Result<Vec<SourceSta
     Ok(all)
 }
 
+/// The event with row id `id`: its key, headers, and body unless its payload was purged.
+pub fn event_payload(conn: &Connection, id: i64) -> Result<Option<EventPayload>, StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT source, identity, content_type, headers, CASE WHEN payload_purged = 0 THEN body END
+             FROM events WHERE id = ?1",
+            [id],
+            |row| {
+                Ok(EventPayload {
+                    id,
+                    source: row.get(0)?,
+                    identity: row.get(1)?,
+                    content_type: row.get(2)?,
+                    headers: crate::model::parse_headers(row.get(3)?),
+                    body: row.get(4)?,
+                })
+            },
+        )
+        .optional()?;
+    Ok(row)
+}
+
+/// Every destination's attempts that started at or after `since`, counted in buckets of
+/// `width` seconds; by destination, then time. Buckets without attempts are left out.
+pub fn attempt_series(conn: &Connection, since: UnixTime, width: i64) -> Result<Vec<AttemptBucket>, StoreError> {
+    let width = width.max(1);
+    let mut stmt = conn.prepare(
+        "SELECT j.destination, (a.started_at - ?1) / ?2 AS bucket,
+                sum(CASE WHEN a.status BETWEEN 200 AND 299 THEN 1 ELSE 0 END),
+                sum(CASE WHEN a.status BETWEEN 200 AND 299 THEN 0 ELSE 1 END),
+                CAST(avg(a.latency_ms) AS INTEGER), max(a.latency_ms)
+         FROM attempts a JOIN jobs j ON j.id = a.job_id
+         WHERE a.started_at >= ?1 GROUP BY j.destination, bucket ORDER BY j.destination, bucket",
+    )?;
+    let rows = stmt.query_map(params![since.0, width], |row| {
+        Ok(AttemptBucket {
+            destination: row.get(0)?,
+            start: UnixTime(since.0 + row.get::<_, i64>(1)? * width),
+            succeeded: row.get(2)?,
+            failed: row.get(3)?,
+            mean_latency_ms: row.get(4)?,
+            max_latency_ms: row.get(5)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Every destination with jobs waiting (pending or retrying): how many, and since when.
+pub fn waiting_queues(conn: &Connection) -> Result<Vec<WaitingQueue>, StoreError> {
+    let mut stmt = conn.prepare(WAITING_QUEUES)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(WaitingQueue { destination: row.get(0)?, depth: row.get(1)?, oldest: UnixTime(row.get(2)?) })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The query of [`waiting_queues`].
+const WAITING_QUEUES: &str = "SELECT destination, count(*), min(created_at) FROM jobs
+    WHERE state IN ('pending', 'retrying') GROUP BY destination ORDER BY destination";
+
+/// Conflicting bodies first seen at or after `since`, per source and bucket of `width`
+/// seconds; by source, then time.
+pub fn conflict_series(conn: &Connection, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+    let width = width.max(1);
+    let mut stmt = conn.prepare(
+        "SELECT source, (first_seen_at - ?1) / ?2 AS bucket, count(*) FROM conflicts
+         WHERE first_seen_at >= ?1 GROUP BY source, bucket ORDER BY source, bucket",
+    )?;
+    let rows = stmt.query_map(params![since.0, width], |row| {
+        Ok(ConflictBucket {
+            source: row.get(0)?,
+            start: UnixTime(since.0 + row.get::<_, i64>(1)? * width),
+            conflicts: row.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The views of [`crate::Store`], each on a fresh read connection off the async threads.
 impl SqliteStore {
     /// [`list_events`] on a read connection.
@@ -252,5 +330,25 @@ impl SqliteStore {
     /// [`stats`] on a read connection.
     pub async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
         self.read(move |r| stats(r.connection(), since)).await
+    }
+
+    /// [`event_payload`] on a read connection.
+    pub async fn event_payload(&self, id: i64) -> Result<Option<EventPayload>, StoreError> {
+        self.read(move |r| event_payload(r.connection(), id)).await
+    }
+
+    /// [`attempt_series`] on a read connection.
+    pub async fn attempt_series(&self, since: UnixTime, width: i64) -> Result<Vec<AttemptBucket>, StoreError> {
+        self.read(move |r| attempt_series(r.connection(), since, width)).await
+    }
+
+    /// [`waiting_queues`] on a read connection.
+    pub async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
+        self.read(|r| waiting_queues(r.connection())).await
+    }
+
+    /// [`conflict_series`] on a read connection.
+    pub async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+        self.read(move |r| conflict_series(r.connection(), since, width)).await
     }
 }

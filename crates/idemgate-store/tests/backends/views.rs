@@ -1,15 +1,21 @@
 //! The operator's views: listings with filters and a cursor, one event's attempts,
-//! counts per source, dead jobs, conflicts, destinations and the job gauges.
+//! counts per source, dead jobs, conflicts, destinations, attempt series, waiting queues,
+//! one event's payload and the job gauges.
 
 use std::time::Duration;
 
 use idemgate_core::{UnixTime, retry::Decision};
 use idemgate_store::{
     jobs::AttemptRecord,
-    views::{EventFilter, FailedAttempt},
+    maintenance::Retention,
+    views::{AttemptBucket, ConflictBucket, EventFilter, FailedAttempt, WaitingQueue},
 };
 
 use crate::{T0, TestStore, accept_at, event, ms, on_both, request};
+
+fn timed(secs: i64, latency_ms: u64, status: Option<u16>) -> AttemptRecord {
+    AttemptRecord { latency: Duration::from_millis(latency_ms), ..at(secs, status) }
+}
 
 fn at(secs: i64, status: Option<u16>) -> AttemptRecord {
     AttemptRecord {
@@ -108,5 +114,72 @@ on_both! {
         assert_eq!((gone.disabled.as_deref(), gone.disabled_at), (Some("410 Gone"), Some(UnixTime(T0.0 + 5))));
         assert_eq!(gone.last_success, None);
         assert_eq!(gone.last_failure.as_ref().map(|f| (f.at, f.status)), Some((UnixTime(T0.0 + 5), Some(410))));
+    }
+
+    async fn attempt_series_count_successes_failures_and_latency_per_bucket(t: TestStore) {
+        for identity in ["e1", "e2", "e3"] {
+            accept_at(&t, identity, &["app"], T0).await;
+        }
+        let mut claimed = t.claim_jobs(ms(T0), Duration::from_secs(30), 10, Vec::new()).await.unwrap();
+        claimed.sort_by_key(|j| j.id);
+        let attempts = [timed(1, 4, Some(200)), timed(2, 11, Some(503)), timed(65, 30, None)];
+        for (job, attempt) in claimed.into_iter().zip(attempts) {
+            let decision = if attempt.status == Some(200) { Decision::Succeeded } else { Decision::RetryAfter(Duration::from_secs(60)) };
+            t.complete_job(job, attempt, decision, ms(UnixTime(T0.0 + 70))).await.unwrap();
+        }
+        let bucket = |start: i64, succeeded, failed, mean_latency_ms, max_latency_ms| AttemptBucket {
+            destination: "app".to_owned(),
+            start: UnixTime(T0.0 + start),
+            succeeded,
+            failed,
+            mean_latency_ms,
+            max_latency_ms,
+        };
+        assert_eq!(
+            t.attempt_series(T0, 60).await.unwrap(),
+            [bucket(0, 1, 1, 7, 11), bucket(60, 0, 1, 30, 30)],
+            "the mean is rounded down on both backends"
+        );
+        assert_eq!(
+            t.attempt_series(UnixTime(T0.0 + 2), 60).await.unwrap(),
+            [bucket(2, 0, 1, 11, 11), bucket(62, 0, 1, 30, 30)],
+            "buckets start at `since`; earlier attempts are left out"
+        );
+        assert!(t.attempt_series(UnixTime(T0.0 + 66), 60).await.unwrap().is_empty());
+        let waiting = WaitingQueue { destination: "app".to_owned(), depth: 2, oldest: T0 };
+        assert_eq!(t.waiting_queues().await.unwrap(), [waiting], "the two retrying jobs; the succeeded one is done");
+    }
+
+    async fn an_events_payload_is_read_by_its_id_until_retention_purges_it(t: TestStore) {
+        accept_at(&t, "p1", &[], T0).await;
+        let id = t.list_events(EventFilter { limit: 1, ..EventFilter::default() }).await.unwrap()[0].id;
+        let payload = t.event_payload(id).await.unwrap().unwrap();
+        assert_eq!((payload.source.as_str(), payload.identity.as_str()), ("test", "p1"));
+        assert_eq!(payload.content_type.as_deref(), Some("application/json"));
+        assert_eq!(payload.headers, [("x-trace".to_owned(), "abc".to_owned())]);
+        assert_eq!(payload.body.as_deref(), Some(&b"{\"n\":\"p1\"}"[..]));
+        assert_eq!(t.event_payload(id + 1).await.unwrap(), None);
+
+        let keep = Retention { source: "test".to_owned(), receipts: Duration::from_secs(86_400), payloads: Duration::from_secs(10) };
+        assert_eq!(t.purge(UnixTime(T0.0 + 100), vec![keep]).await.unwrap().payloads, 1);
+        let purged = t.event_payload(id).await.unwrap().unwrap();
+        assert_eq!(purged.body, None, "the payload is gone");
+        assert_eq!(purged.headers.len(), 1, "the headers stay with the event");
+    }
+
+    async fn conflicts_are_counted_per_bucket_when_first_seen(t: TestStore) {
+        for (identity, at) in [("c1", 0), ("c2", 0), ("c3", 70)] {
+            accept_at(&t, identity, &[], T0).await;
+            t.accept(crate::request_at(identity, b"other", UnixTime(T0.0 + at)), event(identity, b"other", &[])).await;
+        }
+        t.accept(crate::request_at("c1", b"third", UnixTime(T0.0 + 75)), event("c1", b"third", &[])).await;
+        t.accept(crate::request_at("c2", b"other", UnixTime(T0.0 + 80)), event("c2", b"other", &[])).await;
+        let bucket = |start: i64, conflicts| ConflictBucket { source: "test".to_owned(), start: UnixTime(T0.0 + start), conflicts };
+        assert_eq!(
+            t.conflict_series(T0, 60).await.unwrap(),
+            [bucket(0, 2), bucket(60, 2)],
+            "c1 and c2 first, then c3 and c1's third body; c2's repeat is no new conflict"
+        );
+        assert_eq!(t.conflict_series(UnixTime(T0.0 + 1), 3600).await.unwrap(), [bucket(1, 2)]);
     }
 }

@@ -1,0 +1,116 @@
+//! `/admin/rejections`: deliveries refused before the store, by bounded reason over the
+//! last hour and day (a chart each, and a table), and by source since the process started
+//! (all counted in memory: nothing of a rejected delivery is stored); then the conflicting
+//! repeats the store recorded (same identity, other bytes), over the last hour and day
+//! by when each other body was first seen, and the most recent ones.
+
+use std::fmt::Write as _;
+
+use axum::{
+    extract::State,
+    http::HeaderMap,
+    response::{IntoResponse, Response},
+};
+
+use std::collections::BTreeMap;
+
+use super::{Rendered, chart, esc, shown, signed_in, time_html};
+use crate::{admin::AdminState, answer::DashboardAnswer, views::Window};
+
+/// The rejections page.
+pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
+    let Some(session) = signed_in(&state, &headers) else {
+        return DashboardAnswer::SignedOut.into_response();
+    };
+    let csrf = esc(&session.csrf);
+    shown("idemgate: rejections and conflicts", &csrf, render(&state).await)
+}
+
+async fn render(state: &AdminState) -> Rendered {
+    let now = state.clock.now();
+    let mut html = String::from("<h2>Rejections over time</h2><div class=\"charts\">");
+    let mut by_reason: BTreeMap<&'static str, [u64; 2]> = BTreeMap::new();
+    for (i, (window, label)) in
+        [(Window::Hour, "last hour, per minute"), (Window::Day, "last day, per half hour")].into_iter().enumerate()
+    {
+        let (since, width) = (window.since(now), window.span().1);
+        let mut per_bucket = vec![(0, 0); window.buckets()];
+        for (start, reason, count) in state.rejections.series(since, width) {
+            let at = usize::try_from((start - since.0) / width).unwrap_or(0).min(per_bucket.len().saturating_sub(1));
+            if let Some(bucket) = per_bucket.get_mut(at) {
+                bucket.1 += count;
+            }
+            by_reason.entry(reason).or_default()[i] += count;
+        }
+        let _ = write!(
+            html,
+            "<figure class=\"chart rejections\">{}<figcaption>Rejections {label}</figcaption></figure>",
+            chart::stacked_bars(&format!("rejections {label}"), window.axis(), &per_bucket)
+        );
+    }
+    html.push_str(
+        "</div><table id=\"rejections-by-reason\"><tr><th>reason</th><th>last hour</th><th>last day</th></tr>",
+    );
+    for (reason, [hour, day]) in &by_reason {
+        let _ = write!(html, "<tr><td>{reason}</td><td>{hour}</td><td>{day}</td></tr>");
+    }
+    html.push_str("</table>");
+    html.push_str(
+        "<h2>Rejections since start</h2><table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>",
+    );
+    let rejections = state.rejections.snapshot();
+    for (source, reason, count) in &rejections {
+        let _ = write!(html, "<tr><td>{}</td><td>{reason}</td><td class=\"count\">{count}</td></tr>", esc(source));
+    }
+    html.push_str("</table>");
+    if rejections.is_empty() {
+        html.push_str("<p id=\"no-rejections\">None since the process started.</p>");
+    }
+    html.push_str("<h2>Conflicts over time</h2><div class=\"charts\">");
+    let mut by_source: BTreeMap<String, [u64; 2]> = BTreeMap::new();
+    for (i, (window, label)) in
+        [(Window::Hour, "last hour, per minute"), (Window::Day, "last day, per half hour")].into_iter().enumerate()
+    {
+        let (since, width) = (window.since(now), window.span().1);
+        let mut per_bucket = vec![(0, 0); window.buckets()];
+        for b in state.store.conflict_series(since, width).await? {
+            let at =
+                usize::try_from((b.start.0 - since.0) / width).unwrap_or(0).min(per_bucket.len().saturating_sub(1));
+            if let Some(bucket) = per_bucket.get_mut(at) {
+                bucket.1 += b.conflicts;
+            }
+            by_source.entry(b.source).or_default()[i] += b.conflicts;
+        }
+        let _ = write!(
+            html,
+            "<figure class=\"chart conflicts\">{}<figcaption>Conflicts first seen {label}</figcaption></figure>",
+            chart::stacked_bars(&format!("conflicts {label}"), window.axis(), &per_bucket)
+        );
+    }
+    html.push_str(
+        "</div><table id=\"conflicts-by-source\"><tr><th>source</th><th>last hour</th><th>last day</th></tr>",
+    );
+    for (source, [hour, day]) in &by_source {
+        let _ = write!(html, "<tr><td>{}</td><td>{hour}</td><td>{day}</td></tr>", esc(source));
+    }
+    html.push_str(
+        "</table><h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>identity</th><th>times seen</th>\
+         <th>last seen</th></tr>",
+    );
+    let recent = state.store.recent_conflicts(100).await?;
+    for c in &recent {
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&c.source),
+            esc(&c.identity),
+            c.seen_count,
+            time_html(c.last_seen_at, now)
+        );
+    }
+    html.push_str("</table>");
+    if recent.is_empty() {
+        html.push_str("<p id=\"no-conflicts\">None recorded.</p>");
+    }
+    Ok(Some(html))
+}
