@@ -12,6 +12,7 @@
 //! on (checked at start-up): an answer leaves only after PostgreSQL made the commit durable.
 
 mod alerts;
+mod audit;
 mod idempotency;
 mod jobs;
 mod maintenance;
