@@ -16,6 +16,7 @@
 //! - [`session`]: the dashboard's signed-in sessions and the admin token's comparison;
 //! - [`tls`]: TLS termination from PEM files.
 
+pub mod access;
 pub mod admin;
 pub mod answer;
 pub mod body;
