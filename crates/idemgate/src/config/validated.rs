@@ -429,6 +429,11 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
         assert_eq!(config.audit_retention, Duration::from_secs(90 * 24 * 3600), "the audit log's default");
         let kept = validated(&format!("{text}[retention]\naudit = \"30d\"\n"), &[], Uses::Store).unwrap();
         assert_eq!(kept.audit_retention, Duration::from_secs(30 * 24 * 3600));
+        let listing = kept.effective().to_string();
+        assert!(listing.contains("admin.tokens.ops.token = \"<redacted>\""), "{listing}");
+        assert!(listing.contains("admin.tokens.viewer.role = \"read\""), "{listing}");
+        assert!(listing.contains("retention.audit = \"30days\""), "{listing}");
+        assert!(!listing.contains("ops-token-of-length"), "{listing}");
     }
 
     #[test]

@@ -149,6 +149,10 @@ fn every_route_of_the_openapi_document_answers() {
             assert!(operations[method]["responses"].as_object().unwrap().contains_key("200"), "{method} {path}");
         }
     }
+    let audit = &doc["components"]["schemas"]["AuditEntry"];
+    assert!(audit["properties"]["token"].is_object() && audit["properties"]["affected"].is_object(), "{audit}");
+    let replay = &paths["/admin/v1/replay"]["post"]["responses"];
+    assert!(replay.as_object().unwrap().contains_key("403"), "a read token's refusal is documented: {replay}");
     let destination = &doc["components"]["schemas"]["DestinationView"];
     assert!(destination["properties"]["throttled_since"].is_object(), "{destination}");
     assert!(
