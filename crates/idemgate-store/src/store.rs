@@ -449,10 +449,10 @@ impl Store {
         on_backend!(self, store => store.audit_log(filter).await)
     }
 
-    /// Deletes the audit records older than `keep` before `now` (`[retention] audit`);
-    /// returns how many.
-    pub async fn purge_audit(&self, now: UnixTime, keep: Duration) -> Result<usize, StoreError> {
-        on_backend!(self, store => store.purge_audit(now, keep).await)
+    /// Deletes the audit records older than `keep` before `now` (`[retention] audit`), or
+    /// when `dry_run` only counts them; returns how many.
+    pub async fn purge_audit(&self, now: UnixTime, keep: Duration, dry_run: bool) -> Result<usize, StoreError> {
+        on_backend!(self, store => store.purge_audit(now, keep, dry_run).await)
     }
 }
 

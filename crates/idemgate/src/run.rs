@@ -283,7 +283,7 @@ async fn purge_every(store: Store, policies: watch::Receiver<Policies>, interval
             Ok(report) => tracing::info!(?report, "retention purge"),
             Err(err) => tracing::warn!(error = %err, "retention purge failed"),
         }
-        match store.purge_audit(clock.now(), audit).await {
+        match store.purge_audit(clock.now(), audit, false).await {
             Ok(records) => tracing::info!(records, "audit log purge"),
             Err(err) => tracing::warn!(error = %err, "audit log purge failed"),
         }

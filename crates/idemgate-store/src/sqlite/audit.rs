@@ -60,6 +60,13 @@ pub fn purge(conn: &Connection, now: UnixTime, keep: Duration) -> Result<usize, 
     conn.execute("DELETE FROM audit_log WHERE at < ?1", [audit::cutoff(now, keep)])
 }
 
+/// How many records [`purge`] would delete.
+pub fn purgeable(conn: &Connection, now: UnixTime, keep: Duration) -> Result<usize, rusqlite::Error> {
+    let count: i64 =
+        conn.query_row("SELECT count(*) FROM audit_log WHERE at < ?1", [audit::cutoff(now, keep)], |row| row.get(0))?;
+    Ok(usize::try_from(count).unwrap_or(0))
+}
+
 impl SqliteStore {
     /// Records `audit` at `at` on its own write (for an action that was several).
     pub async fn record_audit(&self, audit: Audit, at: UnixTime, affected: usize) -> Result<(), StoreError> {
@@ -71,8 +78,11 @@ impl SqliteStore {
         self.read(move |r| list(r.connection(), &filter)).await
     }
 
-    /// [`purge`] on the writer.
-    pub async fn purge_audit(&self, now: UnixTime, keep: Duration) -> Result<usize, StoreError> {
+    /// [`purge`] on the writer, or when `dry_run` [`purgeable`] on a read connection.
+    pub async fn purge_audit(&self, now: UnixTime, keep: Duration, dry_run: bool) -> Result<usize, StoreError> {
+        if dry_run {
+            return self.read(move |r| Ok(purgeable(r.connection(), now, keep)?)).await;
+        }
         self.write(move |conn| purge(conn, now, keep)).await
     }
 }

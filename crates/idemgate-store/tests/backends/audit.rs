@@ -79,11 +79,13 @@ on_both! {
             t.record_audit(audit, UnixTime(at), 1).await.unwrap();
         }
         let keep = Duration::from_secs(150);
-        assert_eq!(t.purge_audit(UnixTime(T0.0 + 250), keep).await.unwrap(), 1, "older than 150 s: d1 only");
+        assert_eq!(t.purge_audit(UnixTime(T0.0 + 250), keep, true).await.unwrap(), 1, "a dry run counts");
+        assert_eq!(t.audit_log(AuditFilter::default()).await.unwrap().len(), 3, "and deletes nothing");
+        assert_eq!(t.purge_audit(UnixTime(T0.0 + 250), keep, false).await.unwrap(), 1, "older than 150 s: d1 only");
         let left: Vec<_> = t.audit_log(AuditFilter::default()).await.unwrap().into_iter().map(|r| r.target).collect();
         assert_eq!(left, ["destination d3", "destination d2"]);
-        assert_eq!(t.purge_audit(UnixTime(T0.0 + 250), keep).await.unwrap(), 0);
-        assert_eq!(t.purge_audit(UnixTime(T0.0 + 400), keep).await.unwrap(), 2);
+        assert_eq!(t.purge_audit(UnixTime(T0.0 + 250), keep, false).await.unwrap(), 0);
+        assert_eq!(t.purge_audit(UnixTime(T0.0 + 400), keep, false).await.unwrap(), 2);
         assert!(t.audit_log(AuditFilter::default()).await.unwrap().is_empty());
     }
 }
