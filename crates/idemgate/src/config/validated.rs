@@ -225,6 +225,11 @@ impl Reading<'_> {
 
 /// A duration as the file would say it.
 pub(super) fn shown_duration(duration: Duration) -> toml::Value {
+    // humantime counts months of 30.44 days: 90 days would read "2months 29days 2h 52m 48s".
+    let secs = duration.as_secs();
+    if duration.subsec_nanos() == 0 && secs >= 31 * 86_400 && secs % 86_400 == 0 {
+        return toml::Value::String(format!("{}days", secs / 86_400));
+    }
     toml::Value::String(humantime::format_duration(duration).to_string())
 }
 
@@ -433,6 +438,8 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
         assert!(listing.contains("admin.tokens.ops.token = \"<redacted>\""), "{listing}");
         assert!(listing.contains("admin.tokens.viewer.role = \"read\""), "{listing}");
         assert!(listing.contains("retention.audit = \"30days\""), "{listing}");
+        let listing = config.effective().to_string();
+        assert!(listing.contains("retention.audit = \"90days\""), "whole days, not months: {listing}");
         assert!(!listing.contains("ops-token-of-length"), "{listing}");
     }
 
