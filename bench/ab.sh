@@ -29,11 +29,6 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export COUNTER_SECRET=$(printf 'ab%.0s' $(seq 32))
 export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
-tick=$(getconf CLK_TCK)
-
-# CPU seconds (user + system) the process has used so far.
-cpu() { awk -v tick="$tick" '{ print ($14 + $15) / tick }' "/proc/$1/stat"; }
-
 counter() {  # counter DIR ROUND
   start counter "$1/examples/counter" serve --listen 127.0.0.1:0 --db "$work/counter-$2-$RANDOM.db"
   local before; before=$(cpu "$pid")
@@ -45,25 +40,7 @@ counter() {  # counter DIR ROUND
 }
 
 gateway() {  # gateway DIR ROUND
-  start sink "$b/examples/bare" 127.0.0.1:0
-  local sink_pid=$pid sink_port=$port
-  gateway_toml "$work/idemgate.toml" "path = \"$work/gateway-$2-$RANDOM.sqlite3\"" "$sink_port"
-  IDEMGATE_LOG=warn start gateway "$1/idemgate" serve --config "$work/idemgate.toml"
-  local before; before=$(cpu "$pid")
-  local started; started=$(date +%s.%N)
-  local json; json=$("$b/idemgate" bench webhooks --target "http://127.0.0.1:$port/in/bench" \
-    --secret env:BENCH_SECRET --events "$events" --redeliver 0.2 --concurrency "$concurrency" --json)
-  for _ in $(seq 30000); do
-    [ "$(curl -s "http://127.0.0.1:$sink_port/count")" -ge "$events" ] && break
-    sleep 0.01
-  done
-  local finished; finished=$(date +%s.%N)
-  local after; after=$(cpu "$pid")
-  stop
-  kill "$sink_pid" 2>/dev/null || true
-  wait "$sink_pid" 2>/dev/null || true
-  local e2e; e2e=$(awk -v n="$events" -v s="$started" -v f="$finished" 'BEGIN { printf "%.3f", n / (f - s) }')
-  echo "{\"workload\":\"gateway\",\"cpu\":$(awk -v a="$after" -v b="$before" 'BEGIN { printf "%.6f", a - b }'),\"e2e\":$e2e,\"report\":$json}"
+  gateway_e2e "$1/idemgate" "$b" "path = \"$work/gateway-$2-$RANDOM.sqlite3\""
 }
 
 results="$work/results.jsonl"

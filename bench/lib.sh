@@ -36,3 +36,36 @@ url = "http://127.0.0.1:$3/hook"
 timeout = "5s"
 TOML
 }
+
+tick=$(getconf CLK_TCK)
+
+# CPU seconds (user + system) the process has used so far.
+cpu() { awk -v tick="$tick" '{ print ($14 + $15) / tick }' "/proc/$1/stat"; }
+
+# gateway_e2e IDEMGATE LOADGEN_DIR STORE_LINE: one end-to-end run of `serve` (built
+# IDEMGATE) on the store STORE_LINE, $events signed events plus 20 % redeliveries at
+# $concurrency from LOADGEN_DIR's `idemgate bench`, until the sink (LOADGEN_DIR's
+# examples/bare) has every event. Prints one JSON object: the gateway's CPU seconds
+# over the run, the end-to-end rate and the load generator's report.
+gateway_e2e() {
+  local server=$1 loadgen=$2 store_line=$3
+  start sink "$loadgen/examples/bare" 127.0.0.1:0
+  local sink_pid=$pid sink_port=$port
+  gateway_toml "$work/idemgate.toml" "$store_line" "$sink_port"
+  IDEMGATE_LOG=warn start gateway "$server" serve --config "$work/idemgate.toml"
+  local before; before=$(cpu "$pid")
+  local started; started=$(date +%s.%N)
+  local json; json=$("$loadgen/idemgate" bench webhooks --target "http://127.0.0.1:$port/in/bench" \
+    --secret env:BENCH_SECRET --events "$events" --redeliver 0.2 --concurrency "$concurrency" --json)
+  for _ in $(seq 30000); do
+    [ "$(curl -s "http://127.0.0.1:$sink_port/count")" -ge "$events" ] && break
+    sleep 0.01
+  done
+  local finished; finished=$(date +%s.%N)
+  local after; after=$(cpu "$pid")
+  stop
+  kill "$sink_pid" 2>/dev/null || true
+  wait "$sink_pid" 2>/dev/null || true
+  local e2e; e2e=$(awk -v n="$events" -v s="$started" -v f="$finished" 'BEGIN { printf "%.3f", n / (f - s) }')
+  echo "{\"workload\":\"gateway\",\"cpu\":$(awk -v a="$after" -v b="$before" 'BEGIN { printf "%.6f", a - b }'),\"e2e\":$e2e,\"report\":$json}"
+}

@@ -8,11 +8,13 @@
 //! - jobs are claimed with `FOR UPDATE SKIP LOCKED` and fenced by `lease_token`;
 //! - an `Idempotency-Key` record is inserted the same way, and taken over under `FOR UPDATE`.
 //!
-//! Each operation is one transaction on a pooled connection. `synchronous_commit` must be
+//! Each operation is one transaction on a pooled connection, except that deliveries
+//! arriving together share one (`group.rs`, group commit). `synchronous_commit` must be
 //! on (checked at start-up): an answer leaves only after PostgreSQL made the commit durable.
 
 mod alerts;
 mod audit;
+mod group;
 mod idempotency;
 mod jobs;
 mod maintenance;
@@ -20,7 +22,7 @@ mod migrations;
 mod receive;
 mod views;
 
-use std::{future::Future, str::FromStr, time::Duration};
+use std::{future::Future, str::FromStr, sync::Arc, time::Duration};
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
@@ -44,10 +46,11 @@ impl Default for PgOptions {
     }
 }
 
-/// The PostgreSQL store. Cheap to clone: clones share the pool.
+/// The PostgreSQL store. Cheap to clone: clones share the pool and the group commit.
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    group: Arc<group::Group>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -79,7 +82,7 @@ impl PgStore {
             .runtime(Runtime::Tokio1)
             .build()
             .map_err(|_| StoreError::Config("the PostgreSQL pool cannot be built"))?;
-        let store = Self { pool };
+        let store = Self { group: group::Group::new(pool.clone()), pool };
         let mut client = store.client().await?;
         check_durable(&client).await?;
         migrations::migrate(&mut client).await?;

@@ -5,7 +5,9 @@ use std::sync::LazyLock;
 
 use idemgate_core::{Outcome, outcome::FailureCause};
 
-use super::{PgStore, retrying};
+use tokio_postgres::types::ToSql;
+
+use super::{PgStore, group::Reply, retrying};
 use crate::{
     ErrorKind, ReceiveRequest, StoreError,
     inbox::IncomingEvent,
@@ -23,8 +25,9 @@ const INSERT_RECEIPT: &str = "INSERT INTO receipts (source, identity, body_sha25
      VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING";
 
 /// The common case in one statement: the receipt insert decides, and the event and its
-/// jobs are inserted only from the receipt row it returned.
-static ACCEPT_IN_ONE_STATEMENT: LazyLock<String> = LazyLock::new(|| {
+/// jobs are inserted only from the receipt row it returned. Its parameters are
+/// [`AcceptParams`].
+pub(super) static ACCEPT_IN_ONE_STATEMENT: LazyLock<String> = LazyLock::new(|| {
     format!(
         "WITH receipt AS ({INSERT_RECEIPT} RETURNING source, identity
          ), event AS (
@@ -38,10 +41,73 @@ static ACCEPT_IN_ONE_STATEMENT: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// The parameters of [`ACCEPT_IN_ONE_STATEMENT`] for one delivery, owned where they are
+/// derived, so that a batch can hold them while its statements are in flight.
+pub(super) struct AcceptParams<'a> {
+    source: &'a str,
+    identity: &'a str,
+    body_hash: &'a [u8],
+    result: String,
+    received_at: i64,
+    event_type: &'a Option<String>,
+    content_type: &'a Option<String>,
+    body: &'a [u8],
+    headers: Option<String>,
+    destinations: Vec<&'a str>,
+    outgoing_id: &'a str,
+}
+
+impl<'a> AcceptParams<'a> {
+    pub(super) fn new(request: &'a ReceiveRequest, event: &'a IncomingEvent) -> Self {
+        let key = &request.key;
+        Self {
+            source: key.source.as_str(),
+            identity: key.identity.as_str(),
+            body_hash: &request.body_hash.0[..],
+            result: event.result.to_string(),
+            received_at: request.received_at.0,
+            event_type: &event.event_type,
+            content_type: &event.content_type,
+            body: &event.body[..],
+            headers: stored_headers(&event.headers),
+            destinations: event.destinations.iter().map(String::as_str).collect(),
+            outgoing_id: outgoing_id(event.outgoing_id.as_deref(), key),
+        }
+    }
+
+    /// $1 to $11, in the statement's order.
+    pub(super) fn as_sql(&self) -> [&(dyn ToSql + Sync); 11] {
+        [
+            &self.source,
+            &self.identity,
+            &self.body_hash,
+            &self.result,
+            &self.received_at,
+            self.event_type,
+            self.content_type,
+            &self.body,
+            &self.headers,
+            &self.destinations,
+            &self.outgoing_id,
+        ]
+    }
+}
+
 impl PgStore {
     /// Offers one delivery of a gateway event: exactly one of applied / duplicate /
-    /// conflict / refused / failed, known once the commit is durable.
+    /// conflict / refused / failed, known once the commit is durable. A delivery of the
+    /// common case waits for the next group commit (`group.rs`); the others, and any
+    /// whose batch was rolled back, run in a transaction of their own.
     pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        let (request, event) = if groupable(&request, &event) {
+            match self.group.offer(request, event).await {
+                Some(Reply::Done(outcome)) => return outcome,
+                Some(Reply::Alone(handed_back)) => *handed_back,
+                None => return Outcome::Failed { cause: FailureCause::Store },
+            }
+        } else {
+            (request, event)
+        };
         match retrying(|| self.try_accept(&request, &event)).await {
             Ok(outcome) => outcome,
             Err(err) => {
@@ -55,7 +121,7 @@ impl PgStore {
     }
 
     async fn try_accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Result<Outcome, StoreError> {
-        if event.refusal.is_none() && event.ordering.is_none() && !request.dedupe_body && event.dead.is_empty() {
+        if groupable(request, event) {
             return self.accept_in_one_statement(request, event).await;
         }
         self.accept_in_transaction(request, event).await
@@ -70,32 +136,10 @@ impl PgStore {
         request: &ReceiveRequest,
         event: &IncomingEvent,
     ) -> Result<Outcome, StoreError> {
-        let key = &request.key;
-        let (source, identity) = (key.source.as_str(), key.identity.as_str());
         let client = self.client().await?;
         let accept = client.prepare_cached(&ACCEPT_IN_ONE_STATEMENT).await?;
-        let result = event.result.to_string();
-        let headers = stored_headers(&event.headers);
-        let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
-        let inserted = client
-            .query_opt(
-                &accept,
-                &[
-                    &source,
-                    &identity,
-                    &&request.body_hash.0[..],
-                    &result,
-                    &request.received_at.0,
-                    &event.event_type,
-                    &event.content_type,
-                    &&event.body[..],
-                    &headers,
-                    &destinations,
-                    &outgoing_id(event.outgoing_id.as_deref(), key),
-                ],
-            )
-            .await?;
-        if inserted.is_some() {
+        let params = AcceptParams::new(request, event);
+        if client.query_opt(&accept, &params.as_sql()).await?.is_some() {
             return Ok(Outcome::Applied { result: event.result.clone() });
         }
         repeat(&client, request).await
@@ -211,6 +255,12 @@ impl PgStore {
     }
 }
 
+/// Whether a delivery takes the one-statement path (and so may share a group commit):
+/// nothing to refuse, no ordering guard, no body receipt, no dead jobs.
+fn groupable(request: &ReceiveRequest, event: &IncomingEvent) -> bool {
+    event.refusal.is_none() && event.ordering.is_none() && !request.dedupe_body && event.dead.is_empty()
+}
+
 /// Claims (source, body hash) for this delivery's identity, or returns the stored result
 /// of the event that holds it. A concurrent first delivery of the same bytes holds the
 /// key's index entry until it commits or rolls back; the insert waits for that, then knows.
@@ -242,7 +292,7 @@ async fn claim_body(
 
 /// The answer to a delivery whose receipt insert found one already there: a duplicate with
 /// the stored result, or a conflict, recorded for the operator.
-async fn repeat(
+pub(super) async fn repeat(
     client: &impl deadpool_postgres::GenericClient,
     request: &ReceiveRequest,
 ) -> Result<Outcome, StoreError> {

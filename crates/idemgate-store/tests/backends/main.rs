@@ -71,6 +71,16 @@ impl TestStore {
     }
 }
 
+impl TestStore {
+    /// The one number `query` returns, read from a PostgreSQL store's schema.
+    pub async fn count_raw(&self, query: &str) -> i64 {
+        let url = self.url.as_ref().expect("count_raw reads a PostgreSQL store");
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(connection);
+        client.query_one(query, &[]).await.unwrap().get(0)
+    }
+}
+
 impl std::ops::Deref for TestStore {
     type Target = Store;
     fn deref(&self) -> &Store {

@@ -110,3 +110,44 @@ on_both! {
         assert_eq!(t.jobs(key("tz")).await.unwrap()[0].state, "pending", "after an integer version, text is not older");
     }
 }
+
+/// PostgreSQL's group commit: deliveries offered at the same moment are written by fewer
+/// transactions than there are deliveries (each receipt's `xmin` is the transaction that
+/// inserted it), and each still gets its own outcome, its event and its jobs; a repeat in
+/// the same batch as its first delivery is a duplicate of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_deliveries_arriving_together_share_one_transaction() {
+    let t = crate::postgres().await;
+    let store = Arc::new(t.store.clone());
+    let offers: Vec<_> = (0..64)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            // Every eighth delivery repeats the one before it.
+            let identity = format!("g{}", if n % 8 == 7 { n - 1 } else { n });
+            tokio::spawn(async move {
+                let outcome = store.accept(request(&identity, b"{}"), event(&identity, b"{}", &["a", "b"])).await;
+                (identity, outcome)
+            })
+        })
+        .collect();
+    let (mut applied, mut duplicates) = (std::collections::BTreeSet::new(), 0);
+    for offer in offers {
+        match offer.await.unwrap() {
+            (identity, Outcome::Applied { result }) => {
+                assert_eq!(result, json!({ "event": identity }));
+                assert!(applied.insert(identity));
+            }
+            (identity, Outcome::Duplicate { result }) => {
+                assert_eq!(result, json!({ "event": identity }));
+                duplicates += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((applied.len(), duplicates), (56, 8));
+    for identity in &applied {
+        assert_eq!(t.jobs(key(identity)).await.unwrap().len(), 2, "{identity}");
+    }
+    let transactions = t.count_raw("SELECT count(DISTINCT xmin::text) FROM receipts").await;
+    assert!(transactions < 56, "56 receipts written by {transactions} transactions: no group commit");
+}
