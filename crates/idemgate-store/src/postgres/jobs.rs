@@ -350,7 +350,12 @@ impl PgStore {
 
     /// Re-enables `destination` (disabled by a `410`, or paused by its breaker); its waiting
     /// jobs become due at once. Returns whether it was disabled or paused.
-    pub async fn enable_destination(
+    pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
+        self.enable_destination_audited(destination, now, None).await
+    }
+
+    /// [`Self::enable_destination`], recording `audit` (if any) in the same transaction.
+    pub async fn enable_destination_audited(
         &self,
         destination: String,
         now: UnixTime,
@@ -403,7 +408,12 @@ impl PgStore {
 
     /// Makes the waiting jobs matching `filter` due at `now_ms`; their attempts and errors
     /// stay as they are. Returns how many were not yet due.
-    pub async fn retry_now(
+    pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
+        self.retry_now_audited(filter, now_ms, None).await
+    }
+
+    /// [`Self::retry_now`], recording `audit` (if any) in the same transaction.
+    pub async fn retry_now_audited(
         &self,
         filter: ReplayFilter,
         now_ms: i64,
@@ -436,7 +446,12 @@ impl PgStore {
 
     /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; returns
     /// how many.
-    pub async fn replay_jobs(
+    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+        self.replay_jobs_audited(filter, now, limit, None).await
+    }
+
+    /// [`Self::replay_jobs`], recording `audit` (if any) in the same transaction.
+    pub async fn replay_jobs_audited(
         &self,
         filter: ReplayFilter,
         now: UnixTime,
@@ -464,7 +479,17 @@ impl PgStore {
 
     /// Sends the events `to` selects to its destination: finished jobs replayed, missing
     /// ones created, in one transaction.
-    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime, audit: Option<Audit>) -> Result<ReplayedTo, StoreError> {
+    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+        self.replay_to_audited(to, now, None).await
+    }
+
+    /// [`Self::replay_to`], recording `audit` (if any) in the same transaction.
+    pub async fn replay_to_audited(
+        &self,
+        to: ReplayTo,
+        now: UnixTime,
+        audit: Option<Audit>,
+    ) -> Result<ReplayedTo, StoreError> {
         const SELECTED_EVENTS: &str = "SELECT e.id FROM events e
             WHERE NOT e.payload_purged AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
               AND ($4::bigint IS NULL OR e.received_at >= $4) AND ($5::bigint IS NULL OR e.received_at < $5)

@@ -398,7 +398,17 @@ pub fn replay_to(conn: &Connection, to: &ReplayTo, now: UnixTime) -> Result<Repl
 
 impl SqliteStore {
     /// [`replay_to`] on the writer.
-    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime, audit: Option<Audit>) -> Result<ReplayedTo, StoreError> {
+    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+        self.replay_to_audited(to, now, None).await
+    }
+
+    /// [`Self::replay_to`], recording `audit` (if any) in the same transaction.
+    pub async fn replay_to_audited(
+        &self,
+        to: ReplayTo,
+        now: UnixTime,
+        audit: Option<Audit>,
+    ) -> Result<ReplayedTo, StoreError> {
         self.write(move |conn| {
             let done = replay_to(conn, &to, now)?;
             audit::insert_if(conn, audit.as_ref(), now, done.created + done.replayed)?;
@@ -463,7 +473,12 @@ impl SqliteStore {
     }
 
     /// [`replay`] on the writer, for up to `limit` jobs.
-    pub async fn replay_jobs(
+    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+        self.replay_jobs_audited(filter, now, limit, None).await
+    }
+
+    /// [`Self::replay_jobs`], recording `audit` (if any) in the same transaction.
+    pub async fn replay_jobs_audited(
         &self,
         filter: ReplayFilter,
         now: UnixTime,
@@ -499,7 +514,12 @@ impl SqliteStore {
     }
 
     /// [`retry_now`] on the writer.
-    pub async fn retry_now(
+    pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
+        self.retry_now_audited(filter, now_ms, None).await
+    }
+
+    /// [`Self::retry_now`], recording `audit` (if any) in the same transaction.
+    pub async fn retry_now_audited(
         &self,
         filter: ReplayFilter,
         now_ms: i64,
@@ -514,7 +534,12 @@ impl SqliteStore {
     }
 
     /// [`enable_destination`] on the writer.
-    pub async fn enable_destination(
+    pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
+        self.enable_destination_audited(destination, now, None).await
+    }
+
+    /// [`Self::enable_destination`], recording `audit` (if any) in the same transaction.
+    pub async fn enable_destination_audited(
         &self,
         destination: String,
         now: UnixTime,
