@@ -1,8 +1,11 @@
 //! The admin API under `/admin/v1`, for operators and their tools: events with filters and
 //! cursor pagination, one event's history and payload, replays of finished jobs, retry-now
 //! of waiting ones, counts, rejections by reason, destinations, their health and their
-//! attempts over the last hour or day, and re-enabling a destination. Every route needs `Authorization: Bearer <token>` (compared
-//! by digest in constant time); the OpenAPI document at `/admin/v1/openapi.json` is
+//! attempts over the last hour or day, re-enabling a destination, and the audit log of
+//! those changes. Every route needs `Authorization: Bearer <token>`, one of the named
+//! admin tokens (each compared by digest in constant time); a `read` token may use every
+//! `GET`, and anything else needs `operate` ([`crate::access`]). Each change is recorded
+//! in the audit log under the token's name. The OpenAPI document at `/admin/v1/openapi.json` is
 //! generated from these handlers, so it cannot drift from them.
 //!
 //! Every admin answer, API and dashboard, forbids framing and caching, and every request
@@ -13,7 +16,7 @@ use std::{sync::Arc, time::Duration};
 use axum::{
     Json, Router,
     body::Body,
-    extract::{Path, Query, Request, State},
+    extract::{Extension, Path, Query, Request, State},
     http::{HeaderValue, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
@@ -23,6 +26,7 @@ use idemgate_clock::Clock;
 use idemgate_core::{UnixTime, job::JobState};
 use idemgate_store::{
     Store,
+    audit::{Action, Audit, AuditFilter, target},
     jobs::{ReplayFilter, ReplayTo, ReplayedTo},
     views::{EventFilter, UNMATCHED},
 };
@@ -32,11 +36,15 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     DeliveryAnswer, RejectionCounts,
+    access::{self, Need, Principal},
     answer::AdminError,
     body::read_limited,
-    current::{AdminToken, DestinationNames},
+    current::{AdminTokens, DestinationNames},
     session::Sessions,
-    views::{self, AttemptSeries, DestinationView, EventDetail, EventPayloadView, EventsPage, SourceCounts, Window},
+    views::{
+        self, AttemptSeries, AuditEntry, DestinationView, EventDetail, EventPayloadView, EventsPage, SourceCounts,
+        Window,
+    },
 };
 
 /// Largest request body the admin routes read (replay filters and dashboard forms).
@@ -50,8 +58,8 @@ const CONTENT_SECURITY_POLICY: &str =
 pub struct AdminState {
     /// The store.
     pub store: Store,
-    /// The bearer token, replaced by a configuration reload.
-    pub token: AdminToken,
+    /// The named admin tokens and their roles, replaced by a configuration reload.
+    pub tokens: AdminTokens,
     /// Rejections counted by the inbound routes.
     pub rejections: Arc<RejectionCounts>,
     /// The dashboard's signed-in sessions.
@@ -90,6 +98,7 @@ pub fn router(state: AdminState) -> Router {
         .routes(routes!(destination_series))
         .routes(routes!(enable_destination))
         .routes(routes!(event_payload))
+        .routes(routes!(list_audit))
         .split_for_parts();
     let state_for_ui = state.clone();
     let body_timeout = state.body_timeout;
@@ -129,18 +138,23 @@ async fn guarded(mut response: Response) -> Response {
     response
 }
 
-/// Refuses requests without the right bearer token; says nothing about why.
-async fn require_token(State(state): State<AdminState>, request: Request, next: Next) -> Response {
+/// Refuses requests without one of the bearer tokens (saying nothing about why) and
+/// requests their token's role does not allow; hands the handlers who asked.
+async fn require_token(State(state): State<AdminState>, mut request: Request, next: Next) -> Response {
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if state.token.matches(given.as_bytes()) {
-        return next.run(request).await;
+    let Some(principal) = state.tokens.identify(given.as_bytes()) else {
+        return AdminError::Unauthorized.into_response();
+    };
+    if let Err(forbidden) = access::check(&principal, Need::of_method(request.method())) {
+        return AdminError::from(forbidden).into_response();
     }
-    AdminError::Unauthorized.into_response()
+    request.extensions_mut().insert(principal);
+    next.run(request).await
 }
 
 /// Filters of the event listing.
@@ -278,16 +292,18 @@ fn replay_state(state: Option<&str>) -> Result<Option<JobState>, AdminError> {
 /// Replay one event's finished jobs (same `webhook-id`).
 #[utoipa::path(post, path = "/admin/v1/events/{source}/{identity}/replay",
     params(("source" = String, Path), ("identity" = String, Path), ReplayQuery),
-    responses((status = 200, body = Replayed), (status = 404), (status = 401)))]
+    responses((status = 200, body = Replayed), (status = 404), (status = 401), (status = 403)))]
 async fn replay_event(
     State(state): State<AdminState>,
+    Extension(who): Extension<Principal>,
     Path((source, identity)): Path<(String, String)>,
     Query(query): Query<ReplayQuery>,
 ) -> Result<Json<Replayed>, AdminError> {
     if let Some(to) = query.to {
         let selection = ReplayTo { source: Some(source), identity: Some(identity), ..ReplayTo::default() };
         let to = replay_to(&state.destinations, to, query.state.as_deref(), selection)?;
-        return Ok(Json(Replayed::to(state.store.replay_to(to, state.clock.now()).await?)));
+        let audit = Audit::new(who.name, Action::ReplayTo, target::replay_to(&to));
+        return Ok(Json(Replayed::to(state.store.audited(audit).replay_to(to, state.clock.now()).await?)));
     }
     let filter = ReplayFilter {
         source: Some(source),
@@ -295,7 +311,8 @@ async fn replay_event(
         state: replay_state(query.state.as_deref())?,
         ..ReplayFilter::default()
     };
-    let replayed = state.store.replay_jobs(filter, state.clock.now(), 10_000).await?;
+    let audit = Audit::new(who.name, Action::Replay, target::filter(&filter));
+    let replayed = state.store.audited(audit).replay_jobs(filter, state.clock.now(), 10_000).await?;
     Ok(Json(Replayed::jobs(replayed)))
 }
 
@@ -314,9 +331,11 @@ struct ReplayRequest {
 }
 
 /// Replay every finished job matching the filter when the replay starts, each once.
-#[utoipa::path(post, path = "/admin/v1/replay", request_body = ReplayRequest, responses((status = 200, body = Replayed), (status = 401)))]
+#[utoipa::path(post, path = "/admin/v1/replay", request_body = ReplayRequest,
+    responses((status = 200, body = Replayed), (status = 401), (status = 403)))]
 async fn replay_bulk(
     State(state): State<AdminState>,
+    Extension(who): Extension<Principal>,
     Json(request): Json<ReplayRequest>,
 ) -> Result<Json<Replayed>, AdminError> {
     if let Some(to) = request.to {
@@ -330,7 +349,8 @@ async fn replay_bulk(
             ..ReplayTo::default()
         };
         let to = replay_to(&state.destinations, to, request.state.as_deref(), selection)?;
-        return Ok(Json(Replayed::to(state.store.replay_to(to, state.clock.now()).await?)));
+        let audit = Audit::new(who.name, Action::ReplayTo, target::replay_to(&to));
+        return Ok(Json(Replayed::to(state.store.audited(audit).replay_to(to, state.clock.now()).await?)));
     }
     let filter = ReplayFilter {
         source: request.source,
@@ -340,7 +360,9 @@ async fn replay_bulk(
         until: request.until.map(UnixTime),
         identity: None,
     };
-    let replayed = state.store.replay_all(filter, state.clock.now(), 500, |_, _| std::future::ready(())).await?;
+    let audit = Audit::new(who.name, Action::Replay, target::filter(&filter));
+    let replayed =
+        state.store.audited(audit).replay_all(filter, state.clock.now(), 500, |_, _| std::future::ready(())).await?;
     Ok(Json(Replayed::jobs(replayed)))
 }
 
@@ -368,9 +390,10 @@ fn waiting_state(state: Option<&str>) -> Result<Option<JobState>, AdminError> {
 /// Make one event's waiting (pending or retrying) jobs due now; their attempts so far count.
 #[utoipa::path(post, path = "/admin/v1/events/{source}/{identity}/retry",
     params(("source" = String, Path), ("identity" = String, Path), RetryQuery),
-    responses((status = 200, body = Retried), (status = 400), (status = 401)))]
+    responses((status = 200, body = Retried), (status = 400), (status = 401), (status = 403)))]
 async fn retry_event(
     State(state): State<AdminState>,
+    Extension(who): Extension<Principal>,
     Path((source, identity)): Path<(String, String)>,
     Query(query): Query<RetryQuery>,
 ) -> Result<Json<Retried>, AdminError> {
@@ -380,7 +403,8 @@ async fn retry_event(
         state: waiting_state(query.state.as_deref())?,
         ..ReplayFilter::default()
     };
-    let retried = state.store.retry_now(filter, state.clock.now_ms()).await?;
+    let audit = Audit::new(who.name, Action::Retry, target::filter(&filter));
+    let retried = state.store.audited(audit).retry_now(filter, state.clock.now_ms()).await?;
     Ok(Json(Retried { retried }))
 }
 
@@ -397,9 +421,10 @@ struct RetryRequest {
 
 /// Make every waiting job matching the filter due now; finished jobs are replay's.
 #[utoipa::path(post, path = "/admin/v1/retry", request_body = RetryRequest,
-    responses((status = 200, body = Retried), (status = 400), (status = 401)))]
+    responses((status = 200, body = Retried), (status = 400), (status = 401), (status = 403)))]
 async fn retry_bulk(
     State(state): State<AdminState>,
+    Extension(who): Extension<Principal>,
     Json(request): Json<RetryRequest>,
 ) -> Result<Json<Retried>, AdminError> {
     let filter = ReplayFilter {
@@ -410,7 +435,8 @@ async fn retry_bulk(
         until: request.until.map(UnixTime),
         identity: None,
     };
-    let retried = state.store.retry_now(filter, state.clock.now_ms()).await?;
+    let audit = Audit::new(who.name, Action::Retry, target::filter(&filter));
+    let retried = state.store.audited(audit).retry_now(filter, state.clock.now_ms()).await?;
     Ok(Json(Retried { retried }))
 }
 
@@ -550,11 +576,47 @@ struct Enabled {
 
 /// Resume deliveries to a destination disabled by a `410 Gone` or paused by its breaker.
 #[utoipa::path(post, path = "/admin/v1/destinations/{name}/enable", params(("name" = String, Path)),
-    responses((status = 200, body = Enabled), (status = 401)))]
+    responses((status = 200, body = Enabled), (status = 401), (status = 403)))]
 async fn enable_destination(
     State(state): State<AdminState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> Result<Json<Enabled>, AdminError> {
-    let was_disabled = state.store.enable_destination(name, state.clock.now()).await?;
+    let audit = Audit::new(who.name, Action::Enable, target::destination(&name));
+    let was_disabled = state.store.audited(audit).enable_destination(name, state.clock.now()).await?;
     Ok(Json(Enabled { was_disabled }))
+}
+
+/// Filters of the audit log.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct AuditQuery {
+    /// Only actions at or after (unix seconds).
+    since: Option<i64>,
+    /// Only this token's actions (`cli`: the command line's).
+    token: Option<String>,
+    /// Only this action: replay, replay_to, retry or enable.
+    action: Option<String>,
+    /// At most this many (1 to 500, default 100).
+    limit: Option<usize>,
+}
+
+/// The audit log: every state-changing admin action (API, dashboard, CLI), newest first.
+#[utoipa::path(get, path = "/admin/v1/audit", params(AuditQuery),
+    responses((status = 200, body = Vec<AuditEntry>), (status = 400), (status = 401)))]
+async fn list_audit(
+    State(state): State<AdminState>,
+    Query(query): Query<AuditQuery>,
+) -> Result<Json<Vec<AuditEntry>>, AdminError> {
+    let action = match query.action.as_deref() {
+        None => None,
+        Some(name) => Some(Action::parse(name).ok_or(AdminError::BadRequest("unknown_action"))?),
+    };
+    let filter = AuditFilter {
+        since: query.since.map(UnixTime),
+        token: query.token,
+        action,
+        limit: query.limit.unwrap_or(100).clamp(1, 500),
+    };
+    Ok(Json(views::audit(&state.store, filter).await?))
 }

@@ -81,32 +81,32 @@ impl CurrentRouter {
     }
 }
 
-/// The admin token, replaceable while the admin API runs. Clones share it.
+/// The admin tokens, replaceable while the admin API runs. Clones share them.
 #[derive(Clone)]
-pub struct AdminToken(Arc<ArcSwap<idemgate_core::Secret>>);
+pub struct AdminTokens(Arc<ArcSwap<Vec<crate::access::NamedToken>>>);
 
-impl std::fmt::Debug for AdminToken {
+impl std::fmt::Debug for AdminTokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AdminToken(<redacted>)")
+        f.write_str("AdminTokens(<redacted>)")
     }
 }
 
-impl AdminToken {
-    /// Accepts `token` until it is replaced.
+impl AdminTokens {
+    /// Accepts `tokens` until they are replaced.
     #[must_use]
-    pub fn new(token: idemgate_core::Secret) -> Self {
-        Self(Arc::new(ArcSwap::from_pointee(token)))
+    pub fn new(tokens: Vec<crate::access::NamedToken>) -> Self {
+        Self(Arc::new(ArcSwap::from_pointee(tokens)))
     }
 
-    /// Accepts `token` from now on, and no longer the previous one.
-    pub fn replace(&self, token: idemgate_core::Secret) {
-        self.0.store(Arc::new(token));
+    /// Accepts `tokens` from now on, and none of the previous ones.
+    pub fn replace(&self, tokens: Vec<crate::access::NamedToken>) {
+        self.0.store(Arc::new(tokens));
     }
 
-    /// Whether `given` is the token now (compared as [`crate::session::token_matches`] does).
+    /// Which token `given` is now, compared as [`crate::access::identify`] does.
     #[must_use]
-    pub fn matches(&self, given: &[u8]) -> bool {
-        crate::session::token_matches(&self.0.load(), given)
+    pub fn identify(&self, given: &[u8]) -> Option<crate::access::Principal> {
+        crate::access::identify(&self.0.load(), given)
     }
 }
 
@@ -183,11 +183,19 @@ mod tests {
 
     #[test]
     fn a_replaced_token_is_no_longer_accepted() {
-        let token = AdminToken::new(idemgate_core::Secret::new(b"old-token".to_vec()));
-        let shared = token.clone();
-        assert!(shared.matches(b"old-token"));
-        token.replace(idemgate_core::Secret::new(b"new-token".to_vec()));
-        assert!(shared.matches(b"new-token"));
-        assert!(!shared.matches(b"old-token"));
+        use crate::access::{NamedToken, Role};
+        let named = |secret: &[u8]| {
+            vec![NamedToken {
+                name: "admin".into(),
+                role: Role::Operate,
+                secret: idemgate_core::Secret::new(secret.to_vec()),
+            }]
+        };
+        let tokens = AdminTokens::new(named(b"old-token"));
+        let shared = tokens.clone();
+        assert!(shared.identify(b"old-token").is_some());
+        tokens.replace(named(b"new-token"));
+        assert!(shared.identify(b"new-token").is_some());
+        assert!(shared.identify(b"old-token").is_none());
     }
 }

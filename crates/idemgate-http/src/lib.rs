@@ -17,6 +17,7 @@
 //! - [`tls`]: TLS termination from PEM files;
 //! - [`trace`]: the delivery's span and the `traceparent` it continues.
 
+pub mod access;
 pub mod admin;
 pub mod answer;
 pub mod body;

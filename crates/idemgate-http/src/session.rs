@@ -1,15 +1,18 @@
-//! Dashboard sessions. Signing in with the admin token yields a random session id, never
+//! Dashboard sessions. Signing in with an admin token yields a random session id, never
 //! the token itself, so a leaked cookie expires, can be signed out, and tells nothing about
 //! the token. Sessions live in memory (a restart signs everyone out), bounded in number;
-//! each carries its own CSRF token for the dashboard's forms. The map is keyed by the
+//! each carries its own CSRF token for the dashboard's forms and the name and role of the
+//! token it was signed in with (so a `read` session is shown no buttons and refused any
+//! change). The map is keyed by the
 //! SHA-256 of the id, so the ids themselves are not kept. Times are milliseconds since the
 //! epoch from the admin listener's clock, so expiry is tested on a manual clock.
 
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 
-use idemgate_core::Secret;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+use crate::access::Principal;
 
 /// Most sessions kept at once; signing in beyond it ends the oldest.
 pub const MAX_SESSIONS: usize = 256;
@@ -33,6 +36,7 @@ pub struct NewSession {
 struct Session {
     expires_ms: i64,
     csrf: String,
+    principal: Principal,
 }
 
 /// The signed-in sessions of one admin listener.
@@ -64,8 +68,9 @@ impl Sessions {
         i64::try_from(self.lifetime.as_millis()).unwrap_or(i64::MAX)
     }
 
-    /// Starts a session at `now_ms`, dropping expired ones and, when full, the oldest.
-    pub fn create(&self, now_ms: i64) -> Result<NewSession, NoRandomness> {
+    /// Starts a session for `principal` at `now_ms`, dropping expired ones and, when full,
+    /// the oldest.
+    pub fn create(&self, now_ms: i64, principal: Principal) -> Result<NewSession, NoRandomness> {
         let id = random_hex()?;
         let csrf = random_hex()?;
         let mut sessions = self.lock();
@@ -77,7 +82,7 @@ impl Sessions {
         }
         sessions.insert(
             digest(id.as_bytes()),
-            Session { expires_ms: now_ms.saturating_add(self.lifetime_ms()), csrf: csrf.clone() },
+            Session { expires_ms: now_ms.saturating_add(self.lifetime_ms()), csrf: csrf.clone(), principal },
         );
         Ok(NewSession { id, csrf })
     }
@@ -85,10 +90,16 @@ impl Sessions {
     /// The CSRF token of the live session `id`; `None` if unknown, signed out or expired.
     #[must_use]
     pub fn csrf(&self, id: &str, now_ms: i64) -> Option<String> {
+        self.live(id, now_ms).map(|(csrf, _)| csrf)
+    }
+
+    /// The CSRF token and the token's name and role of the live session `id`.
+    #[must_use]
+    pub fn live(&self, id: &str, now_ms: i64) -> Option<(String, Principal)> {
         let mut sessions = self.lock();
         let key = digest(id.as_bytes());
         match sessions.get(&key) {
-            Some(s) if s.expires_ms > now_ms => Some(s.csrf.clone()),
+            Some(s) if s.expires_ms > now_ms => Some((s.csrf.clone(), s.principal.clone())),
             Some(_) => {
                 sessions.remove(&key);
                 None
@@ -108,8 +119,8 @@ impl Sessions {
         self.lock().remove(&digest(id.as_bytes()));
     }
 
-    /// Signs every session out: when the admin token changes, the sessions signed in with
-    /// the old one end with it.
+    /// Signs every session out: when the admin tokens change, the sessions signed in with
+    /// the old ones end with them.
     pub fn end_all(&self) {
         self.lock().clear();
     }
@@ -117,13 +128,6 @@ impl Sessions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
         self.by_digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
-
-/// Whether `given` is the admin token, without leaking its length: both sides are hashed
-/// to fixed-size digests first, then compared in constant time.
-#[must_use]
-pub fn token_matches(token: &Secret, given: &[u8]) -> bool {
-    digest_eq(token.expose(), given)
 }
 
 fn digest_eq(a: &[u8], b: &[u8]) -> bool {
@@ -146,20 +150,26 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::access::Role;
+
+    fn ops() -> Principal {
+        Principal { name: "ops".into(), role: Role::Operate }
+    }
 
     #[test]
     fn a_session_lives_until_its_expiry_and_not_after_sign_out() {
         let sessions = Sessions::new(Duration::from_secs(60));
         let start = 1_800_000_000_000_i64;
-        let session = sessions.create(start).unwrap();
+        let session = sessions.create(start, ops()).unwrap();
         assert_eq!(session.id.len(), 64);
         assert_ne!(session.id, session.csrf);
         assert_eq!(sessions.csrf(&session.id, start + 59_000).as_deref(), Some(&*session.csrf));
+        assert_eq!(sessions.live(&session.id, start).map(|(_, who)| who), Some(ops()), "it knows its token");
         assert!(sessions.csrf_matches(&session.id, &session.csrf, start));
         assert!(!sessions.csrf_matches(&session.id, "", start));
         assert!(!sessions.csrf_matches(&session.id, &session.id, start));
         assert_eq!(sessions.csrf(&session.id, start + 60_000), None, "expired");
-        let other = sessions.create(start).unwrap();
+        let other = sessions.create(start, ops()).unwrap();
         sessions.end(&other.id);
         assert_eq!(sessions.csrf(&other.id, start), None, "signed out");
         sessions.end_all();
@@ -171,21 +181,11 @@ mod tests {
     fn sessions_are_bounded_and_the_oldest_goes_first() {
         let sessions = Sessions::new(Duration::from_secs(60));
         let start = 1_800_000_000_000_i64;
-        let first = sessions.create(start).unwrap();
+        let first = sessions.create(start, ops()).unwrap();
         let ids: Vec<String> =
-            (1..=MAX_SESSIONS as u64).map(|i| sessions.create(start + i as i64).unwrap().id).collect();
+            (1..=MAX_SESSIONS as u64).map(|i| sessions.create(start + i as i64, ops()).unwrap().id).collect();
         assert_eq!(sessions.lock().len(), MAX_SESSIONS);
         assert_eq!(sessions.csrf(&first.id, start), None);
         assert!(ids.iter().all(|id| sessions.csrf(id, start).is_some()));
-    }
-
-    #[test]
-    fn the_token_is_compared_by_digest() {
-        let token = Secret::new(b"an-admin-token-of-some-length".to_vec());
-        assert!(token_matches(&token, b"an-admin-token-of-some-length"));
-        for wrong in [&b""[..], b"an-admin-token", b"an-admin-token-of-some-lengtX", b"an-admin-token-of-some-length!"]
-        {
-            assert!(!token_matches(&token, wrong), "{wrong:?}");
-        }
     }
 }

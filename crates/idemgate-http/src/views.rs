@@ -6,7 +6,11 @@
 use std::collections::BTreeMap;
 
 use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime};
-use idemgate_store::{Store, StoreError, views::EventFilter};
+use idemgate_store::{
+    Store, StoreError,
+    audit::{AuditFilter, AuditRecord},
+    views::EventFilter,
+};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -469,4 +473,33 @@ mod tests {
         assert_eq!(health(ago(RECENT + 1), ago(RECENT + 2), now), "no recent attempts", "every job dead long ago");
         assert_eq!(health(ago(RECENT + 1), ago(5), now), "failing");
     }
+}
+
+/// One action of the audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct AuditEntry {
+    /// Its place in the log (later actions have higher ids).
+    pub id: i64,
+    /// When it was done (unix seconds).
+    pub at: i64,
+    /// The admin token's name, or `cli` for the command line.
+    pub token: String,
+    /// `replay`, `replay_to`, `retry` or `enable`.
+    pub action: String,
+    /// What it was done to: `event SOURCE/IDENTITY`, `destination NAME`, `filter KEY=VALUE…`
+    /// or `to NAME …`.
+    pub target: String,
+    /// How many jobs it changed (for `enable`: 1 when the destination was disabled or paused).
+    pub affected: u64,
+}
+
+impl From<AuditRecord> for AuditEntry {
+    fn from(r: AuditRecord) -> Self {
+        Self { id: r.id, at: r.at.0, token: r.token, action: r.action, target: r.target, affected: r.affected }
+    }
+}
+
+/// The audit log's entries `filter` selects, newest first.
+pub async fn audit(store: &Store, filter: AuditFilter) -> Result<Vec<AuditEntry>, StoreError> {
+    Ok(store.audit_log(filter).await?.into_iter().map(AuditEntry::from).collect())
 }

@@ -27,7 +27,7 @@ mod store;
 
 pub use error::{ErrorKind, HandlerError, StoreError};
 pub use model::{
-    idempotency, inbox, jobs, maintenance,
+    audit, idempotency, inbox, jobs, maintenance,
     receive::{ConflictRecord, Receipt, ReceiveRequest},
     views,
 };
@@ -42,4 +42,4 @@ pub use sqlite::{
     Handler, Holders, SqliteReader, SqliteStore, StoreOptions, WriterStats, lock_path, open_connection, receipt,
     receipts,
 };
-pub use store::{Receiver, Store};
+pub use store::{Audited, Receiver, Store};

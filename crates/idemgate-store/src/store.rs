@@ -25,6 +25,7 @@ use idemgate_core::{
 
 use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
+    audit::{Audit, AuditFilter, AuditRecord},
     idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
@@ -240,7 +241,7 @@ impl Store {
     /// Makes up to `limit` finished jobs matching `filter` pending again; returns how
     /// many. A replayed job no longer matches, so calling again continues with the rest.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-        on_backend!(self, store => store.replay_jobs(filter, now, limit).await)
+        on_backend!(self, store => store.replay_jobs_audited(filter, now, limit, None).await)
     }
 
     /// Replays every job `filter` selects when it starts, each at most once, in batches of
@@ -270,14 +271,14 @@ impl Store {
     /// Sends the events `to` selects to its destination, by the rules of
     /// [`crate::jobs::ReplayTo`]: the job each lacks is created, a finished one replayed.
     pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
-        on_backend!(self, store => store.replay_to(to, now).await)
+        on_backend!(self, store => store.replay_to_audited(to, now, None).await)
     }
 
     /// Makes the pending and retrying jobs matching `filter` (its state, if any, one of
     /// those two) due at `now_ms`, keeping their attempts so far: the retry schedule
     /// continues from there. Returns how many were not yet due.
     pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
-        on_backend!(self, store => store.retry_now(filter, now_ms).await)
+        on_backend!(self, store => store.retry_now_audited(filter, now_ms, None).await)
     }
 
     /// How many jobs `filter` selects now.
@@ -295,7 +296,7 @@ impl Store {
 
     /// Re-enables `destination`; returns whether it was disabled.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
-        on_backend!(self, store => store.enable_destination(destination, now).await)
+        on_backend!(self, store => store.enable_destination_audited(destination, now, None).await)
     }
 
     /// Starts (or looks up) the `Idempotency-Key` operation named by `record` at `now_ms`,
@@ -457,5 +458,91 @@ impl Store {
     /// Counts per source of what arrived at or after `since`.
     pub async fn stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
         on_backend!(self, store => store.source_stats(since).await)
+    }
+
+    /// The state-changing operations, each recorded as `audit` in the audit log: in the
+    /// operation's own transaction, except a bulk replay's (several), recorded once after.
+    #[must_use]
+    pub fn audited(&self, audit: Audit) -> Audited<'_> {
+        Audited { store: self, audit }
+    }
+
+    /// Records `audit` at `at` on its own, as having changed `affected`.
+    pub async fn record_audit(&self, audit: Audit, at: UnixTime, affected: usize) -> Result<(), StoreError> {
+        on_backend!(self, store => store.record_audit(audit, at, affected).await)
+    }
+
+    /// The audit log's records `filter` selects, newest first.
+    pub async fn audit_log(&self, filter: AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+        on_backend!(self, store => store.audit_log(filter).await)
+    }
+
+    /// Deletes the audit records older than `keep` before `now` (`[retention] audit`), or
+    /// when `dry_run` only counts them; returns how many.
+    pub async fn purge_audit(&self, now: UnixTime, keep: Duration, dry_run: bool) -> Result<usize, StoreError> {
+        on_backend!(self, store => store.purge_audit(now, keep, dry_run).await)
+    }
+}
+
+/// [`Store`]'s state-changing operations with their audit record ([`Store::audited`]).
+#[derive(Debug)]
+pub struct Audited<'a> {
+    store: &'a Store,
+    audit: Audit,
+}
+
+impl Audited<'_> {
+    /// [`Store::replay_jobs`], recorded with how many it replayed.
+    pub async fn replay_jobs(self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+        let audit = Some(self.audit);
+        let shared = self.store;
+        on_backend!(shared, store => store.replay_jobs_audited(filter, now, limit, audit).await)
+    }
+
+    /// [`Store::replay_all`], recorded once it is done (its batches are several
+    /// transactions); a replay that fails part way is recorded with what it did.
+    pub async fn replay_all<F, Fut>(
+        self,
+        filter: ReplayFilter,
+        now: UnixTime,
+        batch: usize,
+        mut after_batch: F,
+    ) -> Result<usize, StoreError>
+    where
+        F: FnMut(usize, usize) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let mut done = 0;
+        let replayed = self
+            .store
+            .replay_all(filter, now, batch, |replayed, total| {
+                done = replayed;
+                after_batch(replayed, total)
+            })
+            .await;
+        let affected = *replayed.as_ref().unwrap_or(&done);
+        self.store.record_audit(self.audit, now, affected).await?;
+        replayed
+    }
+
+    /// [`Store::replay_to`], recorded with the jobs it created and replayed.
+    pub async fn replay_to(self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+        let audit = Some(self.audit);
+        let shared = self.store;
+        on_backend!(shared, store => store.replay_to_audited(to, now, audit).await)
+    }
+
+    /// [`Store::retry_now`], recorded with how many it made due.
+    pub async fn retry_now(self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
+        let audit = Some(self.audit);
+        let shared = self.store;
+        on_backend!(shared, store => store.retry_now_audited(filter, now_ms, audit).await)
+    }
+
+    /// [`Store::enable_destination`], recorded as 1 when it was disabled or paused, else 0.
+    pub async fn enable_destination(self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
+        let audit = Some(self.audit);
+        let shared = self.store;
+        on_backend!(shared, store => store.enable_destination_audited(destination, now, audit).await)
     }
 }

@@ -2,7 +2,7 @@
 //! running gateway takes on, and which need a restart.
 //!
 //! The sources (routes, schemes, secrets, allowlists), the destinations (URLs, secrets,
-//! retry schedules), the proxies and the admin token apply at once. What a running
+//! retry schedules), the proxies, the admin tokens and the retention periods apply at once. What a running
 //! listener, store or worker was built with (listen addresses, timeouts, TLS, the store,
 //! the worker's settings and whether it runs, the admin listener, `[alerts]`) keeps its running value
 //! and is reported as needing a restart. [`plan`] decides that without any I/O; `run`
@@ -41,7 +41,8 @@ pub struct Changes {
     pub destinations_changed: Vec<String>,
     /// Whether the `[[proxy]]` list changed.
     pub proxies_changed: bool,
-    /// Whether the admin token changed (its dashboard sessions then end).
+    /// Whether the admin tokens changed: a value, a name or a role (every dashboard
+    /// session then ends).
     pub admin_token_changed: bool,
 }
 
@@ -75,7 +76,7 @@ impl std::fmt::Display for Changes {
             parts.push("proxies changed".to_owned());
         }
         if self.admin_token_changed {
-            parts.push("admin token changed".to_owned());
+            parts.push("admin tokens changed".to_owned());
         }
         f.write_str(&parts.join("; "))
     }
@@ -153,7 +154,12 @@ fn changes(running: &Config, new: &Config) -> Changes {
         destinations_changed,
         proxies_changed: format!("{:?}", running.proxies) != format!("{:?}", new.proxies),
         admin_token_changed: match (&running.admin, &new.admin) {
-            (Some(a), Some(b)) => !same_secrets([&a.token].into_iter(), [&b.token].into_iter()),
+            (Some(a), Some(b)) => {
+                let named =
+                    |admin: &AdminConfig| admin.tokens.iter().map(|t| (t.name.clone(), t.role)).collect::<Vec<_>>();
+                named(a) != named(b)
+                    || !same_secrets(a.tokens.iter().map(|t| &t.secret), b.tokens.iter().map(|t| &t.secret))
+            }
             _ => false,
         },
     }
@@ -207,7 +213,7 @@ fn worker_restarts(old: WorkerConfig, new: WorkerConfig, keys: &mut Vec<&'static
     }
 }
 
-/// The running admin settings with the new token; an admin API turned on or off, or moved,
+/// The running admin settings with the new tokens; an admin API turned on or off, or moved,
 /// needs a restart.
 fn admin(old: Option<&AdminConfig>, new: Option<AdminConfig>, keys: &mut Vec<&'static str>) -> Option<AdminConfig> {
     let tls = |admin: &AdminConfig| admin.tls.as_ref().map(|tls| (tls.cert.clone(), tls.key.clone()));
@@ -222,7 +228,7 @@ fn admin(old: Option<&AdminConfig>, new: Option<AdminConfig>, keys: &mut Vec<&'s
                     keys.push(key);
                 }
             }
-            Some(AdminConfig { token: new.token, ..old.clone() })
+            Some(AdminConfig { tokens: new.tokens, ..old.clone() })
         }
         (None, None) => None,
         (old, _) => {
@@ -318,10 +324,21 @@ url = "http://127.0.0.1:1/d"
         assert!(plan.changes.admin_token_changed);
         assert_eq!(plan.needs_restart, ["admin.listen"]);
         let applied = plan.applied.admin.unwrap();
-        assert_eq!(applied.token.expose(), "u".repeat(32).as_bytes());
+        assert_eq!(applied.tokens[0].secret.expose(), "u".repeat(32).as_bytes());
         assert_eq!(applied.listen, running.admin.unwrap().listen);
         let without = super::plan(&config(BASE), config(&admin(&"u".repeat(32), "127.0.0.1:0")));
         assert_eq!(without.needs_restart, ["admin"]);
         assert!(without.applied.admin.is_none());
+    }
+
+    #[test]
+    fn a_changed_role_changes_the_admin_tokens() {
+        let viewer =
+            |role: &str| format!("{BASE}[admin.tokens.viewer]\ntoken = \"{}\"\nrole = \"{role}\"\n", "v".repeat(32));
+        let plan = plan(&config(&viewer("read")), config(&viewer("operate")));
+        assert!(plan.changes.admin_token_changed, "the sessions of the old role end");
+        assert_eq!(plan.changes.to_string(), "admin tokens changed");
+        assert_eq!(plan.applied.admin.unwrap().tokens[0].role, idemgate_http::access::Role::Operate);
+        assert!(super::plan(&config(&viewer("read")), config(&viewer("read"))).changes.is_empty());
     }
 }

@@ -15,7 +15,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 use idemgate_clock::{Clock, SystemClock};
 use idemgate_http::{
     RejectionCounts, ServeOptions,
-    current::{AdminToken, DestinationNames, LiveGateway},
+    current::{AdminTokens, DestinationNames, LiveGateway},
     gateway::Observers,
     idempotency,
     scrape::{self, Render},
@@ -211,7 +211,7 @@ async fn receive_until_stopped(
     let public =
         LiveGateway::new(&gateway::routes(config), store, Arc::clone(&clock), observers).map_err(RunError::Proxy)?;
     let router = public.router();
-    let (retention, policies) = watch::channel(config.retention());
+    let (retention, policies) = watch::channel((config.retention(), config.audit_retention));
     tokio::spawn(purges(config, Arc::clone(availability), Arc::clone(&clock), policies, stopped.clone()));
     for source in &config.sources {
         tracing::info!(source = %source.id, scheme = source.scheme.name(), route = %format!("/in/{}", source.route), "source ready");
@@ -219,7 +219,7 @@ async fn receive_until_stopped(
     let admin = match (&config.admin, admin_listener) {
         (Some(admin), Some(listener)) => {
             let (token, sessions) =
-                (AdminToken::new(admin.token.clone()), Arc::new(Sessions::new(admin.session_lifetime)));
+                (AdminTokens::new(admin.tokens.clone()), Arc::new(Sessions::new(admin.session_lifetime)));
             let names =
                 DestinationNames::new(config.destination_names().clone()).with_transforms(config.transforms().clone());
             live.admin = Some((token.clone(), Arc::clone(&sessions)));
@@ -255,7 +255,7 @@ fn purges(
     config: &Config,
     availability: Arc<Availability>,
     clock: Arc<dyn Clock>,
-    policies: watch::Receiver<Vec<Retention>>,
+    policies: watch::Receiver<Policies>,
     stopped: watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let interval = config.store.purge_interval;
@@ -271,22 +271,29 @@ fn purges(
     }
 }
 
-/// Purges what retention allows (the sources' policies as last reloaded), every
-/// `interval`, for as long as the server runs.
-async fn purge_every(store: Store, policies: watch::Receiver<Vec<Retention>>, interval: Duration, clock: &dyn Clock) {
+/// The sources' retention policies and the audit log's, as last reloaded.
+type Policies = (Vec<Retention>, Duration);
+
+/// Purges what retention allows (the sources' policies and the audit log's, as last
+/// reloaded), every `interval`, for as long as the server runs.
+async fn purge_every(store: Store, policies: watch::Receiver<Policies>, interval: Duration, clock: &dyn Clock) {
     loop {
         tokio::time::sleep(interval).await;
-        let policies = policies.borrow().clone();
+        let (policies, audit) = policies.borrow().clone();
         match store.purge(clock.now(), policies).await {
             Ok(report) => tracing::info!(?report, "retention purge"),
             Err(err) => tracing::warn!(error = %err, "retention purge failed"),
+        }
+        match store.purge_audit(clock.now(), audit, false).await {
+            Ok(records) => tracing::info!(records, "audit log purge"),
+            Err(err) => tracing::warn!(error = %err, "audit log purge failed"),
         }
     }
 }
 
 /// What the admin API checks requests against: the token, the dashboard's sessions and the
 /// configured destinations' names, each replaced by a reload.
-type AdminAccess = (AdminToken, Arc<Sessions>, DestinationNames);
+type AdminAccess = (AdminTokens, Arc<Sessions>, DestinationNames);
 
 /// Starts the admin API on its own listener, with the public listener's timeouts and TLS
 /// (`[admin.tls]` or `[server.tls]`).
@@ -300,7 +307,7 @@ fn serve_admin(
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let state = idemgate_http::admin::AdminState {
         store: store.clone(),
-        token,
+        tokens: token,
         rejections,
         sessions,
         tls: admin.tls.is_some(),
@@ -341,10 +348,10 @@ async fn until_stopped(mut stopped: watch::Receiver<bool>) {
 #[derive(Default)]
 struct Live {
     public: Option<LiveGateway>,
-    admin: Option<(AdminToken, Arc<Sessions>)>,
+    admin: Option<(AdminTokens, Arc<Sessions>)>,
     destination_names: Option<DestinationNames>,
     worker: Option<RouteTable>,
-    retention: Option<watch::Sender<Vec<Retention>>>,
+    retention: Option<watch::Sender<Policies>>,
 }
 
 impl Live {
@@ -381,11 +388,11 @@ impl Live {
         }
         if let (Some((token, sessions)), Some(admin), true) = (&self.admin, &applied.admin, changes.admin_token_changed)
         {
-            token.replace(admin.token.clone());
+            token.replace(admin.tokens.clone());
             sessions.end_all();
         }
         if let Some(retention) = &self.retention {
-            retention.send_replace(applied.retention());
+            retention.send_replace((applied.retention(), applied.audit_retention));
         }
         if let Some(names) = &self.destination_names {
             names.replace(applied.destination_names().clone());

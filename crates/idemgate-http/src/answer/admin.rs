@@ -4,6 +4,7 @@
 //! | what | status | body |
 //! |---|---|---|
 //! | missing or wrong bearer token | 401 + `WWW-Authenticate: Bearer` | `{"error":"unauthorized"}` |
+//! | a `read` token asking to change state | 403 | `{"error":"forbidden"}` |
 //! | no such event | 404 | `{"error":"not_found"}` |
 //! | a filter the API does not know | 400 | `{"error": why}` (`unknown_state`, `state_not_replayable`, `state_not_waiting`) |
 //! | the store cannot be read or written | 503 | `{"error":"store_unavailable"}` |
@@ -26,12 +27,21 @@ use serde_json::json;
 pub enum AdminError {
     /// The bearer token is missing or wrong; the answer says nothing about which.
     Unauthorized,
+    /// The token is right but its role does not allow the request (a `read` token asking
+    /// to change state); nothing was changed.
+    Forbidden,
     /// The event does not exist (or its source or identity is not even well-formed).
     NotFound,
     /// A query or body names what the API does not know, with a stable code for it.
     BadRequest(&'static str),
     /// The store failed; logged, never shown.
     Store(StoreError),
+}
+
+impl From<crate::access::Forbidden> for AdminError {
+    fn from(_: crate::access::Forbidden) -> Self {
+        Self::Forbidden
+    }
 }
 
 impl From<StoreError> for AdminError {
@@ -45,6 +55,7 @@ impl IntoResponse for AdminError {
         let challenge = matches!(self, Self::Unauthorized);
         let (status, error) = match self {
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
             Self::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             Self::BadRequest(why) => (StatusCode::BAD_REQUEST, why),
             Self::Store(err) => {
@@ -68,6 +79,7 @@ mod tests {
     fn each_admin_error_has_its_one_status() {
         let cases = [
             (AdminError::Unauthorized, 401),
+            (AdminError::Forbidden, 403),
             (AdminError::NotFound, 404),
             (AdminError::BadRequest("unknown_state"), 400),
             (AdminError::Store(StoreError::NotOpen), 503),

@@ -4,6 +4,7 @@
 //! | what | status | page |
 //! |---|---|---|
 //! | a form from another origin, or without the session's CSRF token | 403 | "Refused: …" |
+//! | a change asked for by a session of a `read` token | 403 | "Refused: this token may only read." |
 //! | no live session | 303 to `/admin/login` | |
 //! | no such event | 404 | "No such event." |
 //! | a form value the dashboard never offers | 400 | "Not a value this form offers." |
@@ -12,6 +13,7 @@
 //! | the store cannot be read for the page | 503 | "The store cannot be read." |
 //! | a replay cannot be recorded | 503 | "Replay failed; try again." |
 //! | a retry-now cannot be recorded | 503 | "Retry failed; try again." |
+//! | a destination cannot be enabled | 503 | "Enable failed; try again." |
 
 use axum::response::{IntoResponse, Redirect, Response};
 use http::StatusCode;
@@ -25,6 +27,8 @@ use crate::dashboard::layout;
 pub enum DashboardAnswer {
     /// Another origin, or a missing or wrong CSRF token: nothing was changed.
     Refused,
+    /// The session's token may only read: nothing was changed.
+    ReadOnly,
     /// No live session: back to the sign-in page.
     SignedOut,
     /// The token given to sign in is wrong.
@@ -41,16 +45,25 @@ pub enum DashboardAnswer {
     ReplayFailed,
     /// A retry-now could not be recorded.
     RetryFailed,
+    /// A destination could not be enabled.
+    EnableFailed,
 }
 
 const SIGN_IN: &str = "idemgate: sign in";
 const PAGE: &str = "idemgate";
+
+impl From<crate::access::Forbidden> for DashboardAnswer {
+    fn from(_: crate::access::Forbidden) -> Self {
+        Self::ReadOnly
+    }
+}
 
 impl IntoResponse for DashboardAnswer {
     fn into_response(self) -> Response {
         let (status, title, message) = match self {
             Self::SignedOut => return Redirect::to("/admin/login").into_response(),
             Self::Refused => (StatusCode::FORBIDDEN, PAGE, "Refused: this request did not come from the dashboard."),
+            Self::ReadOnly => (StatusCode::FORBIDDEN, PAGE, "Refused: this token may only read."),
             Self::WrongToken => (StatusCode::UNAUTHORIZED, SIGN_IN, "Wrong token."),
             Self::NoSession => (StatusCode::SERVICE_UNAVAILABLE, SIGN_IN, "Try again."),
             Self::NotFound => (StatusCode::NOT_FOUND, PAGE, "No such event."),
@@ -58,6 +71,7 @@ impl IntoResponse for DashboardAnswer {
             Self::StoreUnreadable => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "The store cannot be read."),
             Self::ReplayFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Replay failed; try again."),
             Self::RetryFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Retry failed; try again."),
+            Self::EnableFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Enable failed; try again."),
         };
         (status, layout(title, &format!("<p class=\"bad\">{message}</p>"))).into_response()
     }
@@ -71,6 +85,7 @@ mod tests {
     fn each_dashboard_answer_has_its_one_status() {
         let cases = [
             (DashboardAnswer::Refused, 403),
+            (DashboardAnswer::ReadOnly, 403),
             (DashboardAnswer::SignedOut, 303),
             (DashboardAnswer::WrongToken, 401),
             (DashboardAnswer::NoSession, 503),
@@ -79,6 +94,7 @@ mod tests {
             (DashboardAnswer::StoreUnreadable, 503),
             (DashboardAnswer::ReplayFailed, 503),
             (DashboardAnswer::RetryFailed, 503),
+            (DashboardAnswer::EnableFailed, 503),
         ];
         for (answer, status) in cases {
             assert_eq!(answer.into_response().status().as_u16(), status, "{answer:?}");

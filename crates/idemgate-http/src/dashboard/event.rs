@@ -16,11 +16,16 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
 };
 use idemgate_core::{UnixTime, job::JobState};
-use idemgate_store::{jobs::ReplayFilter, views::EventPayload};
+use idemgate_store::{
+    audit::{Action, Audit, target},
+    jobs::ReplayFilter,
+    views::EventPayload,
+};
 use serde::Deserialize;
 
-use super::{Rendered, esc, form_session, shown, signed_in, time_html};
+use super::{Rendered, esc, operate_session, shown, signed_in, time_html};
 use crate::{
+    access::Need,
     admin::AdminState,
     answer::DashboardAnswer,
     current::Transforms,
@@ -55,10 +60,12 @@ pub(super) async fn page(
     };
     let csrf = esc(&session.csrf);
     let Some(id) = event_id(&id) else { return DashboardAnswer::NotFound.into_response() };
-    shown("idemgate: event", &csrf, render(&state, id, &csrf, &done).await)
+    // The replay and retry forms only for a session that may use them.
+    let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
+    shown("idemgate: event", &csrf, render(&state, id, operate, &done).await)
 }
 
-async fn render(state: &AdminState, id: i64, csrf: &str, done: &Done) -> Rendered {
+async fn render(state: &AdminState, id: i64, operate: Option<&str>, done: &Done) -> Rendered {
     let Some(payload) = state.store.event_payload(id).await? else { return Ok(None) };
     let Some(event) = views::event_detail(&state.store, &payload.source, &payload.identity).await? else {
         return Ok(None);
@@ -72,7 +79,9 @@ async fn render(state: &AdminState, id: i64, csrf: &str, done: &Done) -> Rendere
         let _ = write!(html, "<p role=\"status\" id=\"done\">Made {n} waiting job(s) due now.</p>");
     }
     html.push_str(&receipt(&event, &payload, now));
-    html.push_str(&actions(id, csrf));
+    if let Some(csrf) = operate {
+        html.push_str(&actions(id, csrf));
+    }
     html.push_str(&headers_table(&payload.headers));
     html.push_str("<h2>Payload</h2>");
     match &payload.body {
@@ -312,9 +321,10 @@ pub(super) async fn replay(
     Path(id): Path<String>,
     Form(form): Form<ReplayForm>,
 ) -> Response {
-    if let Err(refusal) = form_session(&state, &headers, &form.csrf) {
-        return refusal.into_response();
-    }
+    let session = match operate_session(&state, &headers, &form.csrf) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
     let chosen = match form.state.as_str() {
         "" => None,
         name => match name.parse::<JobState>() {
@@ -328,7 +338,8 @@ pub(super) async fn replay(
     };
     let filter =
         ReplayFilter { source: Some(source), identity: Some(identity), state: chosen, ..ReplayFilter::default() };
-    match state.store.replay_jobs(filter, state.clock.now(), 1000).await {
+    let audit = Audit::new(session.principal.name, Action::Replay, target::filter(&filter));
+    match state.store.audited(audit).replay_jobs(filter, state.clock.now(), 1000).await {
         Ok(n) => Redirect::to(&format!("/admin/events/{id}?replayed={n}")).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard replay failed");
@@ -350,15 +361,17 @@ pub(super) async fn retry(
     Path(id): Path<String>,
     Form(form): Form<RetryForm>,
 ) -> Response {
-    if let Err(refusal) = form_session(&state, &headers, &form.csrf) {
-        return refusal.into_response();
-    }
+    let session = match operate_session(&state, &headers, &form.csrf) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
     let (source, identity) = match key_of(&state, &id).await {
         Ok(key) => key,
         Err(answer) => return answer.into_response(),
     };
     let filter = ReplayFilter { source: Some(source), identity: Some(identity), ..ReplayFilter::default() };
-    match state.store.retry_now(filter, state.clock.now_ms()).await {
+    let audit = Audit::new(session.principal.name, Action::Retry, target::filter(&filter));
+    match state.store.audited(audit).retry_now(filter, state.clock.now_ms()).await {
         Ok(n) => Redirect::to(&format!("/admin/events/{id}?retried={n}")).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard retry failed");

@@ -4,20 +4,27 @@
 //!
 //! - `/admin/` (here): per source the counts by outcome and job state; dead jobs, each
 //!   with a replay button; unmatched events; recent conflicts; destinations, each with a
-//!   button making its waiting jobs due now; rejections by reason;
+//!   button making its waiting jobs due now (and, when disabled or paused, one enabling
+//!   it); rejections by reason;
 //! - `/admin/events` ([`events`]): the event search, a page at a time;
 //! - `/admin/events/<id>` ([`event`]): one event's receipt, headers, payload, jobs and
 //!   attempts, with replay and retry-now;
 //! - `/admin/destinations` ([`destinations`]): each destination's state, queue, and its
 //!   success rate and latency over the last hour and day as charts ([`chart`]);
-//! - `/admin/rejections` ([`rejections`]): rejections by reason, conflicts over time.
+//! - `/admin/rejections` ([`rejections`]): rejections by reason, conflicts over time;
+//! - `/admin/audit` ([`audit`]): the audit log of the changes made through the admin API,
+//!   the dashboard and the CLI.
 //!
-//! Signing in with the admin token starts a session (`session.rs`): the cookie
-//! holds a random id (HttpOnly, SameSite=Strict, Secure under TLS), never the token.
+//! Signing in with an admin token starts a session (`session.rs`): the cookie holds a
+//! random id (HttpOnly, SameSite=Strict, Secure under TLS), never the token. The session
+//! keeps the token's name and role: a `read` session sees no buttons, and any change it
+//! posts is refused ([`crate::access`]); changes are audited under the name.
 //!
 //! `SameSite` does not cover another port of the same host (a page behind `[[proxy]]`,
 //! say), so every state-changing request must also come from the dashboard's own origin
 //! (`Sec-Fetch-Site`, `Origin`) and, once signed in, carry the session's CSRF token.
+
+mod audit;
 
 use std::fmt::Write as _;
 
@@ -31,12 +38,17 @@ use axum::{
 use idemgate_core::{UnixTime, time::relative};
 use idemgate_store::{
     StoreError,
+    audit::{Action, Audit, target},
     jobs::ReplayFilter,
     views::{EventFilter, UNMATCHED},
 };
 use serde::Deserialize;
 
-use crate::{admin::AdminState, answer::DashboardAnswer};
+use crate::{
+    access::{self, Need, Principal},
+    admin::AdminState,
+    answer::DashboardAnswer,
+};
 
 mod chart;
 mod destinations;
@@ -60,13 +72,16 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/events/{id}/retry", post(event::retry))
         .route("/admin/destinations", get(destinations::page))
         .route("/admin/rejections", get(rejections::page))
+        .route("/admin/enable", post(enable))
+        .route("/admin/audit", get(audit::page))
         .with_state(state)
 }
 
-/// A signed-in request: its session id and that session's CSRF token.
+/// A signed-in request: its session id, that session's CSRF token and its token.
 pub(super) struct SignedIn {
     id: String,
     csrf: String,
+    principal: Principal,
 }
 
 pub(super) fn signed_in(state: &AdminState, headers: &HeaderMap) -> Option<SignedIn> {
@@ -76,8 +91,8 @@ pub(super) fn signed_in(state: &AdminState, headers: &HeaderMap) -> Option<Signe
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .find_map(|pair| pair.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_owned))?;
-    let csrf = state.sessions.csrf(&id, state.clock.now_ms())?;
-    Some(SignedIn { id, csrf })
+    let (csrf, principal) = state.sessions.live(&id, state.clock.now_ms())?;
+    Some(SignedIn { id, csrf, principal })
 }
 
 /// Whether a state-changing request comes from the dashboard's own origin, as far as the
@@ -115,6 +130,17 @@ pub(super) fn form_session(state: &AdminState, headers: &HeaderMap, csrf: &str) 
     if !state.sessions.csrf_matches(&session.id, csrf, state.clock.now_ms()) {
         return Err(DashboardAnswer::Refused);
     }
+    Ok(session)
+}
+
+/// [`form_session`] for a form that changes state: its token must be allowed to operate.
+pub(super) fn operate_session(
+    state: &AdminState,
+    headers: &HeaderMap,
+    csrf: &str,
+) -> Result<SignedIn, DashboardAnswer> {
+    let session = form_session(state, headers, csrf)?;
+    access::check(&session.principal, Need::Operate)?;
     Ok(session)
 }
 
@@ -176,7 +202,7 @@ pub(super) fn signed_in_layout(title: &str, csrf: &str, body: &str) -> Html<Stri
         &format!(
             "<nav aria-label=\"pages\"><a href=\"/admin/\">Overview</a><a href=\"/admin/events\">Events</a>\
              <a href=\"/admin/destinations\">Destinations</a><a href=\"/admin/rejections\">Rejections</a>\
-             <form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <a href=\"/admin/audit\">Audit log</a><form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
              <button id=\"sign-out\" type=\"submit\">Sign out</button></form></nav><main>{body}</main>"
         ),
     )
@@ -214,10 +240,10 @@ async fn login(State(state): State<AdminState>, headers: HeaderMap, Form(form): 
     if !from_own_origin(&headers, state.tls) {
         return DashboardAnswer::Refused.into_response();
     }
-    if !state.token.matches(form.token.as_bytes()) {
+    let Some(principal) = state.tokens.identify(form.token.as_bytes()) else {
         return DashboardAnswer::WrongToken.into_response();
-    }
-    match state.sessions.create(state.clock.now_ms()) {
+    };
+    match state.sessions.create(state.clock.now_ms(), principal) {
         Ok(session) => {
             let cookie =
                 session_cookie(&session.id, state.sessions.lifetime().as_secs(), over_https(&headers, state.tls));
@@ -250,10 +276,12 @@ async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
         return DashboardAnswer::SignedOut.into_response();
     };
     let csrf = esc(&session.csrf);
-    shown("idemgate", &csrf, render(&state, &csrf).await.map(Some))
+    let operate = session.principal.role.allows(Need::Operate);
+    shown("idemgate", &csrf, render(&state, &csrf, operate).await.map(Some))
 }
 
-async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
+/// The page; the forms that change state only when the session may `operate`.
+async fn render(state: &AdminState, csrf: &str, operate: bool) -> Result<String, StoreError> {
     let store = &state.store;
     let now = state.clock.now();
     let mut html = String::from(
@@ -273,16 +301,22 @@ async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
     }
     html.push_str("</table><h2>Dead jobs</h2><table id=\"dead\"><tr><th>source</th><th>event</th><th>destination</th><th>attempts</th><th>reason</th><th></th></tr>");
     for job in store.dead_jobs(50).await? {
+        let (src, id) = (esc(&job.source), esc(&job.identity));
+        let button = if operate {
+            format!(
+                "<form method=\"post\" action=\"/admin/replay\"><input type=\"hidden\" name=\"source\" value=\"{src}\">\
+                 <input type=\"hidden\" name=\"identity\" value=\"{id}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+                 <button class=\"replay\" type=\"submit\">Replay</button></form>"
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             html,
-            "<tr><td>{src}</td><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td><form method=\"post\" action=\"/admin/replay\">\
-             <input type=\"hidden\" name=\"source\" value=\"{src}\"><input type=\"hidden\" name=\"identity\" value=\"{id}\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><button class=\"replay\" type=\"submit\">Replay</button></form></td></tr>",
+            "<tr><td>{src}</td><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{button}</td></tr>",
             esc(&job.destination),
             job.attempts,
             esc(job.reason.as_deref().unwrap_or("")),
-            src = esc(&job.source),
-            id = esc(&job.identity),
         );
     }
     html.push_str(
@@ -345,15 +379,27 @@ async fn render(state: &AdminState, csrf: &str) -> Result<String, StoreError> {
             let what = f.status.map_or_else(|| f.error.clone().unwrap_or_default(), |s| s.to_string());
             format!("{} {}", time_html(UnixTime(f.at), now), esc(&what))
         });
+        let name = esc(&d.name);
+        let stopped = d.disabled_at.is_some() || d.breaker.paused_at.is_some();
+        let buttons = match (operate, stopped) {
+            (false, _) => String::new(),
+            (true, stopped) => {
+                let form = |action: &str, class: &str, label: &str| {
+                    format!(
+                        "<form method=\"post\" action=\"/admin/{action}\"><input type=\"hidden\" name=\"destination\" \
+                         value=\"{name}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+                         <button class=\"{class}\" type=\"submit\">{label}</button></form>"
+                    )
+                };
+                let enable = if stopped { form("enable", "enable", "Enable") } else { String::new() };
+                format!("{}{enable}", form("retry", "retry", "Retry waiting jobs now"))
+            }
+        };
         let _ = write!(
             html,
             "<tr data-destination=\"{name}\"><td>{name}</td><td class=\"state\">{state_html}</td>\
-             <td class=\"health\">{health}</td><td>{}</td><td>{success}</td><td>{failure}</td><td><form method=\"post\" \
-             action=\"/admin/retry\"><input type=\"hidden\" name=\"destination\" value=\"{name}\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><button class=\"retry\" type=\"submit\">Retry \
-             waiting jobs now</button></form></td></tr>",
+             <td class=\"health\">{health}</td><td>{}</td><td>{success}</td><td>{failure}</td><td>{buttons}</td></tr>",
             jobs.join(", "),
-            name = esc(&d.name)
         );
     }
     html.push_str(
@@ -375,11 +421,13 @@ struct ReplayForm {
 }
 
 async fn replay(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<ReplayForm>) -> Response {
-    if let Err(refusal) = form_session(&state, &headers, &form.csrf) {
-        return refusal.into_response();
-    }
+    let session = match operate_session(&state, &headers, &form.csrf) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
     let filter = ReplayFilter { source: Some(form.source), identity: Some(form.identity), ..ReplayFilter::default() };
-    match state.store.replay_jobs(filter, state.clock.now(), 1000).await {
+    let audit = Audit::new(session.principal.name, Action::Replay, target::filter(&filter));
+    match state.store.audited(audit).replay_jobs(filter, state.clock.now(), 1000).await {
         Ok(_) => Redirect::to("/admin/").into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard replay failed");
@@ -398,15 +446,33 @@ struct RetryForm {
 /// Makes the destination's pending and retrying jobs due now, as `idemgate events retry
 /// --destination` does.
 async fn retry(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<RetryForm>) -> Response {
-    if let Err(refusal) = form_session(&state, &headers, &form.csrf) {
-        return refusal.into_response();
-    }
+    let session = match operate_session(&state, &headers, &form.csrf) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
     let filter = ReplayFilter { destination: Some(form.destination), ..ReplayFilter::default() };
-    match state.store.retry_now(filter, state.clock.now_ms()).await {
+    let audit = Audit::new(session.principal.name, Action::Retry, target::filter(&filter));
+    match state.store.audited(audit).retry_now(filter, state.clock.now_ms()).await {
         Ok(_) => Redirect::to("/admin/").into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard retry failed");
             DashboardAnswer::RetryFailed.into_response()
+        }
+    }
+}
+
+/// Resumes a disabled or paused destination, as `idemgate destination enable` does.
+async fn enable(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<RetryForm>) -> Response {
+    let session = match operate_session(&state, &headers, &form.csrf) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let audit = Audit::new(session.principal.name, Action::Enable, target::destination(&form.destination));
+    match state.store.audited(audit).enable_destination(form.destination, state.clock.now()).await {
+        Ok(_) => Redirect::to("/admin/").into_response(),
+        Err(err) => {
+            tracing::warn!(error = %err, "dashboard enable failed");
+            DashboardAnswer::EnableFailed.into_response()
         }
     }
 }

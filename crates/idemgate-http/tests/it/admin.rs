@@ -1,27 +1,49 @@
-//! The admin listener (API and dashboard) on an injected clock: time moves without sleeping.
+//! The admin listener (API and dashboard) on an injected clock: time moves without
+//! sleeping. Two named tokens: `admin` (operate) and `viewer` (read).
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
+use bytes::Bytes;
 use idemgate_clock::{ManualClock, UnixTime};
-use idemgate_core::Secret;
+use idemgate_core::{
+    BodyHash, Identity, Outcome, ReceiptKey, Secret, SourceName,
+    retry::{DeadReason, Decision},
+};
 use idemgate_http::{
     RejectionCounts, ServeOptions,
+    access::{NamedToken, Role},
     admin::{self, AdminState},
     serve,
     session::Sessions,
 };
-use idemgate_store::{SqliteStore, StoreOptions};
+use idemgate_store::{ReceiveRequest, SqliteStore, Store, StoreOptions, inbox::IncomingEvent, jobs::AttemptRecord};
+use serde_json::{Value, json};
 
 use crate::exchange;
 
 const TOKEN: &str = "admin-token-for-tests";
+const VIEWER: &str = "viewer-token-for-tests";
 
 async fn start_admin(clock: Arc<ManualClock>, lifetime: Duration) -> (SocketAddr, tempfile::TempDir) {
+    let (addr, _, dir) = start_with_store(clock, lifetime).await;
+    (addr, dir)
+}
+
+async fn start_with_store(clock: Arc<ManualClock>, lifetime: Duration) -> (SocketAddr, Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SqliteStore::open(&dir.path().join("a.sqlite3"), StoreOptions::default()).unwrap());
+    let store: Store =
+        Arc::new(SqliteStore::open(&dir.path().join("a.sqlite3"), StoreOptions::default()).unwrap()).into();
+    let named = |name: &str, role, secret: &str| NamedToken {
+        name: name.to_owned(),
+        role,
+        secret: Secret::new(secret.as_bytes().to_vec()),
+    };
     let state = AdminState {
-        store: store.into(),
-        token: idemgate_http::current::AdminToken::new(Secret::new(TOKEN.as_bytes().to_vec())),
+        store: store.clone(),
+        tokens: idemgate_http::current::AdminTokens::new(vec![
+            named("admin", Role::Operate, TOKEN),
+            named("viewer", Role::Read, VIEWER),
+        ]),
         rejections: Arc::new(RejectionCounts::default()),
         sessions: Arc::new(Sessions::new(lifetime)),
         tls: false,
@@ -32,11 +54,15 @@ async fn start_admin(clock: Arc<ManualClock>, lifetime: Duration) -> (SocketAddr
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(listener, admin::router(state), ServeOptions::default(), std::future::pending()));
-    (addr, dir)
+    (addr, store, dir)
 }
 
 async fn sign_in(addr: SocketAddr) -> String {
-    let form = format!("token={TOKEN}");
+    sign_in_with(addr, TOKEN).await
+}
+
+async fn sign_in_with(addr: SocketAddr, token: &str) -> String {
+    let form = format!("token={token}");
     let answer = exchange(
         addr,
         format!(
@@ -51,7 +77,196 @@ async fn sign_in(addr: SocketAddr) -> String {
 }
 
 async fn dashboard(addr: SocketAddr, cookie: &str) -> String {
-    exchange(addr, format!("GET /admin/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: {cookie}\r\n\r\n")).await
+    get_page(addr, "/admin/", cookie).await
+}
+
+async fn get_page(addr: SocketAddr, path: &str, cookie: &str) -> String {
+    exchange(addr, format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: {cookie}\r\n\r\n")).await
+}
+
+/// The session's CSRF token, from its page's sign-out form.
+fn csrf_of(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").expect("a form") + "name=\"csrf\" value=\"".len();
+    page[at..].split('"').next().unwrap().to_owned()
+}
+
+async fn post_form(addr: SocketAddr, path: &str, cookie: &str, form: &str) -> String {
+    exchange(
+        addr,
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: {cookie}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        ),
+    )
+    .await
+}
+
+/// A bearer request; the status and the JSON body.
+async fn api(addr: SocketAddr, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let answer = exchange(
+        addr,
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .await;
+    let status = answer[9..12].parse().unwrap();
+    let json =
+        answer.split_once("\r\n\r\n").map_or(Value::Null, |(_, b)| serde_json::from_str(b).unwrap_or(Value::Null));
+    (status, json)
+}
+
+const T: i64 = 1_800_000_000;
+
+/// Events `ok` (its job to `app` succeeded), `dead` (to `app`, dead) and `gone` (to
+/// `gone`, which answered 410 and is disabled), all at `T`.
+async fn seed(store: &Store) {
+    for (identity, destination) in [("ok", "app"), ("dead", "app"), ("gone", "gone")] {
+        let key = ReceiptKey { source: SourceName::new("src").unwrap(), identity: Identity::new(identity).unwrap() };
+        let request =
+            ReceiveRequest { key, body_hash: BodyHash::of(b"{}"), received_at: UnixTime(T), dedupe_body: false };
+        let event = IncomingEvent {
+            result: json!({}),
+            outgoing_id: None,
+            event_type: None,
+            content_type: Some("application/json".to_owned()),
+            headers: Vec::new(),
+            body: Bytes::from_static(b"{}"),
+            ordering: None,
+            destinations: vec![destination.to_owned()].into(),
+            dead: Vec::new(),
+            refusal: None,
+        };
+        assert!(matches!(store.accept(request, event).await, Outcome::Applied { .. }));
+    }
+    for job in store.claim_jobs(T * 1000, Duration::from_secs(30), 10, Vec::new()).await.unwrap() {
+        let decision = match job.key.identity.as_str() {
+            "ok" => Decision::Succeeded,
+            "dead" => Decision::Dead(DeadReason::FinalStatus(400)),
+            _ => Decision::DisableDestination,
+        };
+        let attempt = AttemptRecord {
+            started_at: UnixTime(T),
+            latency: Duration::from_millis(3),
+            status: Some(400),
+            error: None,
+            response_prefix: None,
+        };
+        store.complete_job(job, attempt, decision, T * 1000).await.unwrap();
+    }
+}
+
+async fn job_state(store: &Store, identity: &str) -> String {
+    let key = ReceiptKey { source: SourceName::new("src").unwrap(), identity: Identity::new(identity).unwrap() };
+    store.jobs(key).await.unwrap().remove(0).state
+}
+
+#[tokio::test]
+async fn a_read_token_sees_everything_and_changes_nothing() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T)));
+    let (addr, store, _dir) = start_with_store(Arc::clone(&clock), Duration::from_secs(600)).await;
+    seed(&store).await;
+    let (status, page) = api(addr, "GET", "/admin/v1/events", VIEWER, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(page["events"].as_array().unwrap().len(), 3);
+    assert_eq!(api(addr, "GET", "/admin/v1/destinations", VIEWER, None).await.0, 200);
+    assert_eq!(api(addr, "GET", "/admin/v1/audit", VIEWER, None).await.0, 200);
+    let refused = [
+        ("POST", "/admin/v1/events/src/dead/replay", None),
+        ("POST", "/admin/v1/replay", Some(json!({}))),
+        ("POST", "/admin/v1/events/src/dead/retry", None),
+        ("POST", "/admin/v1/retry", Some(json!({}))),
+        ("POST", "/admin/v1/destinations/gone/enable", None),
+    ];
+    for (method, path, body) in refused {
+        assert_eq!(api(addr, method, path, VIEWER, body).await, (403, json!({ "error": "forbidden" })), "{path}");
+    }
+    assert_eq!(api(addr, "POST", "/admin/v1/events/src/dead/replay", "wrong-token-of-length", None).await.0, 401);
+    assert_eq!(job_state(&store, "dead").await, "dead", "nothing was replayed");
+    assert!(store.destinations().await.unwrap().iter().any(|d| d.name == "gone" && d.disabled.is_some()));
+
+    let cookie = sign_in_with(addr, VIEWER).await;
+    let page = dashboard(addr, &cookie).await;
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("<td>dead</td>"), "the dead job is listed: {page}");
+    for button in ["class=\"replay\"", "class=\"retry\"", "class=\"enable\""] {
+        assert!(!page.contains(button), "no {button} for a read session");
+    }
+    let csrf = csrf_of(&page);
+    for (path, form) in [
+        ("/admin/replay", format!("source=src&identity=dead&csrf={csrf}")),
+        ("/admin/retry", format!("destination=app&csrf={csrf}")),
+        ("/admin/enable", format!("destination=gone&csrf={csrf}")),
+    ] {
+        let answer = post_form(addr, path, &cookie, &form).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{path}: {answer}");
+        assert!(answer.contains("this token may only read"), "{answer}");
+    }
+    assert_eq!(job_state(&store, "dead").await, "dead", "nothing was replayed");
+    assert!(store.destinations().await.unwrap().iter().any(|d| d.name == "gone" && d.disabled.is_some()));
+    assert_eq!(api(addr, "GET", "/admin/v1/audit", VIEWER, None).await.1, json!([]), "nothing to record");
+}
+
+#[tokio::test]
+async fn an_operators_changes_appear_in_the_audit_log_exactly() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T)));
+    let (addr, store, _dir) = start_with_store(Arc::clone(&clock), Duration::from_secs(600)).await;
+    seed(&store).await;
+    clock.advance(10);
+    let (status, body) = api(addr, "POST", "/admin/v1/events/src/dead/replay", TOKEN, None).await;
+    assert_eq!((status, body), (200, json!({ "replayed": 1 })));
+    clock.advance(10);
+    let (status, body) = api(addr, "POST", "/admin/v1/retry", TOKEN, Some(json!({ "destination": "app" }))).await;
+    assert_eq!((status, body), (200, json!({ "retried": 0 })), "the replayed job is due already");
+    clock.advance(10);
+    let (status, body) = api(addr, "POST", "/admin/v1/destinations/gone/enable", TOKEN, None).await;
+    assert_eq!((status, body), (200, json!({ "was_disabled": true })));
+    clock.advance(10);
+    let cookie = sign_in(addr).await;
+    let page = dashboard(addr, &cookie).await;
+    assert!(page.contains("class=\"retry\""), "an operate session has its buttons");
+    let answer =
+        post_form(addr, "/admin/replay", &cookie, &format!("source=src&identity=ok&csrf={}", csrf_of(&page))).await;
+    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
+    assert_eq!(job_state(&store, "ok").await, "succeeded", "a dashboard replay takes dead jobs only");
+
+    let (status, log) = api(addr, "GET", "/admin/v1/audit", VIEWER, None).await;
+    assert_eq!(status, 200);
+    let rows: Vec<(i64, &str, &str, &str, u64)> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["at"].as_i64().unwrap(),
+                e["token"].as_str().unwrap(),
+                e["action"].as_str().unwrap(),
+                e["target"].as_str().unwrap(),
+                e["affected"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (T + 40, "admin", "replay", "event src/ok", 0),
+            (T + 30, "admin", "enable", "destination gone", 1),
+            (T + 20, "admin", "retry", "filter destination=app", 0),
+            (T + 10, "admin", "replay", "event src/dead", 1),
+        ]
+    );
+    let (_, replays) = api(addr, "GET", "/admin/v1/audit?action=replay&since=1800000015&limit=5", TOKEN, None).await;
+    assert_eq!(replays.as_array().unwrap().len(), 1);
+    assert_eq!(api(addr, "GET", "/admin/v1/audit?token=viewer", TOKEN, None).await.1, json!([]));
+    assert_eq!(api(addr, "GET", "/admin/v1/audit?action=delete", TOKEN, None).await.0, 400);
+    let page = get_page(addr, "/admin/audit?action=enable", &cookie).await;
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("<td class=\"target\">destination gone</td>"), "{page}");
+    assert!(!page.contains("event src/dead"), "filtered by action: {page}");
 }
 
 #[tokio::test]

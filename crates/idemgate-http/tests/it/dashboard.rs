@@ -43,7 +43,11 @@ impl Admin {
         let rejections = Arc::new(RejectionCounts::default());
         let state = AdminState {
             store: store.clone(),
-            token: idemgate_http::current::AdminToken::new(Secret::new(TOKEN.as_bytes().to_vec())),
+            tokens: idemgate_http::current::AdminTokens::new(vec![idemgate_http::access::NamedToken {
+                name: "admin".to_owned(),
+                role: idemgate_http::access::Role::Operate,
+                secret: Secret::new(TOKEN.as_bytes().to_vec()),
+            }]),
             rejections: Arc::clone(&rejections),
             sessions: Arc::new(Sessions::new(Duration::from_secs(7 * 86_400))),
             tls: false,

@@ -6,6 +6,7 @@
 //! decision. Each backend imports this root, never the other backend's modules.
 
 pub(crate) mod alerts;
+pub mod audit;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;

@@ -7,9 +7,10 @@ use std::{collections::HashMap, time::Duration};
 use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
 use tokio_postgres::{Row, types::ToSql};
 
-use super::{PgStore, retrying, sql_limit};
+use super::{PgStore, audit, retrying, sql_limit};
 use crate::{
     StoreError,
+    audit::Audit,
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     model::{
         jobs::{
@@ -350,6 +351,16 @@ impl PgStore {
     /// Re-enables `destination` (disabled by a `410`, or paused by its breaker); its waiting
     /// jobs become due at once. Returns whether it was disabled or paused.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
+        self.enable_destination_audited(destination, now, None).await
+    }
+
+    /// [`Self::enable_destination`], recording `audit` (if any) in the same transaction.
+    pub async fn enable_destination_audited(
+        &self,
+        destination: String,
+        now: UnixTime,
+        audit: Option<Audit>,
+    ) -> Result<bool, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let changed = tx
@@ -366,6 +377,7 @@ impl PgStore {
             &[&destination, &now.0],
         )
         .await?;
+        audit::insert_if(&tx, audit.as_ref(), now, usize::from(changed == 1)).await?;
         tx.commit().await?;
         Ok(changed == 1)
     }
@@ -397,15 +409,29 @@ impl PgStore {
     /// Makes the waiting jobs matching `filter` due at `now_ms`; their attempts and errors
     /// stay as they are. Returns how many were not yet due.
     pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
+        self.retry_now_audited(filter, now_ms, None).await
+    }
+
+    /// [`Self::retry_now`], recording `audit` (if any) in the same transaction.
+    pub async fn retry_now_audited(
+        &self,
+        filter: ReplayFilter,
+        now_ms: i64,
+        audit: Option<Audit>,
+    ) -> Result<usize, StoreError> {
         let bindings = filter.waiting_bindings()?;
-        let client = self.client().await?;
-        let changed = client
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let changed = tx
             .execute(
                 &format!("UPDATE jobs SET next_attempt_at_ms = $7, updated_at = $8 WHERE id IN ({WAITING})"),
                 &with(&bindings, &[&now_ms, &second_of(now_ms)]),
             )
             .await?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        let changed = usize::try_from(changed).unwrap_or(usize::MAX);
+        audit::insert_if(&tx, audit.as_ref(), UnixTime(second_of(now_ms)), changed).await?;
+        tx.commit().await?;
+        Ok(changed)
     }
 
     /// How many jobs `filter` selects now.
@@ -421,9 +447,21 @@ impl PgStore {
     /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; returns
     /// how many.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
+        self.replay_jobs_audited(filter, now, limit, None).await
+    }
+
+    /// [`Self::replay_jobs`], recording `audit` (if any) in the same transaction.
+    pub async fn replay_jobs_audited(
+        &self,
+        filter: ReplayFilter,
+        now: UnixTime,
+        limit: usize,
+        audit: Option<Audit>,
+    ) -> Result<usize, StoreError> {
         let bindings = filter.bindings()?;
-        let client = self.client().await?;
-        let changed = client
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let changed = tx
             .execute(
                 &format!(
                     "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = $7::bigint * 1000, last_error = NULL,
@@ -433,12 +471,25 @@ impl PgStore {
                 &with(&bindings, &[&now.0, &sql_limit(limit)]),
             )
             .await?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        let changed = usize::try_from(changed).unwrap_or(usize::MAX);
+        audit::insert_if(&tx, audit.as_ref(), now, changed).await?;
+        tx.commit().await?;
+        Ok(changed)
     }
 
     /// Sends the events `to` selects to its destination: finished jobs replayed, missing
     /// ones created, in one transaction.
     pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
+        self.replay_to_audited(to, now, None).await
+    }
+
+    /// [`Self::replay_to`], recording `audit` (if any) in the same transaction.
+    pub async fn replay_to_audited(
+        &self,
+        to: ReplayTo,
+        now: UnixTime,
+        audit: Option<Audit>,
+    ) -> Result<ReplayedTo, StoreError> {
         const SELECTED_EVENTS: &str = "SELECT e.id FROM events e
             WHERE NOT e.payload_purged AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
               AND ($4::bigint IS NULL OR e.received_at >= $4) AND ($5::bigint IS NULL OR e.received_at < $5)
@@ -470,9 +521,11 @@ impl PgStore {
                 &bindings,
             )
             .await?;
-        tx.commit().await?;
         let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        Ok(ReplayedTo { created: count(created), replayed: count(replayed) })
+        let done = ReplayedTo { created: count(created), replayed: count(replayed) };
+        audit::insert_if(&tx, audit.as_ref(), now, done.created + done.replayed).await?;
+        tx.commit().await?;
+        Ok(done)
     }
 
     /// The ids of the jobs `filter` selects now, in id order: a bulk replay's set, taken once.

@@ -161,6 +161,18 @@ const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE destinations ADD COLUMN throttled_since_ms BIGINT;
 ",
+    // The audit log of operators' actions (see the model's `audit`), purged by its own retention.
+    r#"
+    CREATE TABLE audit_log (
+        id       BIGSERIAL PRIMARY KEY,
+        at       BIGINT NOT NULL,
+        token    TEXT COLLATE "C" NOT NULL,
+        action   TEXT COLLATE "C" NOT NULL,
+        target   TEXT COLLATE "C" NOT NULL,
+        affected BIGINT NOT NULL CHECK (affected >= 0)
+    );
+    CREATE INDEX audit_log_at ON audit_log (at);
+"#,
 ];
 
 /// The schema version this build writes on PostgreSQL.

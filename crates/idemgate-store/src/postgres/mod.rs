@@ -13,6 +13,7 @@
 //! on (checked at start-up): an answer leaves only after PostgreSQL made the commit durable.
 
 mod alerts;
+mod audit;
 mod group;
 mod idempotency;
 mod jobs;

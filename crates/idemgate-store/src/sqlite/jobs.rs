@@ -8,9 +8,10 @@ use std::{collections::HashMap, time::Duration};
 use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
 use rusqlite::{Connection, params};
 
-use super::SqliteStore;
+use super::{SqliteStore, audit};
 use crate::{
     StoreError,
+    audit::Audit,
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     model::{
         jobs::{
@@ -398,7 +399,22 @@ pub fn replay_to(conn: &Connection, to: &ReplayTo, now: UnixTime) -> Result<Repl
 impl SqliteStore {
     /// [`replay_to`] on the writer.
     pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
-        self.write(move |conn| replay_to(conn, &to, now)).await
+        self.replay_to_audited(to, now, None).await
+    }
+
+    /// [`Self::replay_to`], recording `audit` (if any) in the same transaction.
+    pub async fn replay_to_audited(
+        &self,
+        to: ReplayTo,
+        now: UnixTime,
+        audit: Option<Audit>,
+    ) -> Result<ReplayedTo, StoreError> {
+        self.write(move |conn| {
+            let done = replay_to(conn, &to, now)?;
+            audit::insert_if(conn, audit.as_ref(), now, done.created + done.replayed)?;
+            Ok::<_, StoreError>(done)
+        })
+        .await
     }
 
     /// [`claim`] on the writer.
@@ -458,7 +474,23 @@ impl SqliteStore {
 
     /// [`replay`] on the writer, for up to `limit` jobs.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-        self.write(move |conn| replay(conn, &filter, now, limit)).await
+        self.replay_jobs_audited(filter, now, limit, None).await
+    }
+
+    /// [`Self::replay_jobs`], recording `audit` (if any) in the same transaction.
+    pub async fn replay_jobs_audited(
+        &self,
+        filter: ReplayFilter,
+        now: UnixTime,
+        limit: usize,
+        audit: Option<Audit>,
+    ) -> Result<usize, StoreError> {
+        self.write(move |conn| {
+            let replayed = replay(conn, &filter, now, limit)?;
+            audit::insert_if(conn, audit.as_ref(), now, replayed)?;
+            Ok::<_, StoreError>(replayed)
+        })
+        .await
     }
 
     /// [`replayable`] on a read connection.
@@ -483,12 +515,42 @@ impl SqliteStore {
 
     /// [`retry_now`] on the writer.
     pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
-        self.write(move |conn| retry_now(conn, &filter, now_ms)).await
+        self.retry_now_audited(filter, now_ms, None).await
+    }
+
+    /// [`Self::retry_now`], recording `audit` (if any) in the same transaction.
+    pub async fn retry_now_audited(
+        &self,
+        filter: ReplayFilter,
+        now_ms: i64,
+        audit: Option<Audit>,
+    ) -> Result<usize, StoreError> {
+        self.write(move |conn| {
+            let retried = retry_now(conn, &filter, now_ms)?;
+            audit::insert_if(conn, audit.as_ref(), UnixTime(second_of(now_ms)), retried)?;
+            Ok::<_, StoreError>(retried)
+        })
+        .await
     }
 
     /// [`enable_destination`] on the writer.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
-        self.write(move |conn| enable_destination(conn, &destination, now)).await
+        self.enable_destination_audited(destination, now, None).await
+    }
+
+    /// [`Self::enable_destination`], recording `audit` (if any) in the same transaction.
+    pub async fn enable_destination_audited(
+        &self,
+        destination: String,
+        now: UnixTime,
+        audit: Option<Audit>,
+    ) -> Result<bool, StoreError> {
+        self.write(move |conn| {
+            let was_disabled = enable_destination(conn, &destination, now)?;
+            audit::insert_if(conn, audit.as_ref(), now, usize::from(was_disabled))?;
+            Ok::<_, StoreError>(was_disabled)
+        })
+        .await
     }
 
     /// [`mark_throttled`] on the writer.

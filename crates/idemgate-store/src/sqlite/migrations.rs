@@ -163,6 +163,18 @@ const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE destinations ADD COLUMN throttled_since_ms INTEGER;
 ",
+    // The audit log of operators' actions (see the model's `audit`), purged by its own retention.
+    r"
+    CREATE TABLE audit_log (
+        id       INTEGER PRIMARY KEY,
+        at       INTEGER NOT NULL,
+        token    TEXT    NOT NULL,
+        action   TEXT    NOT NULL,
+        target   TEXT    NOT NULL,
+        affected INTEGER NOT NULL CHECK (affected >= 0)
+    ) STRICT;
+    CREATE INDEX audit_log_at ON audit_log (at);
+",
 ];
 
 /// The schema version this build writes.

@@ -10,6 +10,7 @@
 //! queries on a given connection. Everything else goes through [`crate::Store`].
 
 mod alerts;
+pub mod audit;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;

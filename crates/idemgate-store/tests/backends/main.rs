@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod alerts;
+mod audit;
 mod breaker;
 mod errors;
 mod idempotency;

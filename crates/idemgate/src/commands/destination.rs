@@ -1,11 +1,13 @@
 //! `idemgate destination`: what each destination's deliveries come to, and resuming
-//! deliveries to one disabled by a `410 Gone` or paused by its circuit breaker.
+//! deliveries to one disabled by a `410 Gone` or paused by its circuit breaker (recorded in
+//! the audit log under `cli`).
 
 use std::process::ExitCode;
 
 use anyhow::anyhow;
 use idemgate::{config::Config, operator};
 use idemgate_clock::Clock;
+use idemgate_store::audit::{Action, Audit, CLI, target};
 
 use super::{existing_store, open_store, print_line};
 
@@ -15,7 +17,8 @@ pub(super) async fn enable(config: &Config, name: String, clock: &dyn Clock) -> 
     }
     existing_store(config)?;
     let store = open_store(config).await?;
-    let was_disabled = store.enable_destination(name.clone(), clock.now()).await?;
+    let audit = Audit::new(CLI, Action::Enable, target::destination(&name));
+    let was_disabled = store.audited(audit).enable_destination(name.clone(), clock.now()).await?;
     print_line(&format!(
         "{name}: {}",
         if was_disabled { "enabled; waiting jobs are due now" } else { "was neither disabled nor paused" }

@@ -1,5 +1,5 @@
 //! `idemgate events`: the views of stored events, replaying finished jobs, and hurrying
-//! waiting ones.
+//! waiting ones. Replays and retries are recorded in the audit log under `cli`.
 
 use std::process::ExitCode;
 
@@ -9,6 +9,7 @@ use idemgate_clock::Clock;
 use idemgate_core::job::JobState;
 use idemgate_store::{
     SqliteReader,
+    audit::{Action, Audit, CLI, target},
     jobs::{ReplayFilter, ReplayTo},
     views,
 };
@@ -40,7 +41,9 @@ pub(super) async fn replay(config: &Config, args: ReplayArgs, clock: &dyn Clock)
         ProgressStyle::with_template("{bar:40} {pos}/{len} jobs replayed")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let audit = Audit::new(CLI, Action::Replay, target::filter(&filter));
     let replayed = store
+        .audited(audit)
         .replay_all(filter, clock.now(), REPLAY_BATCH, |done, total| {
             progress.set_length(total as u64);
             progress.set_position(done as u64);
@@ -84,7 +87,8 @@ async fn replay_to(
     };
     existing_store(config)?;
     let store = open_store(config).await?;
-    let done = store.replay_to(selection, now).await?;
+    let audit = Audit::new(CLI, Action::ReplayTo, target::replay_to(&selection));
+    let done = store.audited(audit).replay_to(selection, now).await?;
     store.close().await;
     print_line(&format!(
         "{} job(s) created and {} replayed for {to}; the worker delivers them with their original webhook-id",
@@ -111,7 +115,8 @@ pub(super) async fn retry(config: &Config, args: RetryArgs, clock: &dyn Clock) -
     let filter = job_filter(args.jobs, args.state, clock);
     existing_store(config)?;
     let store = open_store(config).await?;
-    let hurried = store.retry_now(filter, clock.now_ms()).await?;
+    let audit = Audit::new(CLI, Action::Retry, target::filter(&filter));
+    let hurried = store.audited(audit).retry_now(filter, clock.now_ms()).await?;
     store.close().await;
     print_line(&format!("{hurried} job(s) due now; the worker sends their next attempt on its next poll"))?;
     Ok(ExitCode::SUCCESS)

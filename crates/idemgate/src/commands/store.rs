@@ -1,4 +1,4 @@
-//! `idemgate store`: retention purges, backups and restores.
+//! `idemgate store`: retention purges (the sources' and the audit log's), backups and restores.
 
 use std::process::ExitCode;
 
@@ -19,10 +19,14 @@ pub(super) async fn store(config: &Config, command: StoreCommand, clock: &dyn Cl
     let line = match command {
         StoreCommand::Purge { dry_run } => {
             let report = purge(config, dry_run, clock).await?;
+            let store = open_store(config).await?;
+            let audit = store.purge_audit(clock.now(), config.audit_retention, dry_run).await;
+            store.close().await;
             let verb = if dry_run { "would purge" } else { "purged" };
             format!(
-                "{verb} {} receipt(s), {} event(s) with their jobs, {} payload(s), {} conflict record(s)",
-                report.receipts, report.events, report.payloads, report.conflicts
+                "{verb} {} receipt(s), {} event(s) with their jobs, {} payload(s), {} conflict record(s), \
+                 {} audit record(s)",
+                report.receipts, report.events, report.payloads, report.conflicts, audit?
             )
         }
         StoreCommand::Backup { .. } | StoreCommand::Restore { .. } if config.store.postgres.is_some() => {

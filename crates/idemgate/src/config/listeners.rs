@@ -1,16 +1,23 @@
 //! `[server]` and `[admin]`: where the gateway and its admin API listen, their timeouts,
-//! TLS and the admin token. TLS files are loaded and the token resolved only for a command
+//! TLS and the admin tokens. TLS files are loaded and the tokens resolved only for a command
 //! that serves (`serve`); for the others they are checked for form and listed.
+//!
+//! The admin tokens are `[admin.tokens.<name>]` (a token and a role each) plus `[admin]
+//! token`, which is the token named `admin` with the role `operate`. Each token must be a
+//! value of its own: two names for one value would make the audit log's name a guess.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use idemgate_core::Secret;
-use idemgate_http::tls::{self, TlsAcceptor};
+use idemgate_core::{Secret, SourceName};
+use idemgate_http::{
+    access::{NamedToken, Role},
+    tls::{self, TlsAcceptor},
+};
 
 use super::{
     ConfigError,
     effective::{self, Shown},
-    raw::{RawAdmin, RawServer, RawTls},
+    raw::{RawAdmin, RawAdminToken, RawServer, RawTls},
     validated::{DEFAULT_TIMEOUT, Reading},
 };
 
@@ -56,8 +63,8 @@ impl std::fmt::Debug for TlsConfig {
 pub struct AdminConfig {
     /// Where the admin API listens.
     pub listen: SocketAddr,
-    /// The bearer token.
-    pub token: Secret,
+    /// The named bearer tokens and their roles (`[admin] token` is `admin`, `operate`).
+    pub tokens: Vec<NamedToken>,
     /// How long a dashboard session lasts.
     pub session_lifetime: Duration,
     /// TLS: `[admin.tls]`, else `[server.tls]`; plain HTTP only when neither is set.
@@ -99,11 +106,10 @@ pub(super) fn admin(
     r: &mut Reading<'_>,
     serves: bool,
 ) -> Result<Option<AdminConfig>, ConfigError> {
-    let Some(reference) = raw.token else {
+    let Some(named) = named_tokens(raw.token, raw.tokens, r)? else {
         r.show("admin.token", Shown::Note("(not set: the admin API is off)"));
         return Ok(None);
     };
-    r.show("admin.token", Shown::Value(effective::reference(&reference)));
     let listen = r.value("admin.listen", raw.listen, DEFAULT_ADMIN_LISTEN.to_owned());
     let listen = address("admin.listen", &listen)?;
     let has_tls = raw.tls.is_some() || server_tls;
@@ -129,11 +135,71 @@ pub(super) fn admin(
     if !serves {
         return Ok(None);
     }
-    let token = r.resolve("admin.token", &reference)?;
-    if token.len() < 16 {
-        return Err(ConfigError::new("admin.token", "must be at least 16 characters"));
+    let mut tokens: Vec<(String, NamedToken)> = Vec::new();
+    for (key, name, role, reference) in named {
+        let token = r.resolve(&key, &reference)?;
+        if token.len() < 16 {
+            return Err(ConfigError::new(key, "must be at least 16 characters"));
+        }
+        if let Some((other, _)) = tokens.iter().find(|(_, t)| t.secret.expose() == token.as_bytes()) {
+            return Err(same_value(&key, other));
+        }
+        tokens.push((key, NamedToken { name, role, secret: Secret::new(token.into_bytes()) }));
     }
-    Ok(Some(AdminConfig { listen, token: Secret::new(token.into_bytes()), session_lifetime, tls }))
+    Ok(Some(AdminConfig { listen, tokens: tokens.into_iter().map(|(_, t)| t).collect(), session_lifetime, tls }))
+}
+
+/// One admin token as configured: its key, name, role and reference.
+type TokenEntry = (String, String, Role, String);
+
+/// `[admin] token` and `[admin.tokens.*]` checked for form and listed; `None` when there
+/// is neither. Two entries with one reference are refused here already; two references
+/// to one value once they are resolved.
+fn named_tokens(
+    token: Option<String>,
+    tokens: std::collections::BTreeMap<String, RawAdminToken>,
+    r: &mut Reading<'_>,
+) -> Result<Option<Vec<TokenEntry>>, ConfigError> {
+    let mut entries: Vec<TokenEntry> = Vec::new();
+    if let Some(reference) = token {
+        r.show("admin.token", Shown::Value(effective::reference(&reference)));
+        entries.push(("admin.token".to_owned(), DEFAULT_TOKEN_NAME.to_owned(), Role::Operate, reference));
+    }
+    for (name, raw) in tokens {
+        let table = format!("admin.tokens.{name}");
+        if SourceName::new(name.as_str()).is_err() {
+            return Err(ConfigError::new(table, "a token's name is [a-z0-9][a-z0-9_-]{0,62}"));
+        }
+        if name == idemgate_store::audit::CLI {
+            return Err(ConfigError::new(table, "the name `cli` is the command line's in the audit log"));
+        }
+        if name == DEFAULT_TOKEN_NAME && !entries.is_empty() {
+            return Err(ConfigError::new(
+                table,
+                "[admin] token is already the token named `admin`: give this one another name, or drop one of them",
+            ));
+        }
+        let role_key = format!("{table}.role");
+        let role_name = r.value(&role_key, raw.role, Role::Read.as_str().to_owned());
+        let role = Role::parse(&role_name).ok_or_else(|| {
+            ConfigError::new(role_key.clone(), format!("unknown role {role_name:?} (read or operate)"))
+        })?;
+        let key = format!("{table}.token");
+        r.show(&key, Shown::Value(effective::reference(&raw.token)));
+        if let Some((other, ..)) = entries.iter().find(|(_, _, _, reference)| *reference == raw.token) {
+            return Err(same_value(&key, other));
+        }
+        entries.push((key, name, role, raw.token));
+    }
+    Ok((!entries.is_empty()).then_some(entries))
+}
+
+/// The name `[admin] token` stands for.
+const DEFAULT_TOKEN_NAME: &str = "admin";
+
+/// Two admin tokens with one value; neither the value nor its reference is shown.
+fn same_value(key: &str, other: &str) -> ConfigError {
+    ConfigError::new(key, format!("is the same token as {other}: each admin token needs a value of its own"))
 }
 
 fn address(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {

@@ -45,6 +45,9 @@ pub struct RawConfig {
     /// `[smtp.<name>]`: SMTP submission listeners.
     #[serde(default)]
     pub smtp: BTreeMap<String, RawSmtp>,
+    /// `[retention]`: how long what is not a source's is kept.
+    #[serde(default)]
+    pub retention: RawRetention,
     /// What the file said and which keys the environment set, for each value's origin.
     #[serde(skip)]
     pub origins: Origins,
@@ -56,14 +59,36 @@ pub struct RawConfig {
 pub struct RawAdmin {
     /// Listen address, `HOST:PORT`.
     pub listen: Option<String>,
-    /// Bearer token: `env:NAME`, `file:PATH` or a literal. No token: the admin API is off.
+    /// Bearer token: `env:NAME`, `file:PATH` or a literal; the token named `admin`, role
+    /// `operate`. No token here or in `tokens`: the admin API is off.
     pub token: Option<String>,
+    /// `[admin.tokens.<name>]`: named tokens, each with its role.
+    #[serde(default)]
+    pub tokens: BTreeMap<String, RawAdminToken>,
     /// How long a dashboard session lasts after signing in.
     pub session_lifetime: Option<String>,
     /// `[admin.tls]`: its own certificate; `[server.tls]` otherwise.
     pub tls: Option<RawTls>,
     /// Serve a non-loopback admin address without TLS.
     pub allow_plaintext: Option<bool>,
+}
+
+/// `[admin.tokens.<name>]`: one named admin token.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdminToken {
+    /// `env:NAME`, `file:PATH` or a literal.
+    pub token: String,
+    /// `read` or `operate`; `read` when absent.
+    pub role: Option<String>,
+}
+
+/// `[retention]`: what is kept apart from the sources' receipts and payloads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetention {
+    /// How long the audit log's records are kept.
+    pub audit: Option<String>,
 }
 
 /// `[alerts]`: which conditions of the queue are sent, to which destination, how often.
@@ -408,8 +433,9 @@ pub struct RawBreaker {
 
 /// The keys whose values are secrets or references to them (`*` is any table name). An
 /// environment override of one stays a string, and an error about one never shows its value.
-const SECRET_KEYS: [&[&str]; 6] = [
+const SECRET_KEYS: [&[&str]; 7] = [
     &["admin", "token"],
+    &["admin", "tokens", "*", "token"],
     &["store", "url"],
     &["sources", "*", "secrets"],
     &["destinations", "*", "secret"],

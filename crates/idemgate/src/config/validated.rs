@@ -110,6 +110,8 @@ pub struct Config {
     pub smtp: Vec<SmtpConfig>,
     /// Every source's retention, whatever the command.
     retention: Vec<Retention>,
+    /// `[retention] audit`: how long the audit log's records are kept.
+    pub audit_retention: Duration,
     /// Every destination's name, whatever the command.
     destination_names: BTreeSet<String>,
     /// Every destination's transform, whatever the command.
@@ -226,6 +228,11 @@ impl Reading<'_> {
 
 /// A duration as the file would say it.
 pub(super) fn shown_duration(duration: Duration) -> toml::Value {
+    // humantime counts months of 30.44 days: 90 days would read "2months 29days 2h 52m 48s".
+    let secs = duration.as_secs();
+    if duration.subsec_nanos() == 0 && secs >= 31 * 86_400 && secs % 86_400 == 0 {
+        return toml::Value::String(format!("{}days", secs / 86_400));
+    }
     toml::Value::String(humantime::format_duration(duration).to_string())
 }
 
@@ -242,7 +249,11 @@ struct Parts<S> {
     alerts: Option<AlertsConfig>,
     traces: Option<TracesConfig>,
     smtp: Vec<SmtpConfig>,
+    audit_retention: Duration,
 }
+
+/// How long the audit log is kept unless `[retention] audit` says otherwise: 90 days.
+pub const DEFAULT_AUDIT_RETENTION: Duration = Duration::from_secs(90 * 24 * 3600);
 
 /// Turns what the file says into what the gateway runs with, resolving everything.
 /// `base` is the config file's folder: relative paths and `file:` secrets are relative to it.
@@ -267,6 +278,7 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         traces: parts.traces,
         smtp: parts.smtp,
         retention: parts.sources.retention,
+        audit_retention: parts.audit_retention,
         destination_names: parts.destinations.names,
         transforms: parts.destinations.transforms,
         listing: reading.listing,
@@ -304,6 +316,7 @@ fn parts<'a, S>(
         alerts,
         traces,
         smtp,
+        retention,
         origins,
     } = raw;
     let mut reading = Reading { base, origins, warnings: Vec::new(), listing: Listing::default() };
@@ -328,7 +341,7 @@ fn parts<'a, S>(
     sources.retention.extend(smtp.retention);
     let worker = worker(&raw_worker, &destinations.timeouts, r)?;
     let proxies = super::proxies::proxies(proxy, server.body_timeout, r)?;
-    let has_admin = admin.as_ref().is_some_and(|admin| admin.token.is_some());
+    let has_admin = admin.as_ref().is_some_and(|admin| admin.token.is_some() || !admin.tokens.is_empty());
     let admin = match admin {
         Some(admin) => super::listeners::admin(admin, &server, server_tls, r, resolves.listeners)?,
         None => {
@@ -340,7 +353,22 @@ fn parts<'a, S>(
     let alerts = super::alerts::alerts(alerts, &destinations.names, r)?;
     let traces = super::traces::traces(traces, r)?;
     let smtp = smtp.served;
-    Ok((Parts { server, store, sources, destinations, worker, proxies, admin, metrics, alerts, traces, smtp }, reading))
+    let audit_retention = r.duration("retention.audit", retention.audit.as_deref(), DEFAULT_AUDIT_RETENTION)?;
+    let parts = Parts {
+        server,
+        store,
+        sources,
+        destinations,
+        worker,
+        proxies,
+        admin,
+        metrics,
+        alerts,
+        traces,
+        smtp,
+        audit_retention,
+    };
+    Ok((parts, reading))
 }
 
 fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>) -> Result<WorkerConfig, ConfigError> {
@@ -388,6 +416,108 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
     fn validated(text: &str, env: &[(&str, &str)], uses: Uses) -> Result<Config, ConfigError> {
         let env = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
         validate_for(raw::parse(text, env)?, Path::new("/etc/idemgate"), uses).map(|(config, _)| config)
+    }
+
+    /// One source and no worker, so `serve` resolves the admin tokens and little else.
+    const TOKENS: &str = "[sources.a]\nscheme = \"github\"\nsecrets = [\"a-secret\"]\n[worker]\nenabled = false\n";
+
+    fn admin_error(text: &str, uses: Uses) -> ConfigError {
+        validated(&format!("{TOKENS}{text}"), &[], uses).unwrap_err()
+    }
+
+    #[test]
+    fn named_admin_tokens_have_roles_and_the_plain_token_is_admin_operate() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("viewer");
+        std::fs::write(&file, "viewer-token-of-length\n").unwrap();
+        let text = format!(
+            "{TOKENS}[admin]\ntoken = \"admin-token-of-length\"\n[admin.tokens.viewer]\ntoken = \"file:{}\"\n\
+             [admin.tokens.ops]\ntoken = \"ops-token-of-length!!\"\nrole = \"operate\"\n",
+            file.display()
+        );
+        let admin = validated(&text, &[], Uses::Serve).unwrap().admin.unwrap();
+        let named: Vec<_> =
+            admin.tokens.iter().map(|t| (t.name.as_str(), t.role.as_str(), t.secret.expose())).collect();
+        assert_eq!(
+            named,
+            [
+                ("admin", "operate", &b"admin-token-of-length"[..]),
+                ("ops", "operate", b"ops-token-of-length!!"),
+                ("viewer", "read", b"viewer-token-of-length"),
+            ],
+            "a token without a role may only read"
+        );
+        let only_named = format!("{TOKENS}[admin.tokens.viewer]\ntoken = \"viewer-token-of-length\"\n");
+        assert_eq!(validated(&only_named, &[], Uses::Serve).unwrap().admin.unwrap().tokens.len(), 1);
+        let config = validated(&text, &[], Uses::Serve).unwrap();
+        assert_eq!(config.audit_retention, Duration::from_secs(90 * 24 * 3600), "the audit log's default");
+        let kept = validated(&format!("{text}[retention]\naudit = \"30d\"\n"), &[], Uses::Store).unwrap();
+        assert_eq!(kept.audit_retention, Duration::from_secs(30 * 24 * 3600));
+        let listing = kept.effective().to_string();
+        assert!(listing.contains("admin.tokens.ops.token = \"<redacted>\""), "{listing}");
+        assert!(listing.contains("admin.tokens.viewer.role = \"read\""), "{listing}");
+        assert!(listing.contains("retention.audit = \"30days\""), "{listing}");
+        let listing = config.effective().to_string();
+        assert!(listing.contains("retention.audit = \"90days\""), "whole days, not months: {listing}");
+        assert!(!listing.contains("ops-token-of-length"), "{listing}");
+    }
+
+    #[test]
+    fn bad_admin_tokens_are_refused_naming_the_key_and_never_the_value() {
+        let secret = "the-one-secret-value";
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("same");
+        std::fs::write(&file, secret).unwrap();
+        let cases = [
+            (
+                format!(
+                    "[admin.tokens.a]\ntoken = \"{secret}\"\n[admin.tokens.b]\ntoken = \"file:{}\"\n",
+                    file.display()
+                ),
+                Uses::Serve,
+                "admin.tokens.b.token: is the same token as admin.tokens.a.token: each admin token needs a value of its own",
+            ),
+            (
+                format!("[admin]\ntoken = \"{secret}\"\n[admin.tokens.b]\ntoken = \"{secret}\"\n"),
+                Uses::Store,
+                "admin.tokens.b.token: is the same token as admin.token: each admin token needs a value of its own",
+            ),
+            (
+                format!("[admin.tokens.a]\ntoken = \"{secret}\"\nrole = \"root\"\n"),
+                Uses::Store,
+                "admin.tokens.a.role: unknown role \"root\" (read or operate)",
+            ),
+            (
+                format!("[admin]\ntoken = \"{secret}\"\n[admin.tokens.admin]\ntoken = \"other-token-value-here\"\n"),
+                Uses::Store,
+                "admin.tokens.admin: [admin] token is already the token named `admin`: give this one another name, or drop one of them",
+            ),
+            (
+                format!("[admin.tokens.Ops]\ntoken = \"{secret}\"\n"),
+                Uses::Store,
+                "admin.tokens.Ops: a token's name is [a-z0-9][a-z0-9_-]{0,62}",
+            ),
+            (
+                format!("[admin.tokens.cli]\ntoken = \"{secret}\"\n"),
+                Uses::Store,
+                "admin.tokens.cli: the name `cli` is the command line's in the audit log",
+            ),
+            (
+                "[admin.tokens.a]\ntoken = \"short\"\n".to_owned(),
+                Uses::Serve,
+                "admin.tokens.a.token: must be at least 16 characters",
+            ),
+            (
+                "[admin.tokens.a]\ntoken = 12345678901234567\n".to_owned(),
+                Uses::Store,
+                "admin.tokens.a.token: must be a string (env:NAME, file:PATH or a literal in quotes); the value given is not shown",
+            ),
+        ];
+        for (text, uses, expected) in cases {
+            let err = admin_error(&text, uses);
+            assert_eq!(err.to_string(), expected, "{text}");
+            assert!(!err.to_string().contains(secret) && !err.to_string().contains("12345678901234567"), "{err}");
+        }
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! The admin API over real HTTP: the token guards every route, filters and pagination
-//! return exactly the expected events, and every route of the OpenAPI document answers.
+//! The admin API over real HTTP: the token guards every route, a `read` token changes
+//! nothing, the changes of the API and the CLI are in the audit log, filters and
+//! pagination return exactly the expected events, and every route of the OpenAPI
+//! document answers.
 
 use std::net::SocketAddr;
 
@@ -11,6 +13,8 @@ use crate::{
 };
 
 const TOKEN: &str = "an-admin-token-of-some-length";
+/// `[admin.tokens.viewer]`, with no role: `read`.
+const VIEWER: &str = "a-viewer-token-of-some-length";
 
 fn request(addr: SocketAddr, method: &str, path: &str, token: Option<&str>, body: &str) -> Reply {
     let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
@@ -25,12 +29,13 @@ fn start() -> (Setup, Gateway, SocketAddr) {
     let key = Signer::Standard(vec![5; 32]);
     let setup = Setup::new(&format!(
         "[worker]\nenabled = false\n[admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"env:ADMIN_TOKEN\"\n\
+         [admin.tokens.viewer]\ntoken = \"env:VIEWER_TOKEN\"\n\
          [sources.alpha]\nscheme = \"standard-webhooks\"\nsecrets = [{secret:?}]\ndestinations = [\"app\"]\n\
          [sources.beta]\nscheme = \"standard-webhooks\"\nsecrets = [{secret:?}]\n\
          [destinations.app]\nurl = \"http://127.0.0.1:9/app\"\n",
         secret = key.config_secret()
     ));
-    let mut gateway = Gateway::start(&setup.config(), &[("ADMIN_TOKEN", TOKEN)]);
+    let mut gateway = Gateway::start(&setup.config(), &[("ADMIN_TOKEN", TOKEN), ("VIEWER_TOKEN", VIEWER)]);
     let admin = gateway.admin_addr();
     for (source, id) in [("alpha", "a1"), ("alpha", "a2"), ("beta", "b1"), ("alpha", "a3")] {
         let event = body(id, "t");
@@ -54,6 +59,48 @@ fn a_missing_or_wrong_token_gets_401_and_learns_nothing() {
     }
     let reply = request(admin, "POST", "/admin/v1/replay", Some("wrong"), "{}");
     assert_eq!(reply.status(), 401);
+}
+
+#[test]
+fn a_read_token_lists_events_but_may_not_replay_and_every_change_is_audited() {
+    let (setup, _gateway, admin) = start();
+    let listed = request(admin, "GET", "/admin/v1/events?source=alpha", Some(VIEWER), "");
+    assert_eq!(listed.status(), 200);
+    assert_eq!(listed.body()["events"].as_array().unwrap().len(), 3);
+    let refused = request(admin, "POST", "/admin/v1/events/alpha/a1/replay?state=succeeded", Some(VIEWER), "");
+    assert!(refused.is(403, json!({"error": "forbidden"})), "{refused:?}");
+    assert_eq!(request(admin, "POST", "/admin/v1/replay", Some(VIEWER), "{}").status(), 403);
+    assert_eq!(request(admin, "GET", "/admin/v1/audit", Some(VIEWER), "").body(), &json!([]), "nothing was done");
+
+    let retried = request(admin, "POST", "/admin/v1/events/alpha/a1/retry", Some(TOKEN), "");
+    assert!(retried.is(200, json!({"retried": 0})), "{retried:?}");
+    let cli = setup.run(&["events", "retry", "--source", "alpha"], &[]);
+    assert!(cli.status.success(), "{cli:?}");
+    let cli = setup.run(&["destination", "enable", "app"], &[]);
+    assert!(cli.status.success(), "{cli:?}");
+    let log = request(admin, "GET", "/admin/v1/audit", Some(VIEWER), "");
+    let rows: Vec<(String, String, String, u64)> = log
+        .body()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let text = |key: &str| e[key].as_str().unwrap().to_owned();
+            (text("token"), text("action"), text("target"), e["affected"].as_u64().unwrap())
+        })
+        .collect();
+    let row = |token: &str, action: &str, target: &str| (token.to_owned(), action.to_owned(), target.to_owned(), 0);
+    assert_eq!(
+        rows,
+        [
+            row("cli", "enable", "destination app"),
+            row("cli", "retry", "filter source=alpha"),
+            row("admin", "retry", "event alpha/a1"),
+        ],
+        "newest first"
+    );
+    let by_cli = request(admin, "GET", "/admin/v1/audit?token=cli&action=retry", Some(TOKEN), "");
+    assert_eq!(by_cli.body().as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -92,6 +139,7 @@ fn every_route_of_the_openapi_document_answers() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let paths = doc["paths"].as_object().unwrap();
     assert!(paths.len() >= 7, "{paths:?}");
+    assert!(paths.contains_key("/admin/v1/audit"), "the audit log is documented: {paths:?}");
     for (path, operations) in paths {
         let concrete = path.replace("{source}", "alpha").replace("{identity}", "a1").replace("{name}", "app");
         for method in operations.as_object().unwrap().keys() {
@@ -101,6 +149,10 @@ fn every_route_of_the_openapi_document_answers() {
             assert!(operations[method]["responses"].as_object().unwrap().contains_key("200"), "{method} {path}");
         }
     }
+    let audit = &doc["components"]["schemas"]["AuditEntry"];
+    assert!(audit["properties"]["token"].is_object() && audit["properties"]["affected"].is_object(), "{audit}");
+    let replay = &paths["/admin/v1/replay"]["post"]["responses"];
+    assert!(replay.as_object().unwrap().contains_key("403"), "a read token's refusal is documented: {replay}");
     let destination = &doc["components"]["schemas"]["DestinationView"];
     assert!(destination["properties"]["throttled_since"].is_object(), "{destination}");
     assert!(

@@ -125,7 +125,9 @@ fn store_backup_restore_and_purge_from_the_command_line() {
     let secret = secret();
     let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &[("HOOKS_SECRET", &secret)]);
     accept_all(&gateway, numbered("msg_", 5));
-    let env = [("HOOKS_SECRET", secret.as_str())];
+    let env = [("HOOKS_SECRET", secret.as_str()), ("IDEMGATE_RETENTION__AUDIT", "1s")];
+    let retry = setup.run(&["events", "retry"], &env);
+    assert!(retry.status.success(), "an audit record: {retry:?}");
     let copy = setup.dir.path().join("backup.sqlite3");
     let backup = setup.run(&["store", "backup", "--to", copy.to_str().unwrap()], &env);
     assert!(backup.status.success(), "{backup:?}");
@@ -134,6 +136,7 @@ fn store_backup_restore_and_purge_from_the_command_line() {
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let dry = setup.run(&["store", "purge", "--dry-run"], &env);
     assert!(String::from_utf8_lossy(&dry.stdout).starts_with("would purge 5 receipt(s)"), "{dry:?}");
+    assert!(String::from_utf8_lossy(&dry.stdout).contains(", 1 audit record(s)"), "{dry:?}");
     assert_eq!(inbox(&setup.db()).receipts.len(), 5, "a dry run purges nothing");
     drop(gateway);
     let restore = setup.run(&["store", "restore", "--from", copy.to_str().unwrap()], &env);
@@ -141,7 +144,10 @@ fn store_backup_restore_and_purge_from_the_command_line() {
     assert_eq!(inbox(&setup.db()).receipts.len(), 5);
     let purge = setup.run(&["store", "purge"], &env);
     assert!(String::from_utf8_lossy(&purge.stdout).starts_with("purged 5 receipt(s), 5 event(s)"), "{purge:?}");
+    assert!(String::from_utf8_lossy(&purge.stdout).contains(", 1 audit record(s)"), "{purge:?}");
     assert!(inbox(&setup.db()).receipts.is_empty());
+    let again = setup.run(&["store", "purge", "--dry-run"], &env);
+    assert!(String::from_utf8_lossy(&again.stdout).contains(", 0 audit record(s)"), "{again:?}");
 }
 
 #[test]

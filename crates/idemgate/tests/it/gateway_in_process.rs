@@ -70,7 +70,10 @@ fn every_part_of_run_reads_the_time_from_the_clock_it_was_given() {
         "retention = \"1d\"",
         &format!("secret = {:?}", signer.config_secret()),
     ));
-    let overrides = [("IDEMGATE_STORE__PURGE_INTERVAL".to_owned(), "50ms".to_owned())];
+    let overrides = [
+        ("IDEMGATE_STORE__PURGE_INTERVAL".to_owned(), "50ms".to_owned()),
+        ("IDEMGATE_RETENTION__AUDIT".to_owned(), "1d".to_owned()),
+    ];
     let (config, _) = config::load(&setup.config(), overrides).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
@@ -90,9 +93,25 @@ fn every_part_of_run_reads_the_time_from_the_clock_it_was_given() {
     let delivered = |state: &str| inbox(&setup.db()).jobs.iter().any(|(_, _, s)| s == state);
     wait_for("the job recorded as succeeded", || delivered("succeeded"));
     assert_eq!(inbox(&setup.db()).receipts, ["msg_on_the_clock"], "within its retention on the clock");
+    let audit_targets = || -> Vec<String> {
+        let conn = rusqlite::Connection::open(setup.db()).unwrap();
+        let mut stmt = conn.prepare("SELECT target FROM audit_log ORDER BY id").unwrap();
+        stmt.query_map([], |row| row.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    let conn = rusqlite::Connection::open(setup.db()).unwrap();
+    for (at, target) in [(AT, "destination old"), (AT + 2 * 86_400 - 3600, "destination recent")] {
+        conn.execute(
+            "INSERT INTO audit_log (at, token, action, target, affected) VALUES (?1, 'ops', 'enable', ?2, 1)",
+            rusqlite::params![at, target],
+        )
+        .unwrap();
+    }
+    drop(conn);
 
     clock.advance(2 * 86_400);
     wait_for("the retention purge on the clock's time", || inbox(&setup.db()).receipts.is_empty());
+    wait_for("the audit log's purge on the clock's time", || audit_targets().len() == 1);
+    assert_eq!(audit_targets(), ["destination recent"], "[retention] audit = 1d on the clock");
 
     stop.send(()).unwrap();
     runtime.block_on(gateway).unwrap().unwrap();

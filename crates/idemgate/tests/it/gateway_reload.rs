@@ -1,6 +1,7 @@
 //! Reloading the configuration of a running `idemgate serve` (SIGHUP and `idemgate reload`):
 //! a secret rotated under continuous load refuses no valid delivery, an invalid file and a
-//! moved listener keep what runs, and a destination added by reload gets the next events.
+//! moved listener keep what runs, a destination added by reload gets the next events, and
+//! admin tokens and roles changed by reload apply to the next request.
 //! Each test waits for the server's own log line saying the reload was applied.
 
 use std::{
@@ -19,7 +20,7 @@ use idemgate_testkit::Destination;
 
 use crate::{
     gateway_harness::{Signer, idemgate_bin},
-    harness::{post, unix_now},
+    harness::{exchange, post, unix_now},
 };
 
 const OLD: [u8; 32] = [4; 32];
@@ -35,6 +36,16 @@ struct Reloading {
 
 impl Reloading {
     fn start(sources: &str) -> Self {
+        Self::spawn(sources, false).0
+    }
+
+    /// [`Self::start`] for a configuration with `[admin]`; also its address.
+    fn start_with_admin(sources: &str) -> (Self, SocketAddr) {
+        let (gateway, admin) = Self::spawn(sources, true);
+        (gateway, admin.unwrap())
+    }
+
+    fn spawn(sources: &str, admin: bool) -> (Self, Option<SocketAddr>) {
         let dir = tempfile::tempdir().unwrap();
         write_config(&dir, "127.0.0.1:0", sources);
         let mut child = Command::new(idemgate_bin())
@@ -51,10 +62,17 @@ impl Reloading {
         let stderr = BufReader::new(child.stderr.take().unwrap());
         let kept = Arc::clone(&logs);
         thread::spawn(move || stderr.lines().map_while(Result::ok).for_each(|line| kept.lock().unwrap().push(line)));
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        stdout.read_line(&mut line).unwrap();
         let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("first line {line:?}"));
-        Self { addr: addr.parse().unwrap(), child, logs, dir }
+        let admin = admin.then(|| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            let admin = line.trim().strip_prefix("admin listening on ").unwrap_or_else(|| panic!("{line:?}"));
+            admin.parse().unwrap()
+        });
+        (Self { addr: addr.parse().unwrap(), child, logs, dir }, admin)
     }
 
     fn rewrite(&self, listen: &str, sources: &str) {
@@ -286,4 +304,35 @@ fn an_invalid_filter_on_reload_names_its_key_and_the_running_subscriptions_stay(
     assert_eq!(gateway.send(&Signer::Standard(OLD.to_vec()), "evt_1"), 202);
     app.wait_until("the event the running filter matches", |r| r.len() == 1);
     assert!(!gateway.logged("reloaded configuration"));
+}
+
+/// The status of a bearer request to the admin API.
+fn admin_status(admin: SocketAddr, method: &str, path: &str, token: &str) -> u16 {
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}"
+    );
+    exchange(admin, head.as_bytes()).status()
+}
+
+#[test]
+fn admin_tokens_and_roles_changed_by_reload_apply_to_the_next_request() {
+    const OPS: &str = "ops-token-of-some-length";
+    const VIEWER: &str = "viewer-token-of-some-length";
+    let admin = |tokens: &str| format!("{}[admin]\nlisten = \"127.0.0.1:0\"\n{tokens}", source(&[OLD], ""));
+    let ops = |role: &str| format!("[admin.tokens.ops]\ntoken = \"{OPS}\"\nrole = \"{role}\"\n");
+    let (gateway, addr) = Reloading::start_with_admin(&admin(&ops("read")));
+    assert_eq!(admin_status(addr, "GET", "/admin/v1/events", OPS), 200);
+    assert_eq!(admin_status(addr, "POST", "/admin/v1/retry", OPS), 403, "read only");
+    assert_eq!(admin_status(addr, "GET", "/admin/v1/events", VIEWER), 401, "not configured yet");
+
+    let viewer = format!("[admin.tokens.viewer]\ntoken = \"{VIEWER}\"\n");
+    gateway.rewrite("127.0.0.1:0", &admin(&format!("{}{viewer}", ops("operate"))));
+    gateway.hangup();
+    let applied = gateway.wait_for_log("reloaded configuration", 1);
+    assert!(applied[0].contains("admin tokens changed"), "{applied:?}");
+    assert!(!applied[0].contains(OPS) && !applied[0].contains(VIEWER), "{applied:?}");
+    assert_eq!(admin_status(addr, "POST", "/admin/v1/retry", OPS), 200, "now operate");
+    assert_eq!(admin_status(addr, "GET", "/admin/v1/events", VIEWER), 200);
+    assert_eq!(admin_status(addr, "POST", "/admin/v1/retry", VIEWER), 403);
 }
