@@ -206,6 +206,14 @@ async fn a_read_token_sees_everything_and_changes_nothing() {
         assert!(answer.starts_with("HTTP/1.1 403"), "{path}: {answer}");
         assert!(answer.contains("this token may only read"), "{answer}");
     }
+    // The event page (the seed's second event is `dead`): no forms, and its posts refused.
+    let event_page = get_page(addr, "/admin/events/2", &cookie).await;
+    assert!(event_page.starts_with("HTTP/1.1 200") && event_page.contains("dead"), "{event_page}");
+    assert!(!event_page.contains("/admin/events/2/replay"), "no replay form for a read session: {event_page}");
+    for path in ["/admin/events/2/replay", "/admin/events/2/retry"] {
+        let answer = post_form(addr, path, &cookie, &format!("csrf={csrf}")).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{path}: {answer}");
+    }
     assert_eq!(job_state(&store, "dead").await, "dead", "nothing was replayed");
     assert!(store.destinations().await.unwrap().iter().any(|d| d.name == "gone" && d.disabled.is_some()));
     assert_eq!(api(addr, "GET", "/admin/v1/audit", VIEWER, None).await.1, json!([]), "nothing to record");
@@ -267,6 +275,19 @@ async fn an_operators_changes_appear_in_the_audit_log_exactly() {
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains("<td class=\"target\">destination gone</td>"), "{page}");
     assert!(!page.contains("event src/dead"), "filtered by action: {page}");
+
+    // The event page's forms are audited too: replay the dead event from its page.
+    clock.advance(10);
+    let event_page = get_page(addr, "/admin/events/2", &cookie).await;
+    assert!(event_page.contains("/admin/events/2/replay"), "an operate session has the event's forms");
+    let answer = post_form(addr, "/admin/events/2/replay", &cookie, &format!("csrf={}", csrf_of(&event_page))).await;
+    assert!(answer.starts_with("HTTP/1.1 303"), "{answer}");
+    let (_, log) = api(addr, "GET", "/admin/v1/audit?limit=1", VIEWER, None).await;
+    let newest = &log[0];
+    assert_eq!(
+        (newest["at"].as_i64(), newest["token"].as_str(), newest["action"].as_str(), newest["target"].as_str()),
+        (Some(T + 50), Some("admin"), Some("replay"), Some("event src/dead"))
+    );
 }
 
 #[tokio::test]
