@@ -153,10 +153,38 @@ try {
   if (await page.locator('figure.conflicts svg rect.bad').count() < 1) fail('the conflict is not drawn');
   await shoot('rejections');
 
+  // The audit log: the replay made from the event page, under the token's name.
+  await page.click('nav a[href="/admin/audit"]');
+  await page.waitForURL(`${ADMIN_URL}/admin/audit`);
+  const audit = await page.textContent('#audit');
+  if (!audit.includes('replay') || !audit.includes('admin') || !audit.includes('msg_browser')) {
+    fail(`the audit log does not list the replay: ${audit}`);
+  }
+  const auditRows = await page.locator('#audit tr').count() - 1;
+  await shoot('audit');
+
+  // A read token's session: it sees the event but no form that changes anything, and
+  // the audit log gains nothing from it.
+  const viewer = await (await browser.newContext()).newPage();
+  await viewer.goto(`${ADMIN_URL}/admin/login`);
+  await viewer.fill('#token', process.env.VIEWER_TOKEN);
+  await Promise.all([viewer.waitForURL(`${ADMIN_URL}/admin/`), viewer.click('#sign-in')]);
+  await viewer.goto(await eventUrl(viewer));
+  if (!(await viewer.textContent('#receipt')).includes('msg_browser')) fail('a read session cannot see the event');
+  if (await viewer.locator('#replay-submit').count() !== 0) fail('a read session is offered the replay form');
+  await viewer.goto(`${ADMIN_URL}/admin/`);
+  if (await viewer.locator('form[action="/admin/replay"], form[action="/admin/retry"]').count() !== 0) {
+    fail("a read session is offered the overview's forms");
+  }
+  await viewer.goto(`${ADMIN_URL}/admin/audit`);
+  const rows = await viewer.locator('#audit tr').count() - 1;
+  if (rows !== auditRows) fail(`the audit log had ${auditRows} entries, after the read session ${rows}`);
+  await viewer.context().close();
+
   // A phone's width: no page scrolls sideways (tables scroll in their own box).
   await page.setViewportSize({ width: 390, height: 844 });
   const pages = ['/admin/', '/admin/events?identity=msg_brow', await eventUrl(page), '/admin/destinations',
-    '/admin/rejections'];
+    '/admin/rejections', '/admin/audit'];
   for (const where of pages) {
     await page.goto(where.startsWith('http') ? where : `${ADMIN_URL}${where}`);
     const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -11,12 +11,13 @@ fi
 command -v chromium >/dev/null || { echo "browser test: chromium is not available" >&2; exit 1; }
 (cd tests/browser && npm ci --no-audit --no-fund --silent)
 cargo build --quiet --bin idemgate
-bin=target/debug/idemgate
+bin=${CARGO_TARGET_DIR:-target}/debug/idemgate
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 dest_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export ADMIN_TOKEN=browser-test-admin-token
+export VIEWER_TOKEN=browser-test-viewer-token
 export HOOK_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
 cat > "$work/idemgate.toml" <<TOML
 [server]
@@ -28,6 +29,9 @@ poll_interval = "50ms"
 [admin]
 listen = "127.0.0.1:0"
 token = "env:ADMIN_TOKEN"
+[admin.tokens.viewer]
+token = "env:VIEWER_TOKEN"
+role = "read"
 [sources.hooks]
 scheme = "standard-webhooks"
 secrets = ["env:HOOK_SECRET"]

@@ -55,8 +55,7 @@ fn render(query: &AuditQuery, entries: &[AuditEntry], now: idemgate_core::UnixTi
         let _ = write!(options, "<option value=\"{action}\"{selected}>{action}</option>");
     }
     let mut html = format!(
-        "<p><a href=\"/admin/\">Back to the dashboard</a></p>\
-         <form method=\"get\" action=\"/admin/audit\"><label>Token <input id=\"audit-token\" name=\"token\" \
+        "<form method=\"get\" class=\"fields\" action=\"/admin/audit\"><label>Token <input id=\"audit-token\" name=\"token\" \
          value=\"{}\"></label> <label>Action <select id=\"audit-action\" name=\"action\">{options}</select></label> \
          <button type=\"submit\">Filter</button></form>\
          <table id=\"audit\"><tr><th>when</th><th>token</th><th>action</th><th>target</th><th>affected</th></tr>",
