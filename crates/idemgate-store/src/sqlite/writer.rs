@@ -31,6 +31,7 @@ use super::{
     SqliteReader, StoreOptions,
     lock::WriterLock,
     migrations, open_connection,
+    pool::ReadPool,
     receive::{failed, receive_in_savepoint},
 };
 use crate::{HandlerError, ReceiveRequest, StoreError, model::receive::conflict_not_recorded};
@@ -121,6 +122,7 @@ pub struct SqliteStore {
     path: PathBuf,
     options: StoreOptions,
     stats: Arc<WriterStats>,
+    readers: Arc<ReadPool>,
 }
 
 impl SqliteStore {
@@ -144,7 +146,8 @@ impl SqliteStore {
                 drop(lock);
             })
             .map_err(|_| StoreError::Unavailable)?;
-        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats })
+        let readers = Arc::new(ReadPool::new(path.to_owned(), options));
+        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats, readers })
     }
 
     /// Submissions (deliveries and writes) waiting for the writer right now.
@@ -225,6 +228,17 @@ impl SqliteStore {
         tokio::task::spawn_blocking(move || read(&SqliteReader::open_with(&path, &options)?))
             .await
             .map_err(|_| StoreError::Unavailable)?
+    }
+
+    /// Runs `read` on one of the store's kept read connections, off the async threads: for
+    /// reads on a hot path, where opening a connection would cost more than the read.
+    pub(crate) async fn read_pooled<T, F>(&self, read: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&SqliteReader) -> Result<T, StoreError> + Send + 'static,
+    {
+        let readers = Arc::clone(&self.readers);
+        tokio::task::spawn_blocking(move || readers.with(read)).await.map_err(|_| StoreError::Unavailable)?
     }
 
     /// Stops taking submissions, lets the writer finish what is queued, and waits for it.

@@ -1,0 +1,47 @@
+//! A few read connections kept open beside the writer, for reads on a hot path (an
+//! `Idempotency-Key` replay): opening a connection, with its WAL setup and migration check,
+//! costs more than the point lookup it would serve.
+
+use std::{path::PathBuf, sync::Mutex};
+
+use super::{SqliteReader, StoreOptions};
+use crate::StoreError;
+
+/// Most idle connections kept; more are opened when needed and closed after use.
+const MAX_IDLE: usize = 8;
+
+/// Idle read connections to one store file.
+#[derive(Debug)]
+pub(super) struct ReadPool {
+    path: PathBuf,
+    options: StoreOptions,
+    idle: Mutex<Vec<SqliteReader>>,
+}
+
+impl ReadPool {
+    pub(super) fn new(path: PathBuf, options: StoreOptions) -> Self {
+        Self { path, options, idle: Mutex::new(Vec::new()) }
+    }
+
+    /// Runs `read` on an idle connection (or a new one), then keeps the connection for the
+    /// next read unless `read` failed. Blocking: call it off the async threads.
+    pub(super) fn with<T>(&self, read: impl FnOnce(&SqliteReader) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let idle = self.lock().pop();
+        let reader = match idle {
+            Some(reader) => reader,
+            None => SqliteReader::open_with(&self.path, &self.options)?,
+        };
+        let result = read(&reader);
+        if result.is_ok() {
+            let mut idle = self.lock();
+            if idle.len() < MAX_IDLE {
+                idle.push(reader);
+            }
+        }
+        result
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SqliteReader>> {
+        self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
