@@ -3,7 +3,7 @@
 //! pooled per request, so the generator takes as little as it can of the cores it shares
 //! with the server it measures.
 
-use std::{borrow::Cow, sync::Mutex, time::Duration};
+use std::{borrow::Cow, pin::Pin, sync::Mutex, time::Duration};
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Request, Uri, header};
@@ -74,15 +74,23 @@ pub(super) struct Answer {
     pub(super) body: Bytes,
 }
 
-/// One keep-alive connection; reconnects after an error or a close.
+/// hyper's half of a client connection: it reads and writes the socket.
+type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// An open connection: where requests go in, and its driver.
+type Open = (SendRequest<Full<Bytes>>, Pin<Box<Driver>>);
+
+/// One keep-alive connection; reconnects after an error or a close. The connection's
+/// driver is polled in the same task as the request (not spawned), so a request and its
+/// answer do not hop between tasks.
 pub(super) struct Connection {
     target: Target,
-    sender: Option<SendRequest<Full<Bytes>>>,
+    open: Option<Open>,
 }
 
 impl Connection {
     pub(super) fn new(target: Target) -> Self {
-        Self { target, sender: None }
+        Self { target, open: None }
     }
 
     /// Sends `ready` and reads the whole answer; `None` on any failure (the connection is
@@ -90,7 +98,7 @@ impl Connection {
     pub(super) async fn send(&mut self, ready: &Ready) -> Option<Answer> {
         let answer = tokio::time::timeout(REQUEST_TIMEOUT, self.exchange(ready)).await.ok().flatten();
         if answer.is_none() {
-            self.sender = None;
+            self.open = None;
         }
         answer
     }
@@ -99,25 +107,31 @@ impl Connection {
         let mut request = ready.take()?;
         *request.uri_mut() = self.target.path.clone();
         request.headers_mut().insert(header::HOST, self.target.host.clone());
-        let sender = match &mut self.sender {
-            Some(sender) if !sender.is_closed() => sender,
-            _ => self.sender.insert(connect(&self.target.authority).await?),
+        let (sender, driver) = match &mut self.open {
+            Some(open) => open,
+            None => self.open.insert(connect(&self.target.authority).await?),
         };
-        sender.ready().await.ok()?;
-        let response = sender.send_request(request).await.ok()?;
-        let status = response.status().as_u16();
-        let replay = response.headers().contains_key("idempotency-replay");
-        let body = response.into_body().collect().await.ok()?.to_bytes();
-        Some(Answer { status, replay, body })
+        let exchange = async {
+            sender.ready().await.ok()?;
+            let response = sender.send_request(request).await.ok()?;
+            let status = response.status().as_u16();
+            let replay = response.headers().contains_key("idempotency-replay");
+            let body = response.into_body().collect().await.ok()?.to_bytes();
+            Some(Answer { status, replay, body })
+        };
+        tokio::select! {
+            answer = exchange => answer,
+            // The driver ends only when the connection does: this request failed.
+            _ = driver.as_mut() => None,
+        }
     }
 }
 
-async fn connect(authority: &str) -> Option<SendRequest<Full<Bytes>>> {
+async fn connect(authority: &str) -> Option<Open> {
     let stream = TcpStream::connect(authority).await.ok()?;
     stream.set_nodelay(true).ok()?;
-    let (sender, connection) = http1::handshake(TokioIo::new(stream)).await.ok()?;
-    tokio::spawn(connection);
-    Some(sender)
+    let (sender, driver) = http1::handshake(TokioIo::new(stream)).await.ok()?;
+    Some((sender, Box::pin(driver)))
 }
 
 /// `applied`/`duplicate`/`accepted` from a counter or gateway answer's `status`, else the
