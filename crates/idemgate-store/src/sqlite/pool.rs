@@ -7,8 +7,9 @@ use std::{path::PathBuf, sync::Mutex};
 use super::{SqliteReader, StoreOptions};
 use crate::StoreError;
 
-/// Most idle connections kept; more are opened when needed and closed after use.
-const MAX_IDLE: usize = 8;
+/// Most idle connections kept (about one per request reading at once: a connection opened
+/// and closed per read costs more than the read); more are opened when needed.
+const MAX_IDLE: usize = 64;
 
 /// Idle read connections to one store file.
 #[derive(Debug)]
