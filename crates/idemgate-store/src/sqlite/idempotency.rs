@@ -139,14 +139,15 @@ impl SqliteStore {
         self.write(move |conn| begin(conn, &record, &fingerprint, now_ms, lifetimes)).await
     }
 
-    /// [`answer_from_read`] on a kept read connection, not the writer.
+    /// [`answer_from_read`] on a kept read connection, on this thread: no writer queue, no
+    /// hand-off (a point lookup that never waits for a lock).
     pub async fn replay_idempotent(
         &self,
         record: RecordKey,
         fingerprint: Fingerprint,
         now_ms: i64,
     ) -> Result<Option<Begin>, StoreError> {
-        self.read_pooled(move |reader| Ok(answer_from_read(reader.connection(), &record, &fingerprint, now_ms)?)).await
+        self.read_now(|reader| Ok(answer_from_read(reader.connection(), &record, &fingerprint, now_ms)?))
     }
 
     /// [`complete`] on the writer.

@@ -1,8 +1,9 @@
-//! A few read connections kept open beside the writer, for reads on a hot path (an
+//! A few read connections kept open beside the writer, for point reads on a hot path (an
 //! `Idempotency-Key` replay): opening a connection, with its WAL setup and migration check,
-//! costs more than the point lookup it would serve.
+//! costs more than the lookup it would serve. They run on the caller's thread and never
+//! wait for a lock, so a read is a few microseconds or an error the caller falls back from.
 
-use std::{path::PathBuf, sync::Mutex};
+use std::{path::PathBuf, sync::Mutex, time::Duration};
 
 use super::{SqliteReader, StoreOptions};
 use crate::StoreError;
@@ -25,12 +26,16 @@ impl ReadPool {
     }
 
     /// Runs `read` on an idle connection (or a new one), then keeps the connection for the
-    /// next read unless `read` failed. Blocking: call it off the async threads.
+    /// next read unless `read` failed.
     pub(super) fn with<T>(&self, read: impl FnOnce(&SqliteReader) -> Result<T, StoreError>) -> Result<T, StoreError> {
         let idle = self.lock().pop();
         let reader = match idle {
             Some(reader) => reader,
-            None => SqliteReader::open_with(&self.path, &self.options)?,
+            None => {
+                let reader = SqliteReader::open_with(&self.path, &self.options)?;
+                reader.connection().busy_timeout(Duration::ZERO)?;
+                reader
+            }
         };
         let result = read(&reader);
         if result.is_ok() {

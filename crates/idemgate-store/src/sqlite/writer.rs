@@ -230,15 +230,16 @@ impl SqliteStore {
             .map_err(|_| StoreError::Unavailable)?
     }
 
-    /// Runs `read` on one of the store's kept read connections, off the async threads: for
-    /// reads on a hot path, where opening a connection would cost more than the read.
-    pub(crate) async fn read_pooled<T, F>(&self, read: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&SqliteReader) -> Result<T, StoreError> + Send + 'static,
-    {
-        let readers = Arc::clone(&self.readers);
-        tokio::task::spawn_blocking(move || readers.with(read)).await.map_err(|_| StoreError::Unavailable)?
+    /// Runs `read` on one of the store's kept read connections, on the calling thread: for
+    /// point reads on a hot path (an `Idempotency-Key` replay), where handing the read to
+    /// another thread costs more than the read. Those connections never wait for a lock
+    /// (`busy_timeout` zero): a read that would wait fails at once, and its caller takes the
+    /// writing path instead.
+    pub(crate) fn read_now<T>(
+        &self,
+        read: impl FnOnce(&SqliteReader) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.readers.with(read)
     }
 
     /// Stops taking submissions, lets the writer finish what is queued, and waits for it.
