@@ -40,7 +40,7 @@ for round in $(seq "$rounds"); do
       bare)    start bare $bin/examples/bare 127.0.0.1:0; n=$events ;;
     esac
     json=$($bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$n" \
-           --redeliver 0.2 --concurrency "$concurrency" --seed "$round" --json || true)
+           --redeliver 0.2 --concurrency "$concurrency" --seed "$round" --server-pid "$pid" --json || true)
     echo "{\"round\":$round,\"target\":\"$target\",\"report\":$json}" >> "$results"
     stop
   done
@@ -50,10 +50,10 @@ python3 - "$results" "$events" "$concurrency" <<'PY'
 import json, sys, statistics
 rows = [json.loads(line) for line in open(sys.argv[1])]
 print(f"counter benchmark: {sys.argv[2]} events (+20% redeliveries), C={sys.argv[3]}, {max(r['round'] for r in rows)} rounds")
-print(f"{'round':>5} {'target':>8} {'req/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  outcomes / exactly once")
+print(f"{'round':>5} {'target':>8} {'req/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU us/req':>10}  outcomes / exactly once")
 for r in rows:
     x = r["report"]
-    print(f"{r['round']:>5} {r['target']:>8} {x['throughput']:>10.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} {x['max_ms']:>8.2f}  {x['outcomes']} {x['exactly_once']}")
+    print(f"{r['round']:>5} {r['target']:>8} {x['throughput']:>10.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} {x['max_ms']:>8.2f} {x.get('server_cpu_us_per_request') or 0:>10.1f}  {x['outcomes']} {x['exactly_once']}")
 med = lambda t, k: statistics.median(r["report"][k] for r in rows if r["target"] == t)
 print(f"median throughput: counter/seed = {med('counter','throughput')/med('seed','throughput'):.1f}x, "
       f"counter/bare = {100*med('counter','throughput')/med('bare','throughput'):.0f}%")

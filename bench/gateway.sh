@@ -32,14 +32,15 @@ fi
 start sink $bin/examples/bare 127.0.0.1:0
 sink_port=$port
 gateway_toml "$work/idemgate.toml" "$store" "$sink_port"
-targets=""
+targets="" pids=""
 for _ in $(seq "$instances"); do
   IDEMGATE_LOG=warn start gateway "${GATEWAY:-$bin/idemgate}" serve --config "$work/idemgate.toml"
   targets="$targets${targets:+,}http://127.0.0.1:$port/in/bench"
+  pids="$pids${pids:+,}$pid"
 done
 started=$(date +%s.%N)
 $bin/idemgate bench webhooks --target "$targets" --secret env:BENCH_SECRET \
-    --events "$events" --redeliver 0.2 --concurrency "$concurrency" --json > "$work/accept.json"
+    --events "$events" --redeliver 0.2 --concurrency "$concurrency" --server-pid "$pids" --json > "$work/accept.json"
 # The sink counts what it answered; polling it costs far less than asking the store.
 for _ in $(seq 30000); do
   [ "$(curl -s "http://127.0.0.1:$sink_port/count")" -ge "$events" ] && break
@@ -53,7 +54,8 @@ import json, sys
 accept = json.load(open(sys.argv[1]))
 events, started, finished, delivered = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 print(f"accepted: {accept['requests']} deliveries ({events} events + redeliveries) at {accept['throughput']:.0f}/s, "
-      f"p50 {accept['p50_ms']} ms, p99 {accept['p99_ms']} ms, outcomes {accept['outcomes']}, exactly once {accept['exactly_once']}")
+      f"p50 {accept['p50_ms']} ms, p99 {accept['p99_ms']} ms, "
+      f"server CPU {accept['server_cpu_us_per_request']} us/request (worker included), outcomes {accept['outcomes']}, exactly once {accept['exactly_once']}")
 print(f"end to end: {delivered} of {events} events delivered to the sink in {finished - started:.2f} s "
       f"= {delivered / (finished - started):.0f} events/s")
 PY

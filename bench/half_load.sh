@@ -29,12 +29,12 @@ for round in $(seq "$rounds"); do
     [ "$label" = baseline ] && counter=$BASELINE
     start counter "${server[@]}" "$counter" serve --listen 127.0.0.1:0 --db "$work/$label-max-$round.db"
     "${client[@]}" $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
-        --concurrency "$concurrency" --seed "$round" --json > "$work/$label-max-$round.json"
+        --concurrency "$concurrency" --seed "$round" --server-pid "$pid" --json > "$work/$label-max-$round.json"
     stop
     half=$(python3 -c "import json; print(json.load(open('$work/$label-max-$round.json'))['throughput'] / 2)")
     start counter "${server[@]}" "$counter" serve --listen 127.0.0.1:0 --db "$work/$label-half-$round.db"
     "${client[@]}" $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" --redeliver 0.2 \
-        --concurrency "$concurrency" --seed "$round" --rate "$half" --json > "$work/$label-half-$round.json"
+        --concurrency "$concurrency" --seed "$round" --rate "$half" --server-pid "$pid" --json > "$work/$label-half-$round.json"
     stop
   done
 done

@@ -26,7 +26,7 @@ for round in $(seq "$rounds"); do
       [ "$run" = first ] && keys=unique || keys=replay
     fi
     json=$($bin/idemgate bench api --target "http://127.0.0.1:$port/orders" --requests "$requests" \
-           --keys "$keys" --concurrency "$concurrency" --seed "$round" --json)
+           --keys "$keys" --concurrency "$concurrency" --seed "$round" --server-pid "$pid" --json)
     echo "{\"round\":$round,\"run\":\"$run\",\"report\":$json}" >> "$results"
     stop
   done
@@ -36,12 +36,14 @@ python3 - "$results" "$requests" "$concurrency" <<'PY'
 import json, sys, statistics
 rows = [json.loads(line) for line in open(sys.argv[1])]
 print(f"idempotency benchmark: {sys.argv[2]} POST /orders per run, C={sys.argv[3]}, {max(r['round'] for r in rows)} rounds")
-print(f"{'round':>5} {'run':>7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}  outcomes")
+print(f"{'round':>5} {'run':>7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'CPU us/req':>10}  outcomes")
 for r in rows:
     x = r["report"]
-    print(f"{r['round']:>5} {r['run']:>7} {x['throughput']:>9.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} {x['max_ms']:>8.2f}  {x['outcomes']}")
+    print(f"{r['round']:>5} {r['run']:>7} {x['throughput']:>9.0f} {x['p50_ms']:>8.2f} {x['p99_ms']:>8.2f} {x['max_ms']:>8.2f} {x['server_cpu_us_per_request']:>10.1f}  {x['outcomes']}")
 med = lambda run, k: statistics.median(r["report"][k] for r in rows if r["run"] == run)
 for run in ("first", "replay"):
     print(f"{run:>7}: {med(run,'throughput')/med('bare','throughput'):.2f}x the bare handler's throughput, "
-          f"p99 {med(run,'p99_ms'):.2f} ms vs {med('bare','p99_ms'):.2f} ms")
+          f"p99 {med(run,'p99_ms'):.2f} ms vs {med('bare','p99_ms'):.2f} ms, "
+          f"CPU {med(run,'server_cpu_us_per_request'):.1f} vs {med('bare','server_cpu_us_per_request'):.1f} us/request "
+          f"({med(run,'server_cpu_us_per_request')/med('bare','server_cpu_us_per_request'):.2f}x)")
 PY

@@ -47,13 +47,14 @@ run() {
     pids="$pids $pid"
   done
   $bin/idemgate bench webhooks --target "$targets" --secret env:BENCH_SECRET --events "$events" \
-      --redeliver 0.2 --concurrency "$concurrency" --seed "$RANDOM" --json > "$work/$label.json"
+      --redeliver 0.2 --concurrency "$concurrency" --seed "$RANDOM" --server-pid "$(echo $pids | tr ' ' ,)" \
+      --json > "$work/$label.json"
   kill $pids; wait $pids 2>/dev/null || true
   python3 - "$work/$label.json" "$label" >> "$work/results" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(json.dumps({"label": sys.argv[2], "rate": r["throughput"], "p50": r["p50_ms"], "p99": r["p99_ms"],
-                  "exactly_once": r["exactly_once"]}))
+                  "exactly_once": r["exactly_once"], "cpu_us": r["server_cpu_us_per_request"]}))
 PY
 }
 

@@ -24,7 +24,7 @@ for round in $(seq "$rounds"); do
     db="$work/$store.sqlite3"; [ "$store" = empty ] && rm -f "$db"*
     start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$db"
     json=$($bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$events" \
-           --concurrency "$concurrency" --seed "$((base * 10 + round))" --json)
+           --concurrency "$concurrency" --seed "$((base * 10 + round))" --server-pid "$pid" --json)
     echo "round $round $store $json"
     stop
   done
@@ -33,7 +33,7 @@ done
 rm -f "$work/long.sqlite3"*
 start counter $bin/examples/counter serve --listen 127.0.0.1:0 --db "$work/long.sqlite3"
 $bin/idemgate bench counter --target "http://127.0.0.1:$port/webhook" --events "$long_events" \
-    --redeliver 0.1 --concurrency "$concurrency" --seed 9 --json > "$work/long.json"
+    --redeliver 0.1 --concurrency "$concurrency" --seed 9 --server-pid "$pid" --json > "$work/long.json"
 echo "long run: $(cat "$work/long.json")"
 echo "counter peak RSS: $(grep VmHWM /proc/$pid/status)"
 stop

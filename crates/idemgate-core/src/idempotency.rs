@@ -165,9 +165,45 @@ impl HeldRecord<'_> {
     }
 }
 
+/// What a plain read of the record under a key can answer without a write: a completed,
+/// unexpired record is immutable until it expires, so a replay of it (or a mismatch with
+/// it) needs no lock. `None` for everything else (no record, expired, in flight): that
+/// request takes the writing path, [`HeldRecord::decide`] inside a write.
+#[must_use]
+pub fn answer_from_read(
+    held: &HeldRecord<'_>,
+    expires_at_ms: i64,
+    fingerprint: &Fingerprint,
+    now_ms: i64,
+) -> Option<Found> {
+    if !held.completed || expires_at_ms <= now_ms {
+        return None;
+    }
+    match held.decide(fingerprint, now_ms) {
+        found @ (Found::Replay | Found::Mismatch) => Some(found),
+        Found::InFlight { .. } | Found::TakeOver { .. } => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_completed_unexpired_record_is_answered_from_a_read() {
+        let request = Fingerprint::of("POST", "/orders", "", b"{}");
+        let other = Fingerprint::of("POST", "/orders", "", b"{ }");
+        let completed = held(&request, true, None);
+        assert_eq!(answer_from_read(&completed, 2_000, &request, 1_000), Some(Found::Replay));
+        assert_eq!(answer_from_read(&completed, 2_000, &other, 1_000), Some(Found::Mismatch));
+        // Expired at exactly its expiry time, as the writing path's purge has it.
+        assert_eq!(answer_from_read(&completed, 1_000, &request, 1_000), None);
+        assert_eq!(answer_from_read(&completed, 999, &other, 1_000), None);
+        let in_flight = held(&request, false, Some(5_000));
+        assert_eq!(answer_from_read(&in_flight, 9_000, &request, 1_000), None);
+        assert_eq!(answer_from_read(&in_flight, 9_000, &other, 1_000), None);
+        assert_eq!(answer_from_read(&held(&request, false, Some(500)), 9_000, &request, 1_000), None);
+    }
 
     fn held(fingerprint: &Fingerprint, completed: bool, locked_until_ms: Option<i64>) -> HeldRecord<'_> {
         HeldRecord { fingerprint: &fingerprint.0, completed, lock_token: 4, locked_until_ms }

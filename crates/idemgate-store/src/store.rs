@@ -311,6 +311,18 @@ impl Store {
         on_backend!(self, store => store.begin_idempotent(record, fingerprint, now_ms, lifetimes).await)
     }
 
+    /// The answer a plain read gives for `record` at `now_ms`, without a write: the replay
+    /// of a completed, unexpired record, or a mismatch with it. `None` when the request must
+    /// go through [`Self::begin_idempotent`] (no record, expired, in flight).
+    pub async fn replay_idempotent(
+        &self,
+        record: RecordKey,
+        fingerprint: Fingerprint,
+        now_ms: i64,
+    ) -> Result<Option<Begin>, StoreError> {
+        on_backend!(self, store => store.replay_idempotent(record, fingerprint, now_ms).await)
+    }
+
     /// Stores the response of an operation whose lock `token` still holds.
     pub async fn complete_idempotent(
         &self,

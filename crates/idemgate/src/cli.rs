@@ -276,6 +276,10 @@ pub(crate) struct BenchRun {
     /// Seed for event ids, keys and shuffling (change it to run again on the same store).
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
+    /// The server's process id (several, comma-separated, for instances): its CPU time
+    /// (user + system, from /proc/PID/stat) over the run is reported per request.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) server_pid: Vec<u32>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub(crate) json: bool,

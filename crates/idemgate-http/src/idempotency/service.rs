@@ -1,6 +1,7 @@
 //! [`Idempotency`]: the service the layer builds. One request, in order: does the key
-//! apply, parse it, read the body under its limit, fingerprint, `begin` in the store, and
-//! then replay, refuse, or run the inner service and store or release by its status.
+//! apply, parse it, read the body under its limit, fingerprint, answer a repeat of a
+//! completed record from a read, else `begin` in the store, and then replay, refuse, or run
+//! the inner service and store or release by its status.
 
 use std::{
     convert::Infallible,
@@ -80,8 +81,17 @@ impl Shared {
             Fingerprint::of(parts.method.as_str(), parts.uri.path(), parts.uri.query().unwrap_or(""), &body);
         let record = RecordKey { scope: self.scope(&parts), key };
         let request = Request::from_parts(parts, Body::from(body));
-        let lifetimes = Lifetimes { lock: self.config.lock, retention: self.config.retention };
-        match self.store.begin_idempotent(record.clone(), fingerprint, self.clock.now_ms(), lifetimes).await {
+        let now_ms = self.clock.now_ms();
+        // A repeat of a completed record is answered from a read; anything else (and a read
+        // that fails) takes the writing path, which decides it under the write lock.
+        let begun = match self.store.replay_idempotent(record.clone(), fingerprint, now_ms).await {
+            Ok(Some(answered)) => Ok(answered),
+            Ok(None) | Err(_) => {
+                let lifetimes = Lifetimes { lock: self.config.lock, retention: self.config.retention };
+                self.store.begin_idempotent(record.clone(), fingerprint, now_ms, lifetimes).await
+            }
+        };
+        match begun {
             Ok(Begin::Proceed { token }) => self.run_once(inner, request, record, token).await,
             Ok(Begin::Replay(stored)) => answer::replayed(stored),
             Ok(Begin::InFlight { retry_after }) => Refusal::InFlight { retry_after }.into_response(),

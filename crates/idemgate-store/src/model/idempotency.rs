@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use idemgate_core::idempotency::{Fingerprint, Found, HeldRecord};
+use idemgate_core::idempotency::{Fingerprint, Found, HeldRecord, answer_from_read};
 
 use super::ms;
 
@@ -93,17 +93,32 @@ impl IdempotencyRow {
     /// it. `Proceed` means the lock expired: the caller stores the returned token and the
     /// new lock time.
     pub(crate) fn decide(self, fingerprint: &Fingerprint, now_ms: i64) -> Begin {
-        let held = HeldRecord {
-            fingerprint: &self.fingerprint,
-            completed: self.state == "completed",
-            lock_token: self.lock_token,
-            locked_until_ms: self.locked_until_ms,
-        };
-        match held.decide(fingerprint, now_ms) {
+        match self.held().decide(fingerprint, now_ms) {
             Found::Replay => Begin::Replay(self.response()),
             Found::InFlight { retry_after } => Begin::InFlight { retry_after },
             Found::Mismatch => Begin::Mismatch,
             Found::TakeOver { token } => Begin::Proceed { token },
+        }
+    }
+
+    /// What a plain read of this record, expiring at `expires_at_ms`, answers for a request
+    /// with `fingerprint` at `now_ms`: a replay or a mismatch of a completed record, or
+    /// `None` when the request must take the writing path (`begin`).
+    pub(crate) fn answer_from_read(self, expires_at_ms: i64, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
+        let held = self.held();
+        match answer_from_read(&held, expires_at_ms, fingerprint, now_ms)? {
+            Found::Replay => Some(Begin::Replay(self.response())),
+            Found::Mismatch => Some(Begin::Mismatch),
+            Found::InFlight { .. } | Found::TakeOver { .. } => None,
+        }
+    }
+
+    fn held(&self) -> HeldRecord<'_> {
+        HeldRecord {
+            fingerprint: &self.fingerprint,
+            completed: self.state == "completed",
+            lock_token: self.lock_token,
+            locked_until_ms: self.locked_until_ms,
         }
     }
 

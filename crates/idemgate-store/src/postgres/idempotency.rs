@@ -1,7 +1,8 @@
 //! `Idempotency-Key` records on PostgreSQL. A new record is `INSERT ... ON CONFLICT DO
 //! NOTHING`: of two instances racing with one key, the second waits for the first's
 //! insert to commit and then finds it in flight. An expired lock is taken over under
-//! `FOR UPDATE`, with the same fencing token as on SQLite.
+//! `FOR UPDATE`, with the same fencing token as on SQLite. A repeat of a completed,
+//! unexpired record is answered from a plain `SELECT`, outside any transaction.
 
 use std::time::Duration;
 
@@ -25,6 +26,28 @@ impl PgStore {
         lifetimes: Lifetimes,
     ) -> Result<Begin, StoreError> {
         retrying(|| self.try_begin(&record, &fingerprint, now_ms, lifetimes)).await
+    }
+
+    /// What a plain `SELECT` answers for `record` at `now_ms` without writing: the replay
+    /// of a completed, unexpired record with the same fingerprint, or its mismatch; `None`
+    /// when the request must [`Self::begin_idempotent`] (no record, expired, in flight).
+    pub async fn replay_idempotent(
+        &self,
+        record: RecordKey,
+        fingerprint: Fingerprint,
+        now_ms: i64,
+    ) -> Result<Option<Begin>, StoreError> {
+        let client = self.client().await?;
+        let lookup = client
+            .prepare_cached(
+                "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted, expires_at_ms
+                 FROM idempotency_records WHERE scope = $1 AND key = $2",
+            )
+            .await?;
+        let row = client.query_opt(&lookup, &[&record.scope, &record.key]).await?;
+        let Some(row) = row else { return Ok(None) };
+        let expires_at_ms: i64 = row.try_get(8)?;
+        Ok(record_row(&row)?.answer_from_read(expires_at_ms, &fingerprint, now_ms))
     }
 
     async fn try_begin(
@@ -67,17 +90,7 @@ impl PgStore {
             // may simply try again.
             return Ok(Begin::InFlight { retry_after: Duration::from_millis(10) });
         };
-        let status: Option<i32> = row.try_get(4)?;
-        let existing = IdempotencyRow {
-            fingerprint: row.try_get(0)?,
-            state: row.try_get(1)?,
-            lock_token: row.try_get(2)?,
-            locked_until_ms: row.try_get(3)?,
-            status: status.and_then(|s| u16::try_from(s).ok()),
-            headers: row.try_get(5)?,
-            body: row.try_get(6)?,
-            body_omitted: row.try_get(7)?,
-        };
+        let existing = record_row(&row)?;
         let decided = existing.decide(fingerprint, now_ms);
         if let Begin::Proceed { token } = decided {
             tx.execute(
@@ -142,4 +155,18 @@ impl PgStore {
             .await?;
         Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
     }
+}
+
+fn record_row(row: &tokio_postgres::Row) -> Result<IdempotencyRow, tokio_postgres::Error> {
+    let status: Option<i32> = row.try_get(4)?;
+    Ok(IdempotencyRow {
+        fingerprint: row.try_get(0)?,
+        state: row.try_get(1)?,
+        lock_token: row.try_get(2)?,
+        locked_until_ms: row.try_get(3)?,
+        status: status.and_then(|s| u16::try_from(s).ok()),
+        headers: row.try_get(5)?,
+        body: row.try_get(6)?,
+        body_omitted: row.try_get(7)?,
+    })
 }

@@ -1,6 +1,7 @@
 //! `Idempotency-Key` records on SQLite, by the rules of [`crate::idempotency`]: each
 //! operation runs on the writer, so a lookup and the insert or take-over that follows it
-//! are one step.
+//! are one step. The one exception is [`answer_from_read`]: a repeat of a completed,
+//! unexpired record is answered from a kept read connection, without the writer.
 
 use idemgate_core::idempotency::Fingerprint;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -29,18 +30,7 @@ pub fn begin(
             "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted
              FROM idempotency_records WHERE scope = ?1 AND key = ?2",
             params![record.scope, record.key],
-            |row| {
-                Ok(IdempotencyRow {
-                    fingerprint: row.get(0)?,
-                    state: row.get(1)?,
-                    lock_token: row.get(2)?,
-                    locked_until_ms: row.get(3)?,
-                    status: row.get(4)?,
-                    headers: row.get(5)?,
-                    body: row.get(6)?,
-                    body_omitted: row.get(7)?,
-                })
-            },
+            record_row,
         )
         .optional()?;
     let lock_until = lifetimes.locked_until_ms(now_ms);
@@ -61,6 +51,38 @@ pub fn begin(
         )?;
     }
     Ok(decided)
+}
+
+fn record_row(row: &rusqlite::Row<'_>) -> Result<IdempotencyRow, rusqlite::Error> {
+    Ok(IdempotencyRow {
+        fingerprint: row.get(0)?,
+        state: row.get(1)?,
+        lock_token: row.get(2)?,
+        locked_until_ms: row.get(3)?,
+        status: row.get(4)?,
+        headers: row.get(5)?,
+        body: row.get(6)?,
+        body_omitted: row.get(7)?,
+    })
+}
+
+/// What a plain read answers for `record` at `now_ms` without writing: the replay of a
+/// completed, unexpired record with the same fingerprint, or its mismatch; `None` when the
+/// request must [`begin`] on the writer (no record, expired, in flight).
+pub fn answer_from_read(
+    conn: &Connection,
+    record: &RecordKey,
+    fingerprint: &Fingerprint,
+    now_ms: i64,
+) -> Result<Option<Begin>, rusqlite::Error> {
+    let found = conn
+        .prepare_cached(
+            "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted, expires_at_ms
+             FROM idempotency_records WHERE scope = ?1 AND key = ?2",
+        )?
+        .query_row(params![record.scope, record.key], |row| Ok((record_row(row)?, row.get::<_, i64>(8)?)))
+        .optional()?;
+    Ok(found.and_then(|(row, expires_at_ms)| row.answer_from_read(expires_at_ms, fingerprint, now_ms)))
 }
 
 /// Stores `response` for `record` if `token` still holds the lock. Returns whether it did.
@@ -115,6 +137,17 @@ impl SqliteStore {
         lifetimes: Lifetimes,
     ) -> Result<Begin, StoreError> {
         self.write(move |conn| begin(conn, &record, &fingerprint, now_ms, lifetimes)).await
+    }
+
+    /// [`answer_from_read`] on a kept read connection, on this thread: no writer queue, no
+    /// hand-off (a point lookup that never waits for a lock).
+    pub async fn replay_idempotent(
+        &self,
+        record: RecordKey,
+        fingerprint: Fingerprint,
+        now_ms: i64,
+    ) -> Result<Option<Begin>, StoreError> {
+        self.read_now(|reader| Ok(answer_from_read(reader.connection(), &record, &fingerprint, now_ms)?))
     }
 
     /// [`complete`] on the writer.

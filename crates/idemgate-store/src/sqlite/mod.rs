@@ -17,6 +17,7 @@ pub mod jobs;
 mod lock;
 pub mod maintenance;
 mod migrations;
+mod pool;
 mod reader;
 mod receive;
 pub mod views;

@@ -31,6 +31,7 @@ use super::{
     SqliteReader, StoreOptions,
     lock::WriterLock,
     migrations, open_connection,
+    pool::ReadPool,
     receive::{failed, receive_in_savepoint},
 };
 use crate::{HandlerError, ReceiveRequest, StoreError, model::receive::conflict_not_recorded};
@@ -121,6 +122,7 @@ pub struct SqliteStore {
     path: PathBuf,
     options: StoreOptions,
     stats: Arc<WriterStats>,
+    readers: Arc<ReadPool>,
 }
 
 impl SqliteStore {
@@ -144,7 +146,8 @@ impl SqliteStore {
                 drop(lock);
             })
             .map_err(|_| StoreError::Unavailable)?;
-        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats })
+        let readers = Arc::new(ReadPool::new(path.to_owned(), options));
+        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats, readers })
     }
 
     /// Submissions (deliveries and writes) waiting for the writer right now.
@@ -225,6 +228,18 @@ impl SqliteStore {
         tokio::task::spawn_blocking(move || read(&SqliteReader::open_with(&path, &options)?))
             .await
             .map_err(|_| StoreError::Unavailable)?
+    }
+
+    /// Runs `read` on one of the store's kept read connections, on the calling thread: for
+    /// point reads on a hot path (an `Idempotency-Key` replay), where handing the read to
+    /// another thread costs more than the read. Those connections never wait for a lock
+    /// (`busy_timeout` zero): a read that would wait fails at once, and its caller takes the
+    /// writing path instead.
+    pub(crate) fn read_now<T>(
+        &self,
+        read: impl FnOnce(&SqliteReader) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.readers.with(read)
     }
 
     /// Stops taking submissions, lets the writer finish what is queued, and waits for it.

@@ -1,5 +1,6 @@
 //! `Idempotency-Key` records: one holder at a time, replay of the stored response,
-//! fingerprint mismatch, lock takeover with fencing, expiry and purge.
+//! fingerprint mismatch, lock takeover with fencing, expiry and purge, and the read that
+//! answers a repeat of a completed record without a write.
 
 use std::{sync::Arc, time::Duration};
 
@@ -69,6 +70,22 @@ on_both! {
         assert_eq!(t.purge_idempotency(after, 100).await.unwrap(), 0);
         let young = t.begin_idempotent(record("young"), fingerprint(1), after, LIFETIMES).await.unwrap();
         assert_eq!(young, Begin::Proceed { token: 2 }, "kept by retention, but its lock expired: taken over");
+    }
+
+    async fn a_read_answers_only_repeats_of_a_completed_unexpired_record(t: TestStore) {
+        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), NOW).await.unwrap(), None, "no record: begin");
+        t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
+        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), NOW + 1).await.unwrap(), None, "in flight: begin");
+        assert_eq!(t.replay_idempotent(record("k"), fingerprint(2), NOW + 1).await.unwrap(), None, "in flight: begin decides");
+        t.complete_idempotent(record("k"), 1, response()).await.unwrap();
+        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), NOW + 2).await.unwrap(), Some(Begin::Replay(response())));
+        assert_eq!(t.replay_idempotent(record("k"), fingerprint(2), NOW + 2).await.unwrap(), Some(Begin::Mismatch));
+        let other_scope = RecordKey { scope: "caller-b".to_owned(), key: "k".to_owned() };
+        assert_eq!(t.replay_idempotent(other_scope, fingerprint(1), NOW + 2).await.unwrap(), None, "scopes never meet");
+        let expiry = NOW + 3_600_000;
+        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), expiry - 1).await.unwrap(), Some(Begin::Replay(response())));
+        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), expiry).await.unwrap(), None, "expired: begin purges it");
+        assert_eq!(t.begin_idempotent(record("k"), fingerprint(1), expiry, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 });
     }
 
     async fn concurrent_first_requests_with_one_key_let_exactly_one_proceed(t: TestStore) {

@@ -169,3 +169,29 @@ async fn a_failed_commit_still_answers_a_conflict_with_an_earlier_receipt_and_fa
     let receipts: i64 = conn.query_row("SELECT count(*) FROM receipts", [], |r| r.get(0)).unwrap();
     assert_eq!(receipts, 1, "nothing of the failed batch is stored");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_of_a_completed_key_is_answered_while_the_writer_is_busy() {
+    use std::time::Duration;
+
+    use idemgate_core::idempotency::Fingerprint;
+    use idemgate_store::idempotency::{Begin, Lifetimes, RecordKey, StoredResponse};
+
+    let t = open_store();
+    let lifetimes = Lifetimes { lock: Duration::from_secs(10), retention: Duration::from_secs(3600) };
+    let record = RecordKey { scope: "caller".to_owned(), key: "k".to_owned() };
+    let now = 1_700_000_000_000;
+    let response = StoredResponse { status: 201, headers: vec![], body: b"{}".to_vec(), body_omitted: false };
+    t.store.begin_idempotent(record.clone(), Fingerprint([1; 32]), now, lifetimes).await.unwrap();
+    t.store.complete_idempotent(record.clone(), 1, response.clone()).await.unwrap();
+
+    let (release, holder) = hold_writer(&t.store).await;
+    // With the writer held, only a read can answer; a lookup on the writer would wait for
+    // the release below, which comes only after the answer.
+    let replay = t.store.replay_idempotent(record.clone(), Fingerprint([1; 32]), now + 1).await.unwrap();
+    assert_eq!(replay, Some(Begin::Replay(response)));
+    let mismatch = t.store.replay_idempotent(record, Fingerprint([2; 32]), now + 1).await.unwrap();
+    assert_eq!(mismatch, Some(Begin::Mismatch));
+    release.send(()).unwrap();
+    holder.await.unwrap();
+}

@@ -35,12 +35,20 @@ pub(super) async fn bench(workload: BenchWorkload, clock: &dyn Clock) -> anyhow:
         BenchWorkload::Api { target, requests, keys, run } => {
             let work = bench::api_workload(requests, keys != Keys::None, run.seed);
             if keys == Keys::Replay {
-                bench::drive(&target, work.clone(), run.concurrency, !run.json, None).await?;
+                let warm_up =
+                    bench::Options { concurrency: run.concurrency, progress: !run.json, ..Default::default() };
+                bench::drive(&target, work.clone(), warm_up).await?;
             }
             (target, work, run)
         }
     };
-    let report = bench::drive(&target, work, run.concurrency, !run.json, run.rate).await?;
+    let options = bench::Options {
+        concurrency: run.concurrency,
+        progress: !run.json,
+        rate: run.rate,
+        server_pids: run.server_pid,
+    };
+    let report = bench::drive(&target, work, options).await?;
     print_line(&if run.json { report.to_json().to_string() } else { report.to_text() })?;
     Ok(if report.exactly_once == Some(false) { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS })
 }

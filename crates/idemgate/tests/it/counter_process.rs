@@ -130,6 +130,7 @@ fn the_benchmark_smoke_run_applies_every_event_exactly_once() {
     let output = Command::new(crate::gateway_harness::idemgate_bin())
         .args(["bench", "counter", "--events", "300", "--redeliver", "0.5", "--concurrency", "8", "--json", "--target"])
         .arg(format!("http://{}/webhook", counter.addr))
+        .args(["--server-pid", &counter.pid().to_string()])
         .env("COUNTER_SECRET", crate::harness::SECRET_HEX)
         .output()
         .unwrap();
@@ -137,5 +138,6 @@ fn the_benchmark_smoke_run_applies_every_event_exactly_once() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["exactly_once"], true);
     assert_eq!(report["outcomes"], serde_json::json!({"applied": 300, "duplicate": 150}));
+    assert!(report["server_cpu_us_per_request"].as_f64().is_some_and(|us| us >= 0.0), "{report}");
     assert_eq!(crate::harness::state(&db).receipts.len(), 300);
 }

@@ -80,6 +80,11 @@ impl Counter {
         self.child.wait().unwrap()
     }
 
+    /// The counter's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn signal(&self, signal: &str) {
         let pid = self.child.id().to_string();
         assert!(Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap().success());

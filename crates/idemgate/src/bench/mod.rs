@@ -9,7 +9,11 @@
 //! - `api`: POSTs N requests to an API, with unique `Idempotency-Key`s, without keys, or
 //!   as replays of keys sent in an unmeasured warm-up round.
 
+mod connection;
+pub mod cpu;
+
 use std::{
+    borrow::Cow,
     collections::BTreeMap,
     sync::{
         Arc,
@@ -41,8 +45,9 @@ struct Sample {
     /// Open loop: how long after its due time the request actually left (the load
     /// generator's own lateness, which `latency` includes); zero in closed loop.
     late: Duration,
-    outcome: String,
-    event: Option<String>,
+    outcome: Cow<'static, str>,
+    /// Which work item it was.
+    index: usize,
 }
 
 /// A finished run.
@@ -63,6 +68,8 @@ pub struct Report {
     pub outcomes: BTreeMap<String, usize>,
     /// For the counter workload: whether every distinct event was applied exactly once.
     pub exactly_once: Option<bool>,
+    /// The server's CPU time (user + system) over the run, when its process was named.
+    pub server_cpu: Option<Duration>,
 }
 
 impl Report {
@@ -90,6 +97,12 @@ impl Report {
         nearest_rank(&self.service, q)
     }
 
+    /// The server's CPU time per request, in microseconds, when its process was named.
+    #[must_use]
+    pub fn server_cpu_per_request_us(&self) -> Option<f64> {
+        self.server_cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / self.requests.max(1) as f64)
+    }
+
     /// The report as one JSON object.
     #[must_use]
     pub fn to_json(&self) -> Value {
@@ -108,6 +121,7 @@ impl Report {
             "service_p99_ms": ms(self.service(0.99)),
             "outcomes": self.outcomes,
             "exactly_once": self.exactly_once,
+            "server_cpu_us_per_request": self.server_cpu_per_request_us().map(|us| (us * 10.0).round() / 10.0),
         })
     }
 
@@ -127,6 +141,9 @@ impl Report {
             ms(self.percentile(1.0)),
             outcomes.join("  "),
         );
+        if let Some(us) = self.server_cpu_per_request_us() {
+            text.push_str(&format!("server CPU: {us:.1} µs/request\n"));
+        }
         if let Some(ok) = self.exactly_once {
             text.push_str(&format!(
                 "check       every event applied exactly once: {}\n",
@@ -207,40 +224,77 @@ pub fn api_workload(requests: usize, keys: bool, seed: u64) -> Vec<Prepared> {
         .collect()
 }
 
-/// Sends `work` to `url` over `concurrency` keep-alive connections and reports.
-pub async fn drive(
-    url: &str,
-    work: Vec<Prepared>,
-    concurrency: usize,
-    progress: bool,
-    rate: Option<f64>,
-) -> Result<Report, reqwest::Error> {
-    let client =
-        reqwest::Client::builder().pool_max_idle_per_host(concurrency).timeout(Duration::from_secs(30)).build()?;
-    let work = Arc::new(work);
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// The target is not an `http://HOST:PORT/PATH` URL.
+    #[error("the target {0:?} is not an http:// URL (the load generator speaks plain HTTP/1.1)")]
+    Target(String),
+    /// A prepared header is not a valid HTTP header.
+    #[error("the header {0:?} is not a valid HTTP header")]
+    Header(String),
+    /// A request could not be built.
+    #[error("a request could not be built: {0}")]
+    Request(#[from] http::Error),
+}
+
+/// What `drive` measures besides the answers.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Keep-alive connections sending at once.
+    pub concurrency: usize,
+    /// Show a progress bar.
+    pub progress: bool,
+    /// Open loop at this many requests per second (closed loop when `None`).
+    pub rate: Option<f64>,
+    /// The server's processes (several instances): their CPU time over the run, summed, is
+    /// reported per request.
+    pub server_pids: Vec<u32>,
+}
+
+/// Sends `work` to `url` over `options.concurrency` keep-alive connections and reports.
+/// Every request is built before the clock starts; each connection is one task.
+pub async fn drive(url: &str, work: Vec<Prepared>, options: Options) -> Result<Report, BenchError> {
+    // Several comma-separated targets (instances behind one store) share the connections
+    // round-robin, like a load balancer.
+    let targets = url
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(connection::Target::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    if targets.is_empty() {
+        return Err(BenchError::Target(url.to_owned()));
+    }
+    let ready = work.iter().map(connection::Ready::new).collect::<Result<Vec<_>, _>>()?;
+    let events: Arc<Vec<Option<String>>> = Arc::new(work.into_iter().map(|p| p.event).collect());
+    let ready = Arc::new(ready);
     let next = Arc::new(AtomicUsize::new(0));
-    let bar = if progress { ProgressBar::new(work.len() as u64) } else { ProgressBar::hidden() };
+    let bar = if options.progress { ProgressBar::new(ready.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} requests").unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let cpu_before = cpu::used_by_all(&options.server_pids);
     let started = Instant::now();
-    // Several comma-separated targets (instances behind one store) share the connections
-    // round-robin, like a load balancer.
-    let targets: Vec<&str> = url.split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
-    let workers: Vec<_> = (0..concurrency.max(1))
+    let workers: Vec<_> = (0..options.concurrency.max(1))
         .map(|i| {
-            let target = targets.get(i % targets.len().max(1)).copied().unwrap_or(url).to_owned();
-            let pace = Pace { started, rate: rate.filter(|r| *r > 0.0) };
-            tokio::spawn(worker(client.clone(), target, Arc::clone(&work), Arc::clone(&next), bar.clone(), pace))
+            let connection = connection::Connection::new(targets[i % targets.len()].clone());
+            let pace = Pace { started, rate: options.rate.filter(|r| *r > 0.0) };
+            tokio::spawn(worker(connection, Arc::clone(&ready), Arc::clone(&next), bar.clone(), pace))
         })
         .collect();
-    let mut samples = Vec::with_capacity(work.len());
+    let mut samples = Vec::with_capacity(ready.len());
     for handle in workers {
         samples.extend(handle.await.unwrap_or_default());
     }
     let elapsed = started.elapsed();
+    let server_cpu =
+        cpu::used_by_all(&options.server_pids).zip(cpu_before).map(|(after, before)| after.saturating_sub(before));
     bar.finish_and_clear();
-    Ok(report(samples, elapsed))
+    let mut report = report(samples, &events, elapsed);
+    report.server_cpu = server_cpu;
+    Ok(report)
 }
 
 /// When requests are sent: as fast as the connections allow (closed loop), or request `i`
@@ -251,22 +305,21 @@ struct Pace {
     rate: Option<f64>,
 }
 
+/// Progress is counted in steps this large, not per request.
+const PROGRESS_STEP: u64 = 64;
+
 async fn worker(
-    client: reqwest::Client,
-    url: String,
-    work: Arc<Vec<Prepared>>,
+    mut connection: connection::Connection,
+    work: Arc<Vec<connection::Ready>>,
     next: Arc<AtomicUsize>,
     bar: ProgressBar,
     pace: Pace,
 ) -> Vec<Sample> {
-    let mut samples = Vec::new();
+    let mut samples = Vec::with_capacity(work.len() / 16);
+    let mut unreported = 0;
     loop {
         let index = next.fetch_add(1, Ordering::Relaxed);
         let Some(item) = work.get(index) else { break };
-        let mut request = client.post(&url).body(item.body.clone());
-        for (name, value) in &item.headers {
-            request = request.header(name, value);
-        }
         // Open loop: latency counts from the time the request was due, so a request that
         // waited for a busy connection is charged its wait (no coordinated omission).
         let start = match pace.rate {
@@ -278,36 +331,29 @@ async fn worker(
             None => Instant::now(),
         };
         let late = start.elapsed();
-        let outcome = match request.send().await {
-            Ok(response) => outcome(response).await,
-            Err(_) => "error".to_owned(),
+        let outcome = match connection.send(item).await {
+            Some(answer) => connection::outcome(&answer),
+            None => Cow::Borrowed("error"),
         };
-        samples.push(Sample { latency: start.elapsed(), late, outcome, event: item.event.clone() });
-        bar.inc(1);
+        samples.push(Sample { latency: start.elapsed(), late, outcome, index });
+        unreported += 1;
+        if unreported == PROGRESS_STEP {
+            bar.inc(unreported);
+            unreported = 0;
+        }
     }
+    bar.inc(unreported);
     samples
 }
 
-/// `applied`/`duplicate` from a counter answer's `status`, else the HTTP status.
-async fn outcome(response: reqwest::Response) -> String {
-    let status = response.status().as_u16();
-    let replay = response.headers().contains_key("idempotency-replay");
-    let body: Value = response.bytes().await.ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
-
-    match body.get("status").and_then(Value::as_str) {
-        Some(kind) if status == 200 || (status == 202 && kind == "accepted") => kind.to_owned(),
-        _ if replay => format!("{status} replay"),
-        _ => status.to_string(),
-    }
-}
-
-fn report(samples: Vec<Sample>, elapsed: Duration) -> Report {
+/// The report over `samples`, where `events[i]` is the event work item `i` carried.
+fn report(samples: Vec<Sample>, events_of: &[Option<String>], elapsed: Duration) -> Report {
     let mut outcomes = BTreeMap::new();
     let mut applied: BTreeMap<&str, usize> = BTreeMap::new();
     let mut events = std::collections::BTreeSet::new();
     for sample in &samples {
-        *outcomes.entry(sample.outcome.clone()).or_insert(0) += 1;
-        if let Some(event) = &sample.event {
+        *outcomes.entry(sample.outcome.to_string()).or_insert(0) += 1;
+        if let Some(Some(event)) = events_of.get(sample.index) {
             events.insert(event.as_str());
             if sample.outcome == "applied" || sample.outcome == "accepted" {
                 *applied.entry(event.as_str()).or_insert(0) += 1;
@@ -321,7 +367,7 @@ fn report(samples: Vec<Sample>, elapsed: Duration) -> Report {
     lateness.sort_unstable();
     let mut service: Vec<Duration> = samples.iter().map(|s| s.latency.saturating_sub(s.late)).collect();
     service.sort_unstable();
-    Report { requests: samples.len(), elapsed, latencies, lateness, service, outcomes, exactly_once }
+    Report { requests: samples.len(), elapsed, latencies, lateness, service, outcomes, exactly_once, server_cpu: None }
 }
 
 /// The value at quantile `q` (0.0 to 1.0) of `sorted`, nearest rank; zero when empty.
@@ -347,10 +393,10 @@ mod tests {
                 latency: Duration::from_millis(ms),
                 late: Duration::ZERO,
                 outcome: "applied".into(),
-                event: None,
+                index: 0,
             })
             .collect();
-        let report = report(samples, Duration::from_secs(1));
+        let report = report(samples, &[], Duration::from_secs(1));
         assert_eq!(report.percentile(0.5), Duration::from_millis(50));
         assert_eq!(report.percentile(0.99), Duration::from_millis(99));
         assert_eq!(report.percentile(1.0), Duration::from_millis(100));
@@ -375,10 +421,10 @@ mod tests {
                 latency: Duration::from_millis(10 * n),
                 late: Duration::from_millis(n),
                 outcome: "applied".into(),
-                event: None,
+                index: 0,
             })
             .collect();
-        let report = report(samples, Duration::from_secs(1));
+        let report = report(samples, &[], Duration::from_secs(1));
         assert_eq!(report.percentile(1.0), Duration::from_millis(100));
         assert_eq!(report.lateness(1.0), Duration::from_millis(10));
         assert_eq!(report.service(1.0), Duration::from_millis(90));
@@ -387,17 +433,33 @@ mod tests {
 
     #[test]
     fn exactly_once_fails_when_an_event_is_applied_twice_or_never() {
-        let sample = |event: &str, outcome: &str| Sample {
+        let sample = |index: usize, outcome: &'static str| Sample {
             latency: Duration::ZERO,
             late: Duration::ZERO,
             outcome: outcome.into(),
-            event: Some(event.into()),
+            index,
         };
-        let ok = report(vec![sample("a", "applied"), sample("a", "duplicate")], Duration::from_secs(1));
+        let events = [Some("a".to_owned()), Some("a".to_owned())];
+        let second = Duration::from_secs(1);
+        let ok = report(vec![sample(0, "applied"), sample(1, "duplicate")], &events, second);
         assert_eq!(ok.exactly_once, Some(true));
-        let twice = report(vec![sample("a", "applied"), sample("a", "applied")], Duration::from_secs(1));
+        let twice = report(vec![sample(0, "applied"), sample(1, "applied")], &events, second);
         assert_eq!(twice.exactly_once, Some(false));
-        let never = report(vec![sample("a", "503")], Duration::from_secs(1));
+        let never = report(vec![sample(0, "503")], &events[..1], second);
         assert_eq!(never.exactly_once, Some(false));
+    }
+
+    #[test]
+    fn server_cpu_is_reported_per_request() {
+        let samples = (0..4)
+            .map(|index| Sample { latency: Duration::ZERO, late: Duration::ZERO, outcome: "200".into(), index })
+            .collect();
+        let mut report = report(samples, &[], Duration::from_secs(1));
+        assert_eq!(report.server_cpu_per_request_us(), None);
+        assert!(!report.to_text().contains("server CPU"));
+        report.server_cpu = Some(Duration::from_micros(200));
+        assert_eq!(report.server_cpu_per_request_us(), Some(50.0));
+        assert!(report.to_text().contains("server CPU: 50.0 µs/request"));
+        assert_eq!(report.to_json()["server_cpu_us_per_request"], 50.0);
     }
 }
