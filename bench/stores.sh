@@ -15,7 +15,7 @@ events=${1:-20000}
 concurrency=${2:-64}
 rounds=${3:-3}
 cargo build --release --quiet --bin idemgate --example bare
-bin=$(pwd)/target/release
+bin=${CARGO_TARGET_DIR:-$(pwd)/target}/release
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=

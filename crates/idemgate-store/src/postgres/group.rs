@@ -4,9 +4,10 @@
 //! SQLite's writer thread groups because it is the only writer. Here any number of
 //! connections could write at once, but every transaction pays for its own commit (a WAL
 //! flush) and its own round trips; under load that, not the statements, is what a
-//! delivery costs. So a store keeps one queue: the first delivery to find no batch
-//! running starts one (a spawned task, so that no caller's cancellation can cut a batch
-//! short), and the task writes whatever has queued up meanwhile, until the queue is empty.
+//! delivery costs. So a store keeps one queue: a delivery that finds fewer than
+//! [`WRITERS`] batches running starts one (a spawned task, so that no caller's
+//! cancellation can cut a batch short), and each task writes whatever has queued up
+//! meanwhile, until the queue is empty.
 //!
 //! A batch sends every delivery's one-statement accept at once (tokio-postgres pipelines
 //! the queries of one connection), then answers the repeats, then commits; only then does
@@ -31,6 +32,11 @@ use crate::{ReceiveRequest, StoreError, inbox::IncomingEvent};
 /// The most deliveries one transaction takes; more wait for the next.
 const MAX_BATCH: usize = 128;
 
+/// How many batches of one store may be in flight at once: one PostgreSQL backend runs a
+/// batch's statements one after another, so a second lets the server use a second core
+/// while the first batch commits.
+const WRITERS: usize = 2;
+
 /// One queue of deliveries waiting for a batch, shared by a store's clones.
 pub(super) struct Group {
     pool: Pool,
@@ -40,8 +46,8 @@ pub(super) struct Group {
 #[derive(Default)]
 struct State {
     waiting: Vec<Pending>,
-    /// Whether a batch task is running; it empties `waiting` before it ends.
-    running: bool,
+    /// How many batch tasks are running; each ends only once `waiting` is empty.
+    running: usize,
 }
 
 struct Pending {
@@ -62,8 +68,10 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         if !self.done {
             let mut state = self.group.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.running = false;
-            state.waiting.clear();
+            state.running -= 1;
+            if state.running == 0 {
+                state.waiting.clear();
+            }
         }
     }
 }
@@ -88,7 +96,11 @@ impl Group {
         let start = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.waiting.push(Pending { request, event, reply });
-            !std::mem::replace(&mut state.running, true)
+            let start = state.running < WRITERS;
+            if start {
+                state.running += 1;
+            }
+            start
         };
         if start {
             let group = Arc::clone(self);
@@ -106,7 +118,7 @@ impl Group {
                 if state.waiting.is_empty() {
                     // Under the lock, so that a delivery queued after this look starts
                     // the next task.
-                    state.running = false;
+                    state.running -= 1;
                     running.done = true;
                     return;
                 }
