@@ -169,6 +169,18 @@ pub(super) fn time_html(at: UnixTime, now: UnixTime) -> String {
     format!("<time datetime=\"{text}\">{text} ({})</time>", relative(at, now))
 }
 
+/// One recent conflict as a table row (source, event, times seen, last seen), as the
+/// overview and the rejections page list them.
+pub(super) fn conflict_row(c: &idemgate_store::views::RecentConflict, now: UnixTime) -> String {
+    format!(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        esc(&c.source),
+        esc(&c.identity),
+        c.seen_count,
+        time_html(c.last_seen_at, now)
+    )
+}
+
 /// The style every page shares. A narrow screen keeps the page itself from scrolling
 /// sideways: tables scroll in their own box, long identities wrap, charts shrink.
 const STYLE: &str = "body{font-family:sans-serif;margin:1em auto;padding:0 1em;max-width:80em;line-height:1.4}\
@@ -337,14 +349,7 @@ async fn render(state: &AdminState, csrf: &str, operate: bool) -> Result<String,
     }
     html.push_str("</table><h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>");
     for c in store.recent_conflicts(50).await? {
-        let _ = write!(
-            html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&c.source),
-            esc(&c.identity),
-            c.seen_count,
-            time_html(c.last_seen_at, now)
-        );
+        html.push_str(&conflict_row(&c, now));
     }
     html.push_str(
         "</table><h2>Destinations</h2><table id=\"destinations\"><tr><th>destination</th><th>state</th>\

@@ -14,7 +14,7 @@ use axum::{
 
 use std::collections::BTreeMap;
 
-use super::{Rendered, chart, esc, shown, signed_in, time_html};
+use super::{Rendered, chart, conflict_row, esc, shown, signed_in};
 use crate::{admin::AdminState, answer::DashboardAnswer, views::Window};
 
 /// The rejections page.
@@ -99,14 +99,7 @@ async fn render(state: &AdminState) -> Rendered {
     );
     let recent = state.store.recent_conflicts(100).await?;
     for c in &recent {
-        let _ = write!(
-            html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&c.source),
-            esc(&c.identity),
-            c.seen_count,
-            time_html(c.last_seen_at, now)
-        );
+        html.push_str(&conflict_row(c, now));
     }
     html.push_str("</table>");
     if recent.is_empty() {
