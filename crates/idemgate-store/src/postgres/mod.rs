@@ -122,19 +122,36 @@ pub async fn create_schema(url: &str, name: &str) -> Result<String, StoreError> 
             if !identifier(&database) {
                 return Err(err.into());
             }
-            let created = execute_once(config.dbname("postgres"), &format!("CREATE DATABASE {database}")).await;
-            match created {
-                Err(err) if err.code() != Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => {
-                    return Err(err.into());
-                }
-                _ => execute_once(config.dbname(&database), &format!("CREATE SCHEMA IF NOT EXISTS {name}")).await,
-            }
+            create_database(config.dbname("postgres"), &database).await?;
+            execute_once(config.dbname(&database), &format!("CREATE SCHEMA IF NOT EXISTS {name}")).await
         }
         other => other,
     };
     client?;
     let separator = if url.contains('?') { '&' } else { '?' };
     Ok(format!("{url}{separator}options=-csearch_path%3D{name}"))
+}
+
+/// Creates `database` unless it exists. Callers starting together (a test suite's first
+/// run) race: PostgreSQL refuses a `CREATE DATABASE` while another one copies the template
+/// (`object_in_use`), and the loser of a race on the name gets `unique_violation`, so those
+/// two are tried again for a few seconds before the error stands.
+async fn create_database(config: &tokio_postgres::Config, database: &str) -> Result<(), tokio_postgres::Error> {
+    use tokio_postgres::error::SqlState;
+    let mut attempts = 50;
+    loop {
+        match execute_once(config, &format!("CREATE DATABASE {database}")).await {
+            Err(err) if err.code() == Some(&SqlState::DUPLICATE_DATABASE) => return Ok(()),
+            Err(err)
+                if attempts > 0
+                    && matches!(err.code(), Some(code) if *code == SqlState::OBJECT_IN_USE || *code == SqlState::UNIQUE_VIOLATION) =>
+            {
+                attempts -= 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Runs one statement on a connection of its own.
