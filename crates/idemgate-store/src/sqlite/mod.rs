@@ -20,6 +20,7 @@ mod migrations;
 mod pool;
 mod reader;
 mod receive;
+mod savepoint;
 pub mod views;
 mod writer;
 

@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use idemgate_core::{Outcome, ReceiptKey, outcome::FailureCause};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use super::Handler;
+use super::{Handler, savepoint::Savepoint};
 use crate::{
     HandlerError, ReceiveRequest, StoreError,
     model::receive::{conflict_not_recorded, conflict_refused, duplicate_of, parse_result},
@@ -27,7 +27,7 @@ pub(super) fn failed() -> Outcome {
 
 /// One delivery inside the batch's transaction. Errors become `Failed { Store }`: the
 /// savepoint was dropped, so SQLite rolled this delivery back.
-pub(super) fn receive_in_savepoint(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Outcome {
+pub(super) fn receive_in_savepoint(tx: &Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Outcome {
     // Some errors (a full disk, an I/O error) end the whole transaction. Running the rest
     // would then commit them one by one outside the batch; they fail instead.
     if tx.is_autocommit() {
@@ -42,15 +42,15 @@ pub(super) fn receive_in_savepoint(tx: &mut Transaction<'_>, request: &ReceiveRe
     }
 }
 
-fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Result<Outcome, StoreError> {
+fn try_receive(tx: &Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Result<Outcome, StoreError> {
     let key = &request.key;
-    let savepoint = tx.savepoint()?;
+    let savepoint = Savepoint::open(tx)?;
     if let Some((hash, result)) = existing_receipt(&savepoint, key)? {
         if let Some(duplicate) = duplicate_of(&hash, &result, &request.body_hash)? {
             return Ok(duplicate);
         }
         conflict_refused(key, record_conflict(&savepoint, request));
-        if let Err(err) = savepoint.commit() {
+        if let Err(err) = savepoint.release() {
             conflict_not_recorded(key, &err);
         }
         return Ok(Outcome::Conflict);
@@ -82,7 +82,7 @@ fn try_receive(tx: &mut Transaction<'_>, request: &ReceiveRequest, handler: Hand
         result.to_string(),
         request.received_at.0
     ])?;
-    savepoint.commit()?;
+    savepoint.release()?;
     Ok(Outcome::Applied { result })
 }
 

@@ -33,6 +33,7 @@ use super::{
     migrations, open_connection,
     pool::ReadPool,
     receive::{failed, receive_in_savepoint},
+    savepoint::Savepoint,
 };
 use crate::{HandlerError, ReceiveRequest, StoreError, model::receive::conflict_not_recorded};
 
@@ -136,6 +137,7 @@ impl SqliteStore {
         let lock = WriterLock::shared(path)?;
         let mut conn = open_connection(path, true, &options)?;
         migrations::migrate(&mut conn)?;
+        tune_writer(&conn).map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
         let (queue, submitted) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
         let writer_stats = Arc::clone(&stats);
@@ -271,6 +273,23 @@ impl WriterStats {
     }
 }
 
+/// Pages of the database the writer keeps in memory, in KiB. SQLite's default (2 MiB) holds
+/// only the top of the receipts' B-tree once it passes some ten thousand receipts, and
+/// every lookup and insert below it then reads its page back from the OS; the memory is
+/// taken only as pages are read.
+const WRITER_CACHE_KIB: i64 = 64 * 1024;
+
+/// Statements the writer keeps prepared: every statement of the receive path, the queue's
+/// and the idempotency layer's, with room to spare (rusqlite's default keeps 16, and an
+/// evicted statement is parsed again the next time).
+const WRITER_STATEMENTS: usize = 64;
+
+fn tune_writer(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
+    conn.set_prepared_statement_cache_capacity(WRITER_STATEMENTS);
+    Ok(())
+}
+
 fn run_writer(
     mut conn: Connection,
     mut submitted: mpsc::Receiver<Submission>,
@@ -309,14 +328,14 @@ fn commit_batch(conn: &mut Connection, batch: Batch, stats: &WriterStats) {
     metrics::histogram!("idemgate_commit_batch_writes").record(batch.len() as f64);
     let mut held = Vec::with_capacity(batch.len());
     let committed = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-        Ok(mut tx) => {
+        Ok(tx) => {
             for submission in batch {
                 held.push(match submission {
                     Submission::Delivery(QueuedDelivery { request, handler, reply }) => {
-                        let outcome = receive_in_savepoint(&mut tx, &request, handler);
+                        let outcome = receive_in_savepoint(&tx, &request, handler);
                         HeldAnswer::Delivery { reply, outcome, key: request.key }
                     }
-                    Submission::Write(write) => write_in_savepoint(&mut tx, write),
+                    Submission::Write(write) => write_in_savepoint(&tx, write),
                 });
             }
             tx.commit().map_err(|err| tracing::warn!(error = %err, "batch commit failed; nothing of it is stored"))
@@ -376,7 +395,7 @@ fn conflict_stands(member: &HeldAnswer, batch: &[HeldAnswer]) -> bool {
 /// Runs one write on its own savepoint. A write that fails, panics or cannot be released
 /// is rolled back alone. A write that cannot run at all is dropped, and its caller learns
 /// that the store is unavailable.
-fn write_in_savepoint(tx: &mut Transaction<'_>, write: Box<dyn QueuedWrite>) -> HeldAnswer {
+fn write_in_savepoint(tx: &Transaction<'_>, write: Box<dyn QueuedWrite>) -> HeldAnswer {
     let aborted = |write: Box<dyn QueuedWrite>| {
         write.abort();
         HeldAnswer::Write { reply: Box::new(|_| {}), released: false }
@@ -384,10 +403,10 @@ fn write_in_savepoint(tx: &mut Transaction<'_>, write: Box<dyn QueuedWrite>) -> 
     if tx.is_autocommit() {
         return aborted(write);
     }
-    let Ok(savepoint) = tx.savepoint() else { return aborted(write) };
+    let Ok(savepoint) = Savepoint::open(tx) else { return aborted(write) };
     match catch_unwind(AssertUnwindSafe(|| write.run(&savepoint))) {
         Ok((true, reply)) => {
-            let released = savepoint.commit().is_ok();
+            let released = savepoint.release().is_ok();
             HeldAnswer::Write { reply, released }
         }
         Ok((false, reply)) => HeldAnswer::Write { reply, released: false },
