@@ -114,11 +114,12 @@ fn serve_counter(listen: SocketAddr, db: &Path) -> Result<(), Failure> {
             .await
             .map_err(|err| Failure::runtime(format!("cannot listen on {listen}: {err}")))?;
         let address = listener.local_addr().map_err(Failure::runtime)?;
-        let app = App {
+        // Behind one Arc: axum hands every request its own copy of the state.
+        let app = Arc::new(App {
             inbound: inbound(secret, Arc::clone(&store))?,
             faults: Arc::new(faults),
             clock: Arc::new(SystemClock),
-        };
+        });
         let router = Router::new()
             .route("/webhook", post(webhook).fallback(method_not_allowed))
             .fallback(not_found)
@@ -170,7 +171,6 @@ fn create_counter(conn: &Connection) -> Result<(), idemgate::store::rusqlite::Er
     )
 }
 
-#[derive(Clone)]
 struct App {
     inbound: Inbound<Arc<SqliteStore>>,
     faults: Arc<Faults>,
@@ -178,7 +178,7 @@ struct App {
     clock: Arc<dyn Clock>,
 }
 
-async fn webhook(State(app): State<App>, request: axum::extract::Request) -> Response {
+async fn webhook(State(app): State<Arc<App>>, request: axum::extract::Request) -> Response {
     let (parts, body): (_, Body) = request.into_parts();
     let faults = Arc::clone(&app.faults);
     let contract = |checked: Checked<'_>| {
