@@ -1,7 +1,7 @@
 //! The server's CPU time, read from `/proc/<pid>/stat` before and after a run. CPU time per
 //! request drifts far less than throughput on a shared machine, so benchmarks compare by it.
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 /// Why a `/proc/<pid>/stat` line could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,6 +73,48 @@ pub fn used_by_all(pids: &[u32]) -> Option<Duration> {
     pids.iter().map(|&pid| used(pid).ok()).sum()
 }
 
+/// The CPU time each thread of `pids` has used so far, by thread id: its name (the
+/// `comm` field, which Linux cuts at 15 bytes) and its time. A thread that ends between two
+/// readings drops out of the second one, so differences of these undercount where the
+/// process total ([`used_by_all`]) does not.
+#[must_use]
+pub fn used_by_thread(pids: &[u32]) -> BTreeMap<u32, (String, Duration)> {
+    let per_second = rustix::param::clock_ticks_per_second();
+    let mut threads = BTreeMap::new();
+    for pid in pids {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
+            let Ok(line) = std::fs::read_to_string(task.path().join("stat")) else { continue };
+            let (Ok(ticks), Some(name)) = (parse_stat(&line), comm(&line)) else { continue };
+            threads.insert(tid, (name.to_owned(), ticks.total(per_second)));
+        }
+    }
+    threads
+}
+
+/// The time each thread name used between two [`used_by_thread`] readings, summed over
+/// the threads of that name (a runtime's workers share one).
+#[must_use]
+pub fn by_name(
+    before: &BTreeMap<u32, (String, Duration)>,
+    after: &BTreeMap<u32, (String, Duration)>,
+) -> BTreeMap<String, Duration> {
+    let mut names: BTreeMap<String, Duration> = BTreeMap::new();
+    for (tid, (name, used)) in after {
+        let earlier = before.get(tid).map_or(Duration::ZERO, |(_, used)| *used);
+        *names.entry(name.clone()).or_default() += used.saturating_sub(earlier);
+    }
+    names
+}
+
+/// The command field of a stat line: what lies between the first `(` and the last `)`.
+fn comm(line: &str) -> Option<&str> {
+    let start = line.find('(')? + 1;
+    let end = line.rfind(')')?;
+    line.get(start..end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +138,29 @@ mod tests {
         assert_eq!(parse_stat("1 counter S 1 2 3"), Err(StatError::NoComm));
         assert_eq!(parse_stat("1 (counter) S 1 2 3 4 5 6 7 8 9 10"), Err(StatError::TooShort));
         assert_eq!(parse_stat("1 (c) S 1 1 1 0 -1 0 0 0 0 0 x 8 0"), Err(StatError::NotANumber));
+    }
+
+    #[test]
+    fn threads_are_summed_by_name() {
+        let ms = Duration::from_millis;
+        let before = BTreeMap::from([(1, ("worker".to_owned(), ms(10))), (2, ("worker".to_owned(), ms(5)))]);
+        let after = BTreeMap::from([
+            (1, ("worker".to_owned(), ms(30))),
+            (2, ("worker".to_owned(), ms(6))),
+            (3, ("writer".to_owned(), ms(4))),
+        ]);
+        assert_eq!(
+            by_name(&before, &after),
+            BTreeMap::from([("worker".to_owned(), ms(21)), ("writer".to_owned(), ms(4))])
+        );
+        assert_eq!(comm("77 (my) (odd name) R 1"), Some("my) (odd name"));
+    }
+
+    #[test]
+    fn this_process_threads_are_listed() {
+        let threads = used_by_thread(&[std::process::id()]);
+        assert!(!threads.is_empty());
+        assert!(threads.contains_key(&std::process::id()), "the main thread is one of them");
     }
 
     #[test]

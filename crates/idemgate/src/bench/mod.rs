@@ -70,6 +70,8 @@ pub struct Report {
     pub exactly_once: Option<bool>,
     /// The server's CPU time (user + system) over the run, when its process was named.
     pub server_cpu: Option<Duration>,
+    /// The same, by thread name (the runtime's workers, the SQLite writer, …).
+    pub server_threads: BTreeMap<String, Duration>,
 }
 
 impl Report {
@@ -103,6 +105,13 @@ impl Report {
         self.server_cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / self.requests.max(1) as f64)
     }
 
+    /// The server's CPU time per request by thread name, in microseconds.
+    #[must_use]
+    pub fn server_threads_per_request_us(&self) -> BTreeMap<&str, f64> {
+        let requests = self.requests.max(1) as f64;
+        self.server_threads.iter().map(|(name, cpu)| (name.as_str(), cpu.as_secs_f64() * 1e6 / requests)).collect()
+    }
+
     /// The report as one JSON object.
     #[must_use]
     pub fn to_json(&self) -> Value {
@@ -122,6 +131,11 @@ impl Report {
             "outcomes": self.outcomes,
             "exactly_once": self.exactly_once,
             "server_cpu_us_per_request": self.server_cpu_per_request_us().map(|us| (us * 10.0).round() / 10.0),
+            "server_cpu_us_per_request_by_thread": self
+                .server_threads_per_request_us()
+                .into_iter()
+                .map(|(name, us)| (name, (us * 10.0).round() / 10.0))
+                .collect::<BTreeMap<_, _>>(),
         })
     }
 
@@ -142,7 +156,9 @@ impl Report {
             outcomes.join("  "),
         );
         if let Some(us) = self.server_cpu_per_request_us() {
-            text.push_str(&format!("server CPU: {us:.1} µs/request\n"));
+            let threads: Vec<String> =
+                self.server_threads_per_request_us().iter().map(|(name, us)| format!("{name} {us:.1}")).collect();
+            text.push_str(&format!("server CPU: {us:.1} µs/request ({})\n", threads.join(", ")));
         }
         if let Some(ok) = self.exactly_once {
             text.push_str(&format!(
@@ -276,6 +292,7 @@ pub async fn drive(url: &str, work: Vec<Prepared>, options: Options) -> Result<R
         ProgressStyle::with_template("{bar:40} {pos}/{len} requests").unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let cpu_before = cpu::used_by_all(&options.server_pids);
+    let threads_before = cpu::used_by_thread(&options.server_pids);
     let started = Instant::now();
     let workers: Vec<_> = (0..options.concurrency.max(1))
         .map(|i| {
@@ -291,9 +308,11 @@ pub async fn drive(url: &str, work: Vec<Prepared>, options: Options) -> Result<R
     let elapsed = started.elapsed();
     let server_cpu =
         cpu::used_by_all(&options.server_pids).zip(cpu_before).map(|(after, before)| after.saturating_sub(before));
+    let server_threads = cpu::by_name(&threads_before, &cpu::used_by_thread(&options.server_pids));
     bar.finish_and_clear();
     let mut report = report(samples, &events, elapsed);
     report.server_cpu = server_cpu;
+    report.server_threads = server_threads;
     Ok(report)
 }
 
@@ -367,7 +386,17 @@ fn report(samples: Vec<Sample>, events_of: &[Option<String>], elapsed: Duration)
     lateness.sort_unstable();
     let mut service: Vec<Duration> = samples.iter().map(|s| s.latency.saturating_sub(s.late)).collect();
     service.sort_unstable();
-    Report { requests: samples.len(), elapsed, latencies, lateness, service, outcomes, exactly_once, server_cpu: None }
+    Report {
+        requests: samples.len(),
+        elapsed,
+        latencies,
+        lateness,
+        service,
+        outcomes,
+        exactly_once,
+        server_cpu: None,
+        server_threads: BTreeMap::new(),
+    }
 }
 
 /// The value at quantile `q` (0.0 to 1.0) of `sorted`, nearest rank; zero when empty.
