@@ -139,5 +139,8 @@ fn the_benchmark_smoke_run_applies_every_event_exactly_once() {
     assert_eq!(report["exactly_once"], true);
     assert_eq!(report["outcomes"], serde_json::json!({"applied": 300, "duplicate": 150}));
     assert!(report["server_cpu_us_per_request"].as_f64().is_some_and(|us| us >= 0.0), "{report}");
+    let threads = report["server_cpu_us_per_request_by_thread"].as_object().unwrap();
+    assert!(threads.contains_key("idemgate-sqlite"), "the SQLite writer's share is named: {report}");
+    assert!(threads.values().all(|us| us.as_f64().is_some_and(|us| us >= 0.0)), "{report}");
     assert_eq!(crate::harness::state(&db).receipts.len(), 300);
 }
