@@ -102,20 +102,24 @@ impl Report {
     /// The server's CPU time per request, in microseconds, when its process was named.
     #[must_use]
     pub fn server_cpu_per_request_us(&self) -> Option<f64> {
-        self.server_cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / self.requests.max(1) as f64)
+        self.server_cpu.map(|cpu| self.per_request_us(cpu))
     }
 
     /// The server's CPU time per request by thread name, in microseconds.
     #[must_use]
     pub fn server_threads_per_request_us(&self) -> BTreeMap<&str, f64> {
-        let requests = self.requests.max(1) as f64;
-        self.server_threads.iter().map(|(name, cpu)| (name.as_str(), cpu.as_secs_f64() * 1e6 / requests)).collect()
+        self.server_threads.iter().map(|(name, cpu)| (name.as_str(), self.per_request_us(*cpu))).collect()
+    }
+
+    fn per_request_us(&self, cpu: Duration) -> f64 {
+        cpu.as_secs_f64() * 1e6 / self.requests.max(1) as f64
     }
 
     /// The report as one JSON object.
     #[must_use]
     pub fn to_json(&self) -> Value {
         let ms = |d: Duration| (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0;
+        let tenths = |us: f64| (us * 10.0).round() / 10.0;
         json!({
             "requests": self.requests,
             "seconds": self.elapsed.as_secs_f64(),
@@ -130,11 +134,11 @@ impl Report {
             "service_p99_ms": ms(self.service(0.99)),
             "outcomes": self.outcomes,
             "exactly_once": self.exactly_once,
-            "server_cpu_us_per_request": self.server_cpu_per_request_us().map(|us| (us * 10.0).round() / 10.0),
+            "server_cpu_us_per_request": self.server_cpu_per_request_us().map(tenths),
             "server_cpu_us_per_request_by_thread": self
                 .server_threads_per_request_us()
                 .into_iter()
-                .map(|(name, us)| (name, (us * 10.0).round() / 10.0))
+                .map(|(name, us)| (name, tenths(us)))
                 .collect::<BTreeMap<_, _>>(),
         })
     }
@@ -158,7 +162,8 @@ impl Report {
         if let Some(us) = self.server_cpu_per_request_us() {
             let threads: Vec<String> =
                 self.server_threads_per_request_us().iter().map(|(name, us)| format!("{name} {us:.1}")).collect();
-            text.push_str(&format!("server CPU: {us:.1} µs/request ({})\n", threads.join(", ")));
+            let split = if threads.is_empty() { String::new() } else { format!(" ({})", threads.join(", ")) };
+            text.push_str(&format!("server CPU: {us:.1} µs/request{split}\n"));
         }
         if let Some(ok) = self.exactly_once {
             text.push_str(&format!(
