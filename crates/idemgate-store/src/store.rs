@@ -26,7 +26,7 @@ use idemgate_core::{
 use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     audit::{Audit, AuditFilter, AuditRecord},
-    idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
+    idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     maintenance::{PurgeReport, Retention},
@@ -311,25 +311,27 @@ impl Store {
         on_backend!(self, store => store.begin_idempotent(record, fingerprint, now_ms, lifetimes).await)
     }
 
-    /// The answer a plain read gives for `record` at `now_ms`, without a write: the replay
-    /// of a completed, unexpired record, or a mismatch with it. `None` when the request must
-    /// go through [`Self::begin_idempotent`] (no record, expired, in flight).
-    pub async fn replay_idempotent(
+    /// The completed, unexpired record under `record` at `now_ms`, from a plain read
+    /// without a write; its [`CompletedRecord::answer`] replays or refuses a repeat. `None`
+    /// when the request must go through [`Self::begin_idempotent`] (no record, expired,
+    /// in flight).
+    pub async fn completed_idempotent(
         &self,
         record: RecordKey,
-        fingerprint: Fingerprint,
         now_ms: i64,
-    ) -> Result<Option<Begin>, StoreError> {
-        on_backend!(self, store => store.replay_idempotent(record, fingerprint, now_ms).await)
+    ) -> Result<Option<CompletedRecord>, StoreError> {
+        on_backend!(self, store => store.completed_idempotent(record, now_ms).await)
     }
 
-    /// Stores the response of an operation whose lock `token` still holds.
+    /// Stores the response of an operation whose lock `token` still holds. Returns the
+    /// record's expiry when it did, `None` when the token was stale (the lock expired and
+    /// was taken over).
     pub async fn complete_idempotent(
         &self,
         record: RecordKey,
         token: i64,
         response: StoredResponse,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<i64>, StoreError> {
         on_backend!(self, store => store.complete_idempotent(record, token, response).await)
     }
 

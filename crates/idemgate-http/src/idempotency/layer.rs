@@ -9,7 +9,7 @@ use idemgate_clock::{Clock, SystemClock};
 use idemgate_store::Store;
 use tower::Layer;
 
-use super::{IdempotencyConfig, service::Idempotency};
+use super::{IdempotencyConfig, replays::Replays, service::Idempotency};
 
 /// Applies `Idempotency-Key` semantics to the wrapped service. See the module docs.
 ///
@@ -36,6 +36,7 @@ pub(super) struct Shared {
     pub(super) config: IdempotencyConfig,
     pub(super) store: Store,
     pub(super) clock: Arc<dyn Clock>,
+    pub(super) replays: Replays,
     pub(super) unprotected: AtomicU64,
 }
 
@@ -49,7 +50,9 @@ impl IdempotencyLayer {
     /// A layer on an injected clock (locks and retention are timed by it).
     #[must_use]
     pub fn with_clock(store: impl Into<Store>, config: IdempotencyConfig, clock: Arc<dyn Clock>) -> Self {
-        Self { shared: Arc::new(Shared { config, store: store.into(), clock, unprotected: AtomicU64::new(0) }) }
+        let replays = Replays::with_capacity(config.replay_cache_bytes);
+        let shared = Shared { config, store: store.into(), clock, replays, unprotected: AtomicU64::new(0) };
+        Self { shared: Arc::new(shared) }
     }
 
     /// How many requests ran unprotected because the store was unavailable.

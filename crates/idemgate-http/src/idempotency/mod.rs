@@ -27,8 +27,13 @@
 //! headers only (the effect has happened, so a retry must not run it again), and a replay
 //! has an empty body with `Idempotency-Replay-Body: omitted`. Memory per request is
 //! bounded by `max_request_body` plus `max_stored_body`.
+//!
+//! A repeat of a completed record is answered without a write: from the records this
+//! process has kept in memory (`replay_cache_bytes`, see [`replays`]), else from a plain
+//! read of the store. Everything else takes the writing path, decided under the write lock.
 
 mod layer;
+mod replays;
 mod service;
 
 use std::{sync::Arc, time::Duration};
@@ -98,6 +103,9 @@ pub struct IdempotencyConfig {
     pub when_unavailable: WhenUnavailable,
     /// How the caller's scope is found.
     pub scope: Scope,
+    /// Bytes of completed records kept in memory to answer repeats without reading the
+    /// store (`0`: every repeat reads it).
+    pub replay_cache_bytes: usize,
 }
 
 impl Default for IdempotencyConfig {
@@ -114,6 +122,7 @@ impl Default for IdempotencyConfig {
             store_client_errors: false,
             when_unavailable: WhenUnavailable::Refuse,
             scope: Scope::HeaderHash(header::AUTHORIZATION),
+            replay_cache_bytes: 32 << 20,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! [`Idempotency`]: the service the layer builds. One request, in order: does the key
 //! apply, parse it, read the body under its limit, fingerprint, answer a repeat of a
-//! completed record from a read, else `begin` in the store, and then replay, refuse, or run
-//! the inner service and store or release by its status.
+//! completed record from the kept copy or a read, else `begin` in the store, and then
+//! replay, refuse, or run the inner service and store or release by its status.
 
 use std::{
     convert::Infallible,
@@ -20,7 +20,7 @@ use http::{Request, request::Parts};
 use http_body_util::BodyExt;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use idemgate_core::idempotency::{AfterResponse, Fingerprint, after_response, parse_key};
-use idemgate_store::idempotency::{Begin, Lifetimes, RecordKey, StoredResponse};
+use idemgate_store::idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, StoredResponse};
 use sha2::{Digest, Sha256};
 use tower::{Service, ServiceExt};
 
@@ -82,22 +82,33 @@ impl Shared {
         let record = RecordKey { scope: self.scope(&parts), key };
         let request = Request::from_parts(parts, Body::from(body));
         let now_ms = self.clock.now_ms();
-        // A repeat of a completed record is answered from a read; anything else (and a read
-        // that fails) takes the writing path, which decides it under the write lock.
-        let begun = match self.store.replay_idempotent(record.clone(), fingerprint, now_ms).await {
-            Ok(Some(answered)) => Ok(answered),
-            Ok(None) | Err(_) => {
+        let begun = match self.answer_without_write(&record, &fingerprint, now_ms).await {
+            Some(answered) => Ok(answered),
+            None => {
                 let lifetimes = Lifetimes { lock: self.config.lock, retention: self.config.retention };
                 self.store.begin_idempotent(record.clone(), fingerprint, now_ms, lifetimes).await
             }
         };
         match begun {
-            Ok(Begin::Proceed { token }) => self.run_once(inner, request, record, token).await,
+            Ok(Begin::Proceed { token }) => self.run_once(inner, request, record, fingerprint, token).await,
             Ok(Begin::Replay(stored)) => answer::replayed(stored),
             Ok(Begin::InFlight { retry_after }) => Refusal::InFlight { retry_after }.into_response(),
             Ok(Begin::Mismatch) => Refusal::Mismatch.into_response(),
             Err(err) => self.unavailable(inner, request, &err).await,
         }
+    }
+
+    /// A repeat of a completed record, answered from the kept copy or a plain read; `None`
+    /// for anything else (and when the read fails): the writing path decides it under the
+    /// write lock.
+    async fn answer_without_write(&self, record: &RecordKey, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
+        if let Some(answered) = self.replays.answer(record, fingerprint, now_ms) {
+            return Some(answered);
+        }
+        let completed = self.store.completed_idempotent(record.clone(), now_ms).await.ok()??;
+        let answered = completed.answer(fingerprint, now_ms);
+        self.replays.keep(record.clone(), completed);
+        answered
     }
 
     fn scope(&self, parts: &Parts) -> String {
@@ -110,7 +121,14 @@ impl Shared {
         }
     }
 
-    async fn run_once<S>(&self, inner: S, request: Request<Body>, record: RecordKey, token: i64) -> Response
+    async fn run_once<S>(
+        &self,
+        inner: S,
+        request: Request<Body>,
+        record: RecordKey,
+        fingerprint: Fingerprint,
+        token: i64,
+    ) -> Response
     where
         S: Service<Request<Body>, Response = Response, Error = Infallible> + Send,
         S::Future: Send,
@@ -133,9 +151,11 @@ impl Shared {
             }
         };
         let stored = self.stored(&parts, &kept, rest.is_some());
-        match self.store.complete_idempotent(record, token, stored).await {
-            Ok(true) => {}
-            Ok(false) => tracing::warn!("the lock expired and was taken over; this response is not stored"),
+        match self.store.complete_idempotent(record.clone(), token, stored.clone()).await {
+            Ok(Some(expires_at_ms)) => {
+                self.replays.keep(record, CompletedRecord { fingerprint, response: stored, expires_at_ms });
+            }
+            Ok(None) => tracing::warn!("the lock expired and was taken over; this response is not stored"),
             Err(err) => tracing::warn!(error = %err, "could not store a response; the key stays locked until expiry"),
         }
         let body = match rest {

@@ -34,8 +34,18 @@ async fn start_with(
 ) -> (SocketAddr, Arc<AtomicU64>, Arc<SqliteStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SqliteStore::open(&dir.path().join("i.sqlite3"), StoreOptions::default()).unwrap());
+    let (addr, calls) = start_on(Arc::clone(&store), clock, config).await;
+    (addr, calls, store, dir)
+}
+
+/// A server with the layer on `store`: one instance of several when they share it.
+async fn start_on(
+    store: Arc<SqliteStore>,
+    clock: Arc<ManualClock>,
+    config: IdempotencyConfig,
+) -> (SocketAddr, Arc<AtomicU64>) {
     let calls = Arc::new(AtomicU64::new(0));
-    let layer = IdempotencyLayer::with_clock(Arc::clone(&store), config, clock);
+    let layer = IdempotencyLayer::with_clock(store, config, clock);
     let count = |calls: Arc<AtomicU64>| calls.fetch_add(1, Ordering::SeqCst);
     let app = Router::new()
         .route("/orders", post(move |State(calls): State<Arc<AtomicU64>>| async move { count(calls).to_string() }))
@@ -52,7 +62,7 @@ async fn start_with(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(serve(listener, app, ServeOptions::default(), std::future::pending()));
-    (addr, calls, store, dir)
+    (addr, calls)
 }
 
 async fn post_with_key(addr: SocketAddr, key: &str) -> String {
@@ -106,6 +116,45 @@ async fn after_the_retention_a_request_with_the_same_key_is_a_new_operation() {
 
 fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::at(UnixTime(1_800_000_000)))
+}
+
+fn replayed(answer: &str) -> bool {
+    answer.to_ascii_lowercase().contains("idempotency-replay: true")
+}
+
+#[tokio::test]
+async fn another_instance_on_the_same_store_replays_and_refuses_what_the_first_completed() {
+    let clock = clock();
+    let (first, first_calls, store, _dir) = start(Arc::clone(&clock)).await;
+    let (second, second_calls) = start_on(store, Arc::clone(&clock), IdempotencyConfig::default()).await;
+    assert!(post_with_key(first, "k").await.ends_with("\r\n\r\n0"));
+    for _ in 0..2 {
+        let replay = post_with_key(second, "k").await;
+        assert!(replayed(&replay) && replay.ends_with("\r\n\r\n0"), "read from the store, then kept: {replay}");
+    }
+    let other =
+        "POST /orders HTTP/1.1\r\nHost: x\r\nConnection: close\r\nIdempotency-Key: k\r\nContent-Length: 4\r\n\r\n{  }";
+    assert!(exchange(second, other.to_owned()).await.starts_with("HTTP/1.1 422"), "another body is refused");
+    assert_eq!((first_calls.load(Ordering::SeqCst), second_calls.load(Ordering::SeqCst)), (1, 0));
+    clock.advance(3 * 3600);
+    assert!(!replayed(&post_with_key(second, "k").await), "the kept copy expires with the record");
+    assert_eq!(second_calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_repeat_is_answered_from_memory_and_the_cache_can_be_turned_off() {
+    for (replay_cache_bytes, from_memory) in [(IdempotencyConfig::default().replay_cache_bytes, true), (0, false)] {
+        let config = IdempotencyConfig { replay_cache_bytes, ..IdempotencyConfig::default() };
+        let (addr, calls, _store, dir) = start_with(clock(), config).await;
+        assert!(post_with_key(addr, "k").await.starts_with("HTTP/1.1 200"));
+        // Deleting the row by hand (nothing in idemgate deletes a live completed record)
+        // tells a copy in memory from a read of the store.
+        let db = idemgate_store::rusqlite::Connection::open(dir.path().join("i.sqlite3")).unwrap();
+        assert_eq!(db.execute("DELETE FROM idempotency_records", []).unwrap(), 1);
+        let repeat = post_with_key(addr, "k").await;
+        assert_eq!(replayed(&repeat), from_memory, "replay_cache_bytes = {replay_cache_bytes}: {repeat}");
+        assert_eq!(calls.load(Ordering::SeqCst), if from_memory { 1 } else { 2 });
+    }
 }
 
 #[tokio::test]

@@ -55,6 +55,34 @@ pub enum Begin {
     Mismatch,
 }
 
+/// A completed record that has not expired: it does not change until `expires_at_ms`
+/// (only expired records are deleted, and a completed one is never taken over), so a copy
+/// of it answers every repeat until then without the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedRecord {
+    /// The fingerprint of the request that created it.
+    pub fingerprint: Fingerprint,
+    /// The response kept for replay.
+    pub response: StoredResponse,
+    /// When it expires, in milliseconds (from its creation, kept through a take-over).
+    pub expires_at_ms: i64,
+}
+
+impl CompletedRecord {
+    /// What it answers for a request with `fingerprint` at `now_ms`: a replay, a mismatch,
+    /// or `None` once it has expired (the request then takes the writing path, `begin`).
+    #[must_use]
+    pub fn answer(&self, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
+        let held =
+            HeldRecord { fingerprint: &self.fingerprint.0, completed: true, lock_token: 0, locked_until_ms: None };
+        match answer_from_read(&held, self.expires_at_ms, fingerprint, now_ms)? {
+            Found::Replay => Some(Begin::Replay(self.response.clone())),
+            Found::Mismatch => Some(Begin::Mismatch),
+            Found::InFlight { .. } | Found::TakeOver { .. } => None,
+        }
+    }
+}
+
 /// How long a lock holds and how long a record lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lifetimes {
@@ -101,16 +129,14 @@ impl IdempotencyRow {
         }
     }
 
-    /// What a plain read of this record, expiring at `expires_at_ms`, answers for a request
-    /// with `fingerprint` at `now_ms`: a replay or a mismatch of a completed record, or
-    /// `None` when the request must take the writing path (`begin`).
-    pub(crate) fn answer_from_read(self, expires_at_ms: i64, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
-        let held = self.held();
-        match answer_from_read(&held, expires_at_ms, fingerprint, now_ms)? {
-            Found::Replay => Some(Begin::Replay(self.response())),
-            Found::Mismatch => Some(Begin::Mismatch),
-            Found::InFlight { .. } | Found::TakeOver { .. } => None,
+    /// This record as a [`CompletedRecord`] if it is completed and unexpired at `now_ms`;
+    /// `None` when a request for it must take the writing path (`begin`).
+    pub(crate) fn completed(self, expires_at_ms: i64, now_ms: i64) -> Option<CompletedRecord> {
+        if self.state != "completed" || expires_at_ms <= now_ms {
+            return None;
         }
+        let fingerprint = Fingerprint(self.fingerprint.as_slice().try_into().ok()?);
+        Some(CompletedRecord { fingerprint, response: self.response(), expires_at_ms })
     }
 
     fn held(&self) -> HeldRecord<'_> {

@@ -1,8 +1,8 @@
 //! `Idempotency-Key` records on PostgreSQL. A new record is `INSERT ... ON CONFLICT DO
 //! NOTHING`: of two instances racing with one key, the second waits for the first's
 //! insert to commit and then finds it in flight. An expired lock is taken over under
-//! `FOR UPDATE`, with the same fencing token as on SQLite. A repeat of a completed,
-//! unexpired record is answered from a plain `SELECT`, outside any transaction.
+//! `FOR UPDATE`, with the same fencing token as on SQLite. A completed, unexpired
+//! record is read with a plain `SELECT`, outside any transaction, to answer its repeats.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use idemgate_core::idempotency::Fingerprint;
 use super::{PgStore, retrying, sql_limit};
 use crate::{
     StoreError,
-    idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
+    idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, StoredResponse},
     model::{headers_text, idempotency::IdempotencyRow},
 };
 
@@ -28,15 +28,14 @@ impl PgStore {
         retrying(|| self.try_begin(&record, &fingerprint, now_ms, lifetimes)).await
     }
 
-    /// What a plain `SELECT` answers for `record` at `now_ms` without writing: the replay
-    /// of a completed, unexpired record with the same fingerprint, or its mismatch; `None`
-    /// when the request must [`Self::begin_idempotent`] (no record, expired, in flight).
-    pub async fn replay_idempotent(
+    /// The completed, unexpired record under `record` at `now_ms`, from a plain `SELECT`;
+    /// `None` when a request for it must [`Self::begin_idempotent`] (no record, expired,
+    /// in flight).
+    pub async fn completed_idempotent(
         &self,
         record: RecordKey,
-        fingerprint: Fingerprint,
         now_ms: i64,
-    ) -> Result<Option<Begin>, StoreError> {
+    ) -> Result<Option<CompletedRecord>, StoreError> {
         let client = self.client().await?;
         let lookup = client
             .prepare_cached(
@@ -47,7 +46,7 @@ impl PgStore {
         let row = client.query_opt(&lookup, &[&record.scope, &record.key]).await?;
         let Some(row) = row else { return Ok(None) };
         let expires_at_ms: i64 = row.try_get(8)?;
-        Ok(record_row(&row)?.answer_from_read(expires_at_ms, &fingerprint, now_ms))
+        Ok(record_row(&row)?.completed(expires_at_ms, now_ms))
     }
 
     async fn try_begin(
@@ -103,19 +102,21 @@ impl PgStore {
         Ok(decided)
     }
 
-    /// Stores `response` for `record` if `token` still holds the lock. Returns whether it did.
+    /// Stores `response` for `record` if `token` still holds the lock. Returns the
+    /// record's expiry when it did, `None` when the token was stale.
     pub async fn complete_idempotent(
         &self,
         record: RecordKey,
         token: i64,
         response: StoredResponse,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<i64>, StoreError> {
         let client = self.client().await?;
-        let changed = client
-            .execute(
+        let row = client
+            .query_opt(
                 "UPDATE idempotency_records
                  SET state = 'completed', locked_until_ms = NULL, status = $4, headers = $5, body = $6, body_omitted = $7
-                 WHERE scope = $1 AND key = $2 AND lock_token = $3 AND state = 'in_flight'",
+                 WHERE scope = $1 AND key = $2 AND lock_token = $3 AND state = 'in_flight'
+                 RETURNING expires_at_ms",
                 &[
                     &record.scope,
                     &record.key,
@@ -127,7 +128,7 @@ impl PgStore {
                 ],
             )
             .await?;
-        Ok(changed == 1)
+        Ok(row.map(|row| row.try_get(0)).transpose()?)
     }
 
     /// Forgets `record` if `token` still holds its lock, so the key can be used again.

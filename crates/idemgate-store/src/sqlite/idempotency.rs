@@ -1,7 +1,7 @@
 //! `Idempotency-Key` records on SQLite, by the rules of [`crate::idempotency`]: each
 //! operation runs on the writer, so a lookup and the insert or take-over that follows it
-//! are one step. The one exception is [`answer_from_read`]: a repeat of a completed,
-//! unexpired record is answered from a kept read connection, without the writer.
+//! are one step. The one exception is [`completed_at`]: a completed, unexpired record is
+//! read on a kept read connection, without the writer, to answer its repeats.
 
 use idemgate_core::idempotency::Fingerprint;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use crate::{
     StoreError,
-    idempotency::{Begin, Lifetimes, RecordKey, StoredResponse},
+    idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, StoredResponse},
     model::{headers_text, idempotency::IdempotencyRow},
 };
 
@@ -66,15 +66,14 @@ fn record_row(row: &rusqlite::Row<'_>) -> Result<IdempotencyRow, rusqlite::Error
     })
 }
 
-/// What a plain read answers for `record` at `now_ms` without writing: the replay of a
-/// completed, unexpired record with the same fingerprint, or its mismatch; `None` when the
-/// request must [`begin`] on the writer (no record, expired, in flight).
-pub fn answer_from_read(
+/// The completed, unexpired record under `record` at `now_ms`, from a plain read;
+/// `None` when a request for it must [`begin`] on the writer (no record, expired, in
+/// flight).
+pub fn completed_at(
     conn: &Connection,
     record: &RecordKey,
-    fingerprint: &Fingerprint,
     now_ms: i64,
-) -> Result<Option<Begin>, rusqlite::Error> {
+) -> Result<Option<CompletedRecord>, rusqlite::Error> {
     let found = conn
         .prepare_cached(
             "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted, expires_at_ms
@@ -82,20 +81,24 @@ pub fn answer_from_read(
         )?
         .query_row(params![record.scope, record.key], |row| Ok((record_row(row)?, row.get::<_, i64>(8)?)))
         .optional()?;
-    Ok(found.and_then(|(row, expires_at_ms)| row.answer_from_read(expires_at_ms, fingerprint, now_ms)))
+    Ok(found.and_then(|(row, expires_at_ms)| row.completed(expires_at_ms, now_ms)))
 }
 
-/// Stores `response` for `record` if `token` still holds the lock. Returns whether it did.
+/// Stores `response` for `record` if `token` still holds the lock. Returns the record's
+/// expiry when it did, `None` when the token was stale.
 pub fn complete(
     conn: &Connection,
     record: &RecordKey,
     token: i64,
     response: &StoredResponse,
-) -> Result<bool, rusqlite::Error> {
-    let changed = conn.execute(
+) -> Result<Option<i64>, rusqlite::Error> {
+    conn.prepare_cached(
         "UPDATE idempotency_records
          SET state = 'completed', locked_until_ms = NULL, status = ?4, headers = ?5, body = ?6, body_omitted = ?7
-         WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND state = 'in_flight'",
+         WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND state = 'in_flight'
+         RETURNING expires_at_ms",
+    )?
+    .query_row(
         params![
             record.scope,
             record.key,
@@ -105,8 +108,9 @@ pub fn complete(
             response.body,
             response.body_omitted
         ],
-    )?;
-    Ok(changed == 1)
+        |row| row.get(0),
+    )
+    .optional()
 }
 
 /// Forgets `record` if `token` still holds its lock, so the key can be used again.
@@ -139,15 +143,14 @@ impl SqliteStore {
         self.write(move |conn| begin(conn, &record, &fingerprint, now_ms, lifetimes)).await
     }
 
-    /// [`answer_from_read`] on a kept read connection, on this thread: no writer queue, no
+    /// [`completed_at`] on a kept read connection, on this thread: no writer queue, no
     /// hand-off (a point lookup that never waits for a lock).
-    pub async fn replay_idempotent(
+    pub async fn completed_idempotent(
         &self,
         record: RecordKey,
-        fingerprint: Fingerprint,
         now_ms: i64,
-    ) -> Result<Option<Begin>, StoreError> {
-        self.read_now(|reader| Ok(answer_from_read(reader.connection(), &record, &fingerprint, now_ms)?))
+    ) -> Result<Option<CompletedRecord>, StoreError> {
+        self.read_now(|reader| Ok(completed_at(reader.connection(), &record, now_ms)?))
     }
 
     /// [`complete`] on the writer.
@@ -156,7 +159,7 @@ impl SqliteStore {
         record: RecordKey,
         token: i64,
         response: StoredResponse,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<i64>, StoreError> {
         self.write(move |conn| complete(conn, &record, token, &response)).await
     }
 

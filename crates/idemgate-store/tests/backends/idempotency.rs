@@ -20,6 +20,12 @@ fn fingerprint(n: u8) -> Fingerprint {
     Fingerprint([n; 32])
 }
 
+/// What a plain read of `record` answers a request with `fingerprint(n)` at `now_ms`.
+async fn read(t: &TestStore, record: RecordKey, n: u8, now_ms: i64) -> Option<Begin> {
+    let completed = t.completed_idempotent(record, now_ms).await.unwrap()?;
+    completed.answer(&fingerprint(n), now_ms)
+}
+
 fn response() -> StoredResponse {
     StoredResponse {
         status: 201,
@@ -34,7 +40,7 @@ on_both! {
         assert_eq!(t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 });
         let waiting = t.begin_idempotent(record("k"), fingerprint(1), NOW + 4_000, LIFETIMES).await.unwrap();
         assert_eq!(waiting, Begin::InFlight { retry_after: Duration::from_secs(6) });
-        assert!(t.complete_idempotent(record("k"), 1, response()).await.unwrap());
+        assert_eq!(t.complete_idempotent(record("k"), 1, response()).await.unwrap(), Some(NOW + 3_600_000));
         let replay = t.begin_idempotent(record("k"), fingerprint(1), NOW + 5_000, LIFETIMES).await.unwrap();
         assert_eq!(replay, Begin::Replay(response()));
         let other_scope = RecordKey { scope: "caller-b".to_owned(), key: "k".to_owned() };
@@ -52,7 +58,7 @@ on_both! {
         t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
         let takeover = t.begin_idempotent(record("k"), fingerprint(1), NOW + 10_000, LIFETIMES).await.unwrap();
         assert_eq!(takeover, Begin::Proceed { token: 2 });
-        assert!(!t.complete_idempotent(record("k"), 1, response()).await.unwrap(), "token 1 is stale");
+        assert_eq!(t.complete_idempotent(record("k"), 1, response()).await.unwrap(), None, "token 1 is stale");
         assert!(!t.release_idempotent(record("k"), 1).await.unwrap());
         assert!(t.release_idempotent(record("k"), 2).await.unwrap());
         assert_eq!(t.begin_idempotent(record("k"), fingerprint(2), NOW + 11_000, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 }, "a released key is free");
@@ -73,19 +79,30 @@ on_both! {
     }
 
     async fn a_read_answers_only_repeats_of_a_completed_unexpired_record(t: TestStore) {
-        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), NOW).await.unwrap(), None, "no record: begin");
+        assert_eq!(read(&t, record("k"), 1, NOW).await, None, "no record: begin");
         t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
-        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), NOW + 1).await.unwrap(), None, "in flight: begin");
-        assert_eq!(t.replay_idempotent(record("k"), fingerprint(2), NOW + 1).await.unwrap(), None, "in flight: begin decides");
+        assert_eq!(read(&t, record("k"), 1, NOW + 1).await, None, "in flight: begin");
+        assert_eq!(read(&t, record("k"), 2, NOW + 1).await, None, "in flight: begin decides");
         t.complete_idempotent(record("k"), 1, response()).await.unwrap();
-        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), NOW + 2).await.unwrap(), Some(Begin::Replay(response())));
-        assert_eq!(t.replay_idempotent(record("k"), fingerprint(2), NOW + 2).await.unwrap(), Some(Begin::Mismatch));
+        assert_eq!(read(&t, record("k"), 1, NOW + 2).await, Some(Begin::Replay(response())));
+        assert_eq!(read(&t, record("k"), 2, NOW + 2).await, Some(Begin::Mismatch));
         let other_scope = RecordKey { scope: "caller-b".to_owned(), key: "k".to_owned() };
-        assert_eq!(t.replay_idempotent(other_scope, fingerprint(1), NOW + 2).await.unwrap(), None, "scopes never meet");
+        assert_eq!(read(&t, other_scope, 1, NOW + 2).await, None, "scopes never meet");
         let expiry = NOW + 3_600_000;
-        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), expiry - 1).await.unwrap(), Some(Begin::Replay(response())));
-        assert_eq!(t.replay_idempotent(record("k"), fingerprint(1), expiry).await.unwrap(), None, "expired: begin purges it");
+        let completed = t.completed_idempotent(record("k"), expiry - 1).await.unwrap().expect("completed");
+        assert_eq!(completed.expires_at_ms, expiry);
+        assert_eq!(completed.answer(&fingerprint(1), expiry - 1), Some(Begin::Replay(response())));
+        assert_eq!(completed.answer(&fingerprint(1), expiry), None, "a copy expires with the record");
+        assert_eq!(read(&t, record("k"), 1, expiry).await, None, "expired: begin purges it");
         assert_eq!(t.begin_idempotent(record("k"), fingerprint(1), expiry, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 });
+    }
+
+    async fn a_taken_over_record_completes_with_its_first_expiry(t: TestStore) {
+        t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
+        let takeover = t.begin_idempotent(record("k"), fingerprint(1), NOW + 10_000, LIFETIMES).await.unwrap();
+        assert_eq!(takeover, Begin::Proceed { token: 2 });
+        let expiry = t.complete_idempotent(record("k"), 2, response()).await.unwrap();
+        assert_eq!(expiry, Some(NOW + 3_600_000), "retention counts from the record's creation, not the take-over");
     }
 
     async fn concurrent_first_requests_with_one_key_let_exactly_one_proceed(t: TestStore) {

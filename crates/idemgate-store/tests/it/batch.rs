@@ -188,10 +188,9 @@ async fn a_replay_of_a_completed_key_is_answered_while_the_writer_is_busy() {
     let (release, holder) = hold_writer(&t.store).await;
     // With the writer held, only a read can answer; a lookup on the writer would wait for
     // the release below, which comes only after the answer.
-    let replay = t.store.replay_idempotent(record.clone(), Fingerprint([1; 32]), now + 1).await.unwrap();
-    assert_eq!(replay, Some(Begin::Replay(response)));
-    let mismatch = t.store.replay_idempotent(record, Fingerprint([2; 32]), now + 1).await.unwrap();
-    assert_eq!(mismatch, Some(Begin::Mismatch));
+    let completed = t.store.completed_idempotent(record, now + 1).await.unwrap().expect("completed");
+    assert_eq!(completed.answer(&Fingerprint([1; 32]), now + 1), Some(Begin::Replay(response)));
+    assert_eq!(completed.answer(&Fingerprint([2; 32]), now + 1), Some(Begin::Mismatch));
     release.send(()).unwrap();
     holder.await.unwrap();
 }

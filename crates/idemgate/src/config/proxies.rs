@@ -128,6 +128,7 @@ fn proxy(
         Scope::Custom(_) => Shown::Note("(the application's)"),
     };
     r.show(&format!("{key}.scope_header"), shown);
+    let replay_cache_bytes = r.count(&format!("{key}.replay_cache"), raw.replay_cache, defaults.replay_cache_bytes);
     let idempotency = IdempotencyConfig {
         methods,
         require_key,
@@ -140,6 +141,7 @@ fn proxy(
         store_client_errors,
         when_unavailable,
         scope,
+        replay_cache_bytes,
     };
     Ok(ProxyConfig { prefix: raw.prefix, upstream, timeout, idempotency })
 }

@@ -165,6 +165,8 @@ pub struct RawProxy {
     pub when_unavailable: Option<String>,
     /// Header whose SHA-256 scopes keys to a caller.
     pub scope_header: Option<String>,
+    /// Bytes of completed records kept in memory to answer repeats without a read.
+    pub replay_cache: Option<usize>,
 }
 
 /// `[worker]`.

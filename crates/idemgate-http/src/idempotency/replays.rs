@@ -1,0 +1,114 @@
+//! [`Replays`]: the completed records this process has stored or read, kept in memory so a
+//! repeat is answered without the store.
+//!
+//! A completed record does not change until it expires: only expired records are deleted,
+//! and a completed one is never taken over. So a copy is as good as the row until its
+//! `expires_at_ms`, and one instance's copy stays true whatever other instances do; the
+//! copy is checked against the layer's clock like the row would be. Each copy comes from the
+//! store itself (the expiry that `complete` returned, or a read), never from the request.
+//! The cache is bounded in bytes and forgets the least useful entries first; a miss only
+//! costs the read it saves.
+
+use std::sync::Arc;
+
+use idemgate_core::idempotency::Fingerprint;
+use idemgate_store::idempotency::{Begin, CompletedRecord, RecordKey};
+use moka::sync::Cache;
+
+/// Completed records by (scope, key), weighed by the bytes they hold.
+#[derive(Debug, Clone)]
+pub(super) struct Replays {
+    cache: Option<Cache<RecordKey, Arc<CompletedRecord>>>,
+}
+
+/// What an entry holds besides its strings and body: the fingerprint, the status, the
+/// expiry and the cache's own bookkeeping, roughly.
+const ENTRY_OVERHEAD: usize = 160;
+
+impl Replays {
+    /// A cache of at most `bytes`; `0` keeps nothing (every repeat reads the store).
+    pub(super) fn with_capacity(bytes: usize) -> Self {
+        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+        let cache = (bytes > 0).then(|| Cache::builder().max_capacity(bytes).weigher(weight).build());
+        Self { cache }
+    }
+
+    /// The answer a kept copy gives a request with `fingerprint` at `now_ms`: a replay or
+    /// a mismatch; `None` when there is no copy or it has expired (then it is dropped).
+    pub(super) fn answer(&self, record: &RecordKey, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
+        let cache = self.cache.as_ref()?;
+        let completed = cache.get(record)?;
+        let answer = completed.answer(fingerprint, now_ms);
+        if answer.is_none() {
+            cache.invalidate(record);
+        }
+        answer
+    }
+
+    /// Keeps `completed`, as the store holds it under `record`.
+    pub(super) fn keep(&self, record: RecordKey, completed: CompletedRecord) {
+        if let Some(cache) = &self.cache {
+            cache.insert(record, Arc::new(completed));
+        }
+    }
+}
+
+fn weight(record: &RecordKey, completed: &Arc<CompletedRecord>) -> u32 {
+    let response = &completed.response;
+    let headers: usize = response.headers.iter().map(|(name, value)| name.len() + value.len() + 16).sum();
+    let bytes = ENTRY_OVERHEAD + record.scope.len() + record.key.len() + headers + response.body.len();
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use idemgate_store::idempotency::StoredResponse;
+
+    use super::*;
+
+    fn record(key: &str) -> RecordKey {
+        RecordKey { scope: "caller".to_owned(), key: key.to_owned() }
+    }
+
+    fn completed(body: &[u8], expires_at_ms: i64) -> CompletedRecord {
+        let response = StoredResponse { status: 201, headers: vec![], body: body.to_vec(), body_omitted: false };
+        CompletedRecord { fingerprint: Fingerprint([1; 32]), response, expires_at_ms }
+    }
+
+    #[test]
+    fn a_kept_copy_answers_until_the_record_expires() {
+        let replays = Replays::with_capacity(1 << 20);
+        replays.keep(record("k"), completed(b"{}", 2_000));
+        let Some(Begin::Replay(response)) = replays.answer(&record("k"), &Fingerprint([1; 32]), 1_999) else {
+            panic!("a live copy replays");
+        };
+        assert_eq!(response.body, b"{}");
+        assert_eq!(replays.answer(&record("k"), &Fingerprint([2; 32]), 1_999), Some(Begin::Mismatch));
+        let other_scope = RecordKey { scope: "other".to_owned(), key: "k".to_owned() };
+        assert_eq!(replays.answer(&other_scope, &Fingerprint([1; 32]), 1_999), None, "scopes never meet");
+        assert_eq!(replays.answer(&record("k"), &Fingerprint([1; 32]), 2_000), None, "expired with the record");
+        assert_eq!(replays.answer(&record("k"), &Fingerprint([1; 32]), 1_000), None, "and forgotten");
+    }
+
+    #[test]
+    fn capacity_zero_keeps_nothing() {
+        let replays = Replays::with_capacity(0);
+        replays.keep(record("k"), completed(b"{}", 2_000));
+        assert_eq!(replays.answer(&record("k"), &Fingerprint([1; 32]), 1_000), None);
+    }
+
+    #[test]
+    fn the_cache_holds_no_more_bytes_than_its_capacity() {
+        let replays = Replays::with_capacity(64 * 1024);
+        for n in 0..100 {
+            replays.keep(record(&n.to_string()), completed(&[b'x'; 4096], 2_000));
+        }
+        let cache = replays.cache.as_ref().expect("a cache of 64 KiB");
+        cache.run_pending_tasks();
+        assert!(cache.weighted_size() <= 64 * 1024, "weighed {} bytes", cache.weighted_size());
+        let kept = (0..100)
+            .filter(|n| replays.answer(&record(&n.to_string()), &Fingerprint([1; 32]), 1_000).is_some())
+            .count();
+        assert!((1..=16).contains(&kept), "kept {kept} of 100 entries of 4 KiB in 64 KiB");
+    }
+}
