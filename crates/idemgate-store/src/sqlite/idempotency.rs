@@ -13,7 +13,9 @@ use crate::{
     model::{headers_text, idempotency::IdempotencyRow},
 };
 
-/// Starts (or looks up) the operation named by `record` at `now_ms`.
+/// Starts (or looks up) the operation named by `record` at `now_ms`. A new key is one
+/// statement (the insert); a key with a record reads it and decides, and an expired record
+/// is replaced as if it were not there.
 pub fn begin(
     conn: &Connection,
     record: &RecordKey,
@@ -21,34 +23,36 @@ pub fn begin(
     now_ms: i64,
     lifetimes: Lifetimes,
 ) -> Result<Begin, rusqlite::Error> {
-    conn.execute(
-        "DELETE FROM idempotency_records WHERE scope = ?1 AND key = ?2 AND expires_at_ms <= ?3",
-        params![record.scope, record.key, now_ms],
-    )?;
-    let existing = conn
-        .query_row(
-            "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted
-             FROM idempotency_records WHERE scope = ?1 AND key = ?2",
-            params![record.scope, record.key],
-            record_row,
-        )
-        .optional()?;
     let lock_until = lifetimes.locked_until_ms(now_ms);
-    let Some(existing) = existing else {
-        conn.execute(
-            "INSERT INTO idempotency_records
-                 (scope, key, fingerprint, state, lock_token, locked_until_ms, created_at_ms, expires_at_ms)
-             VALUES (?1, ?2, ?3, 'in_flight', 1, ?4, ?5, ?6)",
-            params![record.scope, record.key, &fingerprint.0[..], lock_until, now_ms, lifetimes.expires_at_ms(now_ms)],
-        )?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO idempotency_records
+             (scope, key, fingerprint, state, lock_token, locked_until_ms, created_at_ms, expires_at_ms)
+         VALUES (?1, ?2, ?3, 'in_flight', 1, ?4, ?5, ?6)
+         ON CONFLICT (scope, key) DO NOTHING",
+    )?;
+    let fresh =
+        params![record.scope, record.key, &fingerprint.0[..], lock_until, now_ms, lifetimes.expires_at_ms(now_ms)];
+    if insert.execute(fresh)? == 1 {
         return Ok(Begin::Proceed { token: 1 });
-    };
+    }
+    let (existing, expires_at_ms) = conn
+        .prepare_cached(
+            "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted, expires_at_ms
+             FROM idempotency_records WHERE scope = ?1 AND key = ?2",
+        )?
+        .query_row(params![record.scope, record.key], |row| Ok((record_row(row)?, row.get::<_, i64>(8)?)))?;
+    if expires_at_ms <= now_ms {
+        conn.prepare_cached("DELETE FROM idempotency_records WHERE scope = ?1 AND key = ?2")?
+            .execute(params![record.scope, record.key])?;
+        insert.execute(fresh)?;
+        return Ok(Begin::Proceed { token: 1 });
+    }
     let decided = existing.decide(fingerprint, now_ms);
     if let Begin::Proceed { token } = decided {
-        conn.execute(
+        conn.prepare_cached(
             "UPDATE idempotency_records SET lock_token = ?3, locked_until_ms = ?4 WHERE scope = ?1 AND key = ?2",
-            params![record.scope, record.key, token, lock_until],
-        )?;
+        )?
+        .execute(params![record.scope, record.key, token, lock_until])?;
     }
     Ok(decided)
 }
@@ -115,10 +119,11 @@ pub fn complete(
 
 /// Forgets `record` if `token` still holds its lock, so the key can be used again.
 pub fn release(conn: &Connection, record: &RecordKey, token: i64) -> Result<bool, rusqlite::Error> {
-    let changed = conn.execute(
-        "DELETE FROM idempotency_records WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND state = 'in_flight'",
-        params![record.scope, record.key, token],
-    )?;
+    let changed = conn
+        .prepare_cached(
+            "DELETE FROM idempotency_records WHERE scope = ?1 AND key = ?2 AND lock_token = ?3 AND state = 'in_flight'",
+        )?
+        .execute(params![record.scope, record.key, token])?;
     Ok(changed == 1)
 }
 
