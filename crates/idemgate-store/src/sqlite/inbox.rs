@@ -146,24 +146,25 @@ fn advance_version(
     event_id: i64,
 ) -> Result<bool, rusqlite::Error> {
     let seen = conn
-        .query_row(
+        .prepare_cached(
             "SELECT version_int, version_text FROM ordering_versions WHERE source = ?1 AND ordering_key = ?2",
-            params![source, ordering.key],
-            |row| Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, Option<String>>(1)?)),
-        )
+        )?
+        .query_row(params![source, ordering.key], |row| {
+            Ok((row.get::<_, Option<i64>>(0)?, row.get::<_, Option<String>>(1)?))
+        })
         .optional()?;
     let seen = seen.and_then(|(int, text)| Version::from_columns(int, text));
     if seen.as_ref().is_some_and(|seen| ordering.version.is_older_than(seen)) {
         return Ok(false);
     }
     let (int, text) = ordering.version.columns();
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO ordering_versions (source, ordering_key, version_int, version_text, event_id)
          VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (source, ordering_key) DO UPDATE SET
             version_int = excluded.version_int, version_text = excluded.version_text, event_id = excluded.event_id",
-        params![source, ordering.key, int, text, event_id],
-    )?;
+    )?
+    .execute(params![source, ordering.key, int, text, event_id])?;
     Ok(true)
 }
 
