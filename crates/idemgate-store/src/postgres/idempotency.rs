@@ -58,32 +58,33 @@ impl PgStore {
     ) -> Result<Begin, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        tx.execute(
-            "DELETE FROM idempotency_records WHERE scope = $1 AND key = $2 AND expires_at_ms <= $3",
-            &[&record.scope, &record.key, &now_ms],
-        )
-        .await?;
+        let forget_expired = tx
+            .prepare_cached("DELETE FROM idempotency_records WHERE scope = $1 AND key = $2 AND expires_at_ms <= $3")
+            .await?;
+        tx.execute(&forget_expired, &[&record.scope, &record.key, &now_ms]).await?;
         let lock_until = lifetimes.locked_until_ms(now_ms);
         let expires = lifetimes.expires_at_ms(now_ms);
-        let inserted = tx
-            .execute(
+        let insert = tx
+            .prepare_cached(
                 "INSERT INTO idempotency_records
                      (scope, key, fingerprint, state, lock_token, locked_until_ms, created_at_ms, expires_at_ms)
                  VALUES ($1, $2, $3, 'in_flight', 1, $4, $5, $6) ON CONFLICT DO NOTHING",
-                &[&record.scope, &record.key, &&fingerprint.0[..], &lock_until, &now_ms, &expires],
             )
+            .await?;
+        let inserted = tx
+            .execute(&insert, &[&record.scope, &record.key, &&fingerprint.0[..], &lock_until, &now_ms, &expires])
             .await?;
         if inserted == 1 {
             tx.commit().await?;
             return Ok(Begin::Proceed { token: 1 });
         }
-        let row = tx
-            .query_opt(
+        let lookup = tx
+            .prepare_cached(
                 "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted
                  FROM idempotency_records WHERE scope = $1 AND key = $2 FOR UPDATE",
-                &[&record.scope, &record.key],
             )
             .await?;
+        let row = tx.query_opt(&lookup, &[&record.scope, &record.key]).await?;
         let Some(row) = row else {
             // Deleted between the insert and the lookup (expired and purged): the caller
             // may simply try again.
@@ -92,11 +93,12 @@ impl PgStore {
         let existing = record_row(&row)?;
         let decided = existing.decide(fingerprint, now_ms);
         if let Begin::Proceed { token } = decided {
-            tx.execute(
-                "UPDATE idempotency_records SET lock_token = $3, locked_until_ms = $4 WHERE scope = $1 AND key = $2",
-                &[&record.scope, &record.key, &token, &lock_until],
-            )
-            .await?;
+            let take_over = tx
+                .prepare_cached(
+                    "UPDATE idempotency_records SET lock_token = $3, locked_until_ms = $4 WHERE scope = $1 AND key = $2",
+                )
+                .await?;
+            tx.execute(&take_over, &[&record.scope, &record.key, &token, &lock_until]).await?;
             tx.commit().await?;
         }
         Ok(decided)
@@ -111,12 +113,17 @@ impl PgStore {
         response: StoredResponse,
     ) -> Result<Option<i64>, StoreError> {
         let client = self.client().await?;
-        let row = client
-            .query_opt(
+        let complete = client
+            .prepare_cached(
                 "UPDATE idempotency_records
                  SET state = 'completed', locked_until_ms = NULL, status = $4, headers = $5, body = $6, body_omitted = $7
                  WHERE scope = $1 AND key = $2 AND lock_token = $3 AND state = 'in_flight'
                  RETURNING expires_at_ms",
+            )
+            .await?;
+        let row = client
+            .query_opt(
+                &complete,
                 &[
                     &record.scope,
                     &record.key,
@@ -134,13 +141,13 @@ impl PgStore {
     /// Forgets `record` if `token` still holds its lock, so the key can be used again.
     pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
         let client = self.client().await?;
-        let changed = client
-            .execute(
+        let release = client
+            .prepare_cached(
                 "DELETE FROM idempotency_records
                  WHERE scope = $1 AND key = $2 AND lock_token = $3 AND state = 'in_flight'",
-                &[&record.scope, &record.key, &token],
             )
             .await?;
+        let changed = client.execute(&release, &[&record.scope, &record.key, &token]).await?;
         Ok(changed == 1)
     }
 

@@ -97,17 +97,16 @@ async fn write_breakers(
         columns.4.push(next_probe);
         columns.5.push(interval);
     }
-    tx.execute(
-        &format!(
+    let write = tx
+        .prepare_cached(&format!(
             "INSERT INTO destinations (name, {BREAKER})
              SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
              ON CONFLICT (name) DO UPDATE SET failures = excluded.failures, failing_since_ms = excluded.failing_since_ms,
                 paused_at_ms = excluded.paused_at_ms, next_probe_at_ms = excluded.next_probe_at_ms,
                 probe_interval_ms = excluded.probe_interval_ms"
-        ),
-        &[&columns.0, &columns.1, &columns.2, &columns.3, &columns.4, &columns.5],
-    )
-    .await?;
+        ))
+        .await?;
+    tx.execute(&write, &[&columns.0, &columns.1, &columns.2, &columns.3, &columns.4, &columns.5]).await?;
     Ok(())
 }
 
@@ -150,16 +149,11 @@ impl PgStore {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let paused = tx
-            .query(
-                &format!(
-                    "SELECT name, {BREAKER} FROM destinations WHERE paused_at_ms IS NOT NULL ORDER BY name FOR UPDATE"
-                ),
-                &[],
-            )
-            .await?
-            .iter()
-            .map(breaker_row)
-            .collect::<Result<Vec<_>, StoreError>>()?;
+            .prepare_cached(&format!(
+                "SELECT name, {BREAKER} FROM destinations WHERE paused_at_ms IS NOT NULL ORDER BY name FOR UPDATE"
+            ))
+            .await?;
+        let paused = tx.query(&paused, &[]).await?.iter().map(breaker_row).collect::<Result<Vec<_>, StoreError>>()?;
         let plan = ClaimPlan::new(per_destination, paused, now_ms);
         let now = second_of(now_ms);
         let others = tx.prepare_cached(&format!("{DUE} AND NOT (j.destination = ANY($4::text[])) {ORDER}")).await?;
@@ -286,10 +280,12 @@ impl PgStore {
         names.sort_unstable();
         names.dedup();
         let states = tx
-            .query(
-                &format!("SELECT name, {BREAKER} FROM destinations WHERE name = ANY($1) ORDER BY name FOR UPDATE"),
-                &[&names],
-            )
+            .prepare_cached(&format!(
+                "SELECT name, {BREAKER} FROM destinations WHERE name = ANY($1) ORDER BY name FOR UPDATE"
+            ))
+            .await?;
+        let states = tx
+            .query(&states, &[&names])
             .await?
             .iter()
             .map(breaker_row)
