@@ -43,6 +43,10 @@ fn describe() {
         "Conflicting repeats answered 409 whose conflict record could not be written, by source"
     );
     describe_counter!(
+        "idemgate_idempotency_replays_total",
+        "Idempotency-Key repeats replayed, by where the completed record was found: memory, read or write"
+    );
+    describe_counter!(
         "idemgate_idempotency_unprotected_total",
         "Proxy requests passed through without an idempotency record while the store was unavailable"
     );

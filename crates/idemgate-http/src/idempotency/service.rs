@@ -86,7 +86,10 @@ impl Shared {
             Some(answered) => Ok(answered),
             None => {
                 let lifetimes = Lifetimes { lock: self.config.lock, retention: self.config.retention };
-                self.store.begin_idempotent(record.clone(), fingerprint, now_ms, lifetimes).await
+                self.store
+                    .begin_idempotent(record.clone(), fingerprint, now_ms, lifetimes)
+                    .await
+                    .map(|begun| counted(begun, "write"))
             }
         };
         match begun {
@@ -103,12 +106,12 @@ impl Shared {
     /// write lock.
     async fn answer_without_write(&self, record: &RecordKey, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
         if let Some(answered) = self.replays.answer(record, fingerprint, now_ms) {
-            return Some(answered);
+            return Some(counted(answered, "memory"));
         }
         let completed = self.store.completed_idempotent(record.clone(), now_ms).await.ok()??;
         let answered = completed.answer(fingerprint, now_ms);
         self.replays.keep(record.clone(), completed);
-        answered
+        answered.map(|answered| counted(answered, "read"))
     }
 
     fn scope(&self, parts: &Parts) -> String {
@@ -195,6 +198,15 @@ impl Shared {
             }
         }
     }
+}
+
+/// `begun`, counted in `idemgate_idempotency_replays_total` by where it was `found` when
+/// it is a replay: in `memory`, by a `read` of the store, or by `begin`'s `write`.
+fn counted(begun: Begin, found: &'static str) -> Begin {
+    if matches!(begun, Begin::Replay(_)) {
+        metrics::counter!("idemgate_idempotency_replays_total", "from" => found).increment(1);
+    }
+    begun
 }
 
 async fn run<S>(inner: S, request: Request<Body>) -> Response

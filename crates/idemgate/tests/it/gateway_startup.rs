@@ -323,6 +323,11 @@ fn serve_starts_without_its_sqlite_store_and_recovers_alone() {
         let metrics = scrape();
         metrics.contains("idemgate_store_available 1") && metrics.contains("idemgate_jobs{state=\"succeeded\"} 1")
     });
+    let replays = scrape();
+    assert!(
+        replays.contains("idemgate_idempotency_replays_total{from=\"memory\"} 1"),
+        "kept when it completed: {replays}"
+    );
     let inbox = crate::gateway_harness::inbox(&setup.db());
     assert_eq!(inbox.receipts, ["evt_1"], "the receipt is in the file");
     assert_eq!(inbox.events, ["evt_1"]);
