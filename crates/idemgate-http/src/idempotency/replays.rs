@@ -9,27 +9,37 @@
 //! The cache is bounded in bytes and forgets the least useful entries first; a miss only
 //! costs the read it saves.
 
-use std::sync::Arc;
+use std::{hash::RandomState, sync::Arc};
 
 use idemgate_core::idempotency::Fingerprint;
 use idemgate_store::idempotency::{Begin, CompletedRecord, RecordKey};
-use moka::sync::Cache;
+use quick_cache::{
+    Weighter,
+    sync::{Cache, DefaultLifecycle},
+};
 
 /// Completed records by (scope, key), weighed by the bytes they hold.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct Replays {
-    cache: Option<Cache<RecordKey, Arc<CompletedRecord>>>,
+    cache: Option<Cache<RecordKey, Arc<CompletedRecord>, Bytes, RandomState>>,
 }
 
 /// What an entry holds besides its strings and body: the fingerprint, the status, the
 /// expiry and the cache's own bookkeeping, roughly.
 const ENTRY_OVERHEAD: usize = 160;
 
+/// A guess at an entry's size, for sizing the cache's table up front.
+const TYPICAL_ENTRY: usize = 1024;
+
 impl Replays {
     /// A cache of at most `bytes`; `0` keeps nothing (every repeat reads the store).
     pub(super) fn with_capacity(bytes: usize) -> Self {
-        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
-        let cache = (bytes > 0).then(|| Cache::builder().max_capacity(bytes).weigher(weight).build());
+        let weight = u64::try_from(bytes).unwrap_or(u64::MAX);
+        // Keys are the clients' own: std's randomly keyed SipHash, so no client can choose
+        // keys that collide.
+        let cache = (bytes > 0).then(|| {
+            Cache::with((bytes / TYPICAL_ENTRY).max(16), weight, Bytes, RandomState::new(), DefaultLifecycle::default())
+        });
         Self { cache }
     }
 
@@ -40,7 +50,7 @@ impl Replays {
         let completed = cache.get(record)?;
         let answer = completed.answer(fingerprint, now_ms);
         if answer.is_none() {
-            cache.invalidate(record);
+            cache.remove(record);
         }
         answer
     }
@@ -53,11 +63,17 @@ impl Replays {
     }
 }
 
-fn weight(record: &RecordKey, completed: &Arc<CompletedRecord>) -> u32 {
-    let response = &completed.response;
-    let headers: usize = response.headers.iter().map(|(name, value)| name.len() + value.len() + 16).sum();
-    let bytes = ENTRY_OVERHEAD + record.scope.len() + record.key.len() + headers + response.body.len();
-    u32::try_from(bytes).unwrap_or(u32::MAX)
+/// Weighs an entry by the bytes it holds.
+#[derive(Debug, Clone, Copy)]
+struct Bytes;
+
+impl Weighter<RecordKey, Arc<CompletedRecord>> for Bytes {
+    fn weight(&self, record: &RecordKey, completed: &Arc<CompletedRecord>) -> u64 {
+        let response = &completed.response;
+        let headers: usize = response.headers.iter().map(|(name, value)| name.len() + value.len() + 16).sum();
+        let bytes = ENTRY_OVERHEAD + record.scope.len() + record.key.len() + headers + response.body.len();
+        u64::try_from(bytes).unwrap_or(u64::MAX)
+    }
 }
 
 #[cfg(test)]
@@ -104,8 +120,7 @@ mod tests {
             replays.keep(record(&n.to_string()), completed(&[b'x'; 4096], 2_000));
         }
         let cache = replays.cache.as_ref().expect("a cache of 64 KiB");
-        cache.run_pending_tasks();
-        assert!(cache.weighted_size() <= 64 * 1024, "weighed {} bytes", cache.weighted_size());
+        assert!(cache.weight() <= 64 * 1024, "weighed {} bytes", cache.weight());
         let kept = (0..100)
             .filter(|n| replays.answer(&record(&n.to_string()), &Fingerprint([1; 32]), 1_000).is_some())
             .count();
