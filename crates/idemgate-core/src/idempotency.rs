@@ -176,13 +176,20 @@ pub fn answer_from_read(
     fingerprint: &Fingerprint,
     now_ms: i64,
 ) -> Option<Found> {
-    if !held.completed || expires_at_ms <= now_ms {
+    if !answerable_from_read(held, expires_at_ms, now_ms) {
         return None;
     }
     match held.decide(fingerprint, now_ms) {
         found @ (Found::Replay | Found::Mismatch) => Some(found),
         Found::InFlight { .. } | Found::TakeOver { .. } => None,
     }
+}
+
+/// Whether a plain read may answer requests for `held`, expiring at `expires_at_ms`, at
+/// `now_ms`: only once it is completed, and until it expires.
+#[must_use]
+pub fn answerable_from_read(held: &HeldRecord<'_>, expires_at_ms: i64, now_ms: i64) -> bool {
+    held.completed && expires_at_ms > now_ms
 }
 
 #[cfg(test)]

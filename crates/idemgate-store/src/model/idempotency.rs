@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use idemgate_core::idempotency::{Fingerprint, Found, HeldRecord, answer_from_read};
+use idemgate_core::idempotency::{Fingerprint, Found, HeldRecord, answer_from_read, answerable_from_read};
 
 use super::ms;
 
@@ -73,6 +73,7 @@ impl CompletedRecord {
     /// or `None` once it has expired (the request then takes the writing path, `begin`).
     #[must_use]
     pub fn answer(&self, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
+        // A completed record holds no lock: its token and lock time decide nothing.
         let held =
             HeldRecord { fingerprint: &self.fingerprint.0, completed: true, lock_token: 0, locked_until_ms: None };
         match answer_from_read(&held, self.expires_at_ms, fingerprint, now_ms)? {
@@ -132,7 +133,7 @@ impl IdempotencyRow {
     /// This record as a [`CompletedRecord`] if it is completed and unexpired at `now_ms`;
     /// `None` when a request for it must take the writing path (`begin`).
     pub(crate) fn completed(self, expires_at_ms: i64, now_ms: i64) -> Option<CompletedRecord> {
-        if self.state != "completed" || expires_at_ms <= now_ms {
+        if !answerable_from_read(&self.held(), expires_at_ms, now_ms) {
             return None;
         }
         let fingerprint = Fingerprint(self.fingerprint.as_slice().try_into().ok()?);

@@ -36,10 +36,7 @@ pub fn begin(
         return Ok(Begin::Proceed { token: 1 });
     }
     let (existing, expires_at_ms) = conn
-        .prepare_cached(
-            "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted, expires_at_ms
-             FROM idempotency_records WHERE scope = ?1 AND key = ?2",
-        )?
+        .prepare_cached(SELECT_RECORD)?
         .query_row(params![record.scope, record.key], |row| Ok((record_row(row)?, row.get::<_, i64>(8)?)))?;
     if expires_at_ms <= now_ms {
         conn.prepare_cached("DELETE FROM idempotency_records WHERE scope = ?1 AND key = ?2")?
@@ -56,6 +53,12 @@ pub fn begin(
     }
     Ok(decided)
 }
+
+/// A record with its expiry, read by [`record_row`] and column 8.
+const SELECT_RECORD: &str =
+    "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted,
+        expires_at_ms
+     FROM idempotency_records WHERE scope = ?1 AND key = ?2";
 
 fn record_row(row: &rusqlite::Row<'_>) -> Result<IdempotencyRow, rusqlite::Error> {
     Ok(IdempotencyRow {
@@ -79,10 +82,7 @@ pub fn completed_at(
     now_ms: i64,
 ) -> Result<Option<CompletedRecord>, rusqlite::Error> {
     let found = conn
-        .prepare_cached(
-            "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted, expires_at_ms
-             FROM idempotency_records WHERE scope = ?1 AND key = ?2",
-        )?
+        .prepare_cached(SELECT_RECORD)?
         .query_row(params![record.scope, record.key], |row| Ok((record_row(row)?, row.get::<_, i64>(8)?)))
         .optional()?;
     Ok(found.and_then(|(row, expires_at_ms)| row.completed(expires_at_ms, now_ms)))
