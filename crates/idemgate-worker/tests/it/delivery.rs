@@ -166,8 +166,11 @@ async fn the_outgoing_id_fixed_at_acceptance_is_the_signed_webhook_id_next_to_th
             (verified.event_identity.unwrap(), header("idemgate-source"), header("idemgate-event-id"))
         })
         .collect();
+    // Both go out in one tick, so either may be the one that meets the 503 and is retried.
+    assert_eq!(seen.len(), 3, "two first attempts and one retry: {seen:?}");
     seen.sort();
-    let expected = [("evt_2", "src", "evt_2"), ("src:evt_1", "src", "evt_1"), ("src:evt_1", "src", "evt_1")];
+    seen.dedup();
+    let expected = [("evt_2", "src", "evt_2"), ("src:evt_1", "src", "evt_1")];
     let expected: Vec<_> =
         expected.iter().map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned())).collect();
     assert_eq!(
