@@ -24,7 +24,7 @@ use std::{collections::HashMap, time::Duration};
 
 use idemgate_core::{
     ReceiptKey, UnixTime,
-    breaker::{BreakerPolicy, BreakerState, Claim, Pause},
+    breaker::{BreakerPolicy, BreakerState, Claim, Pause, Verdict},
     job::{JobState, Transition},
     retry::Decision,
 };
@@ -296,6 +296,20 @@ impl ClaimPlan {
     }
 }
 
+/// The destinations `finished` closes the breakers of, when every attempt in it was
+/// answered (a success, or a final refusal): then each of their breakers ends fresh,
+/// whatever it was, and no decision changes, so the completion need not read the
+/// breakers first. `None` when any attempt failed or disabled its destination.
+pub(crate) fn closed_by_answers(finished: &[(ClaimedJob, AttemptRecord, Decision)]) -> Option<Vec<&str>> {
+    if !finished.iter().all(|(_, _, decision)| Verdict::of(*decision) == Verdict::Answered) {
+        return None;
+    }
+    let mut names: Vec<&str> = finished.iter().map(|(job, _, _)| job.destination.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    Some(names)
+}
+
 /// Folds `finished`, in order, into the breakers of their destinations (`states`, read in
 /// the completion's write; missing ones are fresh), by `breakers`' policies. Returns the
 /// decisions the jobs are moved by (see [`BreakerState::record`]) and the breakers that
@@ -319,4 +333,76 @@ pub(crate) fn fold_breakers(
     let changed =
         states.into_iter().filter(|(name, state)| before.get(name).copied().unwrap_or_default() != *state).collect();
     (decisions, changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{collections::HashMap, time::Duration};
+
+    use idemgate_core::{
+        UnixTime,
+        breaker::{BreakerPolicy, BreakerState, Pause},
+        retry::{DeadReason, Decision},
+    };
+
+    use super::{AttemptRecord, ClaimedJob, closed_by_answers, fold_breakers};
+
+    fn finished(destination: &str, decision: Decision) -> (ClaimedJob, AttemptRecord, Decision) {
+        let job = ClaimedJob {
+            id: 1,
+            lease_token: 1,
+            attempt: 1,
+            destination: destination.to_owned(),
+            key: crate::model::key("src", "evt").expect("a valid key"),
+            outgoing_id: "msg".to_owned(),
+            event_type: None,
+            body: Vec::new(),
+            content_type: None,
+            headers: Vec::new(),
+        };
+        let attempt = AttemptRecord {
+            started_at: UnixTime(1),
+            latency: Duration::ZERO,
+            status: Some(200),
+            error: None,
+            response_prefix: None,
+        };
+        (job, attempt, decision)
+    }
+
+    #[test]
+    fn answers_alone_close_every_breaker_they_touch_whatever_it_was() {
+        let group = vec![
+            finished("b", Decision::Succeeded),
+            finished("a", Decision::Dead(DeadReason::FinalStatus(400))),
+            finished("b", Decision::Dead(DeadReason::Refused)),
+        ];
+        assert_eq!(closed_by_answers(&group), Some(vec!["a", "b"]));
+        let paused = BreakerState {
+            failures: 7,
+            failing_since_ms: Some(5),
+            paused: Some(Pause { at_ms: 9, next_probe_at_ms: 10, probe_interval_ms: 1 }),
+        };
+        let failing = BreakerState { failures: 2, failing_since_ms: Some(5), paused: None };
+        let states = HashMap::from([("a".to_owned(), paused), ("b".to_owned(), failing)]);
+        let policy =
+            BreakerPolicy { pause_after_failures: Some(1), pause_after: None, probe_interval: Duration::from_secs(1) };
+        let breakers = HashMap::from([("a".to_owned(), policy), ("b".to_owned(), policy)]);
+        let (decisions, changed) = fold_breakers(states, &group, &breakers, 100);
+        assert_eq!(decisions, group.iter().map(|(_, _, d)| *d).collect::<Vec<_>>(), "no decision changes");
+        assert!(changed.iter().all(|(_, state)| *state == BreakerState::default()), "{changed:?}");
+        assert_eq!(changed.len(), 2);
+    }
+
+    #[test]
+    fn a_failure_or_a_gone_destination_needs_the_breakers_read() {
+        for decision in [
+            Decision::RetryAfter(Duration::ZERO),
+            Decision::Dead(DeadReason::AttemptsExhausted),
+            Decision::DisableDestination,
+        ] {
+            let group = vec![finished("a", Decision::Succeeded), finished("a", decision)];
+            assert_eq!(closed_by_answers(&group), None, "{decision:?}");
+        }
+    }
 }

@@ -4,6 +4,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
+use deadpool_postgres::GenericClient;
 use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
 use tokio_postgres::{Row, types::ToSql};
 
@@ -14,7 +15,8 @@ use crate::{
     jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     model::{
         jobs::{
-            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until,
+            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, closed_by_answers,
+            fold_breakers, lease_until,
         },
         key, parse_headers, second_of,
     },
@@ -68,6 +70,41 @@ const DUE: &str = "SELECT j.id, j.next_attempt_at_ms FROM jobs j JOIN events e O
 /// How [`DUE`] is ordered, limited and locked: a job another claim holds is skipped.
 const ORDER: &str = "ORDER BY j.next_attempt_at_ms, j.id LIMIT $2 FOR UPDATE OF j SKIP LOCKED";
 
+/// Takes the jobs `chosen` names under a lease: `$1` is now in seconds, `until` the
+/// parameter holding the lease's end; returns [`TAKEN`]'s columns.
+fn take(until: &str, chosen: &str) -> String {
+    format!(
+        "UPDATE jobs SET state = 'running', lease_until = {until}, lease_token = jobs.lease_token + 1,
+                attempts = jobs.attempts + 1, updated_at = $1
+         FROM events e WHERE e.id = jobs.event_id AND {chosen}
+         RETURNING {TAKEN}"
+    )
+}
+
+/// What a claim returns of each job it took, as [`claimed_job`] reads it.
+const TAKEN: &str = "jobs.id, jobs.lease_token, jobs.attempts, jobs.destination, e.source, e.identity, e.body,
+    e.content_type, e.headers, e.outgoing_id, e.event_type";
+
+/// A job taken by a claim, from [`TAKEN`]'s columns starting at column `at` of `row`.
+fn claimed_job(row: &Row, at: usize) -> Result<ClaimedJob, StoreError> {
+    let source: String = row.try_get(at + 4)?;
+    let identity: String = row.try_get(at + 5)?;
+    let headers: Option<String> = row.try_get(at + 8)?;
+    let attempt: i32 = row.try_get(at + 2)?;
+    Ok(ClaimedJob {
+        id: row.try_get(at)?,
+        lease_token: row.try_get(at + 1)?,
+        attempt: attempt.unsigned_abs(),
+        destination: row.try_get(at + 3)?,
+        key: key(&source, &identity)?,
+        outgoing_id: row.try_get(at + 9)?,
+        event_type: row.try_get(at + 10)?,
+        body: row.try_get(at + 6)?,
+        content_type: row.try_get(at + 7)?,
+        headers: parse_headers(headers),
+    })
+}
+
 /// The breaker columns of a `destinations` row, in `BreakerColumns` order.
 const BREAKER: &str = "failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms";
 
@@ -110,6 +147,71 @@ async fn write_breakers(
     Ok(())
 }
 
+/// Records `finished`'s attempts, disables the destinations that answered `410`, closes
+/// the breakers of `closed` and moves each job as its decision says if its lease is
+/// current, in one statement on `client` (a transaction's, or a connection's on its own).
+/// Returns the (job, lease token) pairs that took effect.
+async fn completed(
+    client: &impl GenericClient,
+    finished: &[(ClaimedJob, AttemptRecord, Decision)],
+    decisions: impl Iterator<Item = Decision>,
+    closed: &[&str],
+    now_ms: i64,
+    now: UnixTime,
+) -> Result<Vec<(i64, i64)>, StoreError> {
+    let c = Columns::of(finished.iter().zip(decisions).map(|((job, attempt, _), d)| (job, attempt, d)), now_ms);
+    let complete = client
+        .prepare_cached(
+            "WITH finished AS (
+                SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::bigint[],
+                                     $6::int[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[])
+                    AS f(id, token, attempt, started_at, latency_ms, status, error, response_prefix,
+                         state, next_attempt_at_ms, last_error)
+             ), attempt AS (
+                INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
+                SELECT id, attempt, started_at, latency_ms, status, error, response_prefix FROM finished
+             ), disabled AS (
+                INSERT INTO destinations (name, disabled_at, disabled_reason)
+                SELECT DISTINCT name, $12::bigint, '410 Gone' FROM unnest($13::text[]) AS name
+                ON CONFLICT (name) DO UPDATE
+                SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason
+             ), closed AS (
+                UPDATE destinations SET failures = 0, failing_since_ms = NULL, paused_at_ms = NULL,
+                       next_probe_at_ms = NULL, probe_interval_ms = NULL
+                WHERE name = ANY($14::text[]) AND (failures <> 0 OR failing_since_ms IS NOT NULL
+                      OR paused_at_ms IS NOT NULL OR next_probe_at_ms IS NOT NULL OR probe_interval_ms IS NOT NULL)
+             )
+             UPDATE jobs SET state = f.state, next_attempt_at_ms = f.next_attempt_at_ms, last_error = f.last_error,
+                    lease_until = NULL, updated_at = $12
+             FROM finished f
+             WHERE jobs.id = f.id AND jobs.lease_token = f.token AND jobs.state = 'running'
+             RETURNING jobs.id, f.token",
+        )
+        .await?;
+    let rows = client
+        .query(
+            &complete,
+            &[
+                &c.id,
+                &c.token,
+                &c.attempt,
+                &c.started_at,
+                &c.latency_ms,
+                &c.status,
+                &c.error,
+                &c.response_prefix,
+                &c.state,
+                &c.next_attempt_at_ms,
+                &c.last_error,
+                &now.0,
+                &c.disable,
+                &closed,
+            ],
+        )
+        .await?;
+    rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
+}
+
 impl PgStore {
     /// [`Self::claim_jobs_limited`] with no limits per destination.
     pub async fn claim_jobs(
@@ -135,7 +237,48 @@ impl PgStore {
         fifo: Vec<String>,
         per_destination: HashMap<String, usize>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
+        if per_destination.is_empty()
+            && let Some(claimed) = retrying(|| self.try_claim_open(now_ms, lease, limit, &fifo)).await?
+        {
+            return Ok(claimed);
+        }
         retrying(|| self.try_claim(now_ms, lease, limit, &fifo, per_destination.clone())).await
+    }
+
+    /// The claim while no destination is paused and none is limited, the common case: one
+    /// statement on its own (one round trip, one commit), whose first column counts the
+    /// paused destinations. `None` when there are some: then it took nothing, and the
+    /// claim that reads their breakers under a lock has to run.
+    async fn try_claim_open(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: &[String],
+    ) -> Result<Option<Vec<ClaimedJob>>, StoreError> {
+        let client = self.client().await?;
+        let claim = client
+            .prepare_cached(&format!(
+                "WITH paused AS (SELECT count(*) AS n FROM destinations WHERE paused_at_ms IS NOT NULL),
+                 due AS ({DUE} AND (SELECT n FROM paused) = 0 {ORDER}),
+                 taken AS ({})
+                 SELECT paused.n, taken.* FROM paused LEFT JOIN taken ON true",
+                take("$4", "jobs.id IN (SELECT id FROM due)")
+            ))
+            .await?;
+        let until = lease_until(now_ms, lease);
+        let rows = client.query(&claim, &[&second_of(now_ms), &sql_limit(limit), &fifo, &until, &now_ms]).await?;
+        if rows.first().map(|row| row.try_get::<_, i64>(0)).transpose()?.unwrap_or(0) > 0 {
+            return Ok(None);
+        }
+        let mut claimed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            if row.try_get::<_, Option<i64>>(1)?.is_some() {
+                claimed.push(claimed_job(row, 1)?);
+            }
+        }
+        claimed.sort_by_key(|job| job.id);
+        Ok(Some(claimed))
     }
 
     async fn try_claim(
@@ -172,40 +315,10 @@ impl PgStore {
         due.sort_unstable();
         due.truncate(limit);
         let ids: Vec<i64> = due.into_iter().map(|(_, id)| id).collect();
-        let take = tx
-            .prepare_cached(
-                "UPDATE jobs SET state = 'running', lease_until = $2, lease_token = jobs.lease_token + 1,
-                        attempts = jobs.attempts + 1, updated_at = $1
-                 FROM events e
-                 WHERE jobs.id = ANY($3::bigint[]) AND e.id = jobs.event_id
-                 RETURNING jobs.id, jobs.lease_token, jobs.attempts, jobs.destination,
-                           e.source, e.identity, e.body, e.content_type, e.headers, e.outgoing_id,
-                           e.event_type",
-            )
-            .await?;
+        let take = tx.prepare_cached(&take("$2", "jobs.id = ANY($3::bigint[])")).await?;
         let until = lease_until(now_ms, lease);
         let rows = tx.query(&take, &[&now, &until, &ids]).await?;
-        let mut claimed = rows
-            .iter()
-            .map(|row| {
-                let source: String = row.try_get(4)?;
-                let identity: String = row.try_get(5)?;
-                let headers: Option<String> = row.try_get(8)?;
-                let attempt: i32 = row.try_get(2)?;
-                Ok(ClaimedJob {
-                    id: row.try_get(0)?,
-                    lease_token: row.try_get(1)?,
-                    attempt: attempt.unsigned_abs(),
-                    destination: row.try_get(3)?,
-                    key: key(&source, &identity)?,
-                    outgoing_id: row.try_get(9)?,
-                    event_type: row.try_get(10)?,
-                    body: row.try_get(6)?,
-                    content_type: row.try_get(7)?,
-                    headers: parse_headers(headers),
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+        let mut claimed = rows.iter().map(|row| claimed_job(row, 0)).collect::<Result<Vec<_>, StoreError>>()?;
         claimed.sort_by_key(|job| job.id);
         let probed: Vec<_> = plan
             .probes
@@ -265,8 +378,10 @@ impl PgStore {
             .collect())
     }
 
-    /// Returns the (job, lease token) pairs that took effect. The destinations' breakers
-    /// are read under a row lock, folded, and written back in the same transaction.
+    /// Returns the (job, lease token) pairs that took effect. A group whose attempts were
+    /// all answered closes its destinations' breakers whatever they were, so it is one
+    /// statement on its own (one round trip, one commit); any other group reads the
+    /// breakers under a row lock, folds them, and writes them back in one transaction.
     async fn try_complete(
         &self,
         finished: &[(ClaimedJob, AttemptRecord, Decision)],
@@ -275,6 +390,10 @@ impl PgStore {
         now: UnixTime,
     ) -> Result<Vec<(i64, i64)>, StoreError> {
         let mut client = self.client().await?;
+        if let Some(closed) = closed_by_answers(finished) {
+            let decisions = finished.iter().map(|(_, _, decision)| *decision);
+            return completed(&client, finished, decisions, &closed, now_ms, now).await;
+        }
         let tx = client.transaction().await?;
         let mut names: Vec<&str> = finished.iter().map(|(job, _, _)| job.destination.as_str()).collect();
         names.sort_unstable();
@@ -291,54 +410,7 @@ impl PgStore {
             .map(breaker_row)
             .collect::<Result<HashMap<_, _>, StoreError>>()?;
         let (decisions, changed) = fold_breakers(states, finished, breakers, now_ms);
-        let columns =
-            Columns::of(finished.iter().zip(decisions).map(|((job, attempt, _), d)| (job, attempt, d)), now_ms);
-        let complete = tx
-            .prepare_cached(
-                "WITH finished AS (
-                    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::bigint[],
-                                         $6::int[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[])
-                        AS f(id, token, attempt, started_at, latency_ms, status, error, response_prefix,
-                             state, next_attempt_at_ms, last_error)
-                 ), attempt AS (
-                    INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
-                    SELECT id, attempt, started_at, latency_ms, status, error, response_prefix FROM finished
-                 ), disabled AS (
-                    INSERT INTO destinations (name, disabled_at, disabled_reason)
-                    SELECT DISTINCT name, $12::bigint, '410 Gone' FROM unnest($13::text[]) AS name
-                    ON CONFLICT (name) DO UPDATE
-                    SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason
-                 )
-                 UPDATE jobs SET state = f.state, next_attempt_at_ms = f.next_attempt_at_ms, last_error = f.last_error,
-                        lease_until = NULL, updated_at = $12
-                 FROM finished f
-                 WHERE jobs.id = f.id AND jobs.lease_token = f.token AND jobs.state = 'running'
-                 RETURNING jobs.id, f.token",
-            )
-            .await?;
-        let c = &columns;
-        let rows = tx
-            .query(
-                &complete,
-                &[
-                    &c.id,
-                    &c.token,
-                    &c.attempt,
-                    &c.started_at,
-                    &c.latency_ms,
-                    &c.status,
-                    &c.error,
-                    &c.response_prefix,
-                    &c.state,
-                    &c.next_attempt_at_ms,
-                    &c.last_error,
-                    &now.0,
-                    &c.disable,
-                ],
-            )
-            .await?;
-        let recorded =
-            rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect::<Result<_, StoreError>>()?;
+        let recorded = completed(&tx, finished, decisions.into_iter(), &[], now_ms, now).await?;
         write_breakers(&tx, &changed).await?;
         tx.commit().await?;
         Ok(recorded)
