@@ -1,12 +1,22 @@
 //! The delivery queue on PostgreSQL: due jobs are claimed with `FOR UPDATE SKIP LOCKED`,
 //! so workers of several instances never take the same job while its lease holds, and
 //! completions are fenced by `lease_token` exactly as on SQLite.
+//!
+//! Claims and completions are sent unnamed (`query_typed`: one round trip, planned for
+//! each call's values and the tables as they are now) rather than prepared once per
+//! connection. A prepared statement soon runs on a generic plan, made once for the tables
+//! as they were then: one made while the queue was small scans `jobs` whole, and goes on
+//! doing so on every call as the table grows. Claims and completions come one per batch,
+//! so planning each costs less than such a scan.
 
 use std::{collections::HashMap, time::Duration};
 
 use deadpool_postgres::GenericClient;
 use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
-use tokio_postgres::{Row, types::ToSql};
+use tokio_postgres::{
+    Row,
+    types::{ToSql, Type},
+};
 
 use super::{PgStore, audit, retrying, sql_limit};
 use crate::{
@@ -53,22 +63,52 @@ const WAITING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_i
       AND j.next_attempt_at_ms > $7";
 
 /// The due jobs, by the rules of [`crate::jobs`] (`$1` now in seconds, `$3` the FIFO
-/// destinations, `$5` now in ms), to be narrowed by destination (`$4`), ordered and
-/// limited (`$2`) by [`ORDER`].
-const DUE: &str = "SELECT j.id, j.next_attempt_at_ms FROM jobs j JOIN events e ON e.id = j.event_id
-    WHERE ((j.state IN ('pending', 'retrying') AND j.next_attempt_at_ms <= $5)
-           OR (j.state = 'running' AND j.lease_until <= $1))
-      AND NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
-      AND (e.ordering_key IS NULL
-           OR NOT (j.destination = ANY($3::text[]))
+/// destinations, `$5` now in ms), narrowed by `only` (a condition on `j`), the first `$2`
+/// of them in due order, each locked: a job another claim holds is skipped. It is two
+/// CTEs, `waiting` and `expired`, to be named in a `WITH` and read through [`DUE`].
+///
+/// Waiting jobs and expired leases are read apart, each through its own partial index in
+/// that index's order, so that both are plain index scans: a jobs row is rewritten at
+/// every state change, and a plain scan marks the index entries of the versions no one
+/// can see any more as dead as it passes them, where one scan for both (a bitmap scan)
+/// would walk every entry left since the last vacuum, on every claim.
+fn due(only: &str) -> String {
+    // The ordering rule reads events only for the FIFO destinations' jobs, so that a claim
+    // without any is a scan of `jobs` alone, in its index's order.
+    let rules = "NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = j.destination AND d.disabled_at IS NOT NULL)
+      AND (NOT (j.destination = ANY($3::text[]))
            OR NOT EXISTS (
-               SELECT 1 FROM jobs j2 JOIN events e2 ON e2.id = j2.event_id
-               WHERE j2.destination = j.destination AND e2.source = e.source
-                 AND e2.ordering_key = e.ordering_key AND e2.id < e.id
+               SELECT 1 FROM events e
+               JOIN events e2 ON e2.source = e.source AND e2.ordering_key = e.ordering_key AND e2.id < e.id
+               JOIN jobs j2 ON j2.event_id = e2.id
+               WHERE e.id = j.event_id AND j2.destination = j.destination
                  AND j2.state IN ('pending', 'running', 'retrying')))";
+    let select = "SELECT j.id, j.next_attempt_at_ms FROM jobs j";
+    format!(
+        "waiting AS ({select}
+            WHERE j.state IN ('pending', 'retrying') AND j.next_attempt_at_ms <= $5 AND {rules} AND {only}
+            ORDER BY j.next_attempt_at_ms, j.id LIMIT $2 FOR UPDATE OF j SKIP LOCKED),
+         expired AS ({select}
+            WHERE j.state = 'running' AND j.lease_until <= $1 AND {rules} AND {only}
+            ORDER BY j.lease_until, j.id LIMIT $2 FOR UPDATE OF j SKIP LOCKED)"
+    )
+}
 
-/// How [`DUE`] is ordered, limited and locked: a job another claim holds is skipped.
-const ORDER: &str = "ORDER BY j.next_attempt_at_ms, j.id LIMIT $2 FOR UPDATE OF j SKIP LOCKED";
+/// The first `$2` jobs of [`due`]'s two CTEs, in due order: id and due time.
+const DUE: &str = "SELECT id, next_attempt_at_ms FROM (SELECT * FROM waiting UNION ALL SELECT * FROM expired) AS due
+    ORDER BY next_attempt_at_ms, id LIMIT $2";
+
+/// [`due`]'s parameters: `$1` now in seconds, `$2` the limit, `$3` the FIFO destinations,
+/// `$4` what the caller narrows by (or, in a claim, the lease's end), `$5` now in ms.
+fn due_params<'a>(
+    now: &'a i64,
+    limit: &'a i64,
+    fifo: &'a &'a [String],
+    fourth: (&'a (dyn ToSql + Sync), Type),
+    now_ms: &'a i64,
+) -> [(&'a (dyn ToSql + Sync), Type); 5] {
+    [(now, Type::INT8), (limit, Type::INT8), (fifo, Type::TEXT_ARRAY), fourth, (now_ms, Type::INT8)]
+}
 
 /// Takes the jobs `chosen` names under a lease: `$1` is now in seconds, `until` the
 /// parameter holding the lease's end; returns [`TAKEN`]'s columns.
@@ -149,10 +189,11 @@ async fn write_breakers(
 
 /// Records `finished`'s attempts, disables the destinations that answered `410`, closes
 /// the breakers of `closed` and moves each job as its decision says if its lease is
-/// current, in one statement on `client` (a transaction's, or a connection's on its own).
-/// Returns the (job, lease token) pairs that took effect.
+/// current, in one statement on `client` (a transaction's, or a connection's on its own),
+/// planned for this call (see the module doc). Returns the (job, lease token) pairs that took
+/// effect.
 async fn completed(
-    client: &impl GenericClient,
+    client: &impl tokio_postgres::GenericClient,
     finished: &[(ClaimedJob, AttemptRecord, Decision)],
     decisions: impl Iterator<Item = Decision>,
     closed: &[&str],
@@ -160,9 +201,7 @@ async fn completed(
     now: UnixTime,
 ) -> Result<Vec<(i64, i64)>, StoreError> {
     let c = Columns::of(finished.iter().zip(decisions).map(|((job, attempt, _), d)| (job, attempt, d)), now_ms);
-    let complete = client
-        .prepare_cached(
-            "WITH finished AS (
+    let complete = "WITH finished AS (
                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::bigint[],
                                      $6::int[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[])
                     AS f(id, token, attempt, started_at, latency_ms, status, error, response_prefix,
@@ -185,27 +224,25 @@ async fn completed(
                     lease_until = NULL, updated_at = $12
              FROM finished f
              WHERE jobs.id = f.id AND jobs.lease_token = f.token AND jobs.state = 'running'
-             RETURNING jobs.id, f.token",
-        )
-        .await?;
+             RETURNING jobs.id, f.token";
     let rows = client
-        .query(
-            &complete,
+        .query_typed(
+            complete,
             &[
-                &c.id,
-                &c.token,
-                &c.attempt,
-                &c.started_at,
-                &c.latency_ms,
-                &c.status,
-                &c.error,
-                &c.response_prefix,
-                &c.state,
-                &c.next_attempt_at_ms,
-                &c.last_error,
-                &now.0,
-                &c.disable,
-                &closed,
+                (&c.id, Type::INT8_ARRAY),
+                (&c.token, Type::INT8_ARRAY),
+                (&c.attempt, Type::INT4_ARRAY),
+                (&c.started_at, Type::INT8_ARRAY),
+                (&c.latency_ms, Type::INT8_ARRAY),
+                (&c.status, Type::INT4_ARRAY),
+                (&c.error, Type::TEXT_ARRAY),
+                (&c.response_prefix, Type::TEXT_ARRAY),
+                (&c.state, Type::TEXT_ARRAY),
+                (&c.next_attempt_at_ms, Type::INT8_ARRAY),
+                (&c.last_error, Type::TEXT_ARRAY),
+                (&now.0, Type::INT8),
+                (&c.disable, Type::TEXT_ARRAY),
+                (&closed, Type::TEXT_ARRAY),
             ],
         )
         .await?;
@@ -257,17 +294,17 @@ impl PgStore {
         fifo: &[String],
     ) -> Result<Option<Vec<ClaimedJob>>, StoreError> {
         let client = self.client().await?;
-        let claim = client
-            .prepare_cached(&format!(
-                "WITH paused AS (SELECT count(*) AS n FROM destinations WHERE paused_at_ms IS NOT NULL),
-                 due AS ({DUE} AND (SELECT n FROM paused) = 0 {ORDER}),
-                 taken AS ({})
-                 SELECT paused.n, taken.* FROM paused LEFT JOIN taken ON true",
-                take("$4", "jobs.id IN (SELECT id FROM due)")
-            ))
-            .await?;
+        let claim = format!(
+            "WITH paused AS (SELECT count(*) AS n FROM destinations WHERE paused_at_ms IS NOT NULL),
+             {}, due AS ({DUE}), taken AS ({})
+             SELECT paused.n, taken.* FROM paused LEFT JOIN taken ON true",
+            due("(SELECT n FROM paused) = 0"),
+            take("$4", "jobs.id IN (SELECT id FROM due)")
+        );
         let until = lease_until(now_ms, lease);
-        let rows = client.query(&claim, &[&second_of(now_ms), &sql_limit(limit), &fifo, &until, &now_ms]).await?;
+        let (now, limit) = (second_of(now_ms), sql_limit(limit));
+        let params = due_params(&now, &limit, &fifo, (&until, Type::INT8), &now_ms);
+        let rows = client.query_typed(&claim, &params).await?;
         if rows.first().map(|row| row.try_get::<_, i64>(0)).transpose()?.unwrap_or(0) > 0 {
             return Ok(None);
         }
@@ -299,22 +336,25 @@ impl PgStore {
         let paused = tx.query(&paused, &[]).await?.iter().map(breaker_row).collect::<Result<Vec<_>, StoreError>>()?;
         let plan = ClaimPlan::new(per_destination, paused, now_ms);
         let now = second_of(now_ms);
-        let others = tx.prepare_cached(&format!("{DUE} AND NOT (j.destination = ANY($4::text[])) {ORDER}")).await?;
-        let mut due: Vec<(i64, i64)> = Vec::new();
-        for row in tx.query(&others, &[&now, &sql_limit(limit), &fifo, &plan.limited_names(), &now_ms]).await? {
-            due.push((row.try_get(1)?, row.try_get(0)?));
+        let others = format!("WITH {} {DUE}", due("NOT (j.destination = ANY($4::text[]))"));
+        let (limited, most) = (plan.limited_names(), sql_limit(limit));
+        let mut chosen: Vec<(i64, i64)> = Vec::new();
+        let params = due_params(&now, &most, &fifo, (&limited, Type::TEXT_ARRAY), &now_ms);
+        for row in tx.query_typed(&others, &params).await? {
+            chosen.push((row.try_get(1)?, row.try_get(0)?));
         }
-        let one = tx.prepare_cached(&format!("{DUE} AND j.destination = $4 {ORDER}")).await?;
+        let one = format!("WITH {} {DUE}", due("j.destination = $4"));
         for (name, &most) in &plan.limits {
             if most > 0 {
-                for row in tx.query(&one, &[&now, &sql_limit(most.min(limit)), &fifo, name, &now_ms]).await? {
-                    due.push((row.try_get(1)?, row.try_get(0)?));
+                let most = sql_limit(most.min(limit));
+                for row in tx.query_typed(&one, &due_params(&now, &most, &fifo, (name, Type::TEXT), &now_ms)).await? {
+                    chosen.push((row.try_get(1)?, row.try_get(0)?));
                 }
             }
         }
-        due.sort_unstable();
-        due.truncate(limit);
-        let ids: Vec<i64> = due.into_iter().map(|(_, id)| id).collect();
+        chosen.sort_unstable();
+        chosen.truncate(limit);
+        let ids: Vec<i64> = chosen.into_iter().map(|(_, id)| id).collect();
         let take = tx.prepare_cached(&take("$2", "jobs.id = ANY($3::bigint[])")).await?;
         let until = lease_until(now_ms, lease);
         let rows = tx.query(&take, &[&now, &until, &ids]).await?;
@@ -392,7 +432,7 @@ impl PgStore {
         let mut client = self.client().await?;
         if let Some(closed) = closed_by_answers(finished) {
             let decisions = finished.iter().map(|(_, _, decision)| *decision);
-            return completed(&client, finished, decisions, &closed, now_ms, now).await;
+            return completed(&**client, finished, decisions, &closed, now_ms, now).await;
         }
         let tx = client.transaction().await?;
         let mut names: Vec<&str> = finished.iter().map(|(job, _, _)| job.destination.as_str()).collect();
@@ -410,7 +450,7 @@ impl PgStore {
             .map(breaker_row)
             .collect::<Result<HashMap<_, _>, StoreError>>()?;
         let (decisions, changed) = fold_breakers(states, finished, breakers, now_ms);
-        let recorded = completed(&tx, finished, decisions.into_iter(), &[], now_ms, now).await?;
+        let recorded = completed(&*tx, finished, decisions.into_iter(), &[], now_ms, now).await?;
         write_breakers(&tx, &changed).await?;
         tx.commit().await?;
         Ok(recorded)

@@ -173,6 +173,16 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX audit_log_at ON audit_log (at);
 "#,
+    // The claim's two scans, each a partial index in its order (see `jobs::due`): jobs
+    // waiting by due time, leases by their end. They replace (state, next_attempt_at_ms),
+    // which a claim could only read in one bitmap scan over every version a vacuum had not
+    // yet removed. The leases' index is on the lease, not on the state `running`, so that a
+    // completion, which names its jobs by id, finds them by id and not by a scan of it.
+    r"
+    DROP INDEX jobs_due;
+    CREATE INDEX jobs_waiting ON jobs (next_attempt_at_ms, id) WHERE state IN ('pending', 'retrying');
+    CREATE INDEX jobs_leased ON jobs (lease_until, id) WHERE lease_until IS NOT NULL;
+",
 ];
 
 /// The schema version this build writes on PostgreSQL.

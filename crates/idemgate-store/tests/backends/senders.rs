@@ -190,7 +190,8 @@ async fn postgres_events_stored_before_the_outgoing_id_keep_their_identity_as_th
     tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
+            "DROP INDEX jobs_waiting; DROP INDEX jobs_leased; CREATE INDEX jobs_due ON jobs (state, next_attempt_at_ms);
+             DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
              DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
              ALTER TABLE destinations DROP COLUMN failures; ALTER TABLE destinations DROP COLUMN failing_since_ms;
              ALTER TABLE destinations DROP COLUMN paused_at_ms; ALTER TABLE destinations DROP COLUMN next_probe_at_ms;
