@@ -2,12 +2,12 @@
 //! so workers of several instances never take the same job while its lease holds, and
 //! completions are fenced by `lease_token` exactly as on SQLite.
 //!
-//! Claims and completions are sent unnamed (`query_typed`: one round trip, planned for
-//! each call's values and the tables as they are now) rather than prepared once per
-//! connection. A prepared statement soon runs on a generic plan, made once for the tables
-//! as they were then: one made while the queue was small scans `jobs` whole, and goes on
-//! doing so on every call as the table grows. Claims and completions come one per batch,
-//! so planning each costs less than such a scan.
+//! The claim and the completion are each prepared once per connection and shaped so that
+//! a plan made for a small queue stays good as it grows: a claim reads `jobs` alone
+//! (events only for FIFO destinations) through the partial indexes of waiting jobs and of
+//! leases, and a completion finds its jobs by id, there being no index on `state` to tempt
+//! it into scanning every running job. (Planning each call for its own values instead, as
+//! an unnamed statement, cost the server more CPU than it saved: see BENCHMARKS.md.)
 
 use std::{collections::HashMap, time::Duration};
 
@@ -97,6 +97,18 @@ fn due(only: &str) -> String {
 /// The first `$2` jobs of [`due`]'s two CTEs, in due order: id and due time.
 const DUE: &str = "SELECT id, next_attempt_at_ms FROM (SELECT * FROM waiting UNION ALL SELECT * FROM expired) AS due
     ORDER BY next_attempt_at_ms, id LIMIT $2";
+
+/// Runs one of the queue's statements, prepared once per connection.
+async fn queue_query(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[(&(dyn ToSql + Sync), Type)],
+) -> Result<Vec<Row>, StoreError> {
+    let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+    let statement = client.prepare_typed_cached(sql, &types).await?;
+    let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
+    Ok(client.query(&statement, &values).await?)
+}
 
 /// [`due`]'s parameters: `$1` now in seconds, `$2` the limit, `$3` the FIFO destinations,
 /// `$4` what the caller narrows by (or, in a claim, the lease's end), `$5` now in ms.
@@ -189,11 +201,10 @@ async fn write_breakers(
 
 /// Records `finished`'s attempts, disables the destinations that answered `410`, closes
 /// the breakers of `closed` and moves each job as its decision says if its lease is
-/// current, in one statement on `client` (a transaction's, or a connection's on its own),
-/// planned for this call (see the module doc). Returns the (job, lease token) pairs that took
-/// effect.
+/// current, in one statement on `client` (a transaction's, or a connection's on its own).
+/// Returns the (job, lease token) pairs that took effect.
 async fn completed(
-    client: &impl tokio_postgres::GenericClient,
+    client: &impl GenericClient,
     finished: &[(ClaimedJob, AttemptRecord, Decision)],
     decisions: impl Iterator<Item = Decision>,
     closed: &[&str],
@@ -225,27 +236,27 @@ async fn completed(
              FROM finished f
              WHERE jobs.id = f.id AND jobs.lease_token = f.token AND jobs.state = 'running'
              RETURNING jobs.id, f.token";
-    let rows = client
-        .query_typed(
-            complete,
-            &[
-                (&c.id, Type::INT8_ARRAY),
-                (&c.token, Type::INT8_ARRAY),
-                (&c.attempt, Type::INT4_ARRAY),
-                (&c.started_at, Type::INT8_ARRAY),
-                (&c.latency_ms, Type::INT8_ARRAY),
-                (&c.status, Type::INT4_ARRAY),
-                (&c.error, Type::TEXT_ARRAY),
-                (&c.response_prefix, Type::TEXT_ARRAY),
-                (&c.state, Type::TEXT_ARRAY),
-                (&c.next_attempt_at_ms, Type::INT8_ARRAY),
-                (&c.last_error, Type::TEXT_ARRAY),
-                (&now.0, Type::INT8),
-                (&c.disable, Type::TEXT_ARRAY),
-                (&closed, Type::TEXT_ARRAY),
-            ],
-        )
-        .await?;
+    let rows = queue_query(
+        client,
+        complete,
+        &[
+            (&c.id, Type::INT8_ARRAY),
+            (&c.token, Type::INT8_ARRAY),
+            (&c.attempt, Type::INT4_ARRAY),
+            (&c.started_at, Type::INT8_ARRAY),
+            (&c.latency_ms, Type::INT8_ARRAY),
+            (&c.status, Type::INT4_ARRAY),
+            (&c.error, Type::TEXT_ARRAY),
+            (&c.response_prefix, Type::TEXT_ARRAY),
+            (&c.state, Type::TEXT_ARRAY),
+            (&c.next_attempt_at_ms, Type::INT8_ARRAY),
+            (&c.last_error, Type::TEXT_ARRAY),
+            (&now.0, Type::INT8),
+            (&c.disable, Type::TEXT_ARRAY),
+            (&closed, Type::TEXT_ARRAY),
+        ],
+    )
+    .await?;
     rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
 }
 
@@ -304,7 +315,7 @@ impl PgStore {
         let until = lease_until(now_ms, lease);
         let (now, limit) = (second_of(now_ms), sql_limit(limit));
         let params = due_params(&now, &limit, &fifo, (&until, Type::INT8), &now_ms);
-        let rows = client.query_typed(&claim, &params).await?;
+        let rows = queue_query(&client, &claim, &params).await?;
         if rows.first().map(|row| row.try_get::<_, i64>(0)).transpose()?.unwrap_or(0) > 0 {
             return Ok(None);
         }
@@ -340,14 +351,14 @@ impl PgStore {
         let (limited, most) = (plan.limited_names(), sql_limit(limit));
         let mut chosen: Vec<(i64, i64)> = Vec::new();
         let params = due_params(&now, &most, &fifo, (&limited, Type::TEXT_ARRAY), &now_ms);
-        for row in tx.query_typed(&others, &params).await? {
+        for row in queue_query(&tx, &others, &params).await? {
             chosen.push((row.try_get(1)?, row.try_get(0)?));
         }
         let one = format!("WITH {} {DUE}", due("j.destination = $4"));
         for (name, &most) in &plan.limits {
             if most > 0 {
                 let most = sql_limit(most.min(limit));
-                for row in tx.query_typed(&one, &due_params(&now, &most, &fifo, (name, Type::TEXT), &now_ms)).await? {
+                for row in queue_query(&tx, &one, &due_params(&now, &most, &fifo, (name, Type::TEXT), &now_ms)).await? {
                     chosen.push((row.try_get(1)?, row.try_get(0)?));
                 }
             }
@@ -432,7 +443,7 @@ impl PgStore {
         let mut client = self.client().await?;
         if let Some(closed) = closed_by_answers(finished) {
             let decisions = finished.iter().map(|(_, _, decision)| *decision);
-            return completed(&**client, finished, decisions, &closed, now_ms, now).await;
+            return completed(&client, finished, decisions, &closed, now_ms, now).await;
         }
         let tx = client.transaction().await?;
         let mut names: Vec<&str> = finished.iter().map(|(job, _, _)| job.destination.as_str()).collect();
@@ -450,7 +461,7 @@ impl PgStore {
             .map(breaker_row)
             .collect::<Result<HashMap<_, _>, StoreError>>()?;
         let (decisions, changed) = fold_breakers(states, finished, breakers, now_ms);
-        let recorded = completed(&*tx, finished, decisions.into_iter(), &[], now_ms, now).await?;
+        let recorded = completed(&tx, finished, decisions.into_iter(), &[], now_ms, now).await?;
         write_breakers(&tx, &changed).await?;
         tx.commit().await?;
         Ok(recorded)
