@@ -22,11 +22,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use deadpool_postgres::Pool;
-use futures_util::future::try_join_all;
 use idemgate_core::Outcome;
 use tokio::sync::oneshot;
 
-use super::receive::{ACCEPT_IN_ONE_STATEMENT, AcceptParams, repeat};
+use super::receive::{AcceptParams, accept_all, repeat};
 use crate::{ReceiveRequest, StoreError, inbox::IncomingEvent};
 
 /// The most deliveries one transaction takes; more wait for the next.
@@ -159,16 +158,16 @@ impl Group {
     async fn commit(&self, batch: &[Pending]) -> Result<Vec<Outcome>, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        let accept = tx.prepare_cached(&ACCEPT_IN_ONE_STATEMENT).await?;
         let params: Vec<AcceptParams<'_>> = batch.iter().map(|p| AcceptParams::new(&p.request, &p.event)).collect();
-        let values: Vec<_> = params.iter().map(AcceptParams::as_sql).collect();
-        let inserted = try_join_all(values.iter().map(|v| tx.query_opt(&accept, v))).await?;
+        let inserted = accept_all(&tx, &params).await?;
         let mut outcomes = Vec::with_capacity(batch.len());
-        for (pending, row) in batch.iter().zip(inserted) {
-            outcomes.push(match row {
-                Some(_) => Outcome::Applied { result: pending.event.result.clone() },
-                // The receipt was there (committed, or inserted earlier in this batch).
-                None => repeat(&tx, &pending.request).await?,
+        for (pending, inserted) in batch.iter().zip(inserted) {
+            outcomes.push(if inserted {
+                Outcome::Applied { result: pending.event.result.clone() }
+            } else {
+                // The receipt was there (committed, or inserted for an earlier delivery of
+                // this batch).
+                repeat(&tx, &pending.request).await?
             });
         }
         tx.commit().await?;

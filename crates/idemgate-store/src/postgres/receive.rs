@@ -41,6 +41,91 @@ pub(super) static ACCEPT_IN_ONE_STATEMENT: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// [`ACCEPT_IN_ONE_STATEMENT`] for a whole batch at once: the deliveries come as arrays
+/// (in the batch's order, which is key order) and their destinations as (position,
+/// destination) pairs. Of several deliveries of one key only the first is offered, so the
+/// others find its receipt. Returns the positions (from 1) of the deliveries that inserted
+/// their receipt, and so their event and jobs.
+const ACCEPT_ALL_IN_ONE_STATEMENT: &str = r#"WITH input AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::text[],
+                             $7::text[], $8::bytea[], $9::text[], $10::text[])
+            WITH ORDINALITY AS i(source, identity, body_sha256, result, received_at, event_type,
+                                 content_type, body, headers, outgoing_id, n)
+     ), first AS (
+        SELECT DISTINCT ON (source, identity) * FROM input ORDER BY source, identity, n
+     ), receipt AS (
+        INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+        SELECT source, identity, body_sha256, 'applied', result, received_at FROM first ORDER BY n
+        ON CONFLICT DO NOTHING RETURNING source, identity
+     ), inserted AS (
+        SELECT f.* FROM receipt r
+        JOIN first f ON f.source COLLATE "C" = r.source AND f.identity COLLATE "C" = r.identity
+     ), event AS (
+        INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
+        SELECT source, identity, event_type, content_type, body, received_at, headers, outgoing_id
+        FROM inserted ORDER BY n RETURNING id, source, identity
+     ), jobs AS (
+        INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+        SELECT e.id, d.destination, 'pending', i.received_at * 1000, i.received_at, i.received_at
+        FROM event e
+        JOIN inserted i ON i.source COLLATE "C" = e.source AND i.identity COLLATE "C" = e.identity
+        JOIN unnest($11::bigint[], $12::text[]) AS d(n, destination) ON d.n = i.n
+     )
+     SELECT n FROM inserted"#;
+
+/// Offers every delivery of `batch` in [`ACCEPT_ALL_IN_ONE_STATEMENT`] on `tx`: whether
+/// each inserted its receipt, in the batch's order.
+pub(super) async fn accept_all(
+    tx: &impl deadpool_postgres::GenericClient,
+    batch: &[AcceptParams<'_>],
+) -> Result<Vec<bool>, StoreError> {
+    let sources: Vec<&str> = batch.iter().map(|p| p.source).collect();
+    let identities: Vec<&str> = batch.iter().map(|p| p.identity).collect();
+    let hashes: Vec<&[u8]> = batch.iter().map(|p| p.body_hash).collect();
+    let results: Vec<&str> = batch.iter().map(|p| p.result.as_str()).collect();
+    let received: Vec<i64> = batch.iter().map(|p| p.received_at).collect();
+    let types: Vec<Option<&str>> = batch.iter().map(|p| p.event_type.as_deref()).collect();
+    let content_types: Vec<Option<&str>> = batch.iter().map(|p| p.content_type.as_deref()).collect();
+    let bodies: Vec<&[u8]> = batch.iter().map(|p| p.body).collect();
+    let headers: Vec<Option<&str>> = batch.iter().map(|p| p.headers.as_deref()).collect();
+    let outgoing: Vec<&str> = batch.iter().map(|p| p.outgoing_id).collect();
+    let (mut at, mut destinations) = (Vec::new(), Vec::new());
+    for (n, params) in (1_i64..).zip(batch) {
+        for destination in &params.destinations {
+            at.push(n);
+            destinations.push(*destination);
+        }
+    }
+    let accept = tx.prepare_cached(ACCEPT_ALL_IN_ONE_STATEMENT).await?;
+    let rows = tx
+        .query(
+            &accept,
+            &[
+                &sources,
+                &identities,
+                &hashes,
+                &results,
+                &received,
+                &types,
+                &content_types,
+                &bodies,
+                &headers,
+                &outgoing,
+                &at,
+                &destinations,
+            ],
+        )
+        .await?;
+    let mut inserted = vec![false; batch.len()];
+    for row in rows {
+        let n: i64 = row.try_get(0)?;
+        if let Some(slot) = usize::try_from(n - 1).ok().and_then(|i| inserted.get_mut(i)) {
+            *slot = true;
+        }
+    }
+    Ok(inserted)
+}
+
 /// The parameters of [`ACCEPT_IN_ONE_STATEMENT`] for one delivery, owned where they are
 /// derived, so that a batch can hold them while its statements are in flight.
 pub(super) struct AcceptParams<'a> {
