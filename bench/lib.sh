@@ -42,6 +42,21 @@ tick=$(getconf CLK_TCK)
 # CPU seconds (user + system) the process has used so far.
 cpu() { awk -v tick="$tick" '{ print ($14 + $15) / tick }' "/proc/$1/stat"; }
 
+# pg_cpu URL: CPU seconds the local PostgreSQL server behind URL has used so far: the
+# postmaster's own, its ended children's (the backends of connections closed since it
+# started) and its live children's. Read after the gateway has stopped, so that its
+# backends have ended and are counted.
+pg_cpu() {
+  local dir postmaster
+  dir=$(psql "$1" -qAtc "SHOW data_directory")
+  postmaster=$(head -1 "$dir/postmaster.pid")
+  sleep 0.5
+  {
+    awk '{ print $14 + $15 + $16 + $17 }' "/proc/$postmaster/stat"
+    for child in $(pgrep -P "$postmaster"); do awk '{ print $14 + $15 }' "/proc/$child/stat" 2>/dev/null || true; done
+  } | awk -v tick="$tick" '{ sum += $1 } END { print sum / tick }'
+}
+
 # gateway_e2e IDEMGATE LOADGEN_DIR STORE_LINE: one end-to-end run of `serve` (built
 # IDEMGATE) on the store STORE_LINE, $events signed events plus 20 % redeliveries at
 # $concurrency from LOADGEN_DIR's `idemgate bench`, until the sink (LOADGEN_DIR's
