@@ -9,9 +9,10 @@
 //! cancellation can cut a batch short), and each task writes whatever has queued up
 //! meanwhile, until the queue is empty.
 //!
-//! A batch sends every delivery's one-statement accept at once (tokio-postgres pipelines
-//! the queries of one connection), then answers the repeats, then commits; only then does
-//! any caller learn its outcome. The batch does not isolate its deliveries with
+//! A batch accepts all its deliveries in one statement (`receive::accept_all`: the
+//! one-delivery accept's CTEs over arrays, so the server starts one executor, not one per
+//! delivery), then answers the repeats, then commits; only then does any caller learn its
+//! outcome. The batch does not isolate its deliveries with
 //! savepoints: the statement only fails when the database does, and a failed statement
 //! aborts the transaction for the deliveries after it whatever savepoints were taken, so
 //! on any error the whole batch is rolled back and each delivery runs again alone, on
