@@ -36,7 +36,7 @@ for round in $(seq "$rounds"); do
   if [ $((round % 2)) = 1 ]; then order="A B"; else order="B A"; fi
   for side in $order; do
     if [ "$side" = A ]; then dir=$a; else dir=$b; fi
-    schema="pg_ab_$$_${round}_$side"
+    schema="ab_$$_${round}_$side"
     psql "$pg" -qc "CREATE SCHEMA $schema"
     server_before=$(pg_cpu "$pg")
     commits_before=$(commits)
