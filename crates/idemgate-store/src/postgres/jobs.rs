@@ -13,10 +13,7 @@ use std::{collections::HashMap, time::Duration};
 
 use deadpool_postgres::GenericClient;
 use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
-use tokio_postgres::{
-    Row,
-    types::{ToSql, Type},
-};
+use tokio_postgres::{Row, types::ToSql};
 
 use super::{PgStore, audit, retrying, sql_limit};
 use crate::{
@@ -102,12 +99,10 @@ const DUE: &str = "SELECT id, next_attempt_at_ms FROM (SELECT * FROM waiting UNI
 async fn queue_query(
     client: &impl GenericClient,
     sql: &str,
-    params: &[(&(dyn ToSql + Sync), Type)],
+    params: &[&(dyn ToSql + Sync)],
 ) -> Result<Vec<Row>, StoreError> {
-    let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
-    let statement = client.prepare_typed_cached(sql, &types).await?;
-    let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
-    Ok(client.query(&statement, &values).await?)
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.query(&statement, params).await?)
 }
 
 /// [`due`]'s parameters: `$1` now in seconds, `$2` the limit, `$3` the FIFO destinations,
@@ -116,10 +111,10 @@ fn due_params<'a>(
     now: &'a i64,
     limit: &'a i64,
     fifo: &'a &'a [String],
-    fourth: (&'a (dyn ToSql + Sync), Type),
+    fourth: &'a (dyn ToSql + Sync),
     now_ms: &'a i64,
-) -> [(&'a (dyn ToSql + Sync), Type); 5] {
-    [(now, Type::INT8), (limit, Type::INT8), (fifo, Type::TEXT_ARRAY), fourth, (now_ms, Type::INT8)]
+) -> [&'a (dyn ToSql + Sync); 5] {
+    [now, limit, fifo, fourth, now_ms]
 }
 
 /// Takes the jobs `chosen` names under a lease: `$1` is now in seconds, `until` the
@@ -240,20 +235,20 @@ async fn completed(
         client,
         complete,
         &[
-            (&c.id, Type::INT8_ARRAY),
-            (&c.token, Type::INT8_ARRAY),
-            (&c.attempt, Type::INT4_ARRAY),
-            (&c.started_at, Type::INT8_ARRAY),
-            (&c.latency_ms, Type::INT8_ARRAY),
-            (&c.status, Type::INT4_ARRAY),
-            (&c.error, Type::TEXT_ARRAY),
-            (&c.response_prefix, Type::TEXT_ARRAY),
-            (&c.state, Type::TEXT_ARRAY),
-            (&c.next_attempt_at_ms, Type::INT8_ARRAY),
-            (&c.last_error, Type::TEXT_ARRAY),
-            (&now.0, Type::INT8),
-            (&c.disable, Type::TEXT_ARRAY),
-            (&closed, Type::TEXT_ARRAY),
+            &c.id,
+            &c.token,
+            &c.attempt,
+            &c.started_at,
+            &c.latency_ms,
+            &c.status,
+            &c.error,
+            &c.response_prefix,
+            &c.state,
+            &c.next_attempt_at_ms,
+            &c.last_error,
+            &now.0,
+            &c.disable,
+            &closed,
         ],
     )
     .await?;
@@ -314,7 +309,7 @@ impl PgStore {
         );
         let until = lease_until(now_ms, lease);
         let (now, limit) = (second_of(now_ms), sql_limit(limit));
-        let params = due_params(&now, &limit, &fifo, (&until, Type::INT8), &now_ms);
+        let params = due_params(&now, &limit, &fifo, &until, &now_ms);
         let rows = queue_query(&client, &claim, &params).await?;
         if rows.first().map(|row| row.try_get::<_, i64>(0)).transpose()?.unwrap_or(0) > 0 {
             return Ok(None);
@@ -350,7 +345,7 @@ impl PgStore {
         let others = format!("WITH {} {DUE}", due("NOT (j.destination = ANY($4::text[]))"));
         let (limited, most) = (plan.limited_names(), sql_limit(limit));
         let mut chosen: Vec<(i64, i64)> = Vec::new();
-        let params = due_params(&now, &most, &fifo, (&limited, Type::TEXT_ARRAY), &now_ms);
+        let params = due_params(&now, &most, &fifo, &limited, &now_ms);
         for row in queue_query(&tx, &others, &params).await? {
             chosen.push((row.try_get(1)?, row.try_get(0)?));
         }
@@ -358,7 +353,7 @@ impl PgStore {
         for (name, &most) in &plan.limits {
             if most > 0 {
                 let most = sql_limit(most.min(limit));
-                for row in queue_query(&tx, &one, &due_params(&now, &most, &fifo, (name, Type::TEXT), &now_ms)).await? {
+                for row in queue_query(&tx, &one, &due_params(&now, &most, &fifo, name, &now_ms)).await? {
                     chosen.push((row.try_get(1)?, row.try_get(0)?));
                 }
             }
