@@ -21,9 +21,7 @@ export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
 instances=${INSTANCES:-1}
 store="path = \"$work/gateway.sqlite3\""
 if [ "${BENCH_STORE:-sqlite}" = postgres ]; then
-  pg=${IDEMGATE_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/idemgate_bench}
-  psql "${pg%/*}/postgres" -qAtc "SELECT 1 FROM pg_database WHERE datname = '${pg##*/}'" | grep -q 1 \
-    || psql "${pg%/*}/postgres" -qc "CREATE DATABASE ${pg##*/}"
+  bench_database
   schema="gateway_$$_$RANDOM"
   psql "$pg" -qc "CREATE SCHEMA $schema"
   store="url = \"$pg?options=-csearch_path%3D$schema\""

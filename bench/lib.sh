@@ -42,6 +42,14 @@ tick=$(getconf CLK_TCK)
 # CPU seconds (user + system) the process has used so far.
 cpu() { awk -v tick="$tick" '{ print ($14 + $15) / tick }' "/proc/$1/stat"; }
 
+# bench_database: sets $pg to the benchmarks' PostgreSQL database ($IDEMGATE_BENCH_POSTGRES,
+# by default idemgate_bench on the local server) and creates it if it is missing.
+bench_database() {
+  pg=${IDEMGATE_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/idemgate_bench}
+  psql "${pg%/*}/postgres" -qAtc "SELECT 1 FROM pg_database WHERE datname = '${pg##*/}'" | grep -q 1 \
+    || psql "${pg%/*}/postgres" -qc "CREATE DATABASE ${pg##*/}"
+}
+
 # pg_cpu URL: CPU seconds the local PostgreSQL server behind URL has used so far: the
 # postmaster's own, its ended children's (the backends of connections closed since it
 # started) and its live children's. Read after the gateway has stopped, so that its

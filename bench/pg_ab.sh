@@ -26,9 +26,7 @@ done
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
-pg=${IDEMGATE_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/idemgate_bench}
-psql "${pg%/*}/postgres" -qAtc "SELECT 1 FROM pg_database WHERE datname = '${pg##*/}'" | grep -q 1 \
-  || psql "${pg%/*}/postgres" -qc "CREATE DATABASE ${pg##*/}"
+bench_database
 commits() { psql "$pg" -qAtc "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
 results="$work/results.jsonl"

@@ -20,9 +20,7 @@ bin=${CARGO_TARGET_DIR:-$(pwd)/target}/release
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
-pg=${IDEMGATE_BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/idemgate_bench}
-psql "${pg%/*}/postgres" -qAtc "SELECT 1 FROM pg_database WHERE datname = '${pg##*/}'" | grep -q 1 \
-  || psql "${pg%/*}/postgres" -qc "CREATE DATABASE ${pg##*/}"
+bench_database
 
 results="$work/results.jsonl"
 for round in $(seq "$rounds"); do
