@@ -151,3 +151,35 @@ async fn postgres_deliveries_arriving_together_share_one_transaction() {
     let transactions = t.count_raw("SELECT count(DISTINCT xmin::text) FROM receipts").await;
     assert!(transactions < 56, "56 receipts written by {transactions} transactions: no group commit");
 }
+
+/// A group commit that fails is rolled back whole, and each of its deliveries is written
+/// again on its own: the one that cannot be written fails and stores nothing, the others
+/// apply with their events and jobs. (A destination named twice breaks the jobs' unique
+/// key, a failure no retry mends.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_failed_group_commit_writes_each_delivery_again_alone() {
+    let t = crate::postgres().await;
+    let store = Arc::new(t.store.clone());
+    let offers: Vec<_> = (0..16)
+        .map(|n| {
+            let store = Arc::clone(&store);
+            let identity = format!("f{n}");
+            let destinations: &[&str] = if n == 5 { &["a", "a"] } else { &["a", "b"] };
+            tokio::spawn(async move {
+                (n, store.accept(request(&identity, b"{}"), event(&identity, b"{}", destinations)).await)
+            })
+        })
+        .collect();
+    for offer in offers {
+        match offer.await.unwrap() {
+            (5, outcome) => assert!(matches!(outcome, Outcome::Failed { .. }), "{outcome:?}"),
+            (n, outcome) => {
+                assert_eq!(outcome, Outcome::Applied { result: json!({ "event": format!("f{n}") }) });
+                assert_eq!(t.jobs(key(&format!("f{n}"))).await.unwrap().len(), 2, "f{n}");
+            }
+        }
+    }
+    assert_eq!(t.count_raw("SELECT count(*) FROM receipts WHERE identity = 'f5'").await, 0);
+    assert_eq!(t.count_raw("SELECT count(*) FROM events WHERE identity = 'f5'").await, 0);
+    assert_eq!(t.count_raw("SELECT count(*) FROM receipts").await, 15);
+}
