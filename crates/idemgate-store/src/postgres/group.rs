@@ -10,7 +10,7 @@
 //! meanwhile, until the queue is empty.
 //!
 //! A batch accepts all its deliveries in one statement (`receive::accept_all`: the
-//! one-delivery accept's CTEs over arrays, so the server starts one executor, not one per
+//! accept's CTEs over arrays, so the server starts one executor, not one per
 //! delivery), then answers the repeats, then commits; only then does any caller learn its
 //! outcome. The batch does not isolate its deliveries with
 //! savepoints: the statement only fails when the database does, and a failed statement

@@ -1,11 +1,7 @@
 //! Receipts and the gateway's inbox on PostgreSQL: one transaction per delivery that
 //! inserts the receipt, the event and its jobs, or finds the receipt already there.
 
-use std::sync::LazyLock;
-
 use idemgate_core::{Outcome, outcome::FailureCause};
-
-use tokio_postgres::types::ToSql;
 
 use super::{PgStore, group::Reply, retrying};
 use crate::{
@@ -24,29 +20,13 @@ use crate::{
 const INSERT_RECEIPT: &str = "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
      VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING";
 
-/// The common case in one statement: the receipt insert decides, and the event and its
-/// jobs are inserted only from the receipt row it returned. Its parameters are
-/// [`AcceptParams`].
-pub(super) static ACCEPT_IN_ONE_STATEMENT: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "WITH receipt AS ({INSERT_RECEIPT} RETURNING source, identity
-         ), event AS (
-            INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
-            SELECT source, identity, $6, $7, $8, $5, $9, $11 FROM receipt RETURNING id
-         ), jobs AS (
-            INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
-            SELECT event.id, d, 'pending', $5::bigint * 1000, $5, $5 FROM event, unnest($10::text[]) AS d
-         )
-         SELECT id FROM event"
-    )
-});
-
-/// [`ACCEPT_IN_ONE_STATEMENT`] for a whole batch at once: the deliveries come as arrays
-/// (in the batch's order, which is key order) and their destinations as (position,
-/// destination) pairs. Of several deliveries of one key only the first is offered, so the
-/// others find its receipt. Returns the positions (from 1) of the deliveries that inserted
-/// their receipt, and so their event and jobs.
-const ACCEPT_ALL_IN_ONE_STATEMENT: &str = r#"WITH input AS (
+/// The common case in one statement, for a batch of deliveries (or one): each receipt
+/// insert decides, and an event and its jobs are inserted only for a receipt row it
+/// returned. The deliveries come as arrays (in the batch's order, which is key order) and
+/// their destinations as (position, destination) pairs. Of several deliveries of one key
+/// only the first is offered, so the others find its receipt. Returns the positions (from
+/// 1) of the deliveries that inserted their receipt, and so their event and jobs.
+const ACCEPT_IN_ONE_STATEMENT: &str = r#"WITH input AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::text[],
                              $7::text[], $8::bytea[], $9::text[], $10::text[])
             WITH ORDINALITY AS i(source, identity, body_sha256, result, received_at, event_type,
@@ -73,7 +53,7 @@ const ACCEPT_ALL_IN_ONE_STATEMENT: &str = r#"WITH input AS (
      )
      SELECT n FROM inserted"#;
 
-/// Offers every delivery of `batch` in [`ACCEPT_ALL_IN_ONE_STATEMENT`] on `tx`: whether
+/// Offers every delivery of `batch` in [`ACCEPT_IN_ONE_STATEMENT`] on `tx`: whether
 /// each inserted its receipt, in the batch's order.
 pub(super) async fn accept_all(
     tx: &impl deadpool_postgres::GenericClient,
@@ -96,7 +76,7 @@ pub(super) async fn accept_all(
             destinations.push(*destination);
         }
     }
-    let accept = tx.prepare_cached(ACCEPT_ALL_IN_ONE_STATEMENT).await?;
+    let accept = tx.prepare_cached(ACCEPT_IN_ONE_STATEMENT).await?;
     let rows = tx
         .query(
             &accept,
@@ -126,8 +106,8 @@ pub(super) async fn accept_all(
     Ok(inserted)
 }
 
-/// The parameters of [`ACCEPT_IN_ONE_STATEMENT`] for one delivery, owned where they are
-/// derived, so that a batch can hold them while its statements are in flight.
+/// The values [`accept_all`] sends of one delivery, owned where they are derived, so that
+/// a batch can hold them while its statement is in flight.
 pub(super) struct AcceptParams<'a> {
     source: &'a str,
     identity: &'a str,
@@ -158,23 +138,6 @@ impl<'a> AcceptParams<'a> {
             destinations: event.destinations.iter().map(String::as_str).collect(),
             outgoing_id: outgoing_id(event.outgoing_id.as_deref(), key),
         }
-    }
-
-    /// $1 to $11, in the statement's order.
-    pub(super) fn as_sql(&self) -> [&(dyn ToSql + Sync); 11] {
-        [
-            &self.source,
-            &self.identity,
-            &self.body_hash,
-            &self.result,
-            &self.received_at,
-            self.event_type,
-            self.content_type,
-            &self.body,
-            &self.headers,
-            &self.destinations,
-            &self.outgoing_id,
-        ]
     }
 }
 
@@ -222,9 +185,8 @@ impl PgStore {
         event: &IncomingEvent,
     ) -> Result<Outcome, StoreError> {
         let client = self.client().await?;
-        let accept = client.prepare_cached(&ACCEPT_IN_ONE_STATEMENT).await?;
         let params = AcceptParams::new(request, event);
-        if client.query_opt(&accept, &params.as_sql()).await?.is_some() {
+        if accept_all(&client, std::slice::from_ref(&params)).await?.contains(&true) {
             return Ok(Outcome::Applied { result: event.result.clone() });
         }
         repeat(&client, request).await
