@@ -11,7 +11,7 @@
 use std::{
     collections::HashMap,
     future::Future,
-    sync::{Arc, OnceLock},
+    sync::{Arc, OnceLock, PoisonError, RwLock},
     time::Duration,
 };
 
@@ -26,6 +26,7 @@ use idemgate_core::{
 use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     audit::{Audit, AuditFilter, AuditRecord},
+    handover::Handover,
     idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
@@ -44,6 +45,9 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct Store {
     backend: Arc<OnceLock<Backend>>,
+    /// Where accepted jobs go at once, when this process's worker takes them
+    /// ([`Store::hand_over_to`]).
+    handover: Arc<RwLock<Option<Handover>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -110,7 +114,7 @@ macro_rules! on_backend {
 
 impl Store {
     fn opened(backend: Backend) -> Self {
-        Self { backend: Arc::new(OnceLock::from(backend)) }
+        Self { backend: Arc::new(OnceLock::from(backend)), handover: Arc::default() }
     }
 
     /// A store that is not open yet, for a server that starts while its database cannot be
@@ -118,7 +122,7 @@ impl Store {
     /// [`Outcome::Failed`]) until [`Self::make_available`] gives it the opened backend.
     #[must_use]
     pub fn unavailable() -> Self {
-        Self { backend: Arc::new(OnceLock::new()) }
+        Self { backend: Arc::new(OnceLock::new()), handover: Arc::default() }
     }
 
     /// Gives a store made by [`Self::unavailable`] (and all its clones) the backend of
@@ -163,12 +167,30 @@ impl Store {
     /// Offers one gateway delivery: stores the receipt, the event and one job per
     /// destination together, or finds the receipt (duplicate or conflict). The outcome is
     /// known only after the commit is durable.
+    ///
+    /// On SQLite, the jobs of destinations this process's worker can start at once go to it
+    /// already leased, when it takes them ([`Self::hand_over_to`]).
     pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
         match self.open_backend() {
-            Ok(Backend::Sqlite(store)) => store.accept(request, event).await,
+            Ok(Backend::Sqlite(store)) => {
+                let offer = self
+                    .handover
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .as_ref()
+                    .and_then(|handover| handover.offer(&event.destinations));
+                store.accept(request, event, offer).await
+            }
             Ok(Backend::Postgres(store)) => store.accept(request, event).await,
             Err(_) => Outcome::Failed { cause: FailureCause::Store },
         }
+    }
+
+    /// From now on, jobs this process accepts go to `handover` (a worker's), or again wait
+    /// for a claim (`None`). Every clone of this store sees it. PostgreSQL ignores it: there
+    /// every job waits for a claim.
+    pub fn hand_over_to(&self, handover: Option<Handover>) {
+        *self.handover.write().unwrap_or_else(PoisonError::into_inner) = handover;
     }
 
     /// Whether the store can take writes now. Used by readiness checks.

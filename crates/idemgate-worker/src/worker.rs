@@ -41,6 +41,7 @@ use idemgate_core::{
 use idemgate_jq::Program;
 use idemgate_store::{
     Store, StoreError,
+    handover::{HandedOver, Handover},
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
 };
 use opentelemetry::{
@@ -73,6 +74,14 @@ pub struct Route {
     pub transform: Option<Program>,
     /// How the destination is protected from too many attempts.
     pub protection: Protection,
+}
+
+impl Route {
+    /// Whether a job of this route can start the moment the worker has it: it waits for
+    /// no earlier event (FIFO) and for no limit or breaker.
+    fn starts_at_once(&self) -> bool {
+        !self.fifo && self.protection == Protection::default()
+    }
 }
 
 /// How a destination is protected: a rate limit and a cap on attempts in flight (held by
@@ -321,8 +330,7 @@ impl Worker {
     pub async fn tick(&self) -> Result<usize, StoreError> {
         let routes = self.routes.snapshot();
         let fifo = routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
-        let breakers: Breakers =
-            routes.iter().filter_map(|(name, r)| r.protection.breaker.map(|b| (name.clone(), b))).collect();
+        let breakers = breakers_of(&routes);
         let (throttles, dropped) = self.throttles.for_routes(&routes, &self.clock);
         for name in dropped {
             // A destination whose limits changed gets a new throttle, which records itself.
@@ -331,7 +339,7 @@ impl Worker {
             }
         }
         let mut limits = HashMap::new();
-        let mut permits = HashMap::new();
+        let mut permits: HashMap<String, Vec<OwnedSemaphorePermit>> = HashMap::new();
         for (name, throttle) in &throttles {
             let (held, allowed) = throttle.reserve(self.options.batch);
             limits.insert(name.clone(), allowed);
@@ -371,10 +379,25 @@ impl Worker {
             }
         }
         let count = jobs.len();
+        self.deliver(jobs, &routes, &breakers, permits, claim).await;
+        Ok(count)
+    }
+
+    /// Delivers `jobs` concurrently on `routes`, each holding its destination's in-flight
+    /// permit from `permits` while it runs, and records their results in groups as they
+    /// finish (whatever has finished by the time the previous group is recorded).
+    async fn deliver(
+        &self,
+        jobs: Vec<ClaimedJob>,
+        routes: &Arc<HashMap<String, Route>>,
+        breakers: &Breakers,
+        mut permits: HashMap<String, Vec<OwnedSemaphorePermit>>,
+        claim: Claim,
+    ) {
         let (finished, mut results) = tokio::sync::mpsc::unbounded_channel();
         for job in jobs {
             let permit = permits.get_mut(&job.destination).and_then(Vec::pop);
-            let (worker, routes, finished) = (self.clone(), Arc::clone(&routes), finished.clone());
+            let (worker, routes, finished) = (self.clone(), Arc::clone(routes), finished.clone());
             tokio::spawn(async move {
                 let done = worker.attempt(job, &routes, claim).await;
                 drop(permit);
@@ -388,11 +411,57 @@ impl Worker {
             while let Ok(more) = results.try_recv() {
                 group.push(more);
             }
-            if let Err(err) = self.record(group, &breakers).await {
+            if let Err(err) = self.record(group, breakers).await {
                 tracing::warn!(error = %err, "could not record delivery attempts; their leases expire and they are retried");
             }
         }
-        Ok(count)
+    }
+
+    /// Delivers the jobs this process's store hands over, a group at a time (what has
+    /// arrived, up to a batch), until `stop`: then it takes no more offers, and returns once
+    /// the jobs of offers already made are delivered and recorded.
+    async fn deliver_handed(&self, mut handed: HandedOver, mut stop: watch::Receiver<bool>) {
+        let mut stopping = false;
+        loop {
+            if !stopping && *stop.borrow() {
+                handed.close();
+                stopping = true;
+            }
+            let first = tokio::select! {
+                job = handed.recv() => match job {
+                    Some(job) => job,
+                    None => return,
+                },
+                changed = stop.changed(), if !stopping => {
+                    if changed.is_err() {
+                        // A dropped sender can never say stop again: treat it as stop.
+                        handed.close();
+                        stopping = true;
+                    }
+                    continue;
+                }
+            };
+            let started = SystemTime::now();
+            let mut jobs = vec![first];
+            while jobs.len() < self.options.batch {
+                let Some(more) = handed.try_recv() else { break };
+                jobs.push(more);
+            }
+            let routes = self.routes.snapshot();
+            let breakers = breakers_of(&routes);
+            // The job was leased in its accept's transaction; the `claim` span is its arrival.
+            let claim = Claim { started, ended: started };
+            self.deliver(jobs, &routes, &breakers, HashMap::new(), claim).await;
+        }
+    }
+
+    /// A hand-over from this process's store to this worker: for the destinations whose
+    /// jobs it can start the moment it gets them (no FIFO order, no rate limit or in-flight
+    /// cap, no breaker), as its routes say at each accept. Room for two batches.
+    fn handover(&self) -> (Handover, HandedOver) {
+        let routes = self.routes.clone();
+        let eligible = Arc::new(move |name: &str| routes.snapshot().get(name).is_some_and(Route::starts_at_once));
+        Handover::new(2 * self.options.batch, self.options.lease, eligible)
     }
 
     /// The destinations whose last claim was cut short by their rate limit or in-flight
@@ -520,7 +589,19 @@ impl Worker {
     ///
     /// While claims fail (the store is unreachable) it keeps polling; a failure is logged
     /// when it differs from the previous one, and the recovery once, not every poll.
-    pub async fn run(&self, mut stop: watch::Receiver<bool>) {
+    ///
+    /// While it runs, the jobs its store accepts in this process for destinations it can
+    /// start at once are handed to it already leased (`idemgate_store::handover`), and
+    /// delivered beside the claimed ones.
+    pub async fn run(&self, stop: watch::Receiver<bool>) {
+        let (handover, handed) = self.handover();
+        self.store.hand_over_to(Some(handover));
+        tokio::join!(self.claim_until(stop.clone()), self.deliver_handed(handed, stop));
+        self.store.hand_over_to(None);
+    }
+
+    /// Claims and delivers due jobs until `stop`, then finishes the jobs in hand.
+    async fn claim_until(&self, mut stop: watch::Receiver<bool>) {
         let mut failing: Option<String> = None;
         while !*stop.borrow() {
             let handled = match self.tick().await {
@@ -547,6 +628,11 @@ impl Worker {
             }
         }
     }
+}
+
+/// The breakers of `routes` that have one, by destination.
+fn breakers_of(routes: &HashMap<String, Route>) -> Breakers {
+    routes.iter().filter_map(|(name, r)| r.protection.breaker.map(|b| (name.clone(), b))).collect()
 }
 
 /// What an attempt came to, as span attributes: the status when there is one, and the

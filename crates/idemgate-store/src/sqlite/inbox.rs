@@ -10,6 +10,7 @@ use crate::{
     HandlerError, ReceiveRequest, StoreError,
     inbox::{IncomingEvent, JobRecord, Ordering, StoredEvent, Version},
     model::{
+        handover::{HandedEvent, Offer},
         inbox::{log_superseded, outgoing_id, stored_headers},
         jobs::bounded,
     },
@@ -54,6 +55,24 @@ pub fn accept_event(
     event: &NewEvent<'_>,
     destinations: &[&str],
 ) -> Result<AcceptedEvent, rusqlite::Error> {
+    accept_leasing(conn, event, destinations, None).map(|(accepted, _)| accepted)
+}
+
+/// The jobs to store already leased to this process's worker (a hand-over's offer): their
+/// destinations, and the lease's end in seconds.
+struct Leases<'a> {
+    destinations: &'a [String],
+    until: i64,
+}
+
+/// [`accept_event`], storing the jobs of `leases`' destinations already leased (unless
+/// the destination is disabled or paused). Also returns those leased: (destination, job id).
+fn accept_leasing(
+    conn: &Connection,
+    event: &NewEvent<'_>,
+    destinations: &[&str],
+    leases: Option<&Leases<'_>>,
+) -> Result<(AcceptedEvent, Vec<(String, i64)>), rusqlite::Error> {
     let headers = stored_headers(event.headers);
     // Cached: the writer runs this for every event, so it is parsed once per connection.
     conn.prepare_cached(
@@ -82,19 +101,75 @@ pub fn accept_event(
         "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
          VALUES (?1, ?2, ?3, ?4 * 1000, ?4, ?4)",
     )?;
+    let mut leased = Vec::new();
     for destination in destinations {
+        let lease = leases.filter(|l| !superseded && l.destinations.iter().any(|name| name == destination));
+        if let Some(lease) = lease {
+            if insert_leased(conn, event_id, destination, event.received_at, lease.until)? {
+                leased.push(((*destination).to_owned(), conn.last_insert_rowid()));
+                continue;
+            }
+        }
         insert.execute(params![event_id, destination, state.as_str(), event.received_at.0])?;
     }
-    Ok(AcceptedEvent { event_id, superseded })
+    Ok((AcceptedEvent { event_id, superseded }, leased))
+}
+
+/// Stores a job as its first claim would leave it (`running`, attempt 1, lease token 1,
+/// leased until `until`), unless its destination is disabled or paused; says whether it did.
+fn insert_leased(
+    conn: &Connection,
+    event_id: i64,
+    destination: &str,
+    received_at: UnixTime,
+    until: i64,
+) -> Result<bool, rusqlite::Error> {
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO jobs (event_id, destination, state, attempts, next_attempt_at_ms, lease_until, lease_token,
+                               created_at, updated_at)
+             SELECT ?1, ?2, 'running', 1, ?3 * 1000, ?4, 1, ?3, ?3
+             WHERE NOT EXISTS (SELECT 1 FROM destinations d WHERE d.name = ?2
+                                 AND (d.disabled_at IS NOT NULL OR d.paused_at_ms IS NOT NULL))",
+        )?
+        .execute(params![event_id, destination, received_at.0, until])?;
+    Ok(inserted == 1)
 }
 
 impl SqliteStore {
     /// Offers one gateway delivery: the receipt, the event and one job per destination,
     /// or the receipt found (duplicate or conflict); see [`crate::Store::accept`].
-    pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+    ///
+    /// With an `offer` from the worker's hand-over, the jobs of its destinations are stored
+    /// leased and, once the commit is durable, handed to the worker.
+    pub(crate) async fn accept(&self, request: ReceiveRequest, event: IncomingEvent, offer: Option<Offer>) -> Outcome {
         let key = request.key.clone();
         let received_at = request.received_at;
-        self.receive(request, move |conn| store_event(conn, &key, received_at, event)).await
+        let Some(offer) = offer else {
+            return self
+                .receive(request, move |conn| {
+                    store_event(conn, &key, received_at, event, None).map(|(result, _)| result)
+                })
+                .await;
+        };
+        let handed = HandedEvent::of(&event);
+        let destinations: Vec<String> = offer.destinations().map(str::to_owned).collect();
+        let until = offer.lease_until(received_at);
+        let (leased_tx, leased_rx) = std::sync::mpsc::channel();
+        let stored_key = key.clone();
+        let outcome = self
+            .receive(request, move |conn| {
+                let leases = Leases { destinations: &destinations, until };
+                let (result, leased) = store_event(conn, &stored_key, received_at, event, Some(&leases))?;
+                let _ = leased_tx.send(leased);
+                Ok(result)
+            })
+            .await;
+        // Applied means this delivery's savepoint was committed, durably: the jobs exist.
+        if matches!(outcome, Outcome::Applied { .. }) {
+            offer.hand_over(&key, &handed, leased_rx.try_recv().unwrap_or_default());
+        }
+        outcome
     }
 }
 
@@ -104,7 +179,8 @@ fn store_event(
     key: &ReceiptKey,
     received_at: UnixTime,
     event: IncomingEvent,
-) -> Result<Value, HandlerError> {
+    leases: Option<&Leases<'_>>,
+) -> Result<(Value, Vec<(String, i64)>), HandlerError> {
     if let Some(reason) = event.refusal {
         return Err(HandlerError::Refused(reason));
     }
@@ -121,7 +197,7 @@ fn store_event(
     let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
     // Only the rare superseded case is logged here, on the writer thread; every outcome is
     // logged and counted by the inbound pipeline once the commit has returned.
-    let accepted = accept_event(conn, &new, &destinations)?;
+    let (accepted, leased) = accept_leasing(conn, &new, &destinations, leases)?;
     if accepted.superseded {
         log_superseded(key);
     }
@@ -134,7 +210,7 @@ fn store_event(
             insert.execute(params![accepted.event_id, destination, received_at.0, bounded(Some(reason))])?;
         }
     }
-    Ok(event.result)
+    Ok((event.result, leased))
 }
 
 /// Records `ordering` as the newest version of its key unless a newer one was seen;

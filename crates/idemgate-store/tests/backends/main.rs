@@ -11,6 +11,7 @@ mod alerts;
 mod audit;
 mod breaker;
 mod errors;
+mod handover;
 mod idempotency;
 mod jobs;
 mod maintenance;
