@@ -26,6 +26,7 @@ use idemgate_client::WebhookSigner;
 use idemgate_core::{UnixTime, scheme::Outgoing};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
+use tokio::sync::Semaphore;
 
 /// One prepared request.
 #[derive(Debug, Clone)]
@@ -299,11 +300,15 @@ pub async fn drive(url: &str, work: Vec<Prepared>, options: Options) -> Result<R
     let cpu_before = cpu::used_by_all(&options.server_pids);
     let threads_before = cpu::used_by_thread(&options.server_pids);
     let started = Instant::now();
-    let workers: Vec<_> = (0..options.concurrency.max(1))
+    let concurrency = options.concurrency.max(1);
+    let pace = match options.rate.filter(|r| r.is_finite() && *r > 0.0) {
+        Some(rate) => Pace::Open { started, rate, due: pacer(started, rate, ready.len(), concurrency) },
+        None => Pace::Closed,
+    };
+    let workers: Vec<_> = (0..concurrency)
         .map(|i| {
             let connection = connection::Connection::new(targets[i % targets.len()].clone());
-            let pace = Pace { started, rate: options.rate.filter(|r| *r > 0.0) };
-            tokio::spawn(worker(connection, Arc::clone(&ready), Arc::clone(&next), bar.clone(), pace))
+            tokio::spawn(worker(connection, Arc::clone(&ready), Arc::clone(&next), bar.clone(), pace.clone()))
         })
         .collect();
     let mut samples = Vec::with_capacity(ready.len());
@@ -311,6 +316,9 @@ pub async fn drive(url: &str, work: Vec<Prepared>, options: Options) -> Result<R
         samples.extend(handle.await.unwrap_or_default());
     }
     let elapsed = started.elapsed();
+    if let Pace::Open { due, .. } = &pace {
+        due.close();
+    }
     let server_cpu =
         cpu::used_by_all(&options.server_pids).zip(cpu_before).map(|(after, before)| after.saturating_sub(before));
     let server_threads = cpu::by_name(&threads_before, &cpu::used_by_thread(&options.server_pids));
@@ -323,10 +331,49 @@ pub async fn drive(url: &str, work: Vec<Prepared>, options: Options) -> Result<R
 
 /// When requests are sent: as fast as the connections allow (closed loop), or request `i`
 /// at `started + i / rate` whatever the answers (open loop).
-#[derive(Debug, Clone, Copy)]
-struct Pace {
-    started: Instant,
-    rate: Option<f64>,
+#[derive(Debug, Clone)]
+enum Pace {
+    Closed,
+    Open {
+        started: Instant,
+        rate: f64,
+        /// One permit per request that is due, released by the [`pacer`].
+        due: Arc<Semaphore>,
+    },
+}
+
+/// Releases one permit of the returned semaphore at each of `requests` due times
+/// (`started + i / rate`), then one for each of the `connections` so that each finds the
+/// work done.
+///
+/// A thread of its own, sleeping with the OS's high-resolution timer: tokio's timer wheel
+/// has a 1 ms tick and rounds every sleep up to it, which made each request up to 1 ms late
+/// (2 ms at the p99) before it was sent, and charged that to the server's latency.
+fn pacer(started: Instant, rate: f64, requests: usize, connections: usize) -> Arc<Semaphore> {
+    let due = Arc::new(Semaphore::new(0));
+    let release = Arc::clone(&due);
+    let spawned = std::thread::Builder::new().name("bench-pacer".into()).spawn(move || {
+        let mut released = 0;
+        while released < requests && !release.is_closed() {
+            // Requests 0..=floor(elapsed * rate) are due now.
+            let elapsed = started.elapsed().as_secs_f64();
+            let now_due = ((elapsed * rate).floor() as usize).saturating_add(1).min(requests);
+            if now_due > released {
+                release.add_permits(now_due - released);
+                released = now_due;
+            } else {
+                let next = started + Duration::from_secs_f64(released as f64 / rate);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+        }
+        release.add_permits(connections);
+    });
+    if spawned.is_err() {
+        // Without the thread, every request is due at once: closed loop, but still counted
+        // from each request's own due time, so the report shows it.
+        due.add_permits(requests + connections);
+    }
+    due
 }
 
 /// Progress is counted in steps this large, not per request.
@@ -342,19 +389,21 @@ async fn worker(
     let mut samples = Vec::with_capacity(work.len() / 16);
     let mut unreported = 0;
     loop {
+        if let Pace::Open { due, .. } = &pace {
+            match due.acquire().await {
+                Ok(permit) => permit.forget(),
+                Err(_) => break,
+            }
+        }
         let index = next.fetch_add(1, Ordering::Relaxed);
         let Some(item) = work.get(index) else { break };
         // Open loop: latency counts from the time the request was due, so a request that
         // waited for a busy connection is charged its wait (no coordinated omission).
-        let start = match pace.rate {
-            Some(rate) => {
-                let due = pace.started + Duration::from_secs_f64(index as f64 / rate);
-                tokio::time::sleep_until(due.into()).await;
-                due
-            }
-            None => Instant::now(),
+        let start = match &pace {
+            Pace::Open { started, rate, .. } => *started + Duration::from_secs_f64(index as f64 / rate),
+            Pace::Closed => Instant::now(),
         };
-        let late = start.elapsed();
+        let late = Instant::now().saturating_duration_since(start);
         let outcome = match connection.send(item).await {
             Some(answer) => connection::outcome(&answer),
             None => Cow::Borrowed("error"),

@@ -144,3 +144,22 @@ fn the_benchmark_smoke_run_applies_every_event_exactly_once() {
     assert!(threads.values().all(|us| us.as_f64().is_some_and(|us| us >= 0.0)), "{report}");
     assert_eq!(crate::harness::state(&db).receipts.len(), 300);
 }
+
+#[test]
+fn the_open_loop_smoke_run_sends_every_request_once_at_its_rate() {
+    let (_dir, db) = temp_db();
+    let counter = Counter::start(&db);
+    let output = Command::new(crate::gateway_harness::idemgate_bin())
+        .args(["bench", "counter", "--events", "200", "--redeliver", "0.5", "--concurrency", "4", "--rate", "2000"])
+        .args(["--json", "--target"])
+        .arg(format!("http://{}/webhook", counter.addr))
+        .env("COUNTER_SECRET", crate::harness::SECRET_HEX)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["exactly_once"], true);
+    assert_eq!(report["outcomes"], serde_json::json!({"applied": 200, "duplicate": 100}));
+    assert!(report["late_p99_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "the pacer's lateness is reported: {report}");
+    assert_eq!(crate::harness::state(&db).receipts.len(), 200);
+}
