@@ -406,6 +406,8 @@ fn http_target(
     let url_key = format!("{key}.url");
     r.show(&url_key, Shown::Value(raw.url.clone().into()));
     let url: http::Uri = raw.url.parse().map_err(|_| ConfigError::new(url_key.clone(), "not a valid URL"))?;
+    // The worker's client takes it as a WHATWG URL, which a few URIs are not.
+    reqwest::Url::parse(&raw.url).map_err(|_| ConfigError::new(url_key.clone(), "not a valid URL"))?;
     if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
         return Err(ConfigError::new(url_key, "must be an http:// or https:// URL with a host"));
     }
