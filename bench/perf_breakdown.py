@@ -2,7 +2,10 @@
 """Where a server's CPU goes, by stage, from `perf script` output.
 
     perf record -e cpu-clock -F 4999 --call-graph dwarf,16384 -p PID -o FILE -- sleep 10
-    perf script -i FILE -F comm,tid,ip,sym | bench/perf_breakdown.py REQUESTS CPU_US_PER_REQUEST
+    perf script -i FILE -F comm,tid,ip,sym | bench/perf_breakdown.py REQUESTS CPU_US_PER_REQUEST [gateway]
+
+With `gateway` last, the stages are the gateway's end to end (bench/gateway_perf.sh):
+accepting deliveries, the writer's transactions, and the worker's forwards.
 
 Each sample goes to the first stage (in the order of STAGES) that claims its stack: a
 stage claims a stack when one of its patterns occurs in any frame, or, for a stage with
@@ -42,6 +45,31 @@ STAGES = [
     ("other", "", None, [""]),
 ]
 
+# The gateway end to end: what one event costs, from the inbound delivery to its recorded
+# forward. Same rules; the writer's stages are split by the write they belong to.
+GATEWAY_STAGES = [
+    ("writer: checkpoint (WAL into the database file)", "sqlite", None, ["sqlite3Checkpoint", "walCheckpoint"]),
+    ("writer: fsync at commit", "sqlite", None, ["unixSync"]),
+    ("writer: WAL frames written at commit", "sqlite", None, ["sqlite3WalFrames", "pagerWalFrames"]),
+    ("writer: completions (attempt row, job update, breakers)", "sqlite", None, ["complete_all", "jobs::complete"]),
+    ("writer: claims (polls that find nothing due)", "sqlite", None, ["jobs::claim"]),
+    ("writer: accept: the event and its jobs", "sqlite", None, ["store_event", "accept_leasing"]),
+    ("writer: accept: receipt lookup and insert, savepoint", "sqlite", None, ["receive_in_savepoint", "avepoint"]),
+    ("writer: begin, commit, answers", "sqlite", None, ["commit_batch", "execute_batch", "oneshot"]),
+    ("writer: other", "sqlite", None, [""]),
+    ("worker: the forward over HTTP (reqwest, hyper's client)", "", None,
+     ["HttpDestination", "reqwest", "hyper_util::client", "hyper::client", "client::conn"]),
+    ("worker: its loop, recording, spawning attempts", "", None, ["idemgate_worker"]),
+    ("inbound: response write (writev)", "", None, ["writev"]),
+    ("inbound: request read (recv)", "", None, ["__libc_recv", "recvfrom"]),
+    ("runtime: epoll and parking", "", None, ["epoll_wait", "park", "Driver::turn"]),
+    ("inbound: signature verification", "", None, ["::verify"]),
+    ("inbound: strict JSON parse", "", None, ["json::parse"]),
+    ("inbound: hyper, routing, the pipeline to the writer and back", "", None,
+     ["Inbound", "inbound::", "gateway::deliver", "receive_boxed", "idemgate_http", "hyper::", "axum", "tower"]),
+    ("other", "", None, [""]),
+]
+
 
 def samples(lines):
     comm, stack = None, []
@@ -68,8 +96,8 @@ def claims(anchor, patterns, stack):
     return False
 
 
-def stage_of(comm, stack):
-    for name, thread, anchor, patterns in STAGES:
+def stage_of(stages, comm, stack):
+    for name, thread, anchor, patterns in stages:
         if (thread in comm if thread else "sqlite" not in comm) and claims(anchor, patterns, stack):
             return name
     return "other"
@@ -78,10 +106,11 @@ def stage_of(comm, stack):
 def main():
     requests = float(sys.argv[1]) if len(sys.argv) > 1 else 0
     cpu_us = float(sys.argv[2]) if len(sys.argv) > 2 else 0
-    counts = Counter(stage_of(comm, stack) for comm, stack in samples(sys.stdin))
+    stages = GATEWAY_STAGES if sys.argv[3:4] == ["gateway"] else STAGES
+    counts = Counter(stage_of(stages, comm, stack) for comm, stack in samples(sys.stdin))
     total = sum(counts.values())
     print(f"{total} samples" + (f"; {cpu_us:.1f} µs CPU per request measured without perf" if cpu_us else ""))
-    for name, *_ in STAGES:
+    for name, *_ in stages:
         if counts[name]:
             share = counts[name] / total
             us = f"{share * cpu_us:6.1f} µs" if cpu_us else ""
