@@ -39,6 +39,10 @@ fn describe() {
     describe_counter!("idemgate_attempts_total", "Delivery attempts to destinations, by destination and result");
     describe_counter!("idemgate_store_errors_total", "Group commits the store failed");
     describe_counter!(
+        "idemgate_jobs_handed_over_total",
+        "Jobs passed from the accept to this process's worker already leased, without waiting for a claim (SQLite)"
+    );
+    describe_counter!(
         "idemgate_conflicts_unrecorded_total",
         "Conflicting repeats answered 409 whose conflict record could not be written, by source"
     );
