@@ -16,6 +16,10 @@
 //! dropped after it. The store also leases a job only when its destination is neither
 //! disabled nor paused. Everything else is stored `pending` and claimed as before.
 //!
+//! Eligibility is read at each accept: a reload that makes a destination FIFO or
+//! throttled applies to the jobs accepted after it, while those already handed over are
+//! delivered, as the jobs of a claim batch in hand are.
+//!
 //! Only the SQLite store hands over; on PostgreSQL every job waits for a claim.
 
 use std::{sync::Arc, time::Duration};
