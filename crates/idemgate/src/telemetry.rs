@@ -40,7 +40,7 @@ fn describe() {
     describe_counter!("idemgate_store_errors_total", "Group commits the store failed");
     describe_counter!(
         "idemgate_jobs_handed_over_total",
-        "Jobs passed from the accept to this process's worker already leased, without waiting for a claim"
+        "Jobs passed from the accept to this process's worker already leased, without waiting for a claim (SQLite)"
     );
     describe_counter!(
         "idemgate_conflicts_unrecorded_total",
