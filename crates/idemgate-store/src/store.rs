@@ -168,26 +168,27 @@ impl Store {
     /// destination together, or finds the receipt (duplicate or conflict). The outcome is
     /// known only after the commit is durable.
     ///
-    /// The jobs of destinations this process's worker can start at once go to it already
-    /// leased, when it takes them ([`Self::hand_over_to`]).
+    /// On SQLite, the jobs of destinations this process's worker can start at once go to it
+    /// already leased, when it takes them ([`Self::hand_over_to`]).
     pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
-        let Ok(backend) = self.open_backend() else {
-            return Outcome::Failed { cause: FailureCause::Store };
-        };
-        let offer = self
-            .handover
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .and_then(|handover| handover.offer(&event.destinations));
-        match backend {
-            Backend::Sqlite(store) => store.accept(request, event, offer).await,
-            Backend::Postgres(store) => store.accept(request, event, offer).await,
+        match self.open_backend() {
+            Ok(Backend::Sqlite(store)) => {
+                let offer = self
+                    .handover
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .as_ref()
+                    .and_then(|handover| handover.offer(&event.destinations));
+                store.accept(request, event, offer).await
+            }
+            Ok(Backend::Postgres(store)) => store.accept(request, event).await,
+            Err(_) => Outcome::Failed { cause: FailureCause::Store },
         }
     }
 
     /// From now on, jobs this process accepts go to `handover` (a worker's), or again wait
-    /// for a claim (`None`). Every clone of this store sees it.
+    /// for a claim (`None`). Every clone of this store sees it. PostgreSQL ignores it: there
+    /// every job waits for a claim.
     pub fn hand_over_to(&self, handover: Option<Handover>) {
         *self.handover.write().unwrap_or_else(PoisonError::into_inner) = handover;
     }

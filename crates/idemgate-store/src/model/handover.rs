@@ -20,10 +20,7 @@
 //! throttled applies to the jobs accepted after it, while those already handed over are
 //! delivered, as the jobs of a claim batch in hand are.
 //!
-//! Both stores hand over. On PostgreSQL a job is leased to the instance that accepted
-//! it, as a claim there would have leased it; only the accepts that take the
-//! one-statement path lease (not those with a refusal to apply, an ordering guard or a
-//! body receipt).
+//! Only the SQLite store hands over; on PostgreSQL every job waits for a claim.
 
 use std::{sync::Arc, time::Duration};
 
@@ -103,13 +100,14 @@ pub(crate) struct Offer {
 }
 
 impl Offer {
-    /// What the store leases for an event received at `received_at`: the destinations
-    /// with room, until the lease's end.
-    pub(crate) fn leases(&self, received_at: UnixTime) -> Leases {
-        Leases {
-            destinations: self.reserved.iter().map(|(name, _)| name.clone()).collect(),
-            until: lease_until(received_at.0.saturating_mul(1000), self.lease),
-        }
+    /// The destinations whose jobs may be stored leased.
+    pub(crate) fn destinations(&self) -> impl Iterator<Item = &str> {
+        self.reserved.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// The lease's end (in seconds, as the queue keeps it) for an event received at `received_at`.
+    pub(crate) fn lease_until(&self, received_at: UnixTime) -> i64 {
+        lease_until(received_at.0.saturating_mul(1000), self.lease)
     }
 
     /// Passes the jobs stored leased (destination, job id) to the worker, built from
@@ -122,22 +120,6 @@ impl Offer {
             permit.send(event.job(key, id, destination));
             metrics::counter!("idemgate_jobs_handed_over_total").increment(1);
         }
-    }
-}
-
-/// The jobs a store writes already leased to this process's worker: those of these
-/// destinations (unless disabled or paused), leased until `until` (in seconds, as the queue
-/// keeps leases).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Leases {
-    pub(crate) destinations: Vec<String>,
-    pub(crate) until: i64,
-}
-
-impl Leases {
-    /// The lease's end when `destination`'s job is to be leased.
-    pub(crate) fn of(&self, destination: &str) -> Option<i64> {
-        self.destinations.iter().any(|name| name == destination).then_some(self.until)
     }
 }
 

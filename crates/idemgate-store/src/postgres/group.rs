@@ -27,7 +27,7 @@ use idemgate_core::Outcome;
 use tokio::sync::oneshot;
 
 use super::receive::{AcceptParams, accept_all, repeat};
-use crate::{ReceiveRequest, StoreError, inbox::IncomingEvent, model::handover::Leases};
+use crate::{ReceiveRequest, StoreError, inbox::IncomingEvent};
 
 /// The most deliveries one transaction takes; more wait for the next.
 const MAX_BATCH: usize = 128;
@@ -53,7 +53,6 @@ struct State {
 struct Pending {
     request: ReceiveRequest,
     event: IncomingEvent,
-    leases: Option<Leases>,
     reply: oneshot::Sender<Reply>,
 }
 
@@ -79,11 +78,10 @@ impl Drop for Running<'_> {
 
 /// What a batch tells one waiting delivery.
 pub(super) enum Reply {
-    /// Committed with the batch: the delivery's outcome, and its jobs stored leased
-    /// (destination, job id).
-    Done(Outcome, Vec<(String, i64)>),
+    /// Committed with the batch: the delivery's outcome.
+    Done(Outcome),
     /// The batch was rolled back; the delivery is handed back to run alone.
-    Alone(Box<(ReceiveRequest, IncomingEvent, Option<Leases>)>),
+    Alone(Box<(ReceiveRequest, IncomingEvent)>),
 }
 
 impl Group {
@@ -93,16 +91,11 @@ impl Group {
 
     /// Queues one delivery and waits for its batch; `None` when it was never written
     /// (the runtime went away), so the caller runs it alone.
-    pub(super) async fn offer(
-        self: &Arc<Self>,
-        request: ReceiveRequest,
-        event: IncomingEvent,
-        leases: Option<Leases>,
-    ) -> Option<Reply> {
+    pub(super) async fn offer(self: &Arc<Self>, request: ReceiveRequest, event: IncomingEvent) -> Option<Reply> {
         let (reply, answer) = oneshot::channel();
         let start = {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.waiting.push(Pending { request, event, leases, reply });
+            state.waiting.push(Pending { request, event, reply });
             let start = state.running < WRITERS;
             if start {
                 state.running += 1;
@@ -147,17 +140,15 @@ impl Group {
                 // The same series as SQLite's writer: one sample per group commit.
                 metrics::histogram!("idemgate_commit_batch_writes").record(batch.len() as f64);
                 metrics::histogram!("idemgate_commit_seconds").record(started.elapsed().as_secs_f64());
-                for (pending, (outcome, leased)) in batch.into_iter().zip(outcomes) {
-                    // A caller that gave up no longer listens; its delivery is committed
-                    // (and a job it leased is claimed again once its lease expires).
-                    let _ = pending.reply.send(Reply::Done(outcome, leased));
+                for (pending, outcome) in batch.into_iter().zip(outcomes) {
+                    // A caller that gave up no longer listens; its delivery is committed.
+                    let _ = pending.reply.send(Reply::Done(outcome));
                 }
             }
             Err(err) => {
                 tracing::debug!(error = %err, size = batch.len(), "group commit rolled back; each delivery runs alone");
                 for pending in batch {
-                    let handed_back = (pending.request, pending.event, pending.leases);
-                    let _ = pending.reply.send(Reply::Alone(Box::new(handed_back)));
+                    let _ = pending.reply.send(Reply::Alone(Box::new((pending.request, pending.event))));
                 }
             }
         }
@@ -165,20 +156,19 @@ impl Group {
 
     /// One transaction for the whole batch: every accept sent at once, then the repeats
     /// answered in it, then one commit. The outcomes are in the batch's order.
-    async fn commit(&self, batch: &[Pending]) -> Result<Vec<(Outcome, Vec<(String, i64)>)>, StoreError> {
+    async fn commit(&self, batch: &[Pending]) -> Result<Vec<Outcome>, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        let params: Vec<AcceptParams<'_>> =
-            batch.iter().map(|p| AcceptParams::new(&p.request, &p.event, p.leases.as_ref())).collect();
-        let accepted = accept_all(&tx, &params).await?;
+        let params: Vec<AcceptParams<'_>> = batch.iter().map(|p| AcceptParams::new(&p.request, &p.event)).collect();
+        let inserted = accept_all(&tx, &params).await?;
         let mut outcomes = Vec::with_capacity(batch.len());
-        for (pending, accepted) in batch.iter().zip(accepted) {
-            outcomes.push(if accepted.inserted {
-                (Outcome::Applied { result: pending.event.result.clone() }, accepted.leased)
+        for (pending, inserted) in batch.iter().zip(inserted) {
+            outcomes.push(if inserted {
+                Outcome::Applied { result: pending.event.result.clone() }
             } else {
                 // The receipt was there (committed, or inserted for an earlier delivery of
                 // this batch).
-                (repeat(&tx, &pending.request).await?, Vec::new())
+                repeat(&tx, &pending.request).await?
             });
         }
         tx.commit().await?;

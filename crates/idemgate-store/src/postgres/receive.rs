@@ -8,7 +8,6 @@ use crate::{
     ErrorKind, ReceiveRequest, StoreError,
     inbox::IncomingEvent,
     model::{
-        handover::{HandedEvent, Leases, Offer},
         inbox::{log_superseded, outgoing_id, stored_headers},
         jobs::bounded,
         receive::{conflict_refused, duplicate_of, parse_result},
@@ -24,12 +23,9 @@ const INSERT_RECEIPT: &str = "INSERT INTO receipts (source, identity, body_sha25
 /// The common case in one statement, for a batch of deliveries (or one): each receipt
 /// insert decides, and an event and its jobs are inserted only for a receipt row it
 /// returned. The deliveries come as arrays (in the batch's order, which is key order) and
-/// their destinations as (position, destination, lease's end) triples: a job with a lease's
-/// end is stored `running` under that lease, for the hand-over, unless its destination is
-/// disabled or paused. Of several deliveries of one key only the first is offered, so the
-/// others find its receipt. Returns the positions (from 1) of the deliveries that inserted
-/// their receipt, and so their event and jobs: one row each, or one per job stored leased
-/// (its id and destination).
+/// their destinations as (position, destination) pairs. Of several deliveries of one key
+/// only the first is offered, so the others find its receipt. Returns the positions (from
+/// 1) of the deliveries that inserted their receipt, and so their event and jobs.
 const ACCEPT_IN_ONE_STATEMENT: &str = r#"WITH input AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::bigint[], $6::text[],
                              $7::text[], $8::bytea[], $9::text[], $10::text[])
@@ -48,45 +44,21 @@ const ACCEPT_IN_ONE_STATEMENT: &str = r#"WITH input AS (
         INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
         SELECT source, identity, event_type, content_type, body, received_at, headers, outgoing_id
         FROM inserted ORDER BY n RETURNING id, source, identity
-     ), wanted AS (
-        SELECT e.id AS event_id, i.n, i.received_at, d.destination,
-               d.lease_until IS NOT NULL AND NOT EXISTS (
-                   SELECT 1 FROM destinations h WHERE h.name = d.destination
-                     AND (h.disabled_at IS NOT NULL OR h.paused_at_ms IS NOT NULL)) AS leased,
-               d.lease_until
+     ), jobs AS (
+        INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+        SELECT e.id, d.destination, 'pending', i.received_at * 1000, i.received_at, i.received_at
         FROM event e
         JOIN inserted i ON i.source COLLATE "C" = e.source AND i.identity COLLATE "C" = e.identity
-        JOIN unnest($11::bigint[], $12::text[], $13::bigint[]) AS d(n, destination, lease_until) ON d.n = i.n
-     ), jobs AS (
-        INSERT INTO jobs (event_id, destination, state, attempts, next_attempt_at_ms, lease_until, lease_token,
-                          created_at, updated_at)
-        SELECT event_id, destination, CASE WHEN leased THEN 'running' ELSE 'pending' END,
-               CASE WHEN leased THEN 1 ELSE 0 END, received_at * 1000,
-               CASE WHEN leased THEN lease_until END, CASE WHEN leased THEN 1 ELSE 0 END,
-               received_at, received_at
-        FROM wanted
-        RETURNING id, event_id, destination, state
+        JOIN unnest($11::bigint[], $12::text[]) AS d(n, destination) ON d.n = i.n
      )
-     SELECT i.n, j.id, j.destination FROM inserted i
-     LEFT JOIN event e ON i.source COLLATE "C" = e.source AND i.identity COLLATE "C" = e.identity
-     LEFT JOIN jobs j ON j.event_id = e.id AND j.state = 'running'"#;
+     SELECT n FROM inserted"#;
 
-/// What [`accept_all`] did with one delivery.
-#[derive(Debug, Default)]
-pub(super) struct Accepted {
-    /// Whether it inserted its receipt (and so its event and jobs).
-    pub(super) inserted: bool,
-    /// Its jobs stored leased for the hand-over: (destination, job id).
-    pub(super) leased: Vec<(String, i64)>,
-}
-
-/// Offers every delivery of `batch` in [`ACCEPT_IN_ONE_STATEMENT`] on `client` (a
-/// transaction, or a connection for a statement of its own): what became of each, in the
-/// batch's order.
+/// Offers every delivery of `batch` in [`ACCEPT_IN_ONE_STATEMENT`] on `tx`: whether
+/// each inserted its receipt, in the batch's order.
 pub(super) async fn accept_all(
-    client: &impl deadpool_postgres::GenericClient,
+    tx: &impl deadpool_postgres::GenericClient,
     batch: &[AcceptParams<'_>],
-) -> Result<Vec<Accepted>, StoreError> {
+) -> Result<Vec<bool>, StoreError> {
     let sources: Vec<&str> = batch.iter().map(|p| p.source).collect();
     let identities: Vec<&str> = batch.iter().map(|p| p.identity).collect();
     let hashes: Vec<&[u8]> = batch.iter().map(|p| p.body_hash).collect();
@@ -97,16 +69,15 @@ pub(super) async fn accept_all(
     let bodies: Vec<&[u8]> = batch.iter().map(|p| p.body).collect();
     let headers: Vec<Option<&str>> = batch.iter().map(|p| p.headers.as_deref()).collect();
     let outgoing: Vec<&str> = batch.iter().map(|p| p.outgoing_id).collect();
-    let (mut at, mut destinations, mut leases) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut at, mut destinations) = (Vec::new(), Vec::new());
     for (n, params) in (1_i64..).zip(batch) {
         for destination in &params.destinations {
             at.push(n);
             destinations.push(*destination);
-            leases.push(params.leases.and_then(|leases| leases.of(destination)));
         }
     }
-    let accept = client.prepare_cached(ACCEPT_IN_ONE_STATEMENT).await?;
-    let rows = client
+    let accept = tx.prepare_cached(ACCEPT_IN_ONE_STATEMENT).await?;
+    let rows = tx
         .query(
             &accept,
             &[
@@ -122,20 +93,17 @@ pub(super) async fn accept_all(
                 &outgoing,
                 &at,
                 &destinations,
-                &leases,
             ],
         )
         .await?;
-    let mut accepted: Vec<Accepted> = batch.iter().map(|_| Accepted::default()).collect();
+    let mut inserted = vec![false; batch.len()];
     for row in rows {
         let n: i64 = row.try_get(0)?;
-        let Some(slot) = usize::try_from(n - 1).ok().and_then(|i| accepted.get_mut(i)) else { continue };
-        slot.inserted = true;
-        if let (Some(id), Some(destination)) = (row.try_get::<_, Option<i64>>(1)?, row.try_get(2)?) {
-            slot.leased.push((destination, id));
+        if let Some(slot) = usize::try_from(n - 1).ok().and_then(|i| inserted.get_mut(i)) {
+            *slot = true;
         }
     }
-    Ok(accepted)
+    Ok(inserted)
 }
 
 /// The values [`accept_all`] sends of one delivery, owned where they are derived, so that
@@ -152,11 +120,10 @@ pub(super) struct AcceptParams<'a> {
     headers: Option<String>,
     destinations: Vec<&'a str>,
     outgoing_id: &'a str,
-    leases: Option<&'a Leases>,
 }
 
 impl<'a> AcceptParams<'a> {
-    pub(super) fn new(request: &'a ReceiveRequest, event: &'a IncomingEvent, leases: Option<&'a Leases>) -> Self {
+    pub(super) fn new(request: &'a ReceiveRequest, event: &'a IncomingEvent) -> Self {
         let key = &request.key;
         Self {
             source: key.source.as_str(),
@@ -170,7 +137,6 @@ impl<'a> AcceptParams<'a> {
             headers: stored_headers(&event.headers),
             destinations: event.destinations.iter().map(String::as_str).collect(),
             outgoing_id: outgoing_id(event.outgoing_id.as_deref(), key),
-            leases,
         }
     }
 }
@@ -180,59 +146,33 @@ impl PgStore {
     /// conflict / refused / failed, known once the commit is durable. A delivery of the
     /// common case waits for the next group commit (`group.rs`); the others, and any
     /// whose batch was rolled back, run in a transaction of their own.
-    ///
-    /// With an `offer` from the worker's hand-over, the one-statement path stores the jobs
-    /// of its destinations leased and, once the commit is durable, hands them to the worker.
-    pub(crate) async fn accept(&self, request: ReceiveRequest, event: IncomingEvent, offer: Option<Offer>) -> Outcome {
-        let offer = offer.filter(|_| groupable(&request, &event));
-        let handed = offer.as_ref().map(|_| (request.key.clone(), HandedEvent::of(&event)));
-        let leases = offer.as_ref().map(|offer| offer.leases(request.received_at));
-        let (outcome, leased) = self.accept_leasing(request, event, leases).await;
-        if let (Some(offer), Some((key, handed)), Outcome::Applied { .. }) = (offer, handed, &outcome) {
-            offer.hand_over(&key, &handed, leased);
-        }
-        outcome
-    }
-
-    /// [`Self::accept`], storing the jobs `leases` names leased; also returns those
-    /// leased: (destination, job id).
-    async fn accept_leasing(
-        &self,
-        request: ReceiveRequest,
-        event: IncomingEvent,
-        leases: Option<Leases>,
-    ) -> (Outcome, Vec<(String, i64)>) {
-        let (request, event, leases) = if groupable(&request, &event) {
-            match self.group.offer(request, event, leases).await {
-                Some(Reply::Done(outcome, leased)) => return (outcome, leased),
+    pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        let (request, event) = if groupable(&request, &event) {
+            match self.group.offer(request, event).await {
+                Some(Reply::Done(outcome)) => return outcome,
                 Some(Reply::Alone(handed_back)) => *handed_back,
-                None => return (Outcome::Failed { cause: FailureCause::Store }, Vec::new()),
+                None => return Outcome::Failed { cause: FailureCause::Store },
             }
         } else {
-            (request, event, leases)
+            (request, event)
         };
-        match retrying(|| self.try_accept(&request, &event, leases.as_ref())).await {
-            Ok(accepted) => accepted,
+        match retrying(|| self.try_accept(&request, &event)).await {
+            Ok(outcome) => outcome,
             Err(err) => {
                 let key = &request.key;
                 tracing::warn!(source = %key.source, identity = %key.identity, error = %err, "receipt transaction failed");
                 let cause =
                     if err.kind() == ErrorKind::Unavailable { FailureCause::Unavailable } else { FailureCause::Store };
-                (Outcome::Failed { cause }, Vec::new())
+                Outcome::Failed { cause }
             }
         }
     }
 
-    async fn try_accept(
-        &self,
-        request: &ReceiveRequest,
-        event: &IncomingEvent,
-        leases: Option<&Leases>,
-    ) -> Result<(Outcome, Vec<(String, i64)>), StoreError> {
+    async fn try_accept(&self, request: &ReceiveRequest, event: &IncomingEvent) -> Result<Outcome, StoreError> {
         if groupable(request, event) {
-            return self.accept_in_one_statement(request, event, leases).await;
+            return self.accept_in_one_statement(request, event).await;
         }
-        Ok((self.accept_in_transaction(request, event).await?, Vec::new()))
+        self.accept_in_transaction(request, event).await
     }
 
     /// The common case (nothing to refuse, no ordering guard) as one statement, so one
@@ -243,16 +183,13 @@ impl PgStore {
         &self,
         request: &ReceiveRequest,
         event: &IncomingEvent,
-        leases: Option<&Leases>,
-    ) -> Result<(Outcome, Vec<(String, i64)>), StoreError> {
+    ) -> Result<Outcome, StoreError> {
         let client = self.client().await?;
-        let params = AcceptParams::new(request, event, leases);
-        if let Some(accepted) = accept_all(&client, std::slice::from_ref(&params)).await?.pop() {
-            if accepted.inserted {
-                return Ok((Outcome::Applied { result: event.result.clone() }, accepted.leased));
-            }
+        let params = AcceptParams::new(request, event);
+        if accept_all(&client, std::slice::from_ref(&params)).await?.contains(&true) {
+            return Ok(Outcome::Applied { result: event.result.clone() });
         }
-        Ok((repeat(&client, request).await?, Vec::new()))
+        repeat(&client, request).await
     }
 
     /// The general case: a body receipt to claim, a refusal to apply after the receipt

@@ -10,7 +10,7 @@ use crate::{
     HandlerError, ReceiveRequest, StoreError,
     inbox::{IncomingEvent, JobRecord, Ordering, StoredEvent, Version},
     model::{
-        handover::{HandedEvent, Leases, Offer},
+        handover::{HandedEvent, Offer},
         inbox::{log_superseded, outgoing_id, stored_headers},
         jobs::bounded,
     },
@@ -58,13 +58,20 @@ pub fn accept_event(
     accept_leasing(conn, event, destinations, None).map(|(accepted, _)| accepted)
 }
 
+/// The jobs to store already leased to this process's worker (a hand-over's offer): their
+/// destinations, and the lease's end in seconds.
+struct Leases<'a> {
+    destinations: &'a [String],
+    until: i64,
+}
+
 /// [`accept_event`], storing the jobs of `leases`' destinations already leased (unless
 /// the destination is disabled or paused). Also returns those leased: (destination, job id).
 fn accept_leasing(
     conn: &Connection,
     event: &NewEvent<'_>,
     destinations: &[&str],
-    leases: Option<&Leases>,
+    leases: Option<&Leases<'_>>,
 ) -> Result<(AcceptedEvent, Vec<(String, i64)>), rusqlite::Error> {
     let headers = stored_headers(event.headers);
     // Cached: the writer runs this for every event, so it is parsed once per connection.
@@ -96,9 +103,9 @@ fn accept_leasing(
     )?;
     let mut leased = Vec::new();
     for destination in destinations {
-        let until = leases.filter(|_| !superseded).and_then(|leases| leases.of(destination));
-        if let Some(until) = until {
-            if insert_leased(conn, event_id, destination, event.received_at, until)? {
+        let lease = leases.filter(|l| !superseded && l.destinations.iter().any(|name| name == destination));
+        if let Some(lease) = lease {
+            if insert_leased(conn, event_id, destination, event.received_at, lease.until)? {
                 leased.push(((*destination).to_owned(), conn.last_insert_rowid()));
                 continue;
             }
@@ -146,11 +153,13 @@ impl SqliteStore {
                 .await;
         };
         let handed = HandedEvent::of(&event);
-        let leases = offer.leases(received_at);
+        let destinations: Vec<String> = offer.destinations().map(str::to_owned).collect();
+        let until = offer.lease_until(received_at);
         let (leased_tx, leased_rx) = std::sync::mpsc::channel();
         let stored_key = key.clone();
         let outcome = self
             .receive(request, move |conn| {
+                let leases = Leases { destinations: &destinations, until };
                 let (result, leased) = store_event(conn, &stored_key, received_at, event, Some(&leases))?;
                 let _ = leased_tx.send(leased);
                 Ok(result)
@@ -170,7 +179,7 @@ fn store_event(
     key: &ReceiptKey,
     received_at: UnixTime,
     event: IncomingEvent,
-    leases: Option<&Leases>,
+    leases: Option<&Leases<'_>>,
 ) -> Result<(Value, Vec<(String, i64)>), HandlerError> {
     if let Some(reason) = event.refusal {
         return Err(HandlerError::Refused(reason));

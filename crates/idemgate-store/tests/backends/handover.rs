@@ -1,6 +1,6 @@
-//! The hand-over: a job accepted while this process's worker takes hand-overs is stored
-//! leased and goes to the worker once its commit is durable; everything the worker could
-//! not start at once waits for a claim.
+//! The hand-over: on SQLite a job accepted while this process's worker takes hand-overs
+//! is stored leased and goes to the worker once its commit is durable; everything the
+//! worker could not start at once waits for a claim, as does every job on PostgreSQL.
 
 use std::{sync::Arc, time::Duration};
 
@@ -11,7 +11,7 @@ use idemgate_store::{
     jobs::{AttemptRecord, ClaimedJob, Completion},
 };
 
-use crate::{T0, TestStore, accept_at, event, key, ms, on_both, request};
+use crate::{T0, accept_at, event, key, ms, postgres, request, sqlite};
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -36,121 +36,104 @@ fn delivered() -> AttemptRecord {
     }
 }
 
-on_both! {
-    async fn a_job_handed_over_is_leased_as_its_first_claim_would_leave_it_and_not_claimed_while_leased(t: TestStore) {
-        let mut handed = hand_over(&t, 4);
-        accept_at(&t, "e1", &["app", "audit"], T0).await;
-        let job = handed.try_recv().expect("the app's job is handed over once the accept has returned");
-        assert!(handed.try_recv().is_none(), "audit is not a destination the worker takes at once");
-        assert_eq!((job.attempt, job.lease_token, job.destination.as_str(), job.key.clone()), (1, 1, "app", key("e1")));
-        assert_eq!(job.body, b"{\"n\":\"e1\"}");
-        assert_eq!(job.content_type.as_deref(), Some("application/json"));
-        assert_eq!(job.event_type.as_deref(), Some("order.created"));
-        assert_eq!(job.headers, [("x-trace".to_owned(), "abc".to_owned())]);
-        assert_eq!(job.outgoing_id, "e1");
-        let jobs = t.jobs(key("e1")).await.unwrap();
-        let states: Vec<_> = jobs.iter().map(|j| (j.destination.as_str(), j.state.as_str(), j.attempts)).collect();
-        assert_eq!(states, [("app", "running", 1), ("audit", "pending", 0)]);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_handed_over_is_leased_as_its_first_claim_would_leave_it_and_not_claimed_while_leased() {
+    let t = sqlite().await;
+    let mut handed = hand_over(&t, 4);
+    accept_at(&t, "e1", &["app", "audit"], T0).await;
+    let job = handed.try_recv().expect("the app's job is handed over once the accept has returned");
+    assert!(handed.try_recv().is_none(), "audit is not a destination the worker takes at once");
+    assert_eq!((job.attempt, job.lease_token, job.destination.as_str(), job.key.clone()), (1, 1, "app", key("e1")));
+    assert_eq!(job.body, b"{\"n\":\"e1\"}");
+    assert_eq!(job.content_type.as_deref(), Some("application/json"));
+    assert_eq!(job.event_type.as_deref(), Some("order.created"));
+    assert_eq!(job.headers, [("x-trace".to_owned(), "abc".to_owned())]);
+    assert_eq!(job.outgoing_id, "e1");
+    let jobs = t.jobs(key("e1")).await.unwrap();
+    let states: Vec<_> = jobs.iter().map(|j| (j.destination.as_str(), j.state.as_str(), j.attempts)).collect();
+    assert_eq!(states, [("app", "running", 1), ("audit", "pending", 0)]);
 
-        let claimed = claim(&t, T0).await;
-        assert_eq!(claimed.iter().map(|j| j.destination.as_str()).collect::<Vec<_>>(), ["audit"]);
-        assert!(claim(&t, UnixTime(T0.0 + 29)).await.is_empty(), "the hand-over's lease holds");
-        let completion = t.complete_job(job, delivered(), Decision::Succeeded, ms(T0)).await.unwrap();
-        assert_eq!(completion, Completion::Recorded, "the handed-over job's lease is its own");
-        assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "succeeded");
-    }
+    let claimed = claim(&t, T0).await;
+    assert_eq!(claimed.iter().map(|j| j.destination.as_str()).collect::<Vec<_>>(), ["audit"]);
+    assert!(claim(&t, UnixTime(T0.0 + 29)).await.is_empty(), "the hand-over's lease holds");
+    let completion = t.complete_job(job, delivered(), Decision::Succeeded, ms(T0)).await.unwrap();
+    assert_eq!(completion, Completion::Recorded, "the handed-over job's lease is its own");
+    assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "succeeded");
+}
 
-    async fn a_handed_over_job_whose_worker_died_is_claimed_again_when_its_lease_expires(t: TestStore) {
-        let mut handed = hand_over(&t, 4);
-        accept_at(&t, "e1", &["app"], T0).await;
-        let lost = handed.try_recv().unwrap();
-        drop(handed);
-        t.hand_over_to(None);
-        assert!(claim(&t, UnixTime(T0.0 + 29)).await.is_empty());
-        let again = claim(&t, UnixTime(T0.0 + 31)).await;
-        assert_eq!(again.len(), 1, "nothing accepted is lost with the worker");
-        assert_eq!((again[0].id, again[0].attempt, again[0].lease_token), (lost.id, 2, 2));
-        let stale = t.complete_job(lost, delivered(), Decision::Succeeded, ms(T0)).await.unwrap();
-        assert_eq!(stale, Completion::Stale, "the dead worker's lease is fenced off");
-    }
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_over_job_whose_worker_died_is_claimed_again_when_its_lease_expires() {
+    let t = sqlite().await;
+    let mut handed = hand_over(&t, 4);
+    accept_at(&t, "e1", &["app"], T0).await;
+    let lost = handed.try_recv().unwrap();
+    drop(handed);
+    t.hand_over_to(None);
+    assert!(claim(&t, UnixTime(T0.0 + 29)).await.is_empty());
+    let again = claim(&t, UnixTime(T0.0 + 31)).await;
+    assert_eq!(again.len(), 1, "nothing accepted is lost with the worker");
+    assert_eq!((again[0].id, again[0].attempt, again[0].lease_token), (lost.id, 2, 2));
+    let stale = t.complete_job(lost, delivered(), Decision::Succeeded, ms(T0)).await.unwrap();
+    assert_eq!(stale, Completion::Stale, "the dead worker's lease is fenced off");
+}
 
-    async fn without_room_or_for_a_disabled_or_paused_destination_a_job_waits_for_its_claim(t: TestStore) {
-        let mut handed = hand_over(&t, 1);
-        accept_at(&t, "e1", &["app"], T0).await;
-        accept_at(&t, "e2", &["app"], T0).await;
-        assert_eq!(handed.try_recv().map(|job| job.key), Some(key("e1")));
-        assert!(handed.try_recv().is_none(), "there was room for one");
-        assert_eq!(t.jobs(key("e2")).await.unwrap()[0].state, "pending");
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_room_or_for_a_disabled_or_paused_destination_a_job_waits_for_its_claim() {
+    let t = sqlite().await;
+    let mut handed = hand_over(&t, 1);
+    accept_at(&t, "e1", &["app"], T0).await;
+    accept_at(&t, "e2", &["app"], T0).await;
+    assert_eq!(handed.try_recv().map(|job| job.key), Some(key("e1")));
+    assert!(handed.try_recv().is_none(), "there was room for one");
+    assert_eq!(t.jobs(key("e2")).await.unwrap()[0].state, "pending");
 
-        let disable = "INSERT INTO destinations (name, disabled_at, disabled_reason) VALUES ('app', 1, '410 Gone')";
-        t.execute_raw(disable, disable).await;
-        accept_at(&t, "e3", &["app"], T0).await;
-        assert!(handed.try_recv().is_none(), "a disabled destination's job is not handed over");
-        assert_eq!(t.jobs(key("e3")).await.unwrap()[0].state, "pending");
+    t.execute_raw("INSERT INTO destinations (name, disabled_at, disabled_reason) VALUES ('app', 1, '410 Gone')", "")
+        .await;
+    accept_at(&t, "e3", &["app"], T0).await;
+    assert!(handed.try_recv().is_none(), "a disabled destination's job is not handed over");
+    assert_eq!(t.jobs(key("e3")).await.unwrap()[0].state, "pending");
 
-        let pause = "UPDATE destinations SET disabled_at = NULL, disabled_reason = NULL, paused_at_ms = 1";
-        t.execute_raw(pause, pause).await;
-        accept_at(&t, "e4", &["app"], T0).await;
-        assert!(handed.try_recv().is_none(), "a paused destination's job is not handed over");
-        assert_eq!(t.jobs(key("e4")).await.unwrap()[0].state, "pending");
+    t.execute_raw("UPDATE destinations SET disabled_at = NULL, disabled_reason = NULL, paused_at_ms = 1", "").await;
+    accept_at(&t, "e4", &["app"], T0).await;
+    assert!(handed.try_recv().is_none(), "a paused destination's job is not handed over");
+    assert_eq!(t.jobs(key("e4")).await.unwrap()[0].state, "pending");
 
-        handed.close();
-        let resume = "UPDATE destinations SET paused_at_ms = NULL";
-        t.execute_raw(resume, resume).await;
-        accept_at(&t, "e5", &["app"], T0).await;
-        assert_eq!(handed.recv().await, None, "a closed hand-over takes no more offers");
-        assert_eq!(t.jobs(key("e5")).await.unwrap()[0].state, "pending");
-    }
+    handed.close();
+    t.execute_raw("UPDATE destinations SET paused_at_ms = NULL", "").await;
+    accept_at(&t, "e5", &["app"], T0).await;
+    assert_eq!(handed.recv().await, None, "a closed hand-over takes no more offers");
+    assert_eq!(t.jobs(key("e5")).await.unwrap()[0].state, "pending");
+}
 
-    async fn a_repeat_a_refused_delivery_and_a_superseded_event_hand_nothing_over(t: TestStore) {
-        let mut handed = hand_over(&t, 8);
-        accept_at(&t, "e1", &["app"], T0).await;
-        assert!(handed.try_recv().is_some());
-        let repeat = t.accept(request("e1", b"{\"n\":\"e1\"}"), event("e1", b"{\"n\":\"e1\"}", &["app"])).await;
-        assert!(matches!(repeat, Outcome::Duplicate { .. }), "{repeat:?}");
-        let refused = idemgate_store::inbox::IncomingEvent {
-            refusal: Some("event type is not accepted by this source"),
-            ..event("e2", b"{}", &["app"])
-        };
-        assert!(matches!(t.accept(request("e2", b"{}"), refused).await, Outcome::Refused { .. }));
-        assert!(t.jobs(key("e2")).await.unwrap().is_empty());
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeat_a_refused_delivery_and_a_superseded_event_hand_nothing_over() {
+    let t = sqlite().await;
+    let mut handed = hand_over(&t, 8);
+    accept_at(&t, "e1", &["app"], T0).await;
+    assert!(handed.try_recv().is_some());
+    let repeat = t.accept(request("e1", b"{\"n\":\"e1\"}"), event("e1", b"{\"n\":\"e1\"}", &["app"])).await;
+    assert!(matches!(repeat, Outcome::Duplicate { .. }), "{repeat:?}");
+    let refused = idemgate_store::inbox::IncomingEvent {
+        refusal: Some("event type is not accepted by this source"),
+        ..event("e2", b"{}", &["app"])
+    };
+    assert!(matches!(t.accept(request("e2", b"{}"), refused).await, Outcome::Refused { .. }));
+    assert!(t.jobs(key("e2")).await.unwrap().is_empty());
 
-        let newer = crate::ordered("e3", b"{}", "order-1", idemgate_store::inbox::Version::Int(2));
-        assert!(matches!(t.accept(request("e3", b"{}"), newer).await, Outcome::Applied { .. }));
-        // On PostgreSQL an event with an ordering key takes the transaction path, which
-        // leases nothing; on SQLite the newer version is handed over.
-        let _ = handed.try_recv();
-        let older = crate::ordered("e4", b"{}", "order-1", idemgate_store::inbox::Version::Int(1));
-        assert!(matches!(t.accept(request("e4", b"{}"), older).await, Outcome::Applied { .. }));
-        assert_eq!(t.jobs(key("e4")).await.unwrap()[0].state, "superseded");
-        assert!(handed.try_recv().is_none(), "a repeat, a refusal and a superseded event hand nothing over");
-    }
+    let newer = crate::ordered("e3", b"{}", "order-1", idemgate_store::inbox::Version::Int(2));
+    assert!(matches!(t.accept(request("e3", b"{}"), newer).await, Outcome::Applied { .. }));
+    assert!(handed.try_recv().is_some(), "the newer version is handed over");
+    let older = crate::ordered("e4", b"{}", "order-1", idemgate_store::inbox::Version::Int(1));
+    assert!(matches!(t.accept(request("e4", b"{}"), older).await, Outcome::Applied { .. }));
+    assert_eq!(t.jobs(key("e4")).await.unwrap()[0].state, "superseded");
+    assert!(handed.try_recv().is_none(), "a repeat, a refusal and a superseded event hand nothing over");
+}
 
-    async fn deliveries_accepted_together_hand_over_each_first_delivery_s_job_once(t: TestStore) {
-        let mut handed = hand_over(&t, 64);
-        let accepts = (0..32).map(|n| {
-            let (store, identity) = (t.store.clone(), format!("e{}", n % 16));
-            tokio::spawn(async move {
-                let body = format!("{{\"n\":\"{identity}\"}}");
-                let request = crate::request_at(&identity, body.as_bytes(), T0);
-                store.accept(request, event(&identity, body.as_bytes(), &["app", "audit"])).await
-            })
-        });
-        let outcomes: Vec<Outcome> = futures_util::future::join_all(accepts).await.into_iter().map(Result::unwrap).collect();
-        assert_eq!(outcomes.iter().filter(|o| matches!(o, Outcome::Applied { .. })).count(), 16, "{outcomes:?}");
-        let mut jobs = Vec::new();
-        while let Some(job) = handed.try_recv() {
-            jobs.push(job);
-        }
-        assert_eq!(jobs.len(), 16, "one job per event, for app only");
-        for job in &jobs {
-            let stored = t.jobs(job.key.clone()).await.unwrap();
-            let app = stored.iter().find(|j| j.destination == "app").unwrap();
-            assert_eq!((app.id, app.state.as_str(), app.attempts), (job.id, "running", 1), "{:?}", job.key);
-            assert_eq!(job.body, format!("{{\"n\":\"{}\"}}", job.key.identity).into_bytes());
-        }
-        let claimed = claim(&t, T0).await;
-        assert_eq!(claimed.len(), 16, "the audit jobs wait for a claim");
-        assert!(claimed.iter().all(|job| job.destination == "audit"));
-    }
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stores_every_job_for_a_claim_even_while_a_worker_takes_hand_overs() {
+    let t = postgres().await;
+    let mut handed = hand_over(&t, 4);
+    accept_at(&t, "e1", &["app"], T0).await;
+    assert!(handed.try_recv().is_none());
+    assert_eq!(claim(&t, T0).await.len(), 1);
 }
