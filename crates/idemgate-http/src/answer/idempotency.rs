@@ -17,7 +17,8 @@ use axum::{
     body::Body,
     response::{IntoResponse, Response},
 };
-use http::{HeaderName, HeaderValue, StatusCode, header};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use idemgate_store::idempotency::StoredResponse;
 
 use super::{RETRY_AFTER_SECS, problem};
@@ -79,17 +80,45 @@ impl From<BodyError> for Refusal {
 /// one not be a status), headers and body, marked as a replay, and as one without its body
 /// when that was over `max_stored_body`.
 pub(crate) fn replayed(stored: StoredResponse) -> Response {
-    let mut response = Response::new(Body::from(stored.body));
-    *response.status_mut() = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
-    let headers = response.headers_mut();
-    for (name, value) in &stored.headers {
-        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name.as_str()), HeaderValue::from_str(value)) {
-            headers.append(name, value);
+    Replay::of(stored).response()
+}
+
+/// A replay made once and sent as often as asked: the replay cache keeps this form, so a
+/// repeat answered from memory copies no strings and parses no header again.
+#[derive(Debug, Clone)]
+pub(crate) struct Replay {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Replay {
+    pub(crate) fn of(stored: StoredResponse) -> Self {
+        let mut headers = HeaderMap::with_capacity(stored.headers.len() + 2);
+        for (name, value) in &stored.headers {
+            if let (Ok(name), Ok(value)) = (HeaderName::try_from(name.as_str()), HeaderValue::from_str(value)) {
+                headers.append(name, value);
+            }
         }
+        headers.insert(IDEMPOTENCY_REPLAY, HeaderValue::from_static("true"));
+        if stored.body_omitted {
+            headers.insert(HeaderName::from_static("idempotency-replay-body"), HeaderValue::from_static("omitted"));
+        }
+        let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+        Self { status, headers, body: Bytes::from(stored.body) }
     }
-    headers.insert(IDEMPOTENCY_REPLAY, HeaderValue::from_static("true"));
-    if stored.body_omitted {
-        headers.insert(HeaderName::from_static("idempotency-replay-body"), HeaderValue::from_static("omitted"));
+
+    /// The response; its body shares the kept bytes.
+    pub(crate) fn response(&self) -> Response {
+        let mut response = Response::new(Body::from(self.body.clone()));
+        *response.status_mut() = self.status;
+        *response.headers_mut() = self.headers.clone();
+        response
     }
-    response
+
+    /// Roughly the bytes it holds, to weigh it in the cache.
+    pub(crate) fn weight(&self) -> usize {
+        let headers: usize = self.headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 16).sum();
+        headers + self.body.len()
+    }
 }

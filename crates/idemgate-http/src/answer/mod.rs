@@ -48,7 +48,7 @@ mod proxy;
 
 pub use admin::AdminError;
 pub use dashboard::DashboardAnswer;
-pub(crate) use idempotency::replayed;
+pub(crate) use idempotency::{Replay, replayed};
 pub use proxy::ProxyAnswer;
 
 /// Seconds a sender is asked to wait before retrying a failed delivery.

@@ -11,17 +11,38 @@
 
 use std::{hash::RandomState, sync::Arc};
 
+use axum::response::Response;
 use idemgate_core::idempotency::Fingerprint;
-use idemgate_store::idempotency::{Begin, CompletedRecord, RecordKey};
+use idemgate_store::idempotency::{CompletedRecord, Judged, RecordKey, judge_completed};
 use quick_cache::{
     Weighter,
     sync::{Cache, DefaultLifecycle},
 };
 
+use crate::answer::Replay;
+
 /// Completed records by (scope, key), weighed by the bytes they hold.
 #[derive(Debug)]
 pub(super) struct Replays {
-    cache: Option<Cache<RecordKey, Arc<CompletedRecord>, Bytes, RandomState>>,
+    cache: Option<Cache<RecordKey, Arc<Kept>, Bytes, RandomState>>,
+}
+
+/// A completed record as kept: what decides a repeat (its fingerprint and expiry), and its
+/// replay made once.
+#[derive(Debug)]
+struct Kept {
+    fingerprint: Fingerprint,
+    expires_at_ms: i64,
+    replay: Replay,
+}
+
+/// What a kept copy answers a repeat.
+#[derive(Debug)]
+pub(super) enum Cached {
+    /// The stored response, again.
+    Replay(Response),
+    /// The key was used for another request (422).
+    Mismatch,
 }
 
 /// What an entry holds besides its strings and body: the fingerprint, the status, the
@@ -45,20 +66,24 @@ impl Replays {
 
     /// The answer a kept copy gives a request with `fingerprint` at `now_ms`: a replay or
     /// a mismatch; `None` when there is no copy or it has expired (then it is dropped).
-    pub(super) fn answer(&self, record: &RecordKey, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
+    pub(super) fn answer(&self, record: &RecordKey, fingerprint: &Fingerprint, now_ms: i64) -> Option<Cached> {
         let cache = self.cache.as_ref()?;
-        let completed = cache.get(record)?;
-        let answer = completed.answer(fingerprint, now_ms);
-        if answer.is_none() {
-            cache.remove(record);
+        let kept = cache.get(record)?;
+        match judge_completed(&kept.fingerprint, kept.expires_at_ms, fingerprint, now_ms) {
+            Some(Judged::Replay) => Some(Cached::Replay(kept.replay.response())),
+            Some(Judged::Mismatch) => Some(Cached::Mismatch),
+            None => {
+                cache.remove(record);
+                None
+            }
         }
-        answer
     }
 
     /// Keeps `completed`, as the store holds it under `record`.
     pub(super) fn keep(&self, record: RecordKey, completed: CompletedRecord) {
         if let Some(cache) = &self.cache {
-            cache.insert(record, Arc::new(completed));
+            let CompletedRecord { fingerprint, response, expires_at_ms } = completed;
+            cache.insert(record, Arc::new(Kept { fingerprint, expires_at_ms, replay: Replay::of(response) }));
         }
     }
 }
@@ -67,11 +92,9 @@ impl Replays {
 #[derive(Debug, Clone, Copy)]
 struct Bytes;
 
-impl Weighter<RecordKey, Arc<CompletedRecord>> for Bytes {
-    fn weight(&self, record: &RecordKey, completed: &Arc<CompletedRecord>) -> u64 {
-        let response = &completed.response;
-        let headers: usize = response.headers.iter().map(|(name, value)| name.len() + value.len() + 16).sum();
-        let bytes = ENTRY_OVERHEAD + record.scope.len() + record.key.len() + headers + response.body.len();
+impl Weighter<RecordKey, Arc<Kept>> for Bytes {
+    fn weight(&self, record: &RecordKey, kept: &Arc<Kept>) -> u64 {
+        let bytes = ENTRY_OVERHEAD + record.scope.len() + record.key.len() + kept.replay.weight();
         u64::try_from(bytes).unwrap_or(u64::MAX)
     }
 }
@@ -95,22 +118,23 @@ mod tests {
     fn a_kept_copy_answers_until_the_record_expires() {
         let replays = Replays::with_capacity(1 << 20);
         replays.keep(record("k"), completed(b"{}", 2_000));
-        let Some(Begin::Replay(response)) = replays.answer(&record("k"), &Fingerprint([1; 32]), 1_999) else {
+        let Some(Cached::Replay(response)) = replays.answer(&record("k"), &Fingerprint([1; 32]), 1_999) else {
             panic!("a live copy replays");
         };
-        assert_eq!(response.body, b"{}");
-        assert_eq!(replays.answer(&record("k"), &Fingerprint([2; 32]), 1_999), Some(Begin::Mismatch));
+        assert_eq!(response.status(), 201);
+        assert_eq!(response.headers()["idempotency-replay"], "true");
+        assert!(matches!(replays.answer(&record("k"), &Fingerprint([2; 32]), 1_999), Some(Cached::Mismatch)));
         let other_scope = RecordKey { scope: "other".to_owned(), key: "k".to_owned() };
-        assert_eq!(replays.answer(&other_scope, &Fingerprint([1; 32]), 1_999), None, "scopes never meet");
-        assert_eq!(replays.answer(&record("k"), &Fingerprint([1; 32]), 2_000), None, "expired with the record");
-        assert_eq!(replays.answer(&record("k"), &Fingerprint([1; 32]), 1_000), None, "and forgotten");
+        assert!(replays.answer(&other_scope, &Fingerprint([1; 32]), 1_999).is_none(), "scopes never meet");
+        assert!(replays.answer(&record("k"), &Fingerprint([1; 32]), 2_000).is_none(), "expired with the record");
+        assert!(replays.answer(&record("k"), &Fingerprint([1; 32]), 1_000).is_none(), "and forgotten");
     }
 
     #[test]
     fn capacity_zero_keeps_nothing() {
         let replays = Replays::with_capacity(0);
         replays.keep(record("k"), completed(b"{}", 2_000));
-        assert_eq!(replays.answer(&record("k"), &Fingerprint([1; 32]), 1_000), None);
+        assert!(replays.answer(&record("k"), &Fingerprint([1; 32]), 1_000).is_none());
     }
 
     #[test]

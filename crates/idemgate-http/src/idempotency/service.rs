@@ -24,7 +24,7 @@ use idemgate_store::idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, 
 use sha2::{Digest, Sha256};
 use tower::{Service, ServiceExt};
 
-use super::{IDEMPOTENCY_KEY, Refusal, Scope, WhenUnavailable, layer::Shared};
+use super::{IDEMPOTENCY_KEY, Refusal, Scope, WhenUnavailable, layer::Shared, replays::Cached};
 use crate::{answer, body::read_limited};
 
 /// Wraps `S` with `Idempotency-Key` semantics; built by [`super::IdempotencyLayer`].
@@ -80,8 +80,17 @@ impl Shared {
         let fingerprint =
             Fingerprint::of(parts.method.as_str(), parts.uri.path(), parts.uri.query().unwrap_or(""), &body);
         let record = RecordKey { scope: self.scope(&parts), key };
-        let request = Request::from_parts(parts, Body::from(body));
         let now_ms = self.clock.now_ms();
+        if let Some(cached) = self.replays.answer(&record, &fingerprint, now_ms) {
+            return match cached {
+                Cached::Replay(response) => {
+                    replay_counted("memory");
+                    response
+                }
+                Cached::Mismatch => Refusal::Mismatch.into_response(),
+            };
+        }
+        let request = Request::from_parts(parts, Body::from(body));
         let begun = match self.answer_without_write(&record, &fingerprint, now_ms).await {
             Some(answered) => Ok(answered),
             None => {
@@ -101,13 +110,10 @@ impl Shared {
         }
     }
 
-    /// A repeat of a completed record, answered from the kept copy or a plain read; `None`
+    /// A repeat of a completed record not kept in memory, answered from a plain read; `None`
     /// for anything else (and when the read fails): the writing path decides it under the
     /// write lock.
     async fn answer_without_write(&self, record: &RecordKey, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
-        if let Some(answered) = self.replays.answer(record, fingerprint, now_ms) {
-            return Some(counted(answered, "memory"));
-        }
         let completed = self.store.completed_idempotent(record.clone(), now_ms).await.ok()??;
         let answered = completed.answer(fingerprint, now_ms);
         self.replays.keep(record.clone(), completed);
@@ -204,9 +210,14 @@ impl Shared {
 /// it is a replay: in `memory`, by a `read` of the store, or by `begin`'s `write`.
 fn counted(begun: Begin, found: &'static str) -> Begin {
     if matches!(begun, Begin::Replay(_)) {
-        metrics::counter!("idemgate_idempotency_replays_total", "from" => found).increment(1);
+        replay_counted(found);
     }
     begun
+}
+
+/// Counts one replay in `idemgate_idempotency_replays_total` by where it was `found`.
+fn replay_counted(found: &'static str) {
+    metrics::counter!("idemgate_idempotency_replays_total", "from" => found).increment(1);
 }
 
 async fn run<S>(inner: S, request: Request<Body>) -> Response

@@ -73,14 +73,42 @@ impl CompletedRecord {
     /// or `None` once it has expired (the request then takes the writing path, `begin`).
     #[must_use]
     pub fn answer(&self, fingerprint: &Fingerprint, now_ms: i64) -> Option<Begin> {
-        // A completed record holds no lock: its token and lock time decide nothing.
-        let held =
-            HeldRecord { fingerprint: &self.fingerprint.0, completed: true, lock_token: 0, locked_until_ms: None };
-        match answer_from_read(&held, self.expires_at_ms, fingerprint, now_ms)? {
-            Found::Replay => Some(Begin::Replay(self.response.clone())),
-            Found::Mismatch => Some(Begin::Mismatch),
-            Found::InFlight { .. } | Found::TakeOver { .. } => None,
-        }
+        Some(match self.judge(fingerprint, now_ms)? {
+            Judged::Replay => Begin::Replay(self.response.clone()),
+            Judged::Mismatch => Begin::Mismatch,
+        })
+    }
+
+    /// [`Self::answer`] without the response: for a copy that keeps it in another form.
+    #[must_use]
+    pub fn judge(&self, fingerprint: &Fingerprint, now_ms: i64) -> Option<Judged> {
+        judge_completed(&self.fingerprint, self.expires_at_ms, fingerprint, now_ms)
+    }
+}
+
+/// What a completed record says to a request, its response aside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judged {
+    /// Same fingerprint, not expired: the stored response, again.
+    Replay,
+    /// Another fingerprint: refused (422).
+    Mismatch,
+}
+
+/// [`CompletedRecord::judge`] for a record known by its fingerprint and expiry alone.
+#[must_use]
+pub fn judge_completed(
+    stored: &Fingerprint,
+    expires_at_ms: i64,
+    fingerprint: &Fingerprint,
+    now_ms: i64,
+) -> Option<Judged> {
+    // A completed record holds no lock: its token and lock time decide nothing.
+    let held = HeldRecord { fingerprint: &stored.0, completed: true, lock_token: 0, locked_until_ms: None };
+    match answer_from_read(&held, expires_at_ms, fingerprint, now_ms)? {
+        Found::Replay => Some(Judged::Replay),
+        Found::Mismatch => Some(Judged::Mismatch),
+        Found::InFlight { .. } | Found::TakeOver { .. } => None,
     }
 }
 
