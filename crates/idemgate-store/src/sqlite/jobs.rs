@@ -84,6 +84,13 @@ pub fn claim(
     Ok(claimed)
 }
 
+/// Makes every leased job due at once, keeping its lease token (so a completion of the old
+/// lease stays fenced off); returns how many. Only for a writer that holds the writers'
+/// lock alone (`lock.rs`): then no live worker holds any of these leases.
+pub(crate) fn expire_leases(conn: &Connection) -> Result<usize, rusqlite::Error> {
+    conn.execute("UPDATE jobs SET lease_until = 0 WHERE state = 'running' AND lease_until > 0", [])
+}
+
 /// How [`DUE`] is ordered and limited.
 const ORDER: &str = "ORDER BY j.next_attempt_at_ms, j.id LIMIT ?2";
 

@@ -7,6 +7,12 @@
 //! second time. So a restore refuses while any writer holds the lock, and a writer does
 //! not open a store that is being restored (it is unavailable until the restore is done).
 //! The kernel drops a lock with its process, so a SIGKILL leaves nothing stale behind.
+//!
+//! A writer that opens the store first tries the lock exclusively ([`WriterLock::writer`]).
+//! Getting it means no other process has the store open for writing, so no lease in it
+//! can belong to a live worker: the store expires them at once (`jobs::expire_leases`)
+//! before sharing the lock, and a restarted process delivers what a killed one held
+//! without waiting for the leases to run out.
 
 use std::{
     fmt,
@@ -47,6 +53,38 @@ impl WriterLock {
         }
     }
 
+    /// A writer's lock, and whether it is the only one: held exclusively when no other
+    /// process holds the store's lock (the caller then shares it with [`Self::share`]),
+    /// shared otherwise. Another writer that holds it exclusively for its start is waited
+    /// for, briefly; a restore, which holds it for as long as its copy takes, is not.
+    pub(crate) fn writer(store: &Path) -> Result<(Self, bool), StoreError> {
+        let file = open(store)?;
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok((Self { _file: file }, true)),
+            Err(Errno::WOULDBLOCK) => {}
+            Err(err) => return Err(StoreError::Lock { path: lock_path(store), source: err.into() }),
+        }
+        for _ in 0..START_WAITS {
+            match flock(&file, FlockOperation::NonBlockingLockShared) {
+                Ok(()) => return Ok((Self { _file: file }, false)),
+                Err(Errno::WOULDBLOCK) => std::thread::sleep(START_WAIT),
+                Err(err) => return Err(StoreError::Lock { path: lock_path(store), source: err.into() }),
+            }
+        }
+        Err(StoreError::Restoring)
+    }
+
+    /// Turns the exclusive lock of [`Self::writer`] into a shared one. flock does not
+    /// convert atomically: a restore that takes the lock in between makes this fail with
+    /// [`StoreError::Restoring`], as opening during the restore would.
+    pub(crate) fn share(&self, store: &Path) -> Result<(), StoreError> {
+        match flock(&self._file, FlockOperation::NonBlockingLockShared) {
+            Ok(()) => Ok(()),
+            Err(Errno::WOULDBLOCK) => Err(StoreError::Restoring),
+            Err(err) => Err(StoreError::Lock { path: lock_path(store), source: err.into() }),
+        }
+    }
+
     /// Held by `restore` alone; refused, naming the holders, while any writer has the store open.
     pub(crate) fn exclusive(store: &Path) -> Result<Self, StoreError> {
         let file = open(store)?;
@@ -57,6 +95,11 @@ impl WriterLock {
         }
     }
 }
+
+/// How often, and how long each time, a starting writer looks again for the shared lock
+/// while another writer holds it exclusively for its own start (a few milliseconds).
+const START_WAITS: u32 = 200;
+const START_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
 
 fn open(store: &Path) -> Result<File, StoreError> {
     let path = lock_path(store);

@@ -28,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    SqliteReader, StoreOptions,
+    SqliteReader, StoreOptions, jobs,
     lock::WriterLock,
     migrations, open_connection,
     pool::ReadPool,
@@ -132,11 +132,19 @@ impl SqliteStore {
     ///
     /// It holds the writers' lock beside the file until the writer has stopped, so that a
     /// restore cannot replace the file under it; while a restore runs, this fails with
-    /// [`StoreError::Restoring`] (unavailable: try again).
+    /// [`StoreError::Restoring`] (unavailable: try again). Opened by the only writer, the
+    /// store first makes the jobs that a gone process held under a lease due again.
     pub fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
-        let lock = WriterLock::shared(path)?;
+        let (lock, alone) = WriterLock::writer(path)?;
         let mut conn = open_connection(path, true, &options)?;
         migrations::migrate(&mut conn)?;
+        if alone {
+            let expired = jobs::expire_leases(&conn)?;
+            if expired > 0 {
+                tracing::info!(jobs = expired, "jobs leased by a process that is gone are due again");
+            }
+            lock.share(path)?;
+        }
         tune_writer(&conn).map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
         let (queue, submitted) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());

@@ -137,3 +137,32 @@ async fn postgres_stores_every_job_for_a_claim_even_while_a_worker_takes_hand_ov
     assert!(handed.try_recv().is_none());
     assert_eq!(claim(&t, T0).await.len(), 1);
 }
+
+/// A SQLite store at `path`, opened as a writer process opens it.
+fn open_at(path: &std::path::Path) -> Store {
+    Arc::new(idemgate_store::SqliteStore::open(path, idemgate_store::StoreOptions::default()).unwrap()).into()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_opens_the_store_alone_makes_the_leases_of_a_gone_process_due_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.sqlite3");
+    let first = open_at(&path);
+    let mut handed = hand_over(&first, 4);
+    accept_at(&first, "e1", &["app"], T0).await;
+    let lost = handed.try_recv().unwrap();
+
+    let second = open_at(&path);
+    assert!(claim(&second, T0).await.is_empty(), "while its writer is open, the lease holds");
+    second.close().await;
+
+    drop(handed);
+    first.hand_over_to(None);
+    first.close().await;
+    let restarted = open_at(&path);
+    let again = claim(&restarted, T0).await;
+    assert_eq!(again.len(), 1, "due at once, not when the lease would have ended");
+    assert_eq!((again[0].id, again[0].attempt, again[0].lease_token), (lost.id, 2, 2));
+    let stale = restarted.complete_job(lost, delivered(), Decision::Succeeded, ms(T0)).await.unwrap();
+    assert_eq!(stale, Completion::Stale, "the gone process's lease stays fenced off");
+}
