@@ -122,6 +122,25 @@ fn a_gateway_killed_mid_delivery_loses_no_job_after_restart() {
 }
 
 #[test]
+fn a_restarted_gateway_delivers_what_the_killed_one_held_without_waiting_for_its_leases() {
+    let recorder = Destination::start(&[]);
+    recorder.delay(Duration::from_millis(100));
+    // An hour's lease: waiting for it would outlast wait_for_state's deadline.
+    let setup = Setup::new(&config(&recorder, "", "").replace(r#"lease = "2s""#, r#"lease = "1h""#));
+    let gateway = setup.start();
+    accept_counted(&gateway, 30, |i| format!("msg_{i:02}"));
+    recorder.wait_until("some deliveries", |r| r.len() >= 3);
+    drop(gateway); // SIGKILL, with jobs in hand under their leases
+    assert!(
+        inbox(&setup.db()).jobs.iter().any(|(_, _, state)| state == "running"),
+        "the kill came too late to test anything"
+    );
+    let _restarted = setup.start();
+    wait_for_state(&setup, "succeeded", 30);
+    assert_eq!(ids(&recorder.received()).len(), 30, "every event reached the destination");
+}
+
+#[test]
 fn older_versions_are_superseded_and_the_destination_ends_with_the_newest() {
     let recorder = Destination::start(&[]);
     let ordering = r#"ordering = { key = "/object", version = "/version" }"#;
