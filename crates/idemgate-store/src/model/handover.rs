@@ -10,7 +10,8 @@
 //! Nothing about the queue's rules changes: a handed-over job is a `running` job with a
 //! lease, exactly as a claim leaves it. If the process dies before the attempt is
 //! recorded, the lease expires and any worker claims the job again, as for a claimed job
-//! whose worker died. A hand-over is only *offered*: for the destinations the worker says
+//! whose worker died (on SQLite at once, when the restarted writer opens the store alone:
+//! `sqlite/lock.rs`). A hand-over is only *offered*: for the destinations the worker says
 //! it can start at once ([`Handover::new`]'s `eligible`: not FIFO, not throttled, no
 //! breaker), and only while its channel has room, reserved before the accept and used or
 //! dropped after it. The store also leases a job only when its destination is neither
