@@ -123,19 +123,28 @@ fn a_request_in_flight_at_sigterm_is_finished_before_exit() {
     assert_eq!(crate::harness::state(&db).receipts.get("evt-slow"), Some(&4));
 }
 
-#[test]
-fn the_benchmark_smoke_run_applies_every_event_exactly_once() {
-    let (_dir, db) = temp_db();
-    let counter = Counter::start(&db);
+/// `idemgate bench counter` against `counter` with `args` and `--json`; asserts it succeeded
+/// and returns its report.
+fn bench_report(counter: &Counter, args: &[&str]) -> serde_json::Value {
     let output = Command::new(crate::gateway_harness::idemgate_bin())
-        .args(["bench", "counter", "--events", "300", "--redeliver", "0.5", "--concurrency", "8", "--json", "--target"])
+        .args(["bench", "counter"])
+        .args(args)
+        .args(["--json", "--target"])
         .arg(format!("http://{}/webhook", counter.addr))
-        .args(["--server-pid", &counter.pid().to_string()])
         .env("COUNTER_SECRET", crate::harness::SECRET_HEX)
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn the_benchmark_smoke_run_applies_every_event_exactly_once() {
+    let (_dir, db) = temp_db();
+    let counter = Counter::start(&db);
+    let pid = counter.pid().to_string();
+    let report =
+        bench_report(&counter, &["--events", "300", "--redeliver", "0.5", "--concurrency", "8", "--server-pid", &pid]);
     assert_eq!(report["exactly_once"], true);
     assert_eq!(report["outcomes"], serde_json::json!({"applied": 300, "duplicate": 150}));
     assert!(report["server_cpu_us_per_request"].as_f64().is_some_and(|us| us >= 0.0), "{report}");
@@ -149,15 +158,8 @@ fn the_benchmark_smoke_run_applies_every_event_exactly_once() {
 fn the_open_loop_smoke_run_sends_every_request_once_at_its_rate() {
     let (_dir, db) = temp_db();
     let counter = Counter::start(&db);
-    let output = Command::new(crate::gateway_harness::idemgate_bin())
-        .args(["bench", "counter", "--events", "200", "--redeliver", "0.5", "--concurrency", "4", "--rate", "2000"])
-        .args(["--json", "--target"])
-        .arg(format!("http://{}/webhook", counter.addr))
-        .env("COUNTER_SECRET", crate::harness::SECRET_HEX)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report =
+        bench_report(&counter, &["--events", "200", "--redeliver", "0.5", "--concurrency", "4", "--rate", "2000"]);
     assert_eq!(report["exactly_once"], true);
     assert_eq!(report["outcomes"], serde_json::json!({"applied": 200, "duplicate": 100}));
     assert!(report["late_p99_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "the pacer's lateness is reported: {report}");
