@@ -8,7 +8,7 @@
 //! another request; a 2xx or 3xx is stored and replayed; a 5xx is never stored; a 4xx
 //! releases the key unless configured to be stored.
 
-use std::time::Duration;
+use std::{borrow::Cow, time::Duration};
 
 use sha2::{Digest, Sha256};
 
@@ -38,10 +38,11 @@ pub enum KeyError {
 /// assert_eq!(parse_key(b"welcome-user/usr_abc123").as_deref(), Ok("welcome-user/usr_abc123"));
 /// assert_eq!(parse_key(br#""8e03978e-40d5-43e8-bc93-6894a57f9324""#).as_deref(), Ok("8e03978e-40d5-43e8-bc93-6894a57f9324"));
 /// ```
-pub fn parse_key(value: &[u8]) -> Result<String, KeyError> {
+pub fn parse_key(value: &[u8]) -> Result<Cow<'_, str>, KeyError> {
     let key = match value.strip_prefix(b"\"") {
-        Some(quoted) => unquote(quoted)?,
-        None if value.iter().all(|b| b.is_ascii_graphic()) => String::from_utf8_lossy(value).into_owned(),
+        Some(quoted) => Cow::Owned(unquote(quoted)?),
+        // Visible ASCII is UTF-8: a bare key is the header's own bytes, not a copy.
+        None if value.iter().all(|b| b.is_ascii_graphic()) => String::from_utf8_lossy(value),
         None => return Err(KeyError::Malformed),
     };
     match key.len() {

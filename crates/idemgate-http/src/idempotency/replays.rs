@@ -9,13 +9,16 @@
 //! The cache is bounded in bytes and forgets the least useful entries first; a miss only
 //! costs the read it saves.
 
-use std::{hash::RandomState, sync::Arc};
+use std::{
+    hash::{Hash, Hasher, RandomState},
+    sync::Arc,
+};
 
 use axum::response::Response;
 use idemgate_core::idempotency::Fingerprint;
 use idemgate_store::idempotency::{CompletedRecord, Judged, RecordKey, judge_completed};
 use quick_cache::{
-    Weighter,
+    Equivalent, Weighter,
     sync::{Cache, DefaultLifecycle},
 };
 
@@ -34,6 +37,29 @@ struct Kept {
     fingerprint: Fingerprint,
     expires_at_ms: i64,
     replay: Replay,
+}
+
+/// A record's key as a request names it, borrowed from the request's head: the kept copies
+/// are asked with this, so a repeat answered from memory allocates no key.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Lookup<'a> {
+    pub(super) scope: &'a str,
+    pub(super) key: &'a str,
+}
+
+/// Hashes as [`RecordKey`]'s derived `Hash` does (its fields in order, as `str`), so a
+/// lookup finds the entry kept under the owned key.
+impl Hash for Lookup<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.scope.hash(state);
+        self.key.hash(state);
+    }
+}
+
+impl Equivalent<RecordKey> for Lookup<'_> {
+    fn equivalent(&self, record: &RecordKey) -> bool {
+        self.scope == record.scope && self.key == record.key
+    }
 }
 
 /// What a kept copy answers a repeat.
@@ -66,14 +92,14 @@ impl Replays {
 
     /// The answer a kept copy gives a request with `fingerprint` at `now_ms`: a replay or
     /// a mismatch; `None` when there is no copy or it has expired (then it is dropped).
-    pub(super) fn answer(&self, record: &RecordKey, fingerprint: &Fingerprint, now_ms: i64) -> Option<Cached> {
+    pub(super) fn answer(&self, record: Lookup<'_>, fingerprint: &Fingerprint, now_ms: i64) -> Option<Cached> {
         let cache = self.cache.as_ref()?;
-        let kept = cache.get(record)?;
+        let kept = cache.get(&record)?;
         match judge_completed(&kept.fingerprint, kept.expires_at_ms, fingerprint, now_ms) {
             Some(Judged::Replay) => Some(Cached::Replay(kept.replay.response())),
             Some(Judged::Mismatch) => Some(Cached::Mismatch),
             None => {
-                cache.remove(record);
+                cache.remove(&record);
                 None
             }
         }
@@ -101,12 +127,18 @@ impl Weighter<RecordKey, Arc<Kept>> for Bytes {
 
 #[cfg(test)]
 mod tests {
+    use std::hash::BuildHasher;
+
     use idemgate_store::idempotency::StoredResponse;
 
     use super::*;
 
     fn record(key: &str) -> RecordKey {
         RecordKey { scope: "caller".to_owned(), key: key.to_owned() }
+    }
+
+    fn lookup(key: &str) -> Lookup<'_> {
+        Lookup { scope: "caller", key }
     }
 
     fn completed(body: &[u8], expires_at_ms: i64) -> CompletedRecord {
@@ -118,23 +150,36 @@ mod tests {
     fn a_kept_copy_answers_until_the_record_expires() {
         let replays = Replays::with_capacity(1 << 20);
         replays.keep(record("k"), completed(b"{}", 2_000));
-        let Some(Cached::Replay(response)) = replays.answer(&record("k"), &Fingerprint([1; 32]), 1_999) else {
+        let Some(Cached::Replay(response)) = replays.answer(lookup("k"), &Fingerprint([1; 32]), 1_999) else {
             panic!("a live copy replays");
         };
         assert_eq!(response.status(), 201);
         assert_eq!(response.headers()["idempotency-replay"], "true");
-        assert!(matches!(replays.answer(&record("k"), &Fingerprint([2; 32]), 1_999), Some(Cached::Mismatch)));
-        let other_scope = RecordKey { scope: "other".to_owned(), key: "k".to_owned() };
-        assert!(replays.answer(&other_scope, &Fingerprint([1; 32]), 1_999).is_none(), "scopes never meet");
-        assert!(replays.answer(&record("k"), &Fingerprint([1; 32]), 2_000).is_none(), "expired with the record");
-        assert!(replays.answer(&record("k"), &Fingerprint([1; 32]), 1_000).is_none(), "and forgotten");
+        assert!(matches!(replays.answer(lookup("k"), &Fingerprint([2; 32]), 1_999), Some(Cached::Mismatch)));
+        let other_scope = Lookup { scope: "other", key: "k" };
+        assert!(replays.answer(other_scope, &Fingerprint([1; 32]), 1_999).is_none(), "scopes never meet");
+        assert!(replays.answer(lookup("k"), &Fingerprint([1; 32]), 2_000).is_none(), "expired with the record");
+        assert!(replays.answer(lookup("k"), &Fingerprint([1; 32]), 1_000).is_none(), "and forgotten");
+    }
+
+    #[test]
+    fn a_lookup_hashes_and_compares_as_the_key_it_borrows() {
+        let hasher = RandomState::new();
+        for (scope, key) in [("caller", "k"), ("", "ab"), ("a", "b"), ("ab", "")] {
+            let owned = RecordKey { scope: scope.to_owned(), key: key.to_owned() };
+            let borrowed = Lookup { scope, key };
+            assert_eq!(hasher.hash_one(borrowed), hasher.hash_one(&owned), "{scope:?}/{key:?}");
+            assert!(borrowed.equivalent(&owned));
+        }
+        let moved = RecordKey { scope: "a".to_owned(), key: "b".to_owned() };
+        assert!(!Lookup { scope: "ab", key: "" }.equivalent(&moved), "the boundary between the parts counts");
     }
 
     #[test]
     fn capacity_zero_keeps_nothing() {
         let replays = Replays::with_capacity(0);
         replays.keep(record("k"), completed(b"{}", 2_000));
-        assert!(replays.answer(&record("k"), &Fingerprint([1; 32]), 1_000).is_none());
+        assert!(replays.answer(lookup("k"), &Fingerprint([1; 32]), 1_000).is_none());
     }
 
     #[test]
@@ -145,9 +190,8 @@ mod tests {
         }
         let cache = replays.cache.as_ref().expect("a cache of 64 KiB");
         assert!(cache.weight() <= 64 * 1024, "weighed {} bytes", cache.weight());
-        let kept = (0..100)
-            .filter(|n| replays.answer(&record(&n.to_string()), &Fingerprint([1; 32]), 1_000).is_some())
-            .count();
+        let kept =
+            (0..100).filter(|n| replays.answer(lookup(&n.to_string()), &Fingerprint([1; 32]), 1_000).is_some()).count();
         assert!((1..=16).contains(&kept), "kept {kept} of 100 entries of 4 KiB in 64 KiB");
     }
 }

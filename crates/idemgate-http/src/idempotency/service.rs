@@ -4,6 +4,7 @@
 //! replay, refuse, or run the inner service and store or release by its status.
 
 use std::{
+    borrow::Cow,
     convert::Infallible,
     future::Future,
     pin::Pin,
@@ -24,7 +25,11 @@ use idemgate_store::idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, 
 use sha2::{Digest, Sha256};
 use tower::{Service, ServiceExt};
 
-use super::{IDEMPOTENCY_KEY, Refusal, Scope, WhenUnavailable, layer::Shared, replays::Cached};
+use super::{
+    IDEMPOTENCY_KEY, Refusal, Scope, WhenUnavailable,
+    layer::Shared,
+    replays::{Cached, Lookup},
+};
 use crate::{answer, body::read_limited};
 
 /// Wraps `S` with `Idempotency-Key` semantics; built by [`super::IdempotencyLayer`].
@@ -65,13 +70,15 @@ impl Shared {
         if !self.config.methods.contains(request.method()) {
             return run(inner, request).await;
         }
-        let key = match request.headers().get(IDEMPOTENCY_KEY).map(|v| parse_key(v.as_bytes())) {
-            None if self.config.require_key => return Refusal::MissingKey.into_response(),
-            None => return run(inner, request).await,
-            Some(Err(err)) => return Refusal::BadKey(err).into_response(),
-            Some(Ok(key)) => key,
-        };
         let (parts, body) = request.into_parts();
+        // Borrowed from the request's head until the kept copies have been asked: a repeat
+        // answered from memory copies neither the key nor the scope.
+        let key = match parts.headers.get(IDEMPOTENCY_KEY).map(|v| parse_key(v.as_bytes())) {
+            Some(Ok(key)) => key,
+            Some(Err(err)) => return Refusal::BadKey(err).into_response(),
+            None if self.config.require_key => return Refusal::MissingKey.into_response(),
+            None => return run(inner, Request::from_parts(parts, body)).await,
+        };
         let limit = self.config.max_request_body;
         let body = match read_limited(&parts.headers, body, limit, self.config.body_timeout).await {
             Ok(body) => body,
@@ -79,17 +86,18 @@ impl Shared {
         };
         let fingerprint =
             Fingerprint::of(parts.method.as_str(), parts.uri.path(), parts.uri.query().unwrap_or(""), &body);
-        let record = RecordKey { scope: self.scope(&parts), key };
+        let scope = self.scope(&parts);
         let now_ms = self.clock.now_ms();
-        if let Some(cached) = self.replays.answer(&record, &fingerprint, now_ms) {
+        if let Some(cached) = self.replays.answer(Lookup { scope: &scope, key: &key }, &fingerprint, now_ms) {
             return match cached {
                 Cached::Replay(response) => {
-                    replay_counted("memory");
+                    replay_counted(Found::Memory);
                     response
                 }
                 Cached::Mismatch => Refusal::Mismatch.into_response(),
             };
         }
+        let record = RecordKey { scope: scope.into_owned(), key: key.into_owned() };
         let request = Request::from_parts(parts, Body::from(body));
         let begun = match self.answer_without_write(&record, &fingerprint, now_ms).await {
             Some(answered) => Ok(answered),
@@ -98,7 +106,7 @@ impl Shared {
                 self.store
                     .begin_idempotent(record.clone(), fingerprint, now_ms, lifetimes)
                     .await
-                    .map(|begun| counted(begun, "write"))
+                    .map(|begun| counted(begun, Found::Write))
             }
         };
         match begun {
@@ -117,16 +125,16 @@ impl Shared {
         let completed = self.store.completed_idempotent(record.clone(), now_ms).await.ok()??;
         let answered = completed.answer(fingerprint, now_ms);
         self.replays.keep(record.clone(), completed);
-        answered.map(|answered| counted(answered, "read"))
+        answered.map(|answered| counted(answered, Found::Read))
     }
 
-    fn scope(&self, parts: &Parts) -> String {
+    fn scope(&self, parts: &Parts) -> Cow<'static, str> {
         match &self.config.scope {
             Scope::HeaderHash(name) => match parts.headers.get(name) {
-                Some(value) => hex::encode(Sha256::digest(value.as_bytes())),
-                None => "anonymous".to_owned(),
+                Some(value) => Cow::Owned(hex::encode(Sha256::digest(value.as_bytes()))),
+                None => Cow::Borrowed("anonymous"),
             },
-            Scope::Custom(scope) => scope(parts),
+            Scope::Custom(scope) => Cow::Owned(scope(parts)),
         }
     }
 
@@ -206,18 +214,34 @@ impl Shared {
     }
 }
 
-/// `begun`, counted in `idemgate_idempotency_replays_total` by where it was `found` when
-/// it is a replay: in `memory`, by a `read` of the store, or by `begin`'s `write`.
-fn counted(begun: Begin, found: &'static str) -> Begin {
+/// Where a replayed record was found: the label of `idemgate_idempotency_replays_total`.
+#[derive(Debug, Clone, Copy)]
+enum Found {
+    /// In the kept copies.
+    Memory,
+    /// By a plain read of the store.
+    Read,
+    /// By `begin`'s write.
+    Write,
+}
+
+/// `begun`, counted in `idemgate_idempotency_replays_total` when it is a replay.
+fn counted(begun: Begin, found: Found) -> Begin {
     if matches!(begun, Begin::Replay(_)) {
         replay_counted(found);
     }
     begun
 }
 
-/// Counts one replay in `idemgate_idempotency_replays_total` by where it was `found`.
-fn replay_counted(found: &'static str) {
-    metrics::counter!("idemgate_idempotency_replays_total", "from" => found).increment(1);
+/// Counts one replay in `idemgate_idempotency_replays_total` by where it was found. Each
+/// label is a literal, so the metric's key is static and a replay allocates nothing for it.
+fn replay_counted(found: Found) {
+    let counter = match found {
+        Found::Memory => metrics::counter!("idemgate_idempotency_replays_total", "from" => "memory"),
+        Found::Read => metrics::counter!("idemgate_idempotency_replays_total", "from" => "read"),
+        Found::Write => metrics::counter!("idemgate_idempotency_replays_total", "from" => "write"),
+    };
+    counter.increment(1);
 }
 
 async fn run<S>(inner: S, request: Request<Body>) -> Response
