@@ -57,7 +57,7 @@ GATEWAY_STAGES = [
     ("writer: accept: receipt lookup and insert, savepoint", "sqlite", None, ["receive_in_savepoint", "avepoint"]),
     ("writer: begin, commit, answers", "sqlite", None, ["commit_batch", "execute_batch", "oneshot"]),
     ("writer: other", "sqlite", None, [""]),
-    ("worker: the forward over HTTP (reqwest, hyper's client)", "", None,
+    ("worker: the forward over HTTP (hyper's pooled client)", "", None,
      ["HttpDestination", "reqwest", "hyper_util::client", "hyper::client", "client::conn"]),
     ("worker: its loop, recording, spawning attempts", "", None, ["idemgate_worker"]),
     ("inbound: response write (writev)", "", None, ["writev"]),

@@ -7,13 +7,14 @@
 
 use std::{sync::LazyLock, time::Duration};
 
+use base64::{Engine, engine::general_purpose::STANDARD as BASE64};
 use bytes::Bytes;
 use http::{
     HeaderMap, HeaderValue, Method, Request, Uri,
     header::InvalidHeaderValue,
     header::{
-        CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, PROXY_AUTHENTICATE, PROXY_AUTHORIZATION,
-        RETRY_AFTER, TE, TRAILER, TRANSFER_ENCODING, UPGRADE, USER_AGENT,
+        AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, PROXY_AUTHENTICATE,
+        PROXY_AUTHORIZATION, RETRY_AFTER, TE, TRAILER, TRANSFER_ENCODING, UPGRADE, USER_AGENT,
     },
 };
 use http_body_util::{BodyExt, Full};
@@ -30,6 +31,7 @@ use idemgate_core::{
     scheme::{OUTGOING, Outgoing},
 };
 use idemgate_store::jobs::{ClaimedJob, MAX_ATTEMPT_TEXT};
+use percent_encoding::percent_decode_str;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
 
 use crate::{AttemptOutcome, Deliver, deliver::BoxFuture};
@@ -91,8 +93,11 @@ pub fn sets_itself(name: &HeaderName) -> bool {
 /// hyper's exchange itself.
 #[derive(Debug, Clone)]
 pub struct HttpDestination {
-    /// Parsed once; an attempt clones it (shared bytes, no parse).
+    /// Parsed once, without the URL's credentials; an attempt clones it (shared bytes, no
+    /// parse).
     uri: Uri,
+    /// `Authorization: Basic` for credentials given in the URL (`https://user:pw@host/`).
+    authorization: Option<HeaderValue>,
     secret: Option<Secret>,
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     /// The whole attempt: connecting, sending, and reading the answer.
@@ -114,6 +119,7 @@ impl HttpDestination {
         if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
             return Err(ClientError("the destination's URL must be http:// or https:// with a host".to_owned()));
         }
+        let (uri, authorization) = without_credentials(uri)?;
         let tls = ClientConfig::builder_with_provider(ring::default_provider().into())
             .with_safe_default_protocol_versions()
             .map_err(|err| ClientError(err.to_string()))?
@@ -129,7 +135,7 @@ impl HttpDestination {
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(POOL_IDLE)
             .build(connector);
-        Ok(Self { uri, secret, client, total })
+        Ok(Self { uri, authorization, secret, client, total })
     }
 
     /// The attempt's request; an error when a header made from the job is not a valid
@@ -158,6 +164,9 @@ impl HttpDestination {
                 headers.append(name, HeaderValue::from_str(value)?);
             }
         }
+        if let Some(authorization) = &self.authorization {
+            headers.insert(AUTHORIZATION, authorization.clone());
+        }
         let mut request = Request::new(Full::new(Bytes::copy_from_slice(&job.body)));
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.uri.clone();
@@ -177,6 +186,26 @@ impl HttpDestination {
             Err(_) => Failure::TimedOut.outcome(),
         }
     }
+}
+
+/// `uri` without its userinfo, and the `Authorization: Basic` header it stands for (the
+/// user and password percent-decoded, as browsers and reqwest send them). Errors name no
+/// part of the URL.
+fn without_credentials(uri: Uri) -> Result<(Uri, Option<HeaderValue>), ClientError> {
+    let Some((userinfo, host)) = uri.authority().and_then(|authority| authority.as_str().rsplit_once('@')) else {
+        return Ok((uri, None));
+    };
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let mut basic: Vec<u8> = percent_decode_str(user).collect();
+    basic.push(b':');
+    basic.extend(percent_decode_str(password));
+    let unusable = || ClientError("the destination's URL: its credentials cannot be used".to_owned());
+    let mut authorization = HeaderValue::try_from(format!("Basic {}", BASE64.encode(basic))).map_err(|_| unusable())?;
+    authorization.set_sensitive(true);
+    let host = host.parse().map_err(|_| unusable())?;
+    let mut parts = uri.into_parts();
+    parts.authority = Some(host);
+    Ok((Uri::from_parts(parts).map_err(|_| unusable())?, Some(authorization)))
 }
 
 impl Deliver for HttpDestination {
@@ -377,5 +406,45 @@ mod tests {
         assert_eq!(outcome.error.as_deref(), Some("connection failed"));
         let handshake = server.await.unwrap();
         assert!(handshake.as_ref().is_err_and(|err| err.contains("UnknownCA")), "{handshake:?}");
+    }
+
+    #[test]
+    fn credentials_in_the_url_go_out_as_basic_authorization_and_not_in_the_host() {
+        let destination = HttpDestination::new(
+            "https://hook%20user:p%40ss@hooks.example.com:8443/in?x=1",
+            None,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let request = destination.request(&job(&[]), UnixTime(1)).unwrap();
+        assert_eq!(request.uri().to_string(), "https://hooks.example.com:8443/in?x=1");
+        let authorization = &request.headers()[AUTHORIZATION];
+        assert_eq!(authorization, &format!("Basic {}", BASE64.encode("hook user:p@ss")));
+        assert!(authorization.is_sensitive());
+        let shown = format!("{destination:?}");
+        assert!(!shown.contains("p%40ss") && !shown.contains(&BASE64.encode("hook user:p@ss")), "{shown}");
+        let plain = HttpDestination::new("http://127.0.0.1:1/", None, Duration::from_secs(1), Duration::from_secs(1));
+        assert!(!plain.unwrap().request(&job(&[]), UnixTime(1)).unwrap().headers().contains_key(AUTHORIZATION));
+    }
+
+    /// Over a real connection: the destination sees the credentials as `Authorization` on
+    /// every attempt, and a `Host` without them.
+    #[tokio::test]
+    async fn a_destination_receives_the_urls_credentials_and_a_host_without_them() {
+        let destination = idemgate_testkit::Destination::start(&[]);
+        let url = destination.url().replacen("http://", "http://hooks:p%40ss@", 1);
+        let http = HttpDestination::new(&url, None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+        for attempt in 1..=2 {
+            let outcome = http.deliver(&job(&[]), UnixTime(attempt)).await;
+            assert_eq!(outcome.result, AttemptResult::Status { status: 200, retry_after: None }, "{outcome:?}");
+        }
+        let received = destination.received();
+        assert_eq!(received.len(), 2);
+        for request in &received {
+            assert_eq!(request.header("authorization"), format!("Basic {}", BASE64.encode("hooks:p@ss")));
+            assert!(!request.header("host").contains('@'), "{}", request.header("host"));
+            assert_eq!(request.body, b"{}");
+        }
     }
 }

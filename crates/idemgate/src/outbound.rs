@@ -36,9 +36,7 @@ pub fn routes(config: &Config) -> Result<HashMap<String, Route>, ClientError> {
 fn deliver(destination: &DestinationConfig) -> Result<Arc<dyn Deliver>, ClientError> {
     let (connect, total) = (destination.connect_timeout, destination.timeout);
     Ok(match &destination.target {
-        Target::Http { url, secret } => {
-            Arc::new(HttpDestination::new(&url.to_string(), secret.clone(), connect, total)?)
-        }
+        Target::Http { url, secret } => Arc::new(HttpDestination::new(url.expose(), secret.clone(), connect, total)?),
         Target::Rabbitmq { url, exchange, routing_key } => {
             Arc::new(AmqpDestination::new(url.expose(), exchange, routing_key, connect, total))
         }

@@ -80,15 +80,15 @@ impl DestinationConfig {
 pub enum Target {
     /// `kind = "http"`: an HTTP endpoint, the events signed when a secret is given.
     Http {
-        /// Where events are posted.
-        url: http::Uri,
+        /// Where events are posted; credentials in it go out as `Authorization: Basic`.
+        url: DestinationUrl,
         /// Outgoing signing secret.
         secret: Option<Secret>,
     },
     /// `kind = "rabbitmq"`: an exchange of a RabbitMQ broker (AMQP 0.9.1).
     Rabbitmq {
         /// `amqp://` or `amqps://`, credentials included.
-        url: BrokerUrl,
+        url: DestinationUrl,
         /// The exchange (`""` is the default exchange).
         exchange: String,
         /// The routing key of every message.
@@ -97,7 +97,7 @@ pub enum Target {
     /// `kind = "nats"`: a subject of a NATS JetStream stream.
     Nats {
         /// `nats://` or `tls://`, credentials included.
-        url: BrokerUrl,
+        url: DestinationUrl,
         /// The subject published to.
         subject: String,
     },
@@ -105,11 +105,11 @@ pub enum Target {
     Smtp(SmtpRelay),
 }
 
-/// A broker's URL, which may carry a password: its `Debug` never shows it.
+/// A destination's URL, which may carry a password: its `Debug` never shows it.
 #[derive(Clone)]
-pub struct BrokerUrl(String);
+pub struct DestinationUrl(String);
 
-impl BrokerUrl {
+impl DestinationUrl {
     /// The URL itself, for connecting only.
     #[must_use]
     pub fn expose(&self) -> &str {
@@ -117,7 +117,7 @@ impl BrokerUrl {
     }
 }
 
-impl std::fmt::Debug for BrokerUrl {
+impl std::fmt::Debug for DestinationUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&redacted_url(&self.0))
     }
@@ -404,10 +404,8 @@ fn http_target(
     delivers: bool,
 ) -> Result<Option<Target>, ConfigError> {
     let url_key = format!("{key}.url");
-    r.show(&url_key, Shown::Value(raw.url.clone().into()));
+    r.show(&url_key, Shown::Value(redacted_url(&raw.url).into()));
     let url: http::Uri = raw.url.parse().map_err(|_| ConfigError::new(url_key.clone(), "not a valid URL"))?;
-    // The worker's client takes it as a WHATWG URL, which a few URIs are not.
-    reqwest::Url::parse(&raw.url).map_err(|_| ConfigError::new(url_key.clone(), "not a valid URL"))?;
     if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
         return Err(ConfigError::new(url_key, "must be an http:// or https:// URL with a host"));
     }
@@ -427,7 +425,7 @@ fn http_target(
             Some(decoded.map_err(|err| ConfigError::new(secret_key, err.to_string()))?)
         }
     };
-    Ok(Some(Target::Http { url, secret }))
+    Ok(Some(Target::Http { url: DestinationUrl(raw.url), secret }))
 }
 
 /// A broker destination's `url`: a literal URL (shown with its password redacted, checked
@@ -452,13 +450,13 @@ impl BrokerReference {
     }
 
     /// The URL itself, when the command `delivers`.
-    fn resolve(self, r: &mut Reading<'_>, delivers: bool) -> Result<Option<BrokerUrl>, ConfigError> {
+    fn resolve(self, r: &mut Reading<'_>, delivers: bool) -> Result<Option<DestinationUrl>, ConfigError> {
         if !delivers {
             return Ok(None);
         }
         let url = if self.literal { self.reference } else { r.resolve(&self.key, &self.reference)? };
         broker_url(&self.key, self.kind, &url)?;
-        Ok(Some(BrokerUrl(url)))
+        Ok(Some(DestinationUrl(url)))
     }
 }
 
@@ -657,6 +655,17 @@ mod tests {
         let config = validated("url = \"http://127.0.0.1:1/\"", &[]).unwrap();
         assert!(matches!(config.destinations["d"].target, Target::Http { .. }));
         assert_eq!(shown(&config, "destinations.d.kind"), "\"http\"");
+    }
+
+    #[test]
+    fn an_http_destination_never_shows_the_password_in_its_url() {
+        let config = validated("url = \"https://hooks:hunter2@127.0.0.1:1/in\"", &[]).unwrap();
+        let destination = &config.destinations["d"];
+        let Target::Http { url, .. } = &destination.target else { panic!("not http") };
+        assert_eq!(url.expose(), "https://hooks:hunter2@127.0.0.1:1/in");
+        assert_eq!(shown(&config, "destinations.d.url"), "\"https://hooks:<redacted>@127.0.0.1:1/in\"");
+        assert!(!format!("{destination:?}").contains("hunter2"));
+        assert!(!config.effective().to_string().contains("hunter2"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::path::Path;
 pub use destinations::{Encryption, SmtpRelay};
 pub use traces::TracesConfig;
 pub use validated::{
-    AdminConfig, AlertsConfig, BrokerUrl, Config, DestinationConfig, MetricsConfig, MetricsListen, OrderingConfig,
+    AdminConfig, AlertsConfig, Config, DestinationConfig, DestinationUrl, MetricsConfig, MetricsListen, OrderingConfig,
     PostgresConfig, ProxyConfig, ServerConfig, SmtpConfig, SourceConfig, StoreConfig, Target, TlsConfig, Uses,
     WorkerConfig,
 };

@@ -24,7 +24,7 @@ use super::{
 };
 pub use super::{
     alerts::AlertsConfig,
-    destinations::{BrokerUrl, DestinationConfig, Target},
+    destinations::{DestinationConfig, DestinationUrl, Target},
     listeners::{AdminConfig, ServerConfig, TlsConfig},
     metrics::{MetricsConfig, MetricsListen},
     proxies::ProxyConfig,
