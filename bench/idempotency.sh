@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-requests=${1:-10000}
+requests=${1:-60000}
 concurrency=${2:-32}
 rounds=${3:-3}
 cargo build --release --quiet --bin idemgate --example orders
