@@ -139,7 +139,9 @@ impl HandedEvent {
         Self {
             outgoing_id: event.outgoing_id.clone(),
             event_type: event.event_type.clone(),
-            body: event.body.clone(),
+            // A copy: the delivery's bytes may be a slice of its connection's read buffer,
+            // which a job waiting here would otherwise keep whole.
+            body: bytes::Bytes::copy_from_slice(&event.body),
             content_type: event.content_type.clone(),
             headers: event.headers.clone(),
         }
