@@ -78,8 +78,13 @@ struct Upstream {
 /// The routes for one `[[proxy]]`, to be nested under its prefix; the layer's records go to
 /// `store` and read the time from `clock`.
 pub fn router(proxy: &ProxyRoute, store: &Store, clock: Arc<dyn Clock>) -> Result<Router, reqwest::Error> {
-    let client =
-        reqwest::Client::builder().timeout(proxy.timeout).redirect(reqwest::redirect::Policy::none()).build()?;
+    // `no_proxy`: reqwest would otherwise route through `HTTP_PROXY` and the like from the
+    // environment, callers' credentials included; the upstream is reached directly.
+    let client = reqwest::Client::builder()
+        .timeout(proxy.timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()?;
     let upstream = Arc::new(Upstream {
         base: proxy.upstream.to_string().trim_end_matches('/').to_owned(),
         client,

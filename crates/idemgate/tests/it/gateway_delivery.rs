@@ -7,7 +7,7 @@ use idemgate_testkit::{Destination, Received, Step};
 use serde_json::Value;
 
 use crate::{
-    gateway_harness::{Setup, Signer, inbox},
+    gateway_harness::{Gateway, Setup, Signer, inbox},
     harness::unix_now,
 };
 
@@ -80,6 +80,22 @@ fn an_accepted_event_arrives_at_its_destination_signed_with_the_destination_secr
         )
     );
     wait_for_state(&setup, "succeeded", 1);
+}
+
+/// Destinations are reached directly: proxy settings in the environment never route the
+/// events (and the destination's credentials) through another host.
+#[test]
+fn proxy_settings_in_the_environment_are_not_used_for_destinations() {
+    let recorder = Destination::start(&[]);
+    let elsewhere = Destination::start(&[]);
+    let setup = Setup::new(&config(&recorder, "", ""));
+    let via = elsewhere.url();
+    let env = [("HTTP_PROXY", via.as_str()), ("http_proxy", via.as_str()), ("ALL_PROXY", via.as_str())];
+    let gateway = Gateway::start(&setup.config(), &env);
+    assert_eq!(send(&gateway, "msg_1", r#"{"n":1}"#), 202);
+    recorder.wait_until("the delivery", |r| r.len() == 1);
+    wait_for_state(&setup, "succeeded", 1);
+    assert!(elsewhere.received().is_empty(), "went through the environment's proxy");
 }
 
 fn wait_for_state(setup: &Setup, state: &str, count: usize) {

@@ -250,6 +250,21 @@ fn dot_segments_are_refused_and_never_reach_above_the_upstreams_base() {
     assert_eq!(targets, ["/base/orders/7..8/a.b?q=../x"]);
 }
 
+/// The upstream is reached directly: proxy settings in the environment never route the
+/// callers' requests (and their credentials) through another host.
+#[test]
+fn proxy_settings_in_the_environment_are_not_used_for_the_upstream() {
+    let upstream = Upstream::start(0);
+    let elsewhere = Upstream::start(0);
+    let setup = Setup::new(&format!("[[proxy]]\nprefix = \"/api\"\nupstream = \"http://{}\"\n", upstream.addr));
+    let via = format!("http://{}", elsewhere.addr);
+    let env = [("HTTP_PROXY", via.as_str()), ("http_proxy", via.as_str()), ("ALL_PROXY", via.as_str())];
+    let gateway = Gateway::start(&setup.config(), &env);
+    assert_eq!(get(gateway.addr, "/api/whoami").status(), 200);
+    assert_eq!(upstream.seen().len(), 1);
+    assert!(elsewhere.seen().is_empty(), "went through the environment's proxy: {:?}", elsewhere.seen());
+}
+
 #[test]
 fn hop_by_hop_headers_are_dropped_and_forwarding_headers_are_the_gateways_own() {
     let upstream = Upstream::start(0);
