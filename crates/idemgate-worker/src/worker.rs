@@ -2,6 +2,14 @@
 //! retry policy's decision; sleep briefly when nothing is due; on shutdown, stop claiming
 //! and finish what is in hand.
 //!
+//! Delivery is a pipeline, not a sequence of batches: each attempt runs as a task of its
+//! own and is recorded when it ends, and the loop claims again as soon as there is room,
+//! without waiting for the attempts of its last claim. The room is bounded twice
+//! ([`WorkerOptions::max_in_flight`] attempts in flight overall, and per destination its
+//! own `max_in_flight` or else [`WorkerOptions::destination_max_in_flight`]), so a
+//! destination that hangs or times out holds only its own share, and the others' jobs
+//! are claimed and started as if it were not there.
+//!
 //! The destinations are a [`RouteTable`] that a configuration reload replaces while the
 //! worker runs. Each claim batch reads one snapshot of it, and every job of the batch is
 //! delivered and decided on that snapshot: an attempt in flight finishes on the
@@ -10,10 +18,12 @@
 //! Each route may be protected ([`Protection`]): a rate limit and a cap on attempts in
 //! flight, kept per destination name by the worker (not per batch, and across a reload
 //! that keeps the destination's settings), and a circuit breaker, which the store keeps.
-//! Before a claim the worker reserves, for each throttled destination, the in-flight
-//! permits and rate-limit tokens of the jobs it can start now, and asks the store for at
-//! most that many of its jobs: a claimed job starts at once, and never waits under its
-//! lease for its turn. (A reserved token whose job the claim did not find is spent: a
+//! Before a claim the worker reserves the room of the jobs it can start now (overall and
+//! per destination) and, for each throttled destination, the rate-limit tokens, and asks
+//! the store for at most that many jobs, and of each destination whose share is short at
+//! most its share: a claimed job starts at once, and never waits under its lease for its
+//! turn. A job handed over by the store (`deliver_handed`) comes with the room the worker
+//! reserved for it when the accept offered it. (A reserved token whose job the claim did not find is spent: a
 //! destination below its rate loses some of its burst, never its rate.)
 //!
 //! Whether a destination is throttled is worker state, but the CLI and the admin API run
@@ -24,7 +34,7 @@
 //! Each attempt is a span (`crate::trace`), the child of the delivery that stored its event.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU8, Ordering},
@@ -41,14 +51,14 @@ use idemgate_core::{
 use idemgate_jq::Program;
 use idemgate_store::{
     Store, StoreError,
-    handover::{HandedOver, Handover},
+    handover::{HandedOver, Handover, Ticket},
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
 };
 use opentelemetry::{
     KeyValue,
     trace::{Span, SpanKind, Status},
 };
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::{
     AttemptOutcome, Clock, Deliver, SystemClock,
@@ -57,6 +67,13 @@ use crate::{
 
 /// A job, how its attempt went and what follows, as the store records it.
 type Attempted = (ClaimedJob, AttemptRecord, Decision);
+
+/// A finished attempt on its way to the store, with its destination's breaker and whether
+/// the destination is FIFO (the snapshot's, as the attempt used it).
+type Finished = ((Attempted, AttemptTrace), Option<BreakerPolicy>, bool);
+
+/// Where attempts send themselves when they end, to be recorded.
+type Sink = mpsc::UnboundedSender<Finished>;
 
 /// One destination as the worker sees it.
 #[derive(Debug, Clone)]
@@ -164,25 +181,89 @@ impl Throttle {
         let in_flight = settings.1.map(|cap| Arc::new(Semaphore::new(cap)));
         Self { settings, limiter, in_flight, throttled: AtomicBool::new(false), recorded: AtomicU8::new(UNRECORDED) }
     }
+}
 
-    /// Reserves what `most` jobs need to start now: as many in-flight permits as are free,
-    /// and as many rate-limit tokens as there are permits. Returns the permits (or, without
-    /// a cap, `None`) and how many jobs may start.
-    fn reserve(&self, most: usize) -> (Option<Vec<OwnedSemaphorePermit>>, usize) {
-        let permits = self.in_flight.as_ref().map(|semaphore| {
-            std::iter::from_fn(|| Arc::clone(semaphore).try_acquire_owned().ok()).take(most).collect::<Vec<_>>()
-        });
-        let mut allowed = permits.as_ref().map_or(most, Vec::len);
-        if let Some(limiter) = &self.limiter {
-            allowed = (0..allowed).take_while(|_| limiter.check().is_ok()).count();
+/// Reserves what `most` jobs need to start now: as many permits of `cap` (the
+/// destination's own in-flight cap, or its share of the worker's room) as are free, and as
+/// many of `limiter`'s tokens as there are permits. Returns a permit per job that may start.
+fn reserve(cap: &Arc<Semaphore>, limiter: Option<&Limiter>, most: usize) -> Vec<OwnedSemaphorePermit> {
+    let mut permits: Vec<_> = std::iter::from_fn(|| Arc::clone(cap).try_acquire_owned().ok()).take(most).collect();
+    if let Some(limiter) = limiter {
+        let allowed = (0..permits.len()).take_while(|_| limiter.check().is_ok()).count();
+        permits.truncate(allowed);
+    }
+    permits
+}
+
+/// The worker's room for attempts in flight: the overall bound, and the share of it each
+/// destination without an in-flight cap of its own may hold, kept across claims and
+/// reloads. Clones of a worker share it.
+struct Room {
+    overall: Arc<Semaphore>,
+    share: usize,
+    shares: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// What held the last claim back; the end of an attempt it waits for wakes the loop.
+    short: Mutex<Short>,
+    /// Wakes the claim loop: an attempt it waits for was recorded.
+    freed: Notify,
+}
+
+/// What held a claim back: the overall bound (so any attempt's end makes room), or these
+/// destinations' own room or rate.
+#[derive(Default)]
+struct Short {
+    overall: bool,
+    destinations: HashSet<String>,
+}
+
+/// The room reserved before a claim: the limits to claim with by destination, the room
+/// itself by destination, and the destinations held back by their room or rate.
+struct Reserved {
+    limits: HashMap<String, usize>,
+    permits: HashMap<String, Vec<OwnedSemaphorePermit>>,
+    short: HashSet<String>,
+}
+
+/// The room one attempt holds until it ends: a place in the overall bound and, for a route
+/// it knows, one in its destination's cap or share.
+struct Held {
+    _overall: OwnedSemaphorePermit,
+    _own: Option<OwnedSemaphorePermit>,
+}
+
+impl Room {
+    fn new(options: &WorkerOptions) -> Self {
+        Self {
+            overall: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
+            share: options.destination_max_in_flight.max(1),
+            shares: Mutex::default(),
+            short: Mutex::default(),
+            freed: Notify::new(),
         }
-        (
-            permits.map(|mut p| {
-                p.truncate(allowed);
-                p
-            }),
-            allowed,
-        )
+    }
+
+    /// Destination `name`'s share of the room (for a destination without a cap of its own).
+    fn share_of(&self, name: &str) -> Arc<Semaphore> {
+        let mut shares = self.shares.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(shares.entry(name.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(self.share))))
+    }
+
+    /// Room for one attempt of `name` (uncapped) now, or `None` when there is none.
+    fn hold(&self, name: &str) -> Option<Held> {
+        let overall = Arc::clone(&self.overall).try_acquire_owned().ok()?;
+        let own = self.share_of(name).try_acquire_owned().ok()?;
+        Some(Held { _overall: overall, _own: Some(own) })
+    }
+
+    /// Remembers what held the last claim back.
+    fn held_back(&self, short: Short) {
+        *self.short.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = short;
+    }
+
+    /// Whether the claim loop waits for the end of an attempt of `destination`.
+    fn waits_for(&self, destination: &str) -> bool {
+        let short = self.short.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        short.overall || short.destinations.contains(destination)
     }
 }
 
@@ -258,15 +339,26 @@ pub struct WorkerOptions {
     /// How long a claim holds a job; a worker that dies loses its jobs for this long.
     /// Must exceed the longest destination timeout.
     pub lease: Duration,
-    /// Most jobs claimed (and delivered concurrently) at once.
+    /// Most jobs claimed at once (the loop claims again as soon as there is room).
     pub batch: usize,
     /// Pause between polls when nothing is due.
     pub poll_interval: Duration,
+    /// Most attempts in flight at once, over every destination.
+    pub max_in_flight: usize,
+    /// Most attempts in flight at once to one destination without a `max_in_flight` of its
+    /// own: its share of [`Self::max_in_flight`], all a destination that hangs can hold.
+    pub destination_max_in_flight: usize,
 }
 
 impl Default for WorkerOptions {
     fn default() -> Self {
-        Self { lease: Duration::from_secs(60), batch: 32, poll_interval: Duration::from_millis(500) }
+        Self {
+            lease: Duration::from_secs(60),
+            batch: 32,
+            poll_interval: Duration::from_millis(500),
+            max_in_flight: 128,
+            destination_max_in_flight: 32,
+        }
     }
 }
 
@@ -279,6 +371,7 @@ pub struct Worker {
     clock: Arc<dyn Clock>,
     draw: Arc<dyn Fn() -> f64 + Send + Sync>,
     throttles: Throttles,
+    room: Arc<Room>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -298,6 +391,7 @@ impl Worker {
             clock: Arc::new(SystemClock),
             draw: Arc::new(fastrand::f64),
             throttles: Throttles::default(),
+            room: Arc::new(Room::new(&options)),
         }
     }
 
@@ -321,16 +415,26 @@ impl Worker {
         self
     }
 
-    /// Claims the jobs due now, delivers them, and returns how many it handled.
+    /// Claims the jobs due now that there is room for, delivers them, and returns how many
+    /// it handled once all of them are recorded.
     ///
     /// Attempts run concurrently; their results are recorded in groups as they finish
     /// (whatever has finished by the time the previous group is recorded), so a batch
     /// costs a few store writes rather than one per job, and a slow destination does not
     /// hold back the recording of fast ones.
     pub async fn tick(&self) -> Result<usize, StoreError> {
+        let (sink, finished) = mpsc::unbounded_channel();
+        let claimed = self.claim(&sink).await;
+        drop(sink);
+        self.record_all(finished).await;
+        claimed
+    }
+
+    /// Claims the jobs due now that there is room for and starts their attempts, each of
+    /// which sends itself to `sink` when it ends; returns how many it claimed.
+    async fn claim(&self, sink: &Sink) -> Result<usize, StoreError> {
         let routes = self.routes.snapshot();
         let fifo = routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
-        let breakers = breakers_of(&routes);
         let (throttles, dropped) = self.throttles.for_routes(&routes, &self.clock);
         for name in dropped {
             // A destination whose limits changed gets a new throttle, which records itself.
@@ -338,26 +442,72 @@ impl Worker {
                 tracing::warn!(error = %err, "could not record that a destination is no longer throttled");
             }
         }
-        let mut limits = HashMap::new();
-        let mut permits: HashMap<String, Vec<OwnedSemaphorePermit>> = HashMap::new();
-        for (name, throttle) in &throttles {
-            let (held, allowed) = throttle.reserve(self.options.batch);
-            limits.insert(name.clone(), allowed);
-            if let Some(held) = held {
-                permits.insert(name.clone(), held);
-            }
+        let mut overall: Vec<_> = std::iter::from_fn(|| Arc::clone(&self.room.overall).try_acquire_owned().ok())
+            .take(self.options.batch)
+            .collect();
+        let most = overall.len();
+        if most == 0 {
+            self.room.held_back(Short { overall: true, destinations: HashSet::new() });
+            return Ok(0);
         }
+        let Reserved { limits, mut permits, short } = self.reserve_room(&routes, &throttles, most);
+        self.room.held_back(Short { overall: most < self.options.batch, destinations: short });
         // Span times are the wall clock's, as the tracer's own are.
         let started = SystemTime::now();
-        let jobs = self
-            .store
-            .claim_jobs_limited(self.clock.now_ms(), self.options.lease, self.options.batch, fifo, limits.clone())
-            .await?;
+        let jobs =
+            self.store.claim_jobs_limited(self.clock.now_ms(), self.options.lease, most, fifo, limits.clone()).await?;
         let claim = Claim { started, ended: SystemTime::now() };
-        for (name, throttle) in &throttles {
+        self.note_throttled(&throttles, &limits, &jobs, most).await;
+        let count = jobs.len();
+        for job in jobs {
+            let own = permits.get_mut(&job.destination).and_then(Vec::pop);
+            let Some(overall) = overall.pop() else { break };
+            self.start(job, &routes, claim, Held { _overall: overall, _own: own }, sink);
+        }
+        Ok(count)
+    }
+
+    /// Reserves, for each route, room for at most `most` of its jobs: its own in-flight cap
+    /// or its share of the room, and its rate limit's tokens. Returns the limits to claim
+    /// with (each throttled destination's, and any destination's below `most`), the room
+    /// reserved by destination, and the destinations held back below `most`.
+    fn reserve_room(
+        &self,
+        routes: &HashMap<String, Route>,
+        throttles: &[(String, Arc<Throttle>)],
+        most: usize,
+    ) -> Reserved {
+        let (mut limits, mut permits, mut short) = (HashMap::new(), HashMap::new(), HashSet::new());
+        for name in routes.keys() {
+            let throttle = throttles.iter().find(|(throttled, _)| throttled == name).map(|(_, t)| t);
+            let cap = throttle.and_then(|t| t.in_flight.clone()).unwrap_or_else(|| self.room.share_of(name));
+            let held = reserve(&cap, throttle.and_then(|t| t.limiter.as_ref()), most);
+            if held.len() < most {
+                short.insert(name.clone());
+            }
+            // Naming only the destinations it must limit keeps PostgreSQL's claim on its one
+            // statement while no destination is short of room.
+            if throttle.is_some() || held.len() < most {
+                limits.insert(name.clone(), held.len());
+            }
+            permits.insert(name.clone(), held);
+        }
+        Reserved { limits, permits, short }
+    }
+
+    /// Whether each throttled destination was held back by its limits in this claim: kept
+    /// by the worker, and told to the store when it changed.
+    async fn note_throttled(
+        &self,
+        throttles: &[(String, Arc<Throttle>)],
+        limits: &HashMap<String, usize>,
+        jobs: &[ClaimedJob],
+        most: usize,
+    ) {
+        for (name, throttle) in throttles {
             let allowed = limits.get(name).copied().unwrap_or(0);
             let claimed = jobs.iter().filter(|job| &job.destination == name).count();
-            let held_back = allowed < self.options.batch && claimed == allowed;
+            let held_back = allowed < most && claimed == allowed;
             // With nothing allowed, the claim could not tell: the last answer stands.
             let throttled = if allowed == 0 { throttle.throttled.load(Ordering::Relaxed) } else { held_back };
             throttle.throttled.store(throttled, Ordering::Relaxed);
@@ -378,57 +528,73 @@ impl Worker {
                 }
             }
         }
-        let count = jobs.len();
-        self.deliver(jobs, &routes, &breakers, permits, claim).await;
-        Ok(count)
     }
 
-    /// Delivers `jobs` concurrently on `routes`, each holding its destination's in-flight
-    /// permit from `permits` while it runs, and records their results in groups as they
-    /// finish (whatever has finished by the time the previous group is recorded).
-    async fn deliver(
+    /// Starts the attempt of `job` on `routes` as a task of its own, holding `held` (its
+    /// room) until the attempt ends; the finished attempt goes to `sink` to be recorded.
+    fn start(
         &self,
-        jobs: Vec<ClaimedJob>,
+        job: ClaimedJob,
         routes: &Arc<HashMap<String, Route>>,
-        breakers: &Breakers,
-        mut permits: HashMap<String, Vec<OwnedSemaphorePermit>>,
         claim: Claim,
+        held: impl Send + 'static,
+        sink: &Sink,
     ) {
-        let (finished, mut results) = tokio::sync::mpsc::unbounded_channel();
-        for job in jobs {
-            let permit = permits.get_mut(&job.destination).and_then(Vec::pop);
-            let (worker, routes, finished) = (self.clone(), Arc::clone(routes), finished.clone());
-            tokio::spawn(async move {
-                let done = worker.attempt(job, &routes, claim).await;
-                drop(permit);
-                let _ = finished.send(done);
-            });
-        }
-        drop(permits);
-        drop(finished);
-        while let Some(first) = results.recv().await {
+        let route = routes.get(&job.destination);
+        let (breaker, fifo) = (route.and_then(|r| r.protection.breaker), route.is_some_and(|r| r.fifo));
+        let (worker, routes, sink) = (self.clone(), Arc::clone(routes), sink.clone());
+        tokio::spawn(async move {
+            let done = worker.attempt(job, &routes, claim).await;
+            drop(held);
+            let _ = sink.send((done, breaker, fifo));
+        });
+    }
+
+    /// Records the attempts arriving on `finished` in groups (whatever has arrived by the
+    /// time the previous group is recorded), until every attempt that could send one has.
+    /// A group with an attempt the claim loop waits for (one of a destination its last
+    /// claim was short of room for, or of a FIFO destination, whose next event is due once
+    /// this one is recorded) wakes the loop.
+    async fn record_all(&self, mut finished: mpsc::UnboundedReceiver<Finished>) {
+        while let Some(first) = finished.recv().await {
             let mut group = vec![first];
-            while let Ok(more) = results.try_recv() {
+            while let Ok(more) = finished.try_recv() {
                 group.push(more);
             }
-            if let Err(err) = self.record(group, breakers).await {
+            let mut breakers = Breakers::new();
+            let mut wake = false;
+            let attempts: Vec<_> = group
+                .into_iter()
+                .map(|(done, breaker, fifo)| {
+                    let destination = &done.0.0.destination;
+                    if let Some(breaker) = breaker {
+                        breakers.insert(destination.clone(), breaker);
+                    }
+                    wake |= fifo || self.room.waits_for(destination);
+                    done
+                })
+                .collect();
+            if let Err(err) = self.record(attempts, &breakers).await {
                 tracing::warn!(error = %err, "could not record delivery attempts; their leases expire and they are retried");
+            }
+            if wake {
+                self.room.freed.notify_one();
             }
         }
     }
 
-    /// Delivers the jobs this process's store hands over, a group at a time (what has
-    /// arrived, up to a batch), until `stop`: then it takes no more offers, and returns once
-    /// the jobs of offers already made are delivered and recorded.
-    async fn deliver_handed(&self, mut handed: HandedOver, mut stop: watch::Receiver<bool>) {
+    /// Delivers the jobs this process's store hands over, each with the room reserved for
+    /// it when it was offered, until `stop`: then it takes no more offers, and returns once
+    /// the jobs of offers already made are started.
+    async fn deliver_handed(&self, mut handed: HandedOver, mut stop: watch::Receiver<bool>, sink: Sink) {
         let mut stopping = false;
         loop {
             if !stopping && *stop.borrow() {
                 handed.close();
                 stopping = true;
             }
-            let first = tokio::select! {
-                job = handed.recv() => match job {
+            let (job, ticket) = tokio::select! {
+                job = handed.recv_held() => match job {
                     Some(job) => job,
                     None => return,
                 },
@@ -441,27 +607,24 @@ impl Worker {
                     continue;
                 }
             };
-            let started = SystemTime::now();
-            let mut jobs = vec![first];
-            while jobs.len() < self.options.batch {
-                let Some(more) = handed.try_recv() else { break };
-                jobs.push(more);
-            }
-            let routes = self.routes.snapshot();
-            let breakers = breakers_of(&routes);
             // The job was leased in its accept's transaction; the `claim` span is its arrival.
+            let started = SystemTime::now();
             let claim = Claim { started, ended: started };
-            self.deliver(jobs, &routes, &breakers, HashMap::new(), claim).await;
+            self.start(job, &self.routes.snapshot(), claim, ticket, &sink);
         }
     }
 
     /// A hand-over from this process's store to this worker: for the destinations whose
     /// jobs it can start the moment it gets them (no FIFO order, no rate limit or in-flight
-    /// cap, no breaker), as its routes say at each accept. Room for two batches.
+    /// cap, no breaker), as its routes say at each accept, while it has room for them
+    /// (reserved with the offer, and handed over with the job). Room for two batches.
     fn handover(&self) -> (Handover, HandedOver) {
-        let routes = self.routes.clone();
-        let eligible = Arc::new(move |name: &str| routes.snapshot().get(name).is_some_and(Route::starts_at_once));
-        Handover::new(2 * self.options.batch, self.options.lease, eligible)
+        let (routes, room) = (self.routes.clone(), Arc::clone(&self.room));
+        let hold = Arc::new(move |name: &str| {
+            let starts = routes.snapshot().get(name).is_some_and(Route::starts_at_once);
+            starts.then(|| room.hold(name)).flatten().map(|held| Box::new(held) as Ticket)
+        });
+        Handover::holding(2 * self.options.batch, self.options.lease, hold)
     }
 
     /// The destinations whose last claim was cut short by their rate limit or in-flight
@@ -596,20 +759,26 @@ impl Worker {
     pub async fn run(&self, stop: watch::Receiver<bool>) {
         let (handover, handed) = self.handover();
         self.store.hand_over_to(Some(handover));
-        tokio::join!(self.claim_until(stop.clone()), self.deliver_handed(handed, stop));
+        let (sink, finished) = mpsc::unbounded_channel();
+        tokio::join!(
+            self.claim_until(stop.clone(), sink.clone()),
+            self.deliver_handed(handed, stop, sink),
+            self.record_all(finished),
+        );
         self.store.hand_over_to(None);
     }
 
-    /// Claims and delivers due jobs until `stop`, then finishes the jobs in hand.
-    async fn claim_until(&self, mut stop: watch::Receiver<bool>) {
+    /// Claims and starts due jobs until `stop`: again at once after a claim that found
+    /// some, else when an attempt it waits for is recorded or after the poll interval.
+    async fn claim_until(&self, mut stop: watch::Receiver<bool>, sink: Sink) {
         let mut failing: Option<String> = None;
         while !*stop.borrow() {
-            let handled = match self.tick().await {
-                Ok(handled) => {
+            let claimed = match self.claim(&sink).await {
+                Ok(claimed) => {
                     if failing.take().is_some() {
                         tracing::info!("claiming jobs works again");
                     }
-                    handled
+                    claimed
                 }
                 Err(err) => {
                     let text = err.to_string();
@@ -620,19 +789,21 @@ impl Worker {
                     0
                 }
             };
-            if handled == 0 {
-                // A dropped sender can never say stop again: treat it as stop.
-                if let Ok(Err(_)) = tokio::time::timeout(self.options.poll_interval, stop.changed()).await {
-                    break;
+            if claimed > 0 {
+                continue;
+            }
+            tokio::select! {
+                () = self.room.freed.notified() => {}
+                () = tokio::time::sleep(self.options.poll_interval) => {}
+                changed = stop.changed() => {
+                    // A dropped sender can never say stop again: treat it as stop.
+                    if changed.is_err() {
+                        break;
+                    }
                 }
             }
         }
     }
-}
-
-/// The breakers of `routes` that have one, by destination.
-fn breakers_of(routes: &HashMap<String, Route>) -> Breakers {
-    routes.iter().filter_map(|(name, r)| r.protection.breaker.map(|b| (name.clone(), b))).collect()
 }
 
 /// What an attempt came to, as span attributes: the status when there is one, and the

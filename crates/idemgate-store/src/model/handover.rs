@@ -37,11 +37,22 @@ use crate::{
 /// Whether the worker can start a destination's job the moment it gets it.
 pub type Eligible = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// What the worker holds for a job offered to it (its room in flight, say): kept by the
+/// offer, then handed over with the job, or dropped with the offer when there is no job.
+pub type Ticket = Box<dyn Send + Sync>;
+
+/// [`Eligible`] with the ticket the worker holds for the job: `None` when it cannot start
+/// one of the destination's jobs the moment it gets it.
+pub type Hold = Arc<dyn Fn(&str) -> Option<Ticket> + Send + Sync>;
+
+/// A handed-over job and the ticket the worker took for it.
+type Handed = (ClaimedJob, Ticket);
+
 /// The accepting side: offers room for the jobs of one event at a time.
 #[derive(Clone)]
 pub struct Handover {
-    sender: mpsc::Sender<ClaimedJob>,
-    eligible: Eligible,
+    sender: mpsc::Sender<Handed>,
+    hold: Hold,
     lease: Duration,
 }
 
@@ -53,25 +64,35 @@ impl std::fmt::Debug for Handover {
 
 /// The worker's side: the handed-over jobs, each leased for the hand-over's lease.
 #[derive(Debug)]
-pub struct HandedOver(mpsc::Receiver<ClaimedJob>);
+pub struct HandedOver(mpsc::Receiver<Handed>);
 
 impl Handover {
     /// A hand-over holding at most `room` jobs not yet taken, leasing each for `lease` (the
     /// worker's own lease), for the destinations `eligible` accepts.
     #[must_use]
     pub fn new(room: usize, lease: Duration, eligible: Eligible) -> (Self, HandedOver) {
-        let (sender, receiver) = mpsc::channel(room.max(1));
-        (Self { sender, eligible, lease }, HandedOver(receiver))
+        Self::holding(room, lease, Arc::new(move |name: &str| eligible(name).then(|| Box::new(()) as Ticket)))
     }
 
-    /// Reserves room for the eligible ones among `destinations`; `None` when there are none
-    /// or there is no room (or the worker has stopped taking jobs).
+    /// [`Self::new`] for the destinations `hold` gives a ticket for, each job handed over
+    /// with its ticket ([`HandedOver::recv_held`]).
+    #[must_use]
+    pub fn holding(room: usize, lease: Duration, hold: Hold) -> (Self, HandedOver) {
+        let (sender, receiver) = mpsc::channel(room.max(1));
+        (Self { sender, hold, lease }, HandedOver(receiver))
+    }
+
+    /// Reserves room, and takes a ticket, for the eligible ones among `destinations`;
+    /// `None` when there are none or there is no room (or the worker has stopped taking jobs).
     pub(crate) fn offer(&self, destinations: &[String]) -> Option<Offer> {
-        let reserved: Vec<_> = destinations
-            .iter()
-            .filter(|name| (self.eligible)(name))
-            .map_while(|name| Some((name.clone(), self.sender.clone().try_reserve_owned().ok()?)))
-            .collect();
+        let mut reserved = Vec::new();
+        for name in destinations {
+            // Room first: a ticket taken for a job with no room would be held for nothing.
+            let Ok(room) = self.sender.clone().try_reserve_owned() else { break };
+            if let Some(ticket) = (self.hold)(name) {
+                reserved.push((name.clone(), room, ticket));
+            }
+        }
         (!reserved.is_empty()).then_some(Offer { reserved, lease: self.lease })
     }
 }
@@ -80,12 +101,17 @@ impl HandedOver {
     /// The next handed-over job; `None` once [`Self::close`] was called and every job
     /// reserved before it has been taken (or its accept ended without it).
     pub async fn recv(&mut self) -> Option<ClaimedJob> {
+        self.recv_held().await.map(|(job, _)| job)
+    }
+
+    /// [`Self::recv`] with the job's ticket.
+    pub async fn recv_held(&mut self) -> Option<(ClaimedJob, Ticket)> {
         self.0.recv().await
     }
 
     /// A job already waiting, without waiting for one.
     pub fn try_recv(&mut self) -> Option<ClaimedJob> {
-        self.0.try_recv().ok()
+        self.0.try_recv().ok().map(|(job, _)| job)
     }
 
     /// Takes no more offers; the jobs of offers already made still arrive.
@@ -96,14 +122,14 @@ impl HandedOver {
 
 /// Room reserved for one event's jobs: the destinations to lease, and the lease.
 pub(crate) struct Offer {
-    reserved: Vec<(String, mpsc::OwnedPermit<ClaimedJob>)>,
+    reserved: Vec<(String, mpsc::OwnedPermit<Handed>, Ticket)>,
     lease: Duration,
 }
 
 impl Offer {
     /// The destinations whose jobs may be stored leased.
     pub(crate) fn destinations(&self) -> impl Iterator<Item = &str> {
-        self.reserved.iter().map(|(name, _)| name.as_str())
+        self.reserved.iter().map(|(name, _, _)| name.as_str())
     }
 
     /// The lease's end (in seconds, as the queue keeps it) for an event received at `received_at`.
@@ -116,9 +142,9 @@ impl Offer {
     pub(crate) fn hand_over(self, key: &ReceiptKey, event: &HandedEvent, leased: Vec<(String, i64)>) {
         let mut reserved = self.reserved;
         for (destination, id) in leased {
-            let Some(at) = reserved.iter().position(|(name, _)| *name == destination) else { continue };
-            let (destination, permit) = reserved.swap_remove(at);
-            permit.send(event.job(key, id, destination));
+            let Some(at) = reserved.iter().position(|(name, _, _)| *name == destination) else { continue };
+            let (destination, permit, ticket) = reserved.swap_remove(at);
+            permit.send((event.job(key, id, destination), ticket));
             metrics::counter!("idemgate_jobs_handed_over_total").increment(1);
         }
     }

@@ -5,5 +5,6 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod delivery;
+mod pipeline;
 mod protect;
 mod queue;
