@@ -11,20 +11,24 @@
 //! are claimed and started as if it were not there.
 //!
 //! The destinations are a [`RouteTable`] that a configuration reload replaces while the
-//! worker runs. Each claim batch reads one snapshot of it, and every job of the batch is
+//! worker runs. Each claim (or hand-over) reads one snapshot of it, and every job it brings is
 //! delivered and decided on that snapshot: an attempt in flight finishes on the
 //! destination (URL, secret, retry schedule) it started with.
 //!
 //! Each route may be protected ([`Protection`]): a rate limit and a cap on attempts in
 //! flight, kept per destination name by the worker (not per batch, and across a reload
 //! that keeps the destination's settings), and a circuit breaker, which the store keeps.
-//! Before a claim the worker reserves the room of the jobs it can start now (overall and
-//! per destination) and, for each throttled destination, the rate-limit tokens, and asks
-//! the store for at most that many jobs, and of each destination whose share is short at
-//! most its share: a claimed job starts at once, and never waits under its lease for its
-//! turn. A job handed over by the store (`deliver_handed`) comes with the room the worker
-//! reserved for it when the accept offered it. (A reserved token whose job the claim did not find is spent: a
-//! destination below its rate loses some of its burst, never its rate.)
+//! Before a claim the worker reserves the room of the jobs it can start now: places in the
+//! overall bound, each capped destination's in-flight permits and each throttled one's
+//! rate-limit tokens; a destination without a cap is limited to the free places of its
+//! share, which its attempts take as they start (so a claim waiting for the store never
+//! keeps the hand-over from a destination; a hand-over racing the claim can take the
+//! share over by what that claim found). It asks the store for at most that many jobs,
+//! naming each destination short of room with what it has left: a claimed job starts at
+//! once, and never waits under its lease for its turn. A job handed over by the store
+//! (`deliver_handed`) comes with the room the worker took for it when the accept offered
+//! it. (A reserved token whose job the claim did not find is spent: a destination below
+//! its rate loses some of its burst, never its rate.)
 //!
 //! Whether a destination is throttled is worker state, but the CLI and the admin API run
 //! elsewhere: the worker records it in the store (`Store::mark_throttled`) when it changes
@@ -184,8 +188,8 @@ impl Throttle {
 }
 
 /// Reserves what `most` jobs need to start now: as many permits of `cap` (the
-/// destination's own in-flight cap, or its share of the worker's room) as are free, and as
-/// many of `limiter`'s tokens as there are permits. Returns a permit per job that may start.
+/// destination's own in-flight cap) as are free, and as many of `limiter`'s tokens as there
+/// are permits. Returns a permit per job that may start.
 fn reserve(cap: &Arc<Semaphore>, limiter: Option<&Limiter>, most: usize) -> Vec<OwnedSemaphorePermit> {
     let mut permits: Vec<_> = std::iter::from_fn(|| Arc::clone(cap).try_acquire_owned().ok()).take(most).collect();
     if let Some(limiter) = limiter {
@@ -216,8 +220,9 @@ struct Short {
     destinations: HashSet<String>,
 }
 
-/// The room reserved before a claim: the limits to claim with by destination, the room
-/// itself by destination, and the destinations held back by their room or rate.
+/// The room reserved before a claim: the limits to claim with by destination, the permits
+/// of the destinations with an in-flight cap, and the destinations held back by their room
+/// or rate.
 struct Reserved {
     limits: HashMap<String, usize>,
     permits: HashMap<String, Vec<OwnedSemaphorePermit>>,
@@ -460,17 +465,26 @@ impl Worker {
         self.note_throttled(&throttles, &limits, &jobs, most).await;
         let count = jobs.len();
         for job in jobs {
-            let own = permits.get_mut(&job.destination).and_then(Vec::pop);
+            let own = match permits.get_mut(&job.destination) {
+                Some(capped) => capped.pop(),
+                None if routes.contains_key(&job.destination) => {
+                    self.room.share_of(&job.destination).try_acquire_owned().ok()
+                }
+                None => None,
+            };
             let Some(overall) = overall.pop() else { break };
             self.start(job, &routes, claim, Held { _overall: overall, _own: own }, sink);
         }
         Ok(count)
     }
 
-    /// Reserves, for each route, room for at most `most` of its jobs: its own in-flight cap
-    /// or its share of the room, and its rate limit's tokens. Returns the limits to claim
-    /// with (each throttled destination's, and any destination's below `most`), the room
-    /// reserved by destination, and the destinations held back below `most`.
+    /// Reserves, for each route, room for at most `most` of its jobs: its own in-flight cap's
+    /// permits and its rate limit's tokens; a destination without a cap is limited to the
+    /// free places of its share, taken as its attempts start (so that a claim waiting for
+    /// the store never keeps the hand-over from them; one that races it can take the share
+    /// over by what it claimed). Returns the limits to claim with (each throttled
+    /// destination's, and any destination's below `most`), the cap's permits by
+    /// destination, and the destinations held back below `most`.
     fn reserve_room(
         &self,
         routes: &HashMap<String, Route>,
@@ -480,17 +494,24 @@ impl Worker {
         let (mut limits, mut permits, mut short) = (HashMap::new(), HashMap::new(), HashSet::new());
         for name in routes.keys() {
             let throttle = throttles.iter().find(|(throttled, _)| throttled == name).map(|(_, t)| t);
-            let cap = throttle.and_then(|t| t.in_flight.clone()).unwrap_or_else(|| self.room.share_of(name));
-            let held = reserve(&cap, throttle.and_then(|t| t.limiter.as_ref()), most);
-            if held.len() < most {
+            let limiter = throttle.and_then(|t| t.limiter.as_ref());
+            let allowed = if let Some(cap) = throttle.and_then(|t| t.in_flight.as_ref()) {
+                let held = reserve(cap, limiter, most);
+                let allowed = held.len();
+                permits.insert(name.clone(), held);
+                allowed
+            } else {
+                let free = self.room.share_of(name).available_permits().min(most);
+                limiter.map_or(free, |limiter| (0..free).take_while(|_| limiter.check().is_ok()).count())
+            };
+            if allowed < most {
                 short.insert(name.clone());
             }
             // Naming only the destinations it must limit keeps PostgreSQL's claim on its one
             // statement while no destination is short of room.
-            if throttle.is_some() || held.len() < most {
-                limits.insert(name.clone(), held.len());
+            if throttle.is_some() || allowed < most {
+                limits.insert(name.clone(), allowed);
             }
-            permits.insert(name.clone(), held);
         }
         Reserved { limits, permits, short }
     }

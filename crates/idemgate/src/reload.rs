@@ -209,7 +209,7 @@ fn worker_restarts(old: WorkerConfig, new: WorkerConfig, keys: &mut Vec<&'static
         keys.push("worker.enabled");
     }
     if old.options != new.options {
-        keys.push("worker (lease, batch, poll_interval)");
+        keys.push("worker (lease, batch, poll_interval, max_in_flight)");
     }
 }
 

@@ -181,6 +181,10 @@ pub struct RawWorker {
     pub batch: Option<usize>,
     /// Pause between polls when nothing is due.
     pub poll_interval: Option<String>,
+    /// Most attempts in flight at once, over every destination.
+    pub max_in_flight: Option<usize>,
+    /// Most attempts in flight at once to a destination without its own `max_in_flight`.
+    pub destination_max_in_flight: Option<usize>,
 }
 
 /// `[server]`.

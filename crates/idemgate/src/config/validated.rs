@@ -378,6 +378,13 @@ fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>)
         lease: r.duration("worker.lease", raw.lease.as_deref(), defaults.lease)?,
         batch: r.count("worker.batch", raw.batch, defaults.batch).max(1),
         poll_interval: r.duration("worker.poll_interval", raw.poll_interval.as_deref(), defaults.poll_interval)?,
+        max_in_flight: at_least_one(r, "worker.max_in_flight", raw.max_in_flight, defaults.max_in_flight)?,
+        destination_max_in_flight: at_least_one(
+            r,
+            "worker.destination_max_in_flight",
+            raw.destination_max_in_flight,
+            defaults.destination_max_in_flight,
+        )?,
     };
     if let Some((name, _)) = timeouts.iter().find(|(_, timeout)| *timeout >= options.lease) {
         return Err(ConfigError::new(
@@ -386,6 +393,14 @@ fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>)
         ));
     }
     Ok(WorkerConfig { enabled, options })
+}
+
+/// A count that must be at least 1 (a bound of 0 would deliver nothing), given or defaulted.
+fn at_least_one(r: &mut Reading<'_>, key: &str, given: Option<usize>, default: usize) -> Result<usize, ConfigError> {
+    if given == Some(0) {
+        return Err(ConfigError::new(key, "must be at least 1"));
+    }
+    Ok(r.count(key, given, default))
 }
 
 #[cfg(test)]
@@ -423,6 +438,21 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
 
     fn admin_error(text: &str, uses: Uses) -> ConfigError {
         validated(&format!("{TOKENS}{text}"), &[], uses).unwrap_err()
+    }
+
+    #[test]
+    fn the_workers_room_is_bounded_overall_and_per_destination_and_a_bound_of_zero_is_refused() {
+        let worker = |extra: &str| validated(&format!("{TOKENS}{extra}"), &[], Uses::Worker);
+        let defaults = worker("").unwrap().worker.options;
+        assert_eq!((defaults.max_in_flight, defaults.destination_max_in_flight), (128, 32));
+        let set = worker("max_in_flight = 16\ndestination_max_in_flight = 4\n").unwrap().worker.options;
+        assert_eq!((set.max_in_flight, set.destination_max_in_flight), (16, 4));
+        for (line, key) in [
+            ("max_in_flight = 0\n", "worker.max_in_flight"),
+            ("destination_max_in_flight = 0\n", "worker.destination_max_in_flight"),
+        ] {
+            assert_eq!(worker(line).unwrap_err().key, key, "{line}");
+        }
     }
 
     #[test]
