@@ -348,10 +348,11 @@ pub struct WorkerOptions {
     pub batch: usize,
     /// Pause between polls when nothing is due.
     pub poll_interval: Duration,
-    /// Most attempts in flight at once, over every destination.
+    /// Most attempts in flight at once, over every destination (by default four batches).
     pub max_in_flight: usize,
     /// Most attempts in flight at once to one destination without a `max_in_flight` of its
-    /// own: its share of [`Self::max_in_flight`], all a destination that hangs can hold.
+    /// own: its share of [`Self::max_in_flight`] (by default a quarter, a batch), all a
+    /// destination that hangs can hold.
     pub destination_max_in_flight: usize,
 }
 

@@ -374,16 +374,21 @@ fn parts<'a, S>(
 fn worker(raw: &RawWorker, timeouts: &[(String, Duration)], r: &mut Reading<'_>) -> Result<WorkerConfig, ConfigError> {
     let defaults = WorkerOptions::default();
     let enabled = r.value("worker.enabled", raw.enabled, true);
+    let batch = r.count("worker.batch", raw.batch, defaults.batch).max(1);
+    // By default a destination may have a batch in flight, as when a claim waited for its
+    // batch, and four destinations may each fill their share.
+    let max_in_flight = at_least_one(r, "worker.max_in_flight", raw.max_in_flight, batch.saturating_mul(4))?;
+    let share = (max_in_flight / 4).max(1);
     let options = WorkerOptions {
         lease: r.duration("worker.lease", raw.lease.as_deref(), defaults.lease)?,
-        batch: r.count("worker.batch", raw.batch, defaults.batch).max(1),
+        batch,
         poll_interval: r.duration("worker.poll_interval", raw.poll_interval.as_deref(), defaults.poll_interval)?,
-        max_in_flight: at_least_one(r, "worker.max_in_flight", raw.max_in_flight, defaults.max_in_flight)?,
+        max_in_flight,
         destination_max_in_flight: at_least_one(
             r,
             "worker.destination_max_in_flight",
             raw.destination_max_in_flight,
-            defaults.destination_max_in_flight,
+            share,
         )?,
     };
     if let Some((name, _)) = timeouts.iter().find(|(_, timeout)| *timeout >= options.lease) {
@@ -445,6 +450,10 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
         let worker = |extra: &str| validated(&format!("{TOKENS}{extra}"), &[], Uses::Worker);
         let defaults = worker("").unwrap().worker.options;
         assert_eq!((defaults.max_in_flight, defaults.destination_max_in_flight), (128, 32));
+        let batch = worker("batch = 256\n").unwrap().worker.options;
+        assert_eq!((batch.max_in_flight, batch.destination_max_in_flight), (1024, 256), "a batch per destination");
+        let overall = worker("max_in_flight = 10\n").unwrap().worker.options;
+        assert_eq!(overall.destination_max_in_flight, 2, "a quarter of the overall bound");
         let set = worker("max_in_flight = 16\ndestination_max_in_flight = 4\n").unwrap().worker.options;
         assert_eq!((set.max_in_flight, set.destination_max_in_flight), (16, 4));
         for (line, key) in [
