@@ -290,6 +290,8 @@ async fn the_rejections_page_lists_rejections_and_conflicts() {
     let page = admin.get("/admin/rejections").await;
     assert_eq!(status(&page), 200, "{page}");
     assert!(page.contains("id=\"no-rejections\""), "{page}");
+    assert!(page.contains("<p id=\"no-recent-rejections\" class=\"empty\">None in the last day.</p>"), "{page}");
+    assert!(!page.contains("id=\"no-recent-conflicts\""), "the conflict is listed: {page}");
     assert_eq!(
         page.matches("<rect class=\"bad\"").count(),
         2,
@@ -504,6 +506,10 @@ async fn empty_sections_say_so_and_buttons_show_only_with_something_to_act_on() 
         assert!(empty.contains(&format!("<p id=\"{id}\" class=\"empty\">{words}</p>")), "{id}: {empty}");
     }
     assert!(!empty.contains("<table"), "no empty tables: {empty}");
+    let rejections = admin.get("/admin/rejections").await;
+    for id in ["no-recent-rejections", "no-rejections", "no-recent-conflicts", "no-conflicts"] {
+        assert!(rejections.contains(&format!("<p id=\"{id}\" class=\"empty\">")), "{id}: {rejections}");
+    }
 
     with_a_dead_event(&admin).await;
     let dead = admin.get("/admin/").await;
