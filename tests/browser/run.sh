@@ -40,6 +40,7 @@ event_type = "/type"
 forward_headers = ["x-trace"]
 [destinations.app]
 url = "http://127.0.0.1:$dest_port/hook"
+# The test's receiver answers after 2 s, so the latency chart's scale reads four digits.
 timeout = "10s"
 retry_schedule = []
 TOML
