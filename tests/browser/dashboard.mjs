@@ -1,9 +1,12 @@
-// The dashboard end to end in headless Chromium: sign in, read the counts, see a form
-// posted from a page on another port refused, click Replay on the dead job, see it
-// delivered once the destination is back; then search the events, open one, replay it
-// from its page, read the destinations' charts and the rejections, tab through the
-// search form, check every page at a phone's width, save a full-page screenshot of each
-// page, and sign out.
+// The dashboard end to end in headless Chromium: a wrong token answers the sign-in form
+// again; sign in, read the counts, check the overview at a phone's width (no sideways
+// scrolling, the Replay buttons in view), see a form posted from a page on another port
+// refused, click Replay on one dead job, see it delivered once the destination is back,
+// replay the destination's other dead job with its own button, see the empty sections say
+// so; follow the conflict to its event; then search the events, open one, replay it from
+// its page, read the destinations' charts (their scale labels whole) and the rejections,
+// tab through the search form, check every page at a phone's width, save a full-page
+// screenshot of each page, and sign out.
 // Environment: ADMIN_URL (http://127.0.0.1:PORT), GATEWAY_URL, ADMIN_TOKEN, DEST_PORT,
 // SCREENSHOTS (a folder; default tests/browser/screenshots).
 import fs from 'node:fs';
@@ -28,20 +31,70 @@ const browser = await chromium.launch({
 try {
   const context = await browser.newContext();
   const page = await context.newPage();
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  const shots = [];
+  const shoot = async (name) => {
+    const file = path.join(SCREENSHOTS, `${name}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    shots.push(file);
+  };
   await page.goto(`${ADMIN_URL}/admin/`);
   if (!page.url().endsWith('/admin/login')) fail(`not sent to sign in: ${page.url()}`);
+
+  // A wrong token: the sign-in form again, under the error, its field focused and empty.
+  await page.fill('#token', 'not-the-token-typed');
+  const wrong = page.waitForResponse((r) => r.url() === `${ADMIN_URL}/admin/login` && r.request().method() === 'POST');
+  await page.click('#sign-in');
+  if ((await wrong).status() !== 401) fail(`a wrong token was answered ${(await wrong).status()}`);
+  await page.waitForSelector('#sign-in-error');
+  if ((await page.textContent('#sign-in-error')).trim() !== 'Wrong token.') fail('the error is not said');
+  if (await page.getAttribute('#sign-in-error', 'role') !== 'alert') fail('the error is not announced');
+  if (await page.evaluate(() => document.activeElement.id) !== 'token') fail('the token field is not focused');
+  if (await page.inputValue('#token') !== '') fail('the token field is not empty');
+  if ((await page.content()).includes('not-the-token-typed')) fail('the page echoes the token typed');
+  await shoot('sign-in-error');
   await page.fill('#token', ADMIN_TOKEN);
   await Promise.all([page.waitForURL(`${ADMIN_URL}/admin/`), page.click('#sign-in')]);
 
   const receipts = await page.textContent('tr[data-source="hooks"] .receipts');
-  if (receipts.trim() !== '1') fail(`expected 1 receipt, the page says ${receipts}`);
+  if (receipts.trim() !== '2') fail(`expected 2 receipts, the page says ${receipts}`);
   const dead = await page.locator('#dead tr').count() - 1;
-  if (dead !== 1) fail(`expected 1 dead job, the page lists ${dead}`);
+  if (dead !== 2) fail(`expected 2 dead jobs, the page lists ${dead}`);
   if (!(await page.textContent('#dead')).includes('attempts exhausted')) fail('the dead job shows no reason');
+  const appRow = 'tr[data-destination="app"]';
+  if (await page.locator(`${appRow} button.retry`).count() !== 0) fail('"Retry waiting jobs now" with nothing waiting');
+  if ((await page.textContent('#no-unmatched')).trim() !== 'No unmatched events.') fail('no word on unmatched');
 
-  // The destination comes back: a receiver that answers 204.
+  // A phone's width: the overview does not scroll sideways, and each row's buttons are in
+  // view without scrolling inside its table.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.reload();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  if (overflow > 0) fail(`the overview scrolls ${overflow} px sideways at 390 px`);
+  for (const button of ['#dead button.replay', `${appRow} button.replay-dead`]) {
+    const boxes = await page.locator(button).evaluateAll((all) => all.map((b) => {
+      const r = b.getBoundingClientRect();
+      return { left: r.left, right: r.right };
+    }));
+    if (boxes.length === 0) fail(`no ${button} at 390 px`);
+    for (const box of boxes) {
+      if (box.left < 0 || box.right > 390) fail(`${button} is out of view at 390 px: ${JSON.stringify(box)}`);
+    }
+  }
+  await page.locator('#dead button.replay').first().scrollIntoViewIfNeeded();
+  if (!(await page.locator('#dead button.replay').first().isVisible())) fail('the Replay button is hidden at 390 px');
+  await shoot('overview-narrow');
+  await page.setViewportSize({ width: 1280, height: 720 });
+
+  // The destination comes back: a receiver that answers 204 after two seconds, so the
+  // latency chart's scale reads four digits (the failed attempts took ~0 ms: the mean of
+  // the three later successes and two failures is at least 1200 ms).
   let delivered = 0;
-  const receiver = http.createServer((req, res) => { delivered += 1; req.resume(); res.writeHead(204).end(); });
+  const receiver = http.createServer((req, res) => {
+    delivered += 1;
+    req.resume();
+    setTimeout(() => res.writeHead(204).end(), 2000);
+  });
   await new Promise((ok) => receiver.listen(Number(DEST_PORT), '127.0.0.1', ok));
 
   // A page on another port of the same host posts a replay form: the browser sends the
@@ -63,33 +116,56 @@ try {
   await page.waitForTimeout(500);
   if (delivered !== 0) fail('the cross-origin form replayed the job');
   await page.reload();
-  if (await page.locator('#dead tr').count() !== 2) fail('the dead job is gone after the cross-origin form');
+  if (await page.locator('#dead tr').count() !== 3) fail('a dead job is gone after the cross-origin form');
 
-  await Promise.all([page.waitForURL(`${ADMIN_URL}/admin/`), page.click('#dead button.replay')]);
-  let succeeded = false;
-  for (let i = 0; i < 100 && !succeeded; i += 1) {
-    await page.waitForTimeout(100);
-    await page.reload();
-    succeeded = (await page.locator('tr[data-source="hooks"] .job-succeeded').count()) === 1;
-  }
-  if (!succeeded) fail('the replayed job never showed as succeeded');
-  if (await page.locator('#dead tr').count() !== 1) fail('the dead job is still listed');
+  // Replay one dead job from its row.
+  const browserRow = page.locator('#dead tr', { hasText: 'msg_browser' });
+  await Promise.all([page.waitForURL(`${ADMIN_URL}/admin/`), browserRow.locator('button.replay').click()]);
+  const succeededJobs = async (n) => {
+    for (let i = 0; i < 100; i += 1) {
+      await page.waitForTimeout(100);
+      await page.reload();
+      const text = (await page.locator('tr[data-source="hooks"] .job-succeeded').allTextContents()).join('');
+      if (text.trim() === `succeeded ${n}`) return true;
+    }
+    return false;
+  };
+  if (!(await succeededJobs(1))) fail('the replayed job never showed as succeeded');
+  if (await page.locator('#dead tr').count() !== 2) fail('the replayed dead job is still listed');
   if (delivered < 1) fail('the destination received nothing');
+  if (await page.locator(`${appRow} button.retry`).count() !== 0) fail('"Retry waiting jobs now" with nothing waiting');
+
+  // Replay every dead job of the destination with its own button: it says what it did.
+  const replayAll = page.locator(`${appRow} button.replay-dead`);
+  if (!(await replayAll.textContent()).includes('Replay all 1 dead job(s) of app')) fail('no "Replay all dead jobs"');
+  await Promise.all([page.waitForURL(/\/admin\/\?replayed=1&destination=app$/), replayAll.click()]);
+  if ((await page.textContent('#done')).trim() !== 'Replayed 1 dead job(s) of app.') fail('no confirmation');
+  if (!(await succeededJobs(2))) fail('the dead jobs replayed for the destination never succeeded');
+  if ((await page.textContent('#no-dead')).trim() !== 'No dead jobs.') fail('the empty dead jobs say nothing');
+  if (await page.locator(`${appRow} button.replay-dead`).count() !== 0) fail('"Replay all" with nothing dead');
 
   // A delivery without a signature: refused, and counted by reason.
   const refused = await fetch(`${GATEWAY_URL}/in/hooks`, { method: 'POST', body: '{}',
     headers: { 'content-type': 'application/json' } });
   if (refused.status !== 401) fail(`an unsigned delivery was answered ${refused.status}`);
 
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  const shots = [];
-  const shoot = async (name) => {
-    const file = path.join(SCREENSHOTS, `${name}.png`);
-    await page.screenshot({ path: file, fullPage: true });
-    shots.push(file);
-  };
-  await page.reload();
+  await page.goto(`${ADMIN_URL}/admin/`);
   await shoot('overview');
+
+  // The conflict (msg_browser's id with other bytes) links to its event, which lists it
+  // by hash; the admin API lists it too.
+  await Promise.all([page.waitForURL(/\/admin\/events\/\d+$/), page.click('#conflicts a')]);
+  if (!(await page.textContent('#receipt')).includes('msg_browser')) fail('the conflict links elsewhere');
+  if (!(await page.textContent('#conflict-summary')).includes('1 conflicting delivery')) fail('no conflict summary');
+  const hash = (await page.textContent('#conflicts code')).trim();
+  if (!/^[0-9a-f]{64}$/.test(hash)) fail(`the conflict shows no hash: ${hash}`);
+  const api = await fetch(`${ADMIN_URL}/admin/v1/conflicts?source=hooks`,
+    { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const listed = await api.json();
+  if (api.status !== 200 || listed.conflicts.length !== 1 || listed.conflicts[0].body_sha256 !== hash
+      || listed.conflicts[0].identity !== 'msg_browser') {
+    fail(`the admin API lists ${JSON.stringify(listed)}`);
+  }
 
   // The events page: every field labelled, reachable by Tab in order, a search by identity.
   await page.click('nav a[href="/admin/events"]');
@@ -144,6 +220,17 @@ try {
   if (await page.locator('#dest-app svg rect.bad').count() < 1) fail(`the failed attempt is not drawn: ${summary}`);
   if (await page.locator('#dest-app svg rect.good').count() < 1) fail('the successful attempts are not drawn');
   if (!(await page.textContent('tr[data-destination="app"]')).includes('attempts')) fail('no attempt summary');
+  // Each chart's scale label lies whole inside its drawing, left of the plot.
+  const scales = await page.locator('#dest-app svg').evaluateAll((svgs) => svgs.map((svg) => {
+    const label = svg.querySelector('text');
+    const box = label.getBBox();
+    return { text: label.textContent, left: box.x, right: box.x + box.width,
+             plot: Number(svg.querySelector('rect').getAttribute('x')) };
+  }));
+  if (!scales.some((s) => /^\d{4} ms$/.test(s.text))) fail(`no four-digit latency scale: ${JSON.stringify(scales)}`);
+  for (const s of scales) {
+    if (s.left < 0 || s.right > s.plot) fail(`the scale label "${s.text}" is cut: ${JSON.stringify(s)}`);
+  }
   await shoot('destinations');
 
   await page.click('nav a[href="/admin/rejections"]');
@@ -173,15 +260,16 @@ try {
   if (!(await viewer.textContent('#receipt')).includes('msg_browser')) fail('a read session cannot see the event');
   if (await viewer.locator('#replay-submit').count() !== 0) fail('a read session is offered the replay form');
   await viewer.goto(`${ADMIN_URL}/admin/`);
-  if (await viewer.locator('form[action="/admin/replay"], form[action="/admin/retry"]').count() !== 0) {
-    fail("a read session is offered the overview's forms");
-  }
+  const forms = 'form[action="/admin/replay"], form[action="/admin/retry"], form[action="/admin/replay-dead"]';
+  if (await viewer.locator(forms).count() !== 0) fail("a read session is offered the overview's forms");
+  await viewer.goto(`${ADMIN_URL}/admin/destinations`);
+  if (await viewer.locator('form').count() !== 1) fail('a read session is offered forms beside sign-out');
   await viewer.goto(`${ADMIN_URL}/admin/audit`);
   const rows = await viewer.locator('#audit tr').count() - 1;
   if (rows !== auditRows) fail(`the audit log had ${auditRows} entries, after the read session ${rows}`);
   await viewer.context().close();
 
-  // A phone's width: no page scrolls sideways (tables scroll in their own box).
+  // A phone's width: no page scrolls sideways (table rows stack as cards).
   await page.setViewportSize({ width: 390, height: 844 });
   const pages = ['/admin/', '/admin/events?identity=msg_brow', await eventUrl(page), '/admin/destinations',
     '/admin/rejections', '/admin/audit'];

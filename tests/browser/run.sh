@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dashboard's browser test: starts idemgate with a dead job, then drives the page in
+# The dashboard's browser test: starts idemgate with two dead jobs and a conflict, then drives the page in
 # headless Chromium (Debian's package, installed here if missing). Full-page screenshots of
 # each page land in tests/browser/screenshots/ (SCREENSHOTS=dir for another folder).
 set -euo pipefail
@@ -40,7 +40,8 @@ event_type = "/type"
 forward_headers = ["x-trace"]
 [destinations.app]
 url = "http://127.0.0.1:$dest_port/hook"
-timeout = "1s"
+# The test's receiver answers after 2 s, so the latency chart's scale reads four digits.
+timeout = "10s"
 retry_schedule = []
 TOML
 touch "$work/out"
@@ -54,8 +55,12 @@ $bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOO
 # The same id with other bytes: a conflict (409), for the rejections page.
 $bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOOK_SECRET \
     --event-id msg_browser -d '{"type":"t","other":true}' > /dev/null 2>&1 || true
+# A second event, dead too, for the destination's "Replay all dead jobs".
+$bin send "http://$gateway/in/hooks" --scheme standard-webhooks --secret env:HOOK_SECRET \
+    --event-id msg_other -d '{"type":"t","data":{"id":8}}' > /dev/null
 for _ in $(seq 100); do
-  $bin events list --config "$work/idemgate.toml" --state dead --json | grep -q msg_browser && break
+  dead=$($bin events list --config "$work/idemgate.toml" --state dead --json)
+  grep -q msg_browser <<< "$dead" && grep -q msg_other <<< "$dead" && break
   sleep 0.1
 done
 ADMIN_URL="http://$admin" GATEWAY_URL="http://$gateway" DEST_PORT=$dest_port node tests/browser/dashboard.mjs

@@ -1,5 +1,5 @@
 //! The admin API under `/admin/v1`, for operators and their tools: events with filters and
-//! cursor pagination, one event's history and payload, replays of finished jobs, retry-now
+//! cursor pagination, one event's history and payload, conflicts, replays of finished jobs, retry-now
 //! of waiting ones, counts, rejections by reason, destinations, their health and their
 //! attempts over the last hour or day, re-enabling a destination, and the audit log of
 //! those changes. Every route needs `Authorization: Bearer <token>`, one of the named
@@ -28,7 +28,7 @@ use idemgate_store::{
     Store,
     audit::{Action, Audit, AuditFilter, target},
     jobs::{ReplayFilter, ReplayTo, ReplayedTo},
-    views::{EventFilter, UNMATCHED},
+    views::{ConflictFilter, EventFilter, UNMATCHED},
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
@@ -42,8 +42,8 @@ use crate::{
     current::{AdminTokens, DestinationNames},
     session::Sessions,
     views::{
-        self, AttemptSeries, AuditEntry, DestinationView, EventDetail, EventPayloadView, EventsPage, SourceCounts,
-        Window,
+        self, AttemptSeries, AuditEntry, ConflictsPage, DestinationView, EventDetail, EventPayloadView, EventsPage,
+        SourceCounts, Window,
     },
 };
 
@@ -94,6 +94,7 @@ pub fn router(state: AdminState) -> Router {
         .routes(routes!(rejections))
         .routes(routes!(rejection_series))
         .routes(routes!(conflict_series))
+        .routes(routes!(list_conflicts))
         .routes(routes!(list_destinations))
         .routes(routes!(destination_series))
         .routes(routes!(enable_destination))
@@ -530,6 +531,48 @@ async fn conflict_series(
             .map(|b| ConflictBucket { source: b.source, start: b.start.0, conflicts: b.conflicts })
             .collect(),
     ))
+}
+
+/// Filters of the conflict listing.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ConflictsQuery {
+    /// Only this source.
+    source: Option<String>,
+    /// Only this identity (exactly).
+    identity: Option<String>,
+    /// Only bodies last seen at or after (unix seconds).
+    since: Option<i64>,
+    /// Only bodies first seen before (unix seconds).
+    until: Option<i64>,
+    /// The cursor: `next_after` of the previous page.
+    after: Option<String>,
+    /// Page size (1 to 500, default 50).
+    limit: Option<usize>,
+}
+
+/// List the conflicting bodies recorded (deliveries refused `409`: an identity already
+/// recorded with other bytes), newest first seen first: each with its event, the body's
+/// hash (never the body), when it was first and last seen, and how often.
+#[utoipa::path(get, path = "/admin/v1/conflicts", params(ConflictsQuery),
+    responses((status = 200, body = ConflictsPage), (status = 400), (status = 401)))]
+async fn list_conflicts(
+    State(state): State<AdminState>,
+    Query(query): Query<ConflictsQuery>,
+) -> Result<Json<ConflictsPage>, AdminError> {
+    let after = match query.after.as_deref() {
+        None => None,
+        Some(text) => Some(views::parse_conflict_cursor(text).ok_or(AdminError::BadRequest("bad_cursor"))?),
+    };
+    let filter = ConflictFilter {
+        source: query.source,
+        identity: query.identity,
+        since: query.since.map(UnixTime),
+        until: query.until.map(UnixTime),
+        after,
+        limit: query.limit.unwrap_or(50).clamp(1, 500),
+    };
+    Ok(Json(views::conflicts_page(&state.store, filter).await?))
 }
 
 /// Every destination that has jobs or was disabled: its state (enabled, disabled or

@@ -1,15 +1,15 @@
 //! The operator's views of what was stored, in the one shape the admin API answers with and
 //! `idemgate events list | show | stats --json` and `idemgate destination list --json` print: an event listing page, one event's
-//! history, counts per source, destinations. Each view is read from the store's view rows here, once, so
+//! history (with the conflicting bodies seen for it), conflicts, counts per source, destinations. Each view is read from the store's view rows here, once, so
 //! a field has one name wherever an operator or a tool reads it.
 
 use std::collections::BTreeMap;
 
-use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime};
+use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
 use idemgate_store::{
     Store, StoreError,
     audit::{AuditFilter, AuditRecord},
-    views::EventFilter,
+    views::{ConflictCursor, ConflictFilter, ConflictRow, EventFilter},
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -100,6 +100,85 @@ pub struct EventDetail {
     pub unmatched: bool,
     /// Every delivery attempt, in order.
     pub attempts: Vec<AttemptView>,
+    /// The other bodies deliveries carried under its identity (each refused `409`), newest
+    /// first seen first (at most [`EVENT_CONFLICTS`]); empty when none was seen.
+    pub conflicts: Vec<ConflictView>,
+}
+
+/// How many conflicting bodies one event's view lists.
+pub const EVENT_CONFLICTS: usize = 100;
+
+/// A conflicting body recorded for an event: deliveries carried it under the identity of a
+/// receipt recorded with other bytes, and each was refused `409`. Only its hash is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ConflictView {
+    /// The source it arrived from.
+    pub source: String,
+    /// The identity whose receipt it contradicts.
+    pub identity: String,
+    /// That event's id (the dashboard's `/admin/events/<id>`), while it is stored.
+    pub event_id: Option<i64>,
+    /// SHA-256 of the conflicting body, in hex (the body itself is never stored).
+    pub body_sha256: String,
+    /// When a delivery first carried it (unix seconds).
+    pub first_seen_at: i64,
+    /// When one last did (unix seconds).
+    pub last_seen_at: i64,
+    /// How many deliveries carried it.
+    pub seen_count: u64,
+}
+
+impl From<ConflictRow> for ConflictView {
+    fn from(c: ConflictRow) -> Self {
+        Self {
+            source: c.source,
+            identity: c.identity,
+            event_id: c.event_id,
+            body_sha256: c.body_hash.to_hex(),
+            first_seen_at: c.first_seen_at.0,
+            last_seen_at: c.last_seen_at.0,
+            seen_count: c.seen_count,
+        }
+    }
+}
+
+/// One page of conflicting bodies, newest first seen first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ConflictsPage {
+    /// The conflicts on this page.
+    pub conflicts: Vec<ConflictView>,
+    /// Pass as `after` for the next page; absent on the last one.
+    pub next_after: Option<String>,
+}
+
+/// A conflict listing's cursor as text: `FIRST_SEEN.HASH.SOURCE.IDENTITY` (a source name
+/// has no `.`, and the identity comes last, so it may).
+#[must_use]
+pub fn conflict_cursor_text(cursor: &ConflictCursor) -> String {
+    format!("{}.{}.{}.{}", cursor.first_seen_at.0, cursor.body_hash.to_hex(), cursor.source, cursor.identity)
+}
+
+/// The cursor [`conflict_cursor_text`] wrote, or `None` for any other text.
+#[must_use]
+pub fn parse_conflict_cursor(text: &str) -> Option<ConflictCursor> {
+    let mut parts = text.splitn(4, '.');
+    let first_seen_at = UnixTime(parts.next()?.parse().ok()?);
+    let hash: [u8; 32] = hex::decode(parts.next()?).ok()?.try_into().ok()?;
+    let (source, identity) = (parts.next()?, parts.next()?);
+    Some(ConflictCursor {
+        first_seen_at,
+        source: source.to_owned(),
+        identity: identity.to_owned(),
+        body_hash: BodyHash(hash),
+    })
+}
+
+/// The page of conflicts `filter` selects; `next_after` is set when the page is full.
+pub async fn conflicts_page(store: &Store, filter: ConflictFilter) -> Result<ConflictsPage, StoreError> {
+    let limit = filter.limit;
+    let rows = store.list_conflicts(filter).await?;
+    let next_after = rows.last().filter(|_| rows.len() == limit).map(|c| conflict_cursor_text(&c.cursor()));
+    Ok(ConflictsPage { conflicts: rows.into_iter().map(ConflictView::from).collect(), next_after })
 }
 
 /// Counts for one source.
@@ -167,6 +246,13 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
             response_prefix: a.response_prefix,
         })
         .collect();
+    let only_this = ConflictFilter {
+        source: Some(source.to_owned()),
+        identity: Some(identity.to_owned()),
+        limit: EVENT_CONFLICTS,
+        ..ConflictFilter::default()
+    };
+    let conflicts = store.list_conflicts(only_this).await?.into_iter().map(ConflictView::from).collect();
     Ok(Some(EventDetail {
         source: source.to_owned(),
         identity: identity.to_owned(),
@@ -177,6 +263,7 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
         unmatched: jobs.is_empty(),
         jobs,
         attempts,
+        conflicts,
     }))
 }
 

@@ -34,8 +34,8 @@ use crate::{
     postgres::PgStore,
     sqlite::Handler,
     views::{
-        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
-        EventRow, RecentConflict, SourceStats, WaitingQueue,
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
+        DestinationHealth, EventFilter, EventPayload, EventRow, RecentConflict, SourceStats, WaitingQueue,
     },
 };
 
@@ -436,6 +436,12 @@ impl Store {
     /// The most recent conflicts.
     pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
         on_backend!(self, store => store.recent_conflicts(limit).await)
+    }
+
+    /// The conflicting bodies `filter` selects: newest first seen first, then by source,
+    /// identity and body hash (descending), so [`ConflictRow::cursor`] pages through them.
+    pub async fn list_conflicts(&self, filter: ConflictFilter) -> Result<Vec<ConflictRow>, StoreError> {
+        on_backend!(self, store => store.list_conflicts(filter).await)
     }
 
     /// Every destination that has jobs or was disabled.

@@ -316,7 +316,8 @@ pub(crate) enum EventsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// One event: its receipt, jobs and every delivery attempt.
+    /// One event: its receipt, jobs, every delivery attempt, and the conflicting bodies
+    /// seen under its identity (each answered 409: hash, count, first and last seen).
     Show {
         /// The source id.
         source: String,

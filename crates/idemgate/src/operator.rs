@@ -5,12 +5,15 @@
 //! made from the same views; identities and states only. The text shows times in RFC 3339
 //! UTC, with how long ago (or ahead) as of `now`, the caller's clock; `--json` keeps unix
 //! seconds. Text the destination sent (a response's first bytes) is escaped, so it cannot
-//! move a terminal's cursor or change its colours.
+//! move a terminal's cursor or change its colours. An empty listing's text is empty: the
+//! command says so on stderr (`NO_EVENTS`, …), so stdout holds only rows.
 
 use std::collections::BTreeMap;
 
 use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime, time::relative};
-use idemgate_http::views::{self, AttemptView, DestinationView, EventDetail, EventsPage, JobView, SourceCounts};
+use idemgate_http::views::{
+    self, AttemptView, ConflictView, DestinationView, EventDetail, EventsPage, JobView, SourceCounts,
+};
 use idemgate_jq::Program;
 use idemgate_store::{Store, StoreError, views::EventFilter};
 
@@ -28,7 +31,17 @@ pub async fn list(store: &Store, filter: EventFilter, as_json: bool, now: UnixTi
     Ok(list_text(&page, now))
 }
 
+/// What `events list` says (on stderr) when no event matches: its text is then empty.
+pub const NO_EVENTS: &str = "No events match.";
+/// What `events stats` says when no source has a receipt.
+pub const NO_SOURCES: &str = "No events received yet.";
+/// What `destination list` says when no destination has jobs or was disabled.
+pub const NO_DESTINATIONS: &str = "No destination has jobs yet.";
+
 fn list_text(page: &EventsPage, now: UnixTime) -> String {
+    if page.events.is_empty() && page.next_before.is_none() {
+        return String::new();
+    }
     let mut text = format!("{:>8}  {:<16} {:<40} {:<20} {:<34} jobs\n", "id", "source", "identity", "type", "received");
     for e in &page.events {
         let mut jobs: Vec<String> = e.jobs.iter().map(|(d, s)| format!("{d}={s}")).collect();
@@ -108,6 +121,27 @@ fn show_text(event: &EventDetail, now: UnixTime) -> String {
     }
     for attempt in &event.attempts {
         text.push_str(&attempt_line(attempt));
+    }
+    text.push_str(&conflicts_text(&event.conflicts, now));
+    text
+}
+
+/// The conflicting bodies seen under the event's identity: a count, then one line each
+/// with its hash (never the bytes), how often, and when first and last seen.
+fn conflicts_text(conflicts: &[ConflictView], now: UnixTime) -> String {
+    if conflicts.is_empty() {
+        return "conflicts none\n".to_owned();
+    }
+    let seen: u64 = conflicts.iter().map(|c| c.seen_count).sum();
+    let mut text = format!("conflicts {seen} delivery(ies) with other bytes, answered 409; the receipt was kept\n");
+    for c in conflicts {
+        text.push_str(&format!(
+            "conflict  sha256 {}  seen {}  first {}  last {}\n",
+            c.body_sha256,
+            c.seen_count,
+            when(c.first_seen_at, now),
+            when(c.last_seen_at, now)
+        ));
     }
     text
 }
@@ -210,6 +244,9 @@ pub async fn stats(store: &Store, since: Option<UnixTime>, as_json: bool) -> Res
 }
 
 fn stats_text(sources: &[SourceCounts]) -> String {
+    if sources.is_empty() {
+        return String::new();
+    }
     let mut text = format!("{:<16} {:>9} {:>9}  jobs\n", "source", "receipts", "conflicts");
     for s in sources {
         let jobs: Vec<String> = s.jobs.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -321,6 +358,35 @@ mod tests {
         assert!(attempt_line(&refused).ends_with(" ms  connection refused\n"), "{}", attempt_line(&refused));
         let confirmed = AttemptView { error: None, ..refused };
         assert!(attempt_line(&confirmed).ends_with(" ms  accepted\n"), "{}", attempt_line(&confirmed));
+    }
+
+    #[test]
+    fn an_events_conflicts_show_their_hash_count_and_times() {
+        assert_eq!(conflicts_text(&[], UnixTime(0)), "conflicts none\n");
+        let conflict = ConflictView {
+            source: "hooks".to_owned(),
+            identity: "msg_1".to_owned(),
+            event_id: Some(1),
+            body_sha256: "ab".repeat(32),
+            first_seen_at: 1_796_147_038,
+            last_seen_at: 1_796_147_038 + 60,
+            seen_count: 2,
+        };
+        assert_eq!(
+            conflicts_text(&[conflict], UnixTime(1_796_147_038 + 180)),
+            format!(
+                "conflicts 2 delivery(ies) with other bytes, answered 409; the receipt was kept\n\
+                 conflict  sha256 {}  seen 2  first 2026-12-01T17:43:58Z (3 min ago)  last 2026-12-01T17:44:58Z (2 min ago)\n",
+                "ab".repeat(32)
+            )
+        );
+    }
+
+    #[test]
+    fn an_empty_listing_prints_no_table_head() {
+        assert_eq!(list_text(&EventsPage { events: Vec::new(), next_before: None }, UnixTime(0)), "");
+        assert_eq!(stats_text(&[]), "");
+        assert_eq!(destinations_text(&[], UnixTime(0)), "");
     }
 
     #[test]

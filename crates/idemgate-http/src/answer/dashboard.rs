@@ -8,8 +8,8 @@
 //! | no live session | 303 to `/admin/login` | |
 //! | no such event | 404 | "No such event." |
 //! | a form value the dashboard never offers | 400 | "Not a value this form offers." |
-//! | sign-in with a wrong token | 401 | the sign-in page's "Wrong token." |
-//! | a session cannot be started (no randomness) | 503 | the sign-in page's "Try again." |
+//! | sign-in with a wrong token | 401 | the sign-in page again: its form under "Wrong token." |
+//! | a session cannot be started (no randomness) | 503 | the sign-in page again: its form under "Try again." |
 //! | the store cannot be read for the page | 503 | "The store cannot be read." |
 //! | a replay cannot be recorded | 503 | "Replay failed; try again." |
 //! | a retry-now cannot be recorded | 503 | "Retry failed; try again." |
@@ -18,7 +18,7 @@
 use axum::response::{IntoResponse, Redirect, Response};
 use http::StatusCode;
 
-use crate::dashboard::layout;
+use crate::dashboard::{layout, sign_in_page};
 
 /// Why the dashboard answered with a page of its own. The cause is logged where it happened;
 /// the page names none.
@@ -49,7 +49,6 @@ pub enum DashboardAnswer {
     EnableFailed,
 }
 
-const SIGN_IN: &str = "idemgate: sign in";
 const PAGE: &str = "idemgate";
 
 impl From<crate::access::Forbidden> for DashboardAnswer {
@@ -62,10 +61,12 @@ impl IntoResponse for DashboardAnswer {
     fn into_response(self) -> Response {
         let (status, title, message) = match self {
             Self::SignedOut => return Redirect::to("/admin/login").into_response(),
+            Self::WrongToken => return (StatusCode::UNAUTHORIZED, sign_in_page(Some("Wrong token."))).into_response(),
+            Self::NoSession => {
+                return (StatusCode::SERVICE_UNAVAILABLE, sign_in_page(Some("Try again."))).into_response();
+            }
             Self::Refused => (StatusCode::FORBIDDEN, PAGE, "Refused: this request did not come from the dashboard."),
             Self::ReadOnly => (StatusCode::FORBIDDEN, PAGE, "Refused: this token may only read."),
-            Self::WrongToken => (StatusCode::UNAUTHORIZED, SIGN_IN, "Wrong token."),
-            Self::NoSession => (StatusCode::SERVICE_UNAVAILABLE, SIGN_IN, "Try again."),
             Self::NotFound => (StatusCode::NOT_FOUND, PAGE, "No such event."),
             Self::BadForm => (StatusCode::BAD_REQUEST, PAGE, "Not a value this form offers."),
             Self::StoreUnreadable => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "The store cannot be read."),

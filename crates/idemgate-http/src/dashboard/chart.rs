@@ -9,9 +9,12 @@ use super::esc;
 /// The drawing's size in SVG units (it scales down with the page).
 const WIDTH: u32 = 360;
 const HEIGHT: u32 = 120;
-/// Room left of the plot for the scale, above it, and below it for the time axis.
+/// Room left of the plot for the scale at least, above it, and below it for the time axis.
 const LEFT: u32 = 40;
 const PAD: u32 = 8;
+/// A character's width at the labels' font size, generous for a proportional font (a
+/// digit is about 5.6 units wide, `m` 8.3): a label measured by its length is never cut.
+const CHAR: u32 = 7;
 const BOTTOM: u32 = 20;
 /// The plot's height.
 const PLOT: u32 = HEIGHT - PAD - BOTTOM;
@@ -19,24 +22,31 @@ const GOOD: &str = "#2a7d2a";
 const BAD: &str = "#b22222";
 const LINE: &str = "#1f4e9c";
 
-/// The drawing's start: its title, the plot's frame, the scale from 0 to `max`, and the
-/// time axis from `axis[0]` to `axis[1]`.
-fn open(label: &str, max: &str, axis: [&str; 2]) -> String {
+/// Room left of the plot for the scale's longest label, `max` (the other is `0`), measured
+/// by its length, and never less than [`LEFT`].
+fn left_of(max: &str) -> u32 {
+    let chars = u32::try_from(max.chars().count()).unwrap_or(u32::MAX / CHAR);
+    (chars.saturating_mul(CHAR) + 2 * PAD).max(LEFT)
+}
+
+/// The drawing's start: its title, the plot's frame (`left` from [`left_of`]), the scale
+/// from 0 to `max`, and the time axis from `axis[0]` to `axis[1]`.
+fn open(label: &str, max: &str, left: u32, axis: [&str; 2]) -> String {
     let label = esc(label);
     let bottom = HEIGHT - BOTTOM;
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" \
          height=\"{HEIGHT}\" role=\"img\" aria-label=\"{label}\"><title>{label}</title>\
-         <rect x=\"{LEFT}\" y=\"{PAD}\" width=\"{}\" height=\"{PLOT}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\
+         <rect x=\"{left}\" y=\"{PAD}\" width=\"{}\" height=\"{PLOT}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\
          <text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>\
          <text x=\"{}\" y=\"{bottom}\" font-size=\"10\" text-anchor=\"end\">0</text>\
-         <text x=\"{LEFT}\" y=\"{}\" font-size=\"10\">{}</text>\
+         <text x=\"{left}\" y=\"{}\" font-size=\"10\">{}</text>\
          <text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>",
-        WIDTH - LEFT - PAD,
-        LEFT - 4,
+        WIDTH - left - PAD,
+        left - 4,
         PAD + 10,
         esc(max),
-        LEFT - 4,
+        left - 4,
         HEIGHT - 6,
         esc(axis[0]),
         WIDTH - PAD,
@@ -45,9 +55,9 @@ fn open(label: &str, max: &str, axis: [&str; 2]) -> String {
     )
 }
 
-/// The plot's width per bucket, and the y of `value` on a scale up to `max`.
-fn plot(n: usize) -> f64 {
-    f64::from(WIDTH - LEFT - PAD) / n.max(1) as f64
+/// The plot's width per bucket right of `left`, and the y of `value` on a scale up to `max`.
+fn plot(n: usize, left: u32) -> f64 {
+    f64::from(WIDTH - left - PAD) / n.max(1) as f64
 }
 
 fn height_of(value: u64, max: u64) -> f64 {
@@ -59,11 +69,13 @@ fn height_of(value: u64, max: u64) -> f64 {
 /// `(0, 0)` draws nothing.
 pub(super) fn stacked_bars(label: &str, axis: [&str; 2], buckets: &[(u64, u64)]) -> String {
     let max = buckets.iter().map(|(good, bad)| good + bad).max().unwrap_or(0);
-    let step = plot(buckets.len());
+    let max_label = max.to_string();
+    let left = left_of(&max_label);
+    let step = plot(buckets.len(), left);
     let bottom = f64::from(HEIGHT - BOTTOM);
-    let mut svg = open(label, &max.to_string(), axis);
+    let mut svg = open(label, &max_label, left, axis);
     for (i, &(good, bad)) in buckets.iter().enumerate() {
-        let x = f64::from(LEFT) + step * i as f64;
+        let x = f64::from(left) + step * i as f64;
         let (good_h, bad_h) = (height_of(good, max), height_of(bad, max));
         for (class, fill, value, h, y) in
             [("good", GOOD, good, good_h, bottom - good_h), ("bad", BAD, bad, bad_h, bottom - good_h - bad_h)]
@@ -87,10 +99,12 @@ pub(super) fn stacked_bars(label: &str, axis: [&str; 2], buckets: &[(u64, u64)])
 /// a value (`None`) breaks the line, and a value between two gaps is a dot.
 pub(super) fn line(label: &str, axis: [&str; 2], values: &[Option<u64>], unit: &str) -> String {
     let max = values.iter().flatten().copied().max().unwrap_or(0);
-    let step = plot(values.len());
+    let max_label = format!("{max} {unit}");
+    let left = left_of(&max_label);
+    let step = plot(values.len(), left);
     let bottom = f64::from(HEIGHT - BOTTOM);
-    let mut svg = open(label, &format!("{max} {unit}"), axis);
-    let point = |i: usize, v: u64| (f64::from(LEFT) + step * (i as f64 + 0.5), bottom - height_of(v, max));
+    let mut svg = open(label, &max_label, left, axis);
+    let point = |i: usize, v: u64| (f64::from(left) + step * (i as f64 + 0.5), bottom - height_of(v, max));
     let mut path = String::new();
     for (i, value) in values.iter().enumerate() {
         let Some(v) = *value else { continue };
@@ -149,5 +163,36 @@ mod tests {
         assert_eq!(count(&svg, "class=\"dot\""), 1, "the lone 5 is a dot: {svg}");
         assert!(svg.contains(">20 ms</text>"), "{svg}");
         assert_eq!(count(&line("empty", ["", ""], &[None, None], "ms"), "<path"), 0);
+    }
+
+    /// The x where the scale's top label ends (it is drawn right-aligned there) and where
+    /// the plot's frame starts.
+    fn scale_end_and_frame(svg: &str) -> (u32, u32) {
+        let number = |after: &str| -> u32 {
+            let rest = svg.split(after).nth(1).unwrap();
+            rest.split('"').next().unwrap().parse().unwrap()
+        };
+        (number("<text x=\""), number("<rect x=\""))
+    }
+
+    #[test]
+    fn the_longest_scale_label_gets_room_for_every_character() {
+        for (max, label) in [(1991, "1991 ms"), (12_345_678, "12345678 ms")] {
+            let svg = line("latency", ["", ""], &[Some(max), Some(3)], "ms");
+            assert!(svg.contains(&format!(">{label}</text>")), "{svg}");
+            let (end, frame) = scale_end_and_frame(&svg);
+            assert!(end < frame, "the label ends left of the plot: {svg}");
+            // Seven units a character (wider than any of these glyphs at font size 10)
+            // fits between the drawing's edge and the label's end.
+            let chars = u32::try_from(label.len()).unwrap();
+            assert!(end >= chars * 7, "{label} needs {} units, has {end}: {svg}", chars * 7);
+        }
+        let svg = stacked_bars("bars", ["", ""], &[(123_456, 0)]);
+        assert!(scale_end_and_frame(&svg).0 >= 6 * 7, "{svg}");
+        assert_eq!(
+            scale_end_and_frame(&stacked_bars("small", ["", ""], &[(4, 0)])),
+            (36, 40),
+            "a short scale keeps the default room"
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! `/admin/destinations`: each destination's state (enabled, disabled, paused or
 //! throttled), its queue (jobs waiting and since when the oldest waits), and its
 //! attempts over the last hour and the last day: successes and failures, and latency, as
-//! charts the server draws ([`super::chart`]), with the same numbers as text beside them.
+//! charts the server draws ([`super::chart`]), with the same numbers as text beside them;
+//! and, for a token that may operate, the overview's buttons for each destination.
 
 use std::fmt::Write as _;
 
@@ -12,8 +13,9 @@ use axum::{
 };
 use idemgate_core::UnixTime;
 
-use super::{Rendered, chart, esc, shown, signed_in, time_html};
+use super::{Rendered, chart, esc, overview::destination_forms, shown, signed_in, time_html};
 use crate::{
+    access::Need,
     admin::AdminState,
     answer::DashboardAnswer,
     views::{self, AttemptBucketView, AttemptSeries, DestinationView, Window},
@@ -25,10 +27,13 @@ pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) ->
         return DashboardAnswer::SignedOut.into_response();
     };
     let csrf = esc(&session.csrf);
-    shown("idemgate: destinations", &csrf, render(&state).await)
+    let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
+    shown("idemgate: destinations", &csrf, render(&state, operate).await)
 }
 
-async fn render(state: &AdminState) -> Rendered {
+/// The page; `operate` is the session's CSRF token when it may change state (each
+/// destination's buttons show only then).
+async fn render(state: &AdminState, operate: Option<&str>) -> Rendered {
     let now = state.clock.now();
     let destinations = views::destinations(&state.store, now).await?;
     let queues = state.store.waiting_queues().await?;
@@ -39,20 +44,21 @@ async fn render(state: &AdminState) -> Rendered {
     }
     let mut html = String::from(
         "<table id=\"destinations\"><tr><th>destination</th><th>state</th><th>health</th><th>waiting</th>\
-         <th>oldest waiting</th><th>last hour</th><th>last day</th></tr>",
+         <th>oldest waiting</th><th>last hour</th><th>last day</th><th></th></tr>",
     );
     for d in &destinations {
         let queue = queues.iter().find(|q| q.destination == d.name);
         let _ = write!(
             html,
             "<tr data-destination=\"{name}\"><td><a href=\"#dest-{name}\">{name}</a></td><td class=\"state\">{}</td>\
-             <td class=\"health\">{}</td><td class=\"depth\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"health\">{}</td><td class=\"depth\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             state_text(d, now),
             esc(&d.health),
             queue.map_or(0, |q| q.depth),
             queue.map_or("-".to_owned(), |q| time_html(q.oldest, now)),
             summary(series_of(&hour, &d.name)),
             summary(series_of(&day, &d.name)),
+            operate.map_or(String::new(), |csrf| destination_forms(d, csrf)),
             name = esc(&d.name),
         );
     }

@@ -1,8 +1,9 @@
 //! `/admin/events/<id>`: one event, by the listing's row id. Its receipt (source,
 //! identity, body hash, received at, outcome), its headers from the source's allowlist as
-//! stored, its payload re-indented and escaped while retention keeps it (and the body each
+//! stored, the conflicting bodies seen under its identity (their hashes, how often, when),
+//! its payload re-indented and escaped while retention keeps it (and the body each
 //! destination with a transform gets from it), every job per destination and every attempt; and two forms: replay its finished jobs, or make its
-//! waiting ones due now (the admin API's `replay` and `retry` of one event).
+//! waiting ones due now, shown only while one waits (the admin API's `replay` and `retry` of one event).
 //!
 //! The payload is re-indented as text rather than parsed and printed again, so what the
 //! page shows is the stored bytes: a number too large for a float keeps every digit.
@@ -79,8 +80,9 @@ async fn render(state: &AdminState, id: i64, operate: Option<&str>, done: &Done)
         let _ = write!(html, "<p role=\"status\" id=\"done\">Made {n} waiting job(s) due now.</p>");
     }
     html.push_str(&receipt(&event, &payload, now));
+    html.push_str(&conflicts_table(&event, now));
     if let Some(csrf) = operate {
-        html.push_str(&actions(id, csrf));
+        html.push_str(&actions(id, csrf, waiting(&event)));
     }
     html.push_str(&headers_table(&payload.headers));
     html.push_str("<h2>Payload</h2>");
@@ -142,7 +144,44 @@ fn receipt(event: &EventDetail, payload: &EventPayload, now: UnixTime) -> String
     )
 }
 
-fn actions(id: i64, csrf: &str) -> String {
+/// The other bodies deliveries carried under this event's identity, each refused `409`:
+/// their hashes (the bytes are never kept), how often and when.
+fn conflicts_table(event: &EventDetail, now: UnixTime) -> String {
+    if event.conflicts.is_empty() {
+        return "<h2>Conflicts</h2><p id=\"no-conflicts\" class=\"empty\">No delivery brought other bytes under \
+                this identity.</p>"
+            .to_owned();
+    }
+    let seen: u64 = event.conflicts.iter().map(|c| c.seen_count).sum();
+    let mut html = format!(
+        "<h2>Conflicts</h2><p id=\"conflict-summary\" class=\"bad\">{seen} conflicting deliver{} (other bytes, \
+         answered 409), {} other bod{}: the receipt above was kept.</p><table id=\"conflicts\"><tr>\
+         <th>other body SHA-256</th><th>deliveries</th><th>first seen</th><th>last seen</th></tr>",
+        if seen == 1 { "y" } else { "ies" },
+        event.conflicts.len(),
+        if event.conflicts.len() == 1 { "y" } else { "ies" },
+    );
+    for c in &event.conflicts {
+        let _ = write!(
+            html,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            c.body_sha256,
+            c.seen_count,
+            time_html(UnixTime(c.first_seen_at), now),
+            time_html(UnixTime(c.last_seen_at), now)
+        );
+    }
+    html.push_str("</table>");
+    html
+}
+
+/// Whether any of the event's jobs waits for an attempt (pending or retrying): only then
+/// is there something to retry now.
+fn waiting(event: &EventDetail) -> bool {
+    event.jobs.iter().any(|job| matches!(job.state.as_str(), "pending" | "retrying"))
+}
+
+fn actions(id: i64, csrf: &str, waiting: bool) -> String {
     let mut states = String::new();
     for state in JobState::ALL.into_iter().filter(|s| s.is_replayable()) {
         let name = state.as_str();
@@ -153,8 +192,14 @@ fn actions(id: i64, csrf: &str) -> String {
         "<h2>Actions</h2><form id=\"replay\" class=\"fields\" method=\"post\" action=\"/admin/events/{id}/replay\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><label for=\"replay-state\">Replay its jobs that are\
          <select id=\"replay-state\" name=\"state\">{states}</select></label>\
-         <button id=\"replay-submit\" type=\"submit\">Replay</button></form>\
-         <form id=\"retry\" class=\"fields\" method=\"post\" action=\"/admin/events/{id}/retry\">\
+         <button id=\"replay-submit\" type=\"submit\">Replay</button></form>{}",
+        if waiting { retry_form(id, csrf) } else { String::new() }
+    )
+}
+
+fn retry_form(id: i64, csrf: &str) -> String {
+    format!(
+        "<form id=\"retry\" class=\"fields\" method=\"post\" action=\"/admin/events/{id}/retry\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <button id=\"retry-submit\" type=\"submit\">Retry waiting jobs now</button></form>"
     )

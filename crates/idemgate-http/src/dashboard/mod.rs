@@ -2,13 +2,13 @@
 //! This module is the router and what every page shares (sessions, the layout, escaping,
 //! times); each page is a module of its own:
 //!
-//! - `/admin/` (here): per source the counts by outcome and job state; dead jobs, each
-//!   with a replay button; unmatched events; recent conflicts; destinations, each with a
-//!   button making its waiting jobs due now (and, when disabled or paused, one enabling
-//!   it); rejections by reason;
+//! - `/admin/` ([`overview`]): per source the counts by outcome and job state; dead jobs,
+//!   each with a replay button; unmatched events; recent conflicts, each linking to its
+//!   event; destinations, each with buttons replaying its dead jobs, making its waiting
+//!   jobs due now and (when disabled or paused) enabling it; rejections by reason;
 //! - `/admin/events` ([`events`]): the event search, a page at a time;
-//! - `/admin/events/<id>` ([`event`]): one event's receipt, headers, payload, jobs and
-//!   attempts, with replay and retry-now;
+//! - `/admin/events/<id>` ([`event`]): one event's receipt, headers, payload, jobs,
+//!   attempts and the conflicting bodies seen for it, with replay and retry-now;
 //! - `/admin/destinations` ([`destinations`]): each destination's state, queue, and its
 //!   success rate and latency over the last hour and day as charts ([`chart`]);
 //! - `/admin/rejections` ([`rejections`]): rejections by reason, conflicts over time;
@@ -40,7 +40,6 @@ use idemgate_store::{
     StoreError,
     audit::{Action, Audit, target},
     jobs::ReplayFilter,
-    views::{EventFilter, UNMATCHED},
 };
 use serde::Deserialize;
 
@@ -54,6 +53,7 @@ mod chart;
 mod destinations;
 mod event;
 mod events;
+mod overview;
 mod rejections;
 
 const COOKIE: &str = "idemgate_admin";
@@ -61,7 +61,7 @@ const COOKIE: &str = "idemgate_admin";
 /// The dashboard's routes, to merge into the admin router.
 pub fn router(state: AdminState) -> Router {
     Router::new()
-        .route("/admin/", get(page))
+        .route("/admin/", get(overview::page))
         .route("/admin/login", get(login_form).post(login))
         .route("/admin/logout", post(logout))
         .route("/admin/replay", post(replay))
@@ -73,6 +73,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/destinations", get(destinations::page))
         .route("/admin/rejections", get(rejections::page))
         .route("/admin/enable", post(enable))
+        .route("/admin/replay-dead", post(overview::replay_dead))
         .route("/admin/audit", get(audit::page))
         .with_state(state)
 }
@@ -170,19 +171,23 @@ pub(super) fn time_html(at: UnixTime, now: UnixTime) -> String {
 }
 
 /// One recent conflict as a table row (source, event, times seen, last seen), as the
-/// overview and the rejections page list them.
+/// overview and the rejections page list them; the event links to its page while stored.
 pub(super) fn conflict_row(c: &idemgate_store::views::RecentConflict, now: UnixTime) -> String {
+    let identity = esc(&c.identity);
+    let event =
+        c.event_id.map_or_else(|| identity.clone(), |id| format!("<a href=\"/admin/events/{id}\">{identity}</a>"));
     format!(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        "<tr><td>{}</td><td class=\"event\">{event}</td><td>{}</td><td>{}</td></tr>",
         esc(&c.source),
-        esc(&c.identity),
         c.seen_count,
         time_html(c.last_seen_at, now)
     )
 }
 
 /// The style every page shares. A narrow screen keeps the page itself from scrolling
-/// sideways: tables scroll in their own box, long identities wrap, charts shrink.
+/// sideways: long identities wrap, charts shrink, and each table row becomes a card whose
+/// cells stack, each after its column's name ([`narrow_labels`]), so a row's buttons stay
+/// in view without scrolling inside the table.
 const STYLE: &str = "body{font-family:sans-serif;margin:1em auto;padding:0 1em;max-width:80em;line-height:1.4}\
     table{border-collapse:collapse;margin-bottom:1.5em;display:block;overflow-x:auto;max-width:100%}\
     td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#f3f3f3}\
@@ -195,15 +200,60 @@ const STYLE: &str = "body{font-family:sans-serif;margin:1em auto;padding:0 1em;m
     pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:.6em;max-height:40em;overflow-y:auto}\
     dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em}dd{margin:0;overflow-wrap:anywhere}\
     .charts{display:flex;flex-wrap:wrap;gap:1em}.charts figure{margin:0;max-width:100%}\
-    svg{max-width:100%;height:auto}figcaption{font-size:.9em}";
+    svg{max-width:100%;height:auto}figcaption{font-size:.9em}.empty{color:#555}\
+    @media (max-width:40em){table,tbody,tr,td,caption{display:block}table{overflow:visible}\
+    tr:has(th){display:none}tr{border:1px solid #ccc;margin-bottom:.6em;padding:.2em 0}\
+    td{border:none;padding:.15em .6em}td:empty{display:none}td::before{font-weight:bold}}";
 
-/// A dashboard page: `title` as its heading, then `body` (already HTML).
+/// A dashboard page: `title` as its heading, then `body` (already HTML); its tables'
+/// cells labelled on a narrow screen by [`narrow_labels`].
 pub(crate) fn layout(title: &str, body: &str) -> Html<String> {
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{title}</title>\
-         <style>{STYLE}</style></head><body><h1>{title}</h1>{body}</body></html>"
+         <style>{STYLE}@media (max-width:40em){{{}}}</style></head><body><h1>{title}</h1>{body}</body></html>",
+        narrow_labels(body)
     ))
+}
+
+/// The narrow screen's label for each cell: per table with an id, one CSS rule per named
+/// column putting the column's name (its header cell's text) before each cell's value, as
+/// `#dead td:nth-child(2)::before{content:"event: "}`. Read from the dashboard's own
+/// markup, where every table's first row holds its header cells; the cells themselves
+/// stay as they are.
+fn narrow_labels(body: &str) -> String {
+    let mut rules = String::new();
+    for table in body.split("<table id=\"").skip(1) {
+        let Some((id, rest)) = table.split_once('"') else { continue };
+        let header = rest.split("</tr>").next().unwrap_or("");
+        for (column, cell) in header.split("<th").skip(1).enumerate() {
+            let name = cell.split_once('>').map_or("", |(_, text)| text.split('<').next().unwrap_or(""));
+            if !name.is_empty() {
+                let _ = write!(
+                    rules,
+                    "#{} td:nth-child({})::before{{content:\"{}: \"}}",
+                    css_escaped(id),
+                    column + 1,
+                    css_escaped(name)
+                );
+            }
+        }
+    }
+    rules
+}
+
+/// `text` with everything but letters, digits, `-`, `_` and spaces as a CSS escape, so it
+/// can neither end a string or rule nor the style element.
+fn css_escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ' ') {
+                c.to_string()
+            } else {
+                format!("\\{:x} ", u32::from(c))
+            }
+        })
+        .collect()
 }
 
 /// A signed-in page: the navigation between pages and the sign-out button, then `body`.
@@ -236,10 +286,27 @@ pub(super) fn shown(title: &str, csrf: &str, rendered: Rendered) -> Response {
 }
 
 async fn login_form() -> Html<String> {
+    sign_in_page(None)
+}
+
+/// The sign-in page, with `error` (plain text) above the form when the last try failed:
+/// the error is announced and tied to the field, and the field is focused and empty again,
+/// since the page never echoes a token.
+pub(crate) fn sign_in_page(error: Option<&str>) -> Html<String> {
+    let (message, field) = match error {
+        Some(text) => (
+            format!("<p id=\"sign-in-error\" class=\"bad\" role=\"alert\">{}</p>", esc(text)),
+            " aria-invalid=\"true\" aria-describedby=\"sign-in-error\" autofocus",
+        ),
+        None => (String::new(), ""),
+    };
     layout(
         "idemgate: sign in",
-        "<form method=\"post\" action=\"/admin/login\"><label>Admin token <input id=\"token\" name=\"token\" \
-         type=\"password\" autocomplete=\"off\"></label> <button id=\"sign-in\" type=\"submit\">Sign in</button></form>",
+        &format!(
+            "{message}<form method=\"post\" action=\"/admin/login\"><label>Admin token <input id=\"token\" \
+             name=\"token\" type=\"password\" autocomplete=\"off\"{field}></label> \
+             <button id=\"sign-in\" type=\"submit\">Sign in</button></form>"
+        ),
     )
 }
 
@@ -281,140 +348,6 @@ async fn logout(State(state): State<AdminState>, headers: HeaderMap, Form(form):
     };
     state.sessions.end(&session.id);
     with_cookie(Redirect::to("/admin/login").into_response(), session_cookie("", 0, over_https(&headers, state.tls)))
-}
-
-async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
-    };
-    let csrf = esc(&session.csrf);
-    let operate = session.principal.role.allows(Need::Operate);
-    shown("idemgate", &csrf, render(&state, &csrf, operate).await.map(Some))
-}
-
-/// The page; the forms that change state only when the session may `operate`.
-async fn render(state: &AdminState, csrf: &str, operate: bool) -> Result<String, StoreError> {
-    let store = &state.store;
-    let now = state.clock.now();
-    let mut html = String::from(
-        "<h2>Sources</h2><table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>",
-    );
-    for s in store.stats(None).await? {
-        let jobs: Vec<String> =
-            s.jobs.iter().map(|(state, n)| format!("<span class=\"job-{state}\">{state} {n}</span>")).collect();
-        let _ = write!(
-            html,
-            "<tr data-source=\"{src}\"><td>{src}</td><td class=\"receipts\">{}</td><td class=\"conflicts\">{}</td><td>{}</td></tr>",
-            s.receipts,
-            s.conflicts,
-            jobs.join(", "),
-            src = esc(&s.source)
-        );
-    }
-    html.push_str("</table><h2>Dead jobs</h2><table id=\"dead\"><tr><th>source</th><th>event</th><th>destination</th><th>attempts</th><th>reason</th><th></th></tr>");
-    for job in store.dead_jobs(50).await? {
-        let (src, id) = (esc(&job.source), esc(&job.identity));
-        let button = if operate {
-            format!(
-                "<form method=\"post\" action=\"/admin/replay\"><input type=\"hidden\" name=\"source\" value=\"{src}\">\
-                 <input type=\"hidden\" name=\"identity\" value=\"{id}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-                 <button class=\"replay\" type=\"submit\">Replay</button></form>"
-            )
-        } else {
-            String::new()
-        };
-        let _ = write!(
-            html,
-            "<tr><td>{src}</td><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{button}</td></tr>",
-            esc(&job.destination),
-            job.attempts,
-            esc(job.reason.as_deref().unwrap_or("")),
-        );
-    }
-    html.push_str(
-        "</table><h2>Unmatched events</h2><p>No destination's subscription matched them; \
-         <code>idemgate events replay --to DEST --state unmatched</code> sends them to one.</p>\
-         <table id=\"unmatched\"><tr><th>source</th><th>event</th><th>type</th><th>received</th></tr>",
-    );
-    let unmatched = EventFilter { state: Some(UNMATCHED.to_owned()), limit: 50, ..EventFilter::default() };
-    for e in store.list_events(unmatched).await? {
-        let _ = write!(
-            html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&e.source),
-            esc(&e.identity),
-            esc(e.event_type.as_deref().unwrap_or("-")),
-            time_html(e.received_at, now)
-        );
-    }
-    html.push_str("</table><h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>");
-    for c in store.recent_conflicts(50).await? {
-        html.push_str(&conflict_row(&c, now));
-    }
-    html.push_str(
-        "</table><h2>Destinations</h2><table id=\"destinations\"><tr><th>destination</th><th>state</th>\
-         <th>health</th><th>jobs</th><th>last success</th><th>last failure</th><th></th></tr>",
-    );
-    for d in crate::views::destinations(store, now).await? {
-        let state_html = match d.disabled_at {
-            Some(at) => format!(
-                "<span class=\"bad\">disabled ({}) since {}</span>",
-                esc(d.disabled_reason.as_deref().unwrap_or("")),
-                time_html(UnixTime(at), now)
-            ),
-            None => match (d.breaker.paused_at, d.breaker.next_probe_at) {
-                (Some(at), Some(probe)) => format!(
-                    "<span class=\"bad\">paused since {} after {} failures; next probe {}</span>",
-                    time_html(UnixTime(at), now),
-                    d.breaker.failures,
-                    time_html(UnixTime(probe), now)
-                ),
-                _ => match d.throttled_since {
-                    Some(at) => {
-                        format!("throttled since {} (rate limit or in-flight cap)", time_html(UnixTime(at), now))
-                    }
-                    None => "enabled".to_owned(),
-                },
-            },
-        };
-        let health = if d.health == "failing" { format!("<span class=\"bad\">{}</span>", d.health) } else { d.health };
-        let jobs: Vec<String> = d.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();
-        let success = d.last_success_at.map_or("-".to_owned(), |at| time_html(UnixTime(at), now));
-        let failure = d.last_failure.as_ref().map_or("-".to_owned(), |f| {
-            let what = f.status.map_or_else(|| f.error.clone().unwrap_or_default(), |s| s.to_string());
-            format!("{} {}", time_html(UnixTime(f.at), now), esc(&what))
-        });
-        let name = esc(&d.name);
-        let stopped = d.disabled_at.is_some() || d.breaker.paused_at.is_some();
-        let buttons = match (operate, stopped) {
-            (false, _) => String::new(),
-            (true, stopped) => {
-                let form = |action: &str, class: &str, label: &str| {
-                    format!(
-                        "<form method=\"post\" action=\"/admin/{action}\"><input type=\"hidden\" name=\"destination\" \
-                         value=\"{name}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-                         <button class=\"{class}\" type=\"submit\">{label}</button></form>"
-                    )
-                };
-                let enable = if stopped { form("enable", "enable", "Enable") } else { String::new() };
-                format!("{}{enable}", form("retry", "retry", "Retry waiting jobs now"))
-            }
-        };
-        let _ = write!(
-            html,
-            "<tr data-destination=\"{name}\"><td>{name}</td><td class=\"state\">{state_html}</td>\
-             <td class=\"health\">{health}</td><td>{}</td><td>{success}</td><td>{failure}</td><td>{buttons}</td></tr>",
-            jobs.join(", "),
-        );
-    }
-    html.push_str(
-        "</table><h2>Rejections</h2><table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>",
-    );
-    for (source, reason, count) in state.rejections.snapshot() {
-        let _ = write!(html, "<tr><td>{}</td><td>{reason}</td><td>{count}</td></tr>", esc(&source));
-    }
-    html.push_str("</table>");
-    Ok(html)
 }
 
 #[derive(Deserialize)]
@@ -488,7 +421,19 @@ mod tests {
 
     use idemgate_core::UnixTime;
 
-    use super::{from_own_origin, over_https, time_html};
+    use super::{from_own_origin, narrow_labels, over_https, time_html};
+
+    #[test]
+    fn each_named_column_gets_its_label_on_a_narrow_screen() {
+        let body = "<p>x</p><table id=\"t\"><caption>c</caption><tr><th>source</th><th></th><th>a \"b\"</th></tr>\
+                    <tr><td>s</td><td><form><button>Go</button></form></td><td class=\"n\">1</td></tr>\
+                    </table><table><tr><th>unnamed table</th></tr></table><table id=\"u\"><tr><th>#</th></tr></table>";
+        assert_eq!(
+            narrow_labels(body),
+            "#t td:nth-child(1)::before{content:\"source: \"}#t td:nth-child(3)::before{content:\"a \\22 b\\22 : \"}\
+             #u td:nth-child(1)::before{content:\"\\23 : \"}"
+        );
+    }
 
     #[test]
     fn a_time_reads_as_rfc_3339_with_how_long_ago() {

@@ -55,6 +55,9 @@ async fn render(state: &AdminState) -> Rendered {
         let _ = write!(html, "<tr><td>{reason}</td><td>{hour}</td><td>{day}</td></tr>");
     }
     html.push_str("</table>");
+    if by_reason.is_empty() {
+        html.push_str("<p id=\"no-recent-rejections\" class=\"empty\">None in the last day.</p>");
+    }
     html.push_str(
         "<h2>Rejections since start</h2><table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>",
     );
@@ -64,7 +67,7 @@ async fn render(state: &AdminState) -> Rendered {
     }
     html.push_str("</table>");
     if rejections.is_empty() {
-        html.push_str("<p id=\"no-rejections\">None since the process started.</p>");
+        html.push_str("<p id=\"no-rejections\" class=\"empty\">None since the process started.</p>");
     }
     html.push_str("<h2>Conflicts over time</h2><div class=\"charts\">");
     let mut by_source: BTreeMap<String, [u64; 2]> = BTreeMap::new();
@@ -93,8 +96,12 @@ async fn render(state: &AdminState) -> Rendered {
     for (source, [hour, day]) in &by_source {
         let _ = write!(html, "<tr><td>{}</td><td>{hour}</td><td>{day}</td></tr>", esc(source));
     }
+    html.push_str("</table>");
+    if by_source.is_empty() {
+        html.push_str("<p id=\"no-recent-conflicts\" class=\"empty\">None in the last day.</p>");
+    }
     html.push_str(
-        "</table><h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>identity</th><th>times seen</th>\
+        "<h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>identity</th><th>times seen</th>\
          <th>last seen</th></tr>",
     );
     let recent = state.store.recent_conflicts(100).await?;
@@ -103,7 +110,7 @@ async fn render(state: &AdminState) -> Rendered {
     }
     html.push_str("</table>");
     if recent.is_empty() {
-        html.push_str("<p id=\"no-conflicts\">None recorded.</p>");
+        html.push_str("<p id=\"no-conflicts\" class=\"empty\">None recorded.</p>");
     }
     Ok(Some(html))
 }

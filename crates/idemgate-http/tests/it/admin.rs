@@ -193,7 +193,7 @@ async fn a_read_token_sees_everything_and_changes_nothing() {
     let page = dashboard(addr, &cookie).await;
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains("<td>dead</td>"), "the dead job is listed: {page}");
-    for button in ["class=\"replay\"", "class=\"retry\"", "class=\"enable\""] {
+    for button in ["class=\"replay\"", "class=\"retry\"", "class=\"enable\"", "class=\"replay-dead\""] {
         assert!(!page.contains(button), "no {button} for a read session");
     }
     let csrf = csrf_of(&page);
@@ -201,6 +201,7 @@ async fn a_read_token_sees_everything_and_changes_nothing() {
         ("/admin/replay", format!("source=src&identity=dead&csrf={csrf}")),
         ("/admin/retry", format!("destination=app&csrf={csrf}")),
         ("/admin/enable", format!("destination=gone&csrf={csrf}")),
+        ("/admin/replay-dead", format!("destination=app&csrf={csrf}")),
     ] {
         let answer = post_form(addr, path, &cookie, &form).await;
         assert!(answer.starts_with("HTTP/1.1 403"), "{path}: {answer}");

@@ -290,6 +290,8 @@ async fn the_rejections_page_lists_rejections_and_conflicts() {
     let page = admin.get("/admin/rejections").await;
     assert_eq!(status(&page), 200, "{page}");
     assert!(page.contains("id=\"no-rejections\""), "{page}");
+    assert!(page.contains("<p id=\"no-recent-rejections\" class=\"empty\">None in the last day.</p>"), "{page}");
+    assert!(!page.contains("id=\"no-recent-conflicts\""), "the conflict is listed: {page}");
     assert_eq!(
         page.matches("<rect class=\"bad\"").count(),
         2,
@@ -309,7 +311,9 @@ async fn the_rejections_page_lists_rejections_and_conflicts() {
         5,
         "rejections: one bar in the hour, two in the day; the conflict's two: {page}"
     );
-    assert!(page.contains("<tr><td>hooks</td><td>msg_c</td><td>1</td>"), "{page}");
+    let id = admin.id_of("msg_c").await;
+    let row = format!("<tr><td>hooks</td><td class=\"event\"><a href=\"/admin/events/{id}\">msg_c</a></td><td>1</td>");
+    assert!(page.contains(&row), "the conflict links to its event: {page}");
     assert!(page.contains("<table id=\"conflicts-by-source\"><tr><th>source</th><th>last hour</th><th>last day</th></tr><tr><td>hooks</td><td>1</td><td>1</td></tr>"), "{page}");
     let (_, conflicts) = admin.api("/admin/v1/conflicts/series?window=day").await;
     assert_eq!(conflicts, json!([{"source": "hooks", "start": T0.0 - 86_400 + 48 * 1800, "conflicts": 1}]));
@@ -372,4 +376,201 @@ async fn every_page_loads_nothing_from_elsewhere_and_runs_no_script() {
             assert!(hidden || labelled, "{path}: an input without a label: {tag}");
         }
     }
+}
+
+/// A conflicting repeat of `identity` (other bytes) at `at`.
+async fn conflict(admin: &Admin, identity: &str, body: &[u8], at: UnixTime) {
+    let key = ReceiptKey { source: SourceName::new("hooks").unwrap(), identity: Identity::new(identity).unwrap() };
+    let other = ReceiveRequest { key, body_hash: BodyHash::of(body), received_at: at, dedupe_body: false };
+    let event = IncomingEvent {
+        result: json!({}),
+        outgoing_id: None,
+        event_type: None,
+        content_type: None,
+        headers: Vec::new(),
+        body: bytes::Bytes::copy_from_slice(body),
+        ordering: None,
+        destinations: Vec::<String>::new().into(),
+        dead: Vec::new(),
+        refusal: None,
+    };
+    assert_eq!(admin.store.accept(other, event).await, Outcome::Conflict);
+}
+
+#[tokio::test]
+async fn a_wrong_token_answers_the_sign_in_form_again_with_the_error_and_never_the_token() {
+    let admin = Admin::start(Arc::new(ManualClock::at(T0))).await;
+    let form = "token=wrong-secret-typed-here";
+    let answer = exchange(
+        admin.addr,
+        format!(
+            "POST /admin/login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        ),
+    )
+    .await;
+    assert_eq!(status(&answer), 401, "{answer}");
+    assert!(answer.contains("<p id=\"sign-in-error\" class=\"bad\" role=\"alert\">Wrong token.</p>"), "{answer}");
+    assert!(answer.contains("<form method=\"post\" action=\"/admin/login\">"), "the form again: {answer}");
+    assert!(
+        answer.contains(
+            "type=\"password\" autocomplete=\"off\" aria-invalid=\"true\" aria-describedby=\"sign-in-error\" autofocus>"
+        ),
+        "the field is focused and tied to the error: {answer}"
+    );
+    assert!(answer.contains("<button id=\"sign-in\" type=\"submit\">"), "{answer}");
+    assert!(!answer.contains("wrong-secret"), "the token typed is not echoed: {answer}");
+    assert!(!answer.contains("set-cookie"), "no session: {answer}");
+}
+
+#[tokio::test]
+async fn conflicts_show_on_their_event_link_from_the_overview_and_list_in_the_api() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T0.0 + 600)));
+    let admin = Admin::start(Arc::clone(&clock)).await;
+    admin.accept("msg_c", "{}", &[], T0).await;
+    admin.accept("msg_quiet", "{}", &[], T0).await;
+    conflict(&admin, "msg_c", b"{\"x\":\"secret-payload\"}", UnixTime(T0.0 + 10)).await;
+    conflict(&admin, "msg_c", b"{\"x\":\"secret-payload\"}", UnixTime(T0.0 + 20)).await;
+    conflict(&admin, "msg_c", b"{\"y\":2}", UnixTime(T0.0 + 30)).await;
+    let id = admin.id_of("msg_c").await;
+
+    let page = admin.get(&format!("/admin/events/{id}")).await;
+    assert_eq!(status(&page), 200, "{page}");
+    assert!(page.contains("3 conflicting deliveries (other bytes, answered 409), 2 other bodies"), "{page}");
+    let hash = BodyHash::of(b"{\"x\":\"secret-payload\"}").to_hex();
+    assert!(page.contains(&format!("<td><code>{hash}</code></td><td>2</td>")), "{page}");
+    assert!(page.contains("2027-01-15T08:00:10Z (9 min ago)") && page.contains("2027-01-15T08:00:20Z"), "{page}");
+    assert!(!page.contains("secret-payload"), "never the conflicting bytes: {page}");
+    let quiet = admin.get(&format!("/admin/events/{}", admin.id_of("msg_quiet").await)).await;
+    assert!(quiet.contains("id=\"no-conflicts\""), "{quiet}");
+
+    let overview = admin.get("/admin/").await;
+    assert!(
+        overview.contains(&format!("<a href=\"/admin/events/{id}\">msg_c</a>")),
+        "a row links to its event: {overview}"
+    );
+    let rejections = admin.get("/admin/rejections").await;
+    assert!(rejections.contains(&format!("<a href=\"/admin/events/{id}\">msg_c</a>")), "{rejections}");
+
+    let (code, listed) = admin.api("/admin/v1/conflicts").await;
+    assert_eq!(code, 200, "{listed}");
+    let first = json!({"source": "hooks", "identity": "msg_c", "event_id": id,
+        "body_sha256": BodyHash::of(b"{\"y\":2}").to_hex(), "first_seen_at": T0.0 + 30, "last_seen_at": T0.0 + 30,
+        "seen_count": 1});
+    assert_eq!(listed["conflicts"][0], first, "newest first seen first: {listed}");
+    assert_eq!(listed["conflicts"][1]["seen_count"], 2);
+    assert_eq!(listed["next_after"], serde_json::Value::Null);
+    let (_, page1) = admin.api("/admin/v1/conflicts?limit=1").await;
+    let after = page1["next_after"].as_str().unwrap().to_owned();
+    let (_, page2) = admin.api(&format!("/admin/v1/conflicts?limit=1&after={after}")).await;
+    assert_eq!(page2["conflicts"][0]["body_sha256"], hash, "{page2}");
+    let (_, page3) =
+        admin.api(&format!("/admin/v1/conflicts?limit=1&after={}", page2["next_after"].as_str().unwrap())).await;
+    assert_eq!(page3["conflicts"], json!([]), "{page3}");
+    let (_, late) = admin.api(&format!("/admin/v1/conflicts?source=hooks&since={}", T0.0 + 25)).await;
+    assert_eq!(late["conflicts"].as_array().unwrap().len(), 1, "{late}");
+    let (_, early) = admin.api(&format!("/admin/v1/conflicts?until={}", T0.0 + 25)).await;
+    assert_eq!(early["conflicts"][0]["body_sha256"], hash, "{early}");
+    assert_eq!(admin.api("/admin/v1/conflicts?source=other").await.1["conflicts"], json!([]));
+    assert_eq!(admin.api("/admin/v1/conflicts?after=nonsense").await.0, 400);
+
+    let (_, detail) = admin.api("/admin/v1/events/hooks/msg_c").await;
+    assert_eq!(detail["conflicts"].as_array().unwrap().len(), 2, "{detail}");
+    let (_, doc) = admin.api("/admin/v1/openapi.json").await;
+    let path = &doc["paths"]["/admin/v1/conflicts"]["get"];
+    assert_eq!(
+        path["responses"]["200"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ConflictsPage",
+        "{path}"
+    );
+    let names: Vec<&str> = path["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["source", "identity", "since", "until", "after", "limit"]);
+    for schema in ["ConflictsPage", "ConflictView"] {
+        assert!(doc["components"]["schemas"][schema].is_object(), "{schema} is described");
+    }
+}
+
+#[tokio::test]
+async fn empty_sections_say_so_and_buttons_show_only_with_something_to_act_on() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T0.0 + 600)));
+    let admin = Admin::start(Arc::clone(&clock)).await;
+    let empty = admin.get("/admin/").await;
+    for (id, words) in [
+        ("no-sources", "No event received yet."),
+        ("no-dead", "No dead jobs."),
+        ("no-unmatched", "No unmatched events."),
+        ("no-conflicts", "No conflicts recorded."),
+        ("no-destinations", "No destination has jobs yet."),
+        ("no-rejections", "No rejections since the process started."),
+    ] {
+        assert!(empty.contains(&format!("<p id=\"{id}\" class=\"empty\">{words}</p>")), "{id}: {empty}");
+    }
+    assert!(!empty.contains("<table"), "no empty tables: {empty}");
+    let rejections = admin.get("/admin/rejections").await;
+    for id in ["no-recent-rejections", "no-rejections", "no-recent-conflicts", "no-conflicts"] {
+        assert!(rejections.contains(&format!("<p id=\"{id}\" class=\"empty\">")), "{id}: {rejections}");
+    }
+
+    with_a_dead_event(&admin).await;
+    let dead = admin.get("/admin/").await;
+    let row = dead.split_once("<tr data-destination=\"app\">").unwrap().1.split("</tr>").next().unwrap();
+    assert!(row.contains("Replay all 1 dead job(s) of app"), "{row}");
+    assert!(!row.contains("Retry waiting jobs now"), "nothing waits: {row}");
+    let id = admin.id_of("msg_1").await;
+    assert!(!admin.get(&format!("/admin/events/{id}")).await.contains("retry-submit"), "nothing of it waits");
+
+    admin.accept("msg_waiting", "{}", &["app"], UnixTime(T0.0 + 20)).await;
+    let waiting = admin.get("/admin/").await;
+    assert!(waiting.contains("Retry waiting jobs now"), "{waiting}");
+    let waiting_id = admin.id_of("msg_waiting").await;
+    assert!(admin.get(&format!("/admin/events/{waiting_id}")).await.contains("retry-submit"));
+    let destinations = admin.get("/admin/destinations").await;
+    assert!(
+        destinations.contains("Replay all 1 dead job(s) of app") && destinations.contains("Retry waiting jobs now")
+    );
+}
+
+#[tokio::test]
+async fn replay_all_dead_jobs_of_a_destination_needs_the_csrf_token_and_says_what_it_did() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T0.0 + 600)));
+    let admin = Admin::start(Arc::clone(&clock)).await;
+    with_a_dead_event(&admin).await;
+    let refused = admin.post("/admin/replay-dead", "destination=app").await;
+    assert_eq!(status(&refused), 403, "no CSRF token: {refused}");
+    assert!(admin.get("/admin/").await.contains("Replay all 1 dead job(s) of app"), "nothing replayed");
+
+    let other = admin.post("/admin/replay-dead", &format!("destination=elsewhere&csrf={}", admin.csrf)).await;
+    assert!(other.contains("location: /admin/?replayed=0&destination=elsewhere"), "{other}");
+    let done = admin.post("/admin/replay-dead", &format!("destination=app&csrf={}", admin.csrf)).await;
+    assert_eq!(status(&done), 303, "{done}");
+    assert!(done.contains("location: /admin/?replayed=1&destination=app"), "{done}");
+    let page = admin.get("/admin/?replayed=1&destination=%3Capp%3E").await;
+    assert!(page.contains("<p role=\"status\" id=\"done\">Replayed 1 dead job(s) of &lt;app&gt;.</p>"), "{page}");
+    let overview = admin.get("/admin/").await;
+    assert!(overview.contains("id=\"no-dead\"") && !overview.contains("Replay all"), "{overview}");
+    let (_, audit) = admin.api("/admin/v1/audit").await;
+    assert_eq!(audit[0]["action"], "replay", "{audit}");
+    assert_eq!(audit[0]["affected"], 1, "{audit}");
+    assert!(audit[0]["target"].as_str().unwrap().contains("destination=app"), "{audit}");
+}
+
+#[tokio::test]
+async fn the_latency_charts_scale_label_is_never_cut() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T0.0 + 600)));
+    let admin = Admin::start(Arc::clone(&clock)).await;
+    admin.accept("msg_slow", "{}", &["app"], T0).await;
+    let job = admin.store.claim_jobs(T0.0 * 1000, Duration::from_secs(30), 1, Vec::new()).await.unwrap().remove(0);
+    let attempt = AttemptRecord {
+        started_at: UnixTime(T0.0 + 10),
+        latency: Duration::from_millis(1991),
+        status: Some(200),
+        error: None,
+        response_prefix: None,
+    };
+    admin.store.complete_job(job, attempt, Decision::Succeeded, T0.0 * 1000).await.unwrap();
+    let page = admin.get("/admin/destinations").await;
+    let chart = page.split("<figure class=\"chart latency\">").nth(1).unwrap();
+    let label_end: u32 = chart.split("<text x=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+    assert!(chart.contains(">1991 ms</text>"), "{chart}");
+    assert!(label_end >= 7 * 7, "\"1991 ms\" right-aligned at {label_end} leaves its first digit outside: {chart}");
 }

@@ -3,7 +3,7 @@
 //! counts per source. Identities, states and bounded reasons; payload bytes only in
 //! [`EventPayload`], for the one event an operator opened.
 
-use idemgate_core::UnixTime;
+use idemgate_core::{BodyHash, UnixTime};
 
 /// The state an event with no job is shown in: no destination's subscription matched it.
 pub const UNMATCHED: &str = "unmatched";
@@ -90,10 +90,77 @@ pub struct RecentConflict {
     pub source: String,
     /// The identity whose receipt the repeat contradicts.
     pub identity: String,
+    /// The row id of that receipt's event, while it is stored (for a link to it).
+    pub event_id: Option<i64>,
     /// How many deliveries carried those other bytes.
     pub seen_count: u64,
     /// The last time.
     pub last_seen_at: UnixTime,
+}
+
+/// One conflicting body recorded for an event: what a conflict listing shows. The bytes
+/// themselves are never stored, only their hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictRow {
+    /// The source id.
+    pub source: String,
+    /// The identity whose receipt the other body contradicts.
+    pub identity: String,
+    /// The row id of that receipt's event, while it is stored.
+    pub event_id: Option<i64>,
+    /// SHA-256 of the other body.
+    pub body_hash: BodyHash,
+    /// When a delivery first carried it.
+    pub first_seen_at: UnixTime,
+    /// When one last did.
+    pub last_seen_at: UnixTime,
+    /// How many deliveries carried it.
+    pub seen_count: u64,
+}
+
+/// Where a conflict listing's page ends: the last row's sort key. A listing is ordered by
+/// first seen (newest first), then source, identity and body hash, all descending; the
+/// next page starts below this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictCursor {
+    /// The last row's first seen time.
+    pub first_seen_at: UnixTime,
+    /// Its source.
+    pub source: String,
+    /// Its identity.
+    pub identity: String,
+    /// Its body hash.
+    pub body_hash: BodyHash,
+}
+
+impl ConflictRow {
+    /// The cursor for the page after this row.
+    #[must_use]
+    pub fn cursor(&self) -> ConflictCursor {
+        ConflictCursor {
+            first_seen_at: self.first_seen_at,
+            source: self.source.clone(),
+            identity: self.identity.clone(),
+            body_hash: self.body_hash,
+        }
+    }
+}
+
+/// Which conflicts a listing shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConflictFilter {
+    /// Only this source.
+    pub source: Option<String>,
+    /// Only this identity (exactly).
+    pub identity: Option<String>,
+    /// Only bodies last seen at or after this.
+    pub since: Option<UnixTime>,
+    /// Only bodies first seen before this.
+    pub until: Option<UnixTime>,
+    /// Only rows after this one (the previous page's last).
+    pub after: Option<ConflictCursor>,
+    /// At most this many.
+    pub limit: usize,
 }
 
 /// A destination's state: its jobs by state, whether a `410` disabled it and since when,

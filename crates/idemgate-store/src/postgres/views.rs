@@ -10,8 +10,9 @@ use crate::{
     inbox::{JobRecord, StoredEvent},
     model::{body_hash, jobs::breaker_of, key, parse_headers, receive::parse_result},
     views::{
-        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
-        EventRow, FailedAttempt, RecentConflict, SourceStats, WaitingQueue,
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
+        DestinationHealth, EventFilter, EventPayload, EventRow, FailedAttempt, RecentConflict, SourceStats,
+        WaitingQueue,
     },
 };
 
@@ -284,7 +285,9 @@ impl PgStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT source, identity, seen_count, last_seen_at FROM conflicts ORDER BY last_seen_at DESC LIMIT $1",
+                "SELECT c.source, c.identity, c.seen_count, c.last_seen_at, e.id FROM conflicts c
+                 LEFT JOIN events e ON e.source = c.source AND e.identity = c.identity
+                 ORDER BY c.last_seen_at DESC LIMIT $1",
                 &[&sql_limit(limit)],
             )
             .await?;
@@ -295,6 +298,49 @@ impl PgStore {
                     identity: row.try_get(1)?,
                     seen_count: unsigned(row.try_get(2)?),
                     last_seen_at: UnixTime(row.try_get(3)?),
+                    event_id: row.try_get(4)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The conflicting bodies `filter` selects, newest first seen first (see
+    /// [`crate::views::ConflictCursor`]).
+    pub async fn list_conflicts(&self, filter: ConflictFilter) -> Result<Vec<ConflictRow>, StoreError> {
+        let client = self.client().await?;
+        let after = filter.after.as_ref();
+        let rows = client
+            .query(
+                "SELECT c.source, c.identity, e.id, c.body_sha256, c.first_seen_at, c.last_seen_at, c.seen_count
+                 FROM conflicts c LEFT JOIN events e ON e.source = c.source AND e.identity = c.identity
+                 WHERE ($1::text IS NULL OR c.source = $1) AND ($2::text IS NULL OR c.identity = $2)
+                   AND ($3::bigint IS NULL OR c.last_seen_at >= $3) AND ($4::bigint IS NULL OR c.first_seen_at < $4)
+                   AND ($5::bigint IS NULL
+                        OR (c.first_seen_at, c.source, c.identity, c.body_sha256) < ($5, $6::text, $7::text, $8::bytea))
+                 ORDER BY c.first_seen_at DESC, c.source DESC, c.identity DESC, c.body_sha256 DESC LIMIT $9",
+                &[
+                    &filter.source,
+                    &filter.identity,
+                    &filter.since.map(|t| t.0),
+                    &filter.until.map(|t| t.0),
+                    &after.map(|a| a.first_seen_at.0),
+                    &after.map(|a| a.source.as_str()),
+                    &after.map(|a| a.identity.as_str()),
+                    &after.map(|a| a.body_hash.0.to_vec()),
+                    &sql_limit(filter.limit),
+                ],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ConflictRow {
+                    source: row.try_get(0)?,
+                    identity: row.try_get(1)?,
+                    event_id: row.try_get(2)?,
+                    body_hash: hash_from_row(row, 3)?,
+                    first_seen_at: UnixTime(row.try_get(4)?),
+                    last_seen_at: UnixTime(row.try_get(5)?),
+                    seen_count: unsigned(row.try_get(6)?),
                 })
             })
             .collect()

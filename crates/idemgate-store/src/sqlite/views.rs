@@ -1,16 +1,17 @@
 //! The operator's read-only views on SQLite, on a read connection: events with their jobs,
 //! one event's whole history and payload, attempt series, and counts per source.
 
-use idemgate_core::UnixTime;
+use idemgate_core::{BodyHash, UnixTime};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::{
     StoreError,
-    model::jobs::breaker_of,
+    model::{body_hash, jobs::breaker_of},
     views::{
-        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, DeadJob, DestinationHealth, EventFilter, EventPayload,
-        EventRow, FailedAttempt, RecentConflict, SourceStats, WaitingQueue,
+        AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
+        DestinationHealth, EventFilter, EventPayload, EventRow, FailedAttempt, RecentConflict, SourceStats,
+        WaitingQueue,
     },
 };
 
@@ -105,7 +106,9 @@ pub fn dead_jobs(conn: &Connection, limit: usize) -> Result<Vec<DeadJob>, StoreE
 /// The most recent conflicts.
 pub fn recent_conflicts(conn: &Connection, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT source, identity, seen_count, last_seen_at FROM conflicts ORDER BY last_seen_at DESC LIMIT ?1",
+        "SELECT c.source, c.identity, c.seen_count, c.last_seen_at, e.id FROM conflicts c
+         LEFT JOIN events e ON e.source = c.source AND e.identity = c.identity
+         ORDER BY c.last_seen_at DESC LIMIT ?1",
     )?;
     let rows = stmt.query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
         Ok(RecentConflict {
@@ -113,9 +116,56 @@ pub fn recent_conflicts(conn: &Connection, limit: usize) -> Result<Vec<RecentCon
             identity: row.get(1)?,
             seen_count: row.get(2)?,
             last_seen_at: UnixTime(row.get(3)?),
+            event_id: row.get(4)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The conflicting bodies `filter` selects, newest first seen first (see
+/// [`crate::views::ConflictCursor`]).
+pub fn list_conflicts(conn: &Connection, filter: &ConflictFilter) -> Result<Vec<ConflictRow>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT c.source, c.identity, e.id, c.body_sha256, c.first_seen_at, c.last_seen_at, c.seen_count
+         FROM conflicts c LEFT JOIN events e ON e.source = c.source AND e.identity = c.identity
+         WHERE (?1 IS NULL OR c.source = ?1) AND (?2 IS NULL OR c.identity = ?2)
+           AND (?3 IS NULL OR c.last_seen_at >= ?3) AND (?4 IS NULL OR c.first_seen_at < ?4)
+           AND (?5 IS NULL OR (c.first_seen_at, c.source, c.identity, c.body_sha256) < (?5, ?6, ?7, ?8))
+         ORDER BY c.first_seen_at DESC, c.source DESC, c.identity DESC, c.body_sha256 DESC LIMIT ?9",
+    )?;
+    let after = filter.after.as_ref();
+    let rows = stmt.query_map(
+        params![
+            filter.source,
+            filter.identity,
+            filter.since.map(|t| t.0),
+            filter.until.map(|t| t.0),
+            after.map(|a| a.first_seen_at.0),
+            after.map(|a| a.source.as_str()),
+            after.map(|a| a.identity.as_str()),
+            after.map(|a| a.body_hash.0.to_vec()),
+            i64::try_from(filter.limit).unwrap_or(i64::MAX),
+        ],
+        |row| {
+            Ok((
+                ConflictRow {
+                    source: row.get(0)?,
+                    identity: row.get(1)?,
+                    event_id: row.get(2)?,
+                    body_hash: BodyHash([0; 32]),
+                    first_seen_at: UnixTime(row.get(4)?),
+                    last_seen_at: UnixTime(row.get(5)?),
+                    seen_count: row.get(6)?,
+                },
+                row.get::<_, Vec<u8>>(3)?,
+            ))
+        },
+    )?;
+    rows.map(|row| {
+        let (conflict, hash) = row?;
+        Ok(ConflictRow { body_hash: body_hash(hash)?, ..conflict })
+    })
+    .collect()
 }
 
 /// Every destination that has jobs or was disabled.
@@ -315,6 +365,11 @@ impl SqliteStore {
     /// [`recent_conflicts`] on a read connection.
     pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
         self.read(move |r| recent_conflicts(r.connection(), limit)).await
+    }
+
+    /// [`list_conflicts`] on a read connection.
+    pub async fn list_conflicts(&self, filter: ConflictFilter) -> Result<Vec<ConflictRow>, StoreError> {
+        self.read(move |r| list_conflicts(r.connection(), &filter)).await
     }
 
     /// [`destinations`] on a read connection.

@@ -1,14 +1,15 @@
 //! The operator's views: listings with filters and a cursor, one event's attempts,
-//! counts per source, dead jobs, conflicts, destinations, attempt series, waiting queues,
+//! counts per source, dead jobs, conflicts (recent, and listed with filters and a cursor), destinations, attempt series, waiting queues,
 //! one event's payload and the job gauges.
 
 use std::time::Duration;
 
-use idemgate_core::{UnixTime, retry::Decision};
+use idemgate_core::{BodyHash, UnixTime, retry::Decision};
 use idemgate_store::{
+    Store,
     jobs::AttemptRecord,
     maintenance::Retention,
-    views::{AttemptBucket, ConflictBucket, EventFilter, FailedAttempt, WaitingQueue},
+    views::{AttemptBucket, ConflictBucket, ConflictFilter, ConflictRow, EventFilter, FailedAttempt, WaitingQueue},
 };
 
 use crate::{T0, TestStore, accept_at, event, ms, on_both, request};
@@ -25,6 +26,16 @@ fn at(secs: i64, status: Option<u16>) -> AttemptRecord {
         error: status.map_or(Some("connection refused".to_owned()), |s| Some(format!("status {s}"))),
         response_prefix: None,
     }
+}
+
+/// Up to ten conflicts `filter` selects.
+async fn all(store: &Store, filter: ConflictFilter) -> Vec<ConflictRow> {
+    store.list_conflicts(ConflictFilter { limit: 10, ..filter }).await.unwrap()
+}
+
+/// Each conflict's identity and body hash.
+fn keys(rows: &[ConflictRow]) -> Vec<(String, BodyHash)> {
+    rows.iter().map(|c| (c.identity.clone(), c.body_hash)).collect()
 }
 
 on_both! {
@@ -181,5 +192,42 @@ on_both! {
             "c1 and c2 first, then c3 and c1's third body; c2's repeat is no new conflict"
         );
         assert_eq!(t.conflict_series(UnixTime(T0.0 + 1), 3600).await.unwrap(), [bucket(1, 2)]);
+    }
+
+    async fn conflicts_list_with_their_event_filters_and_a_cursor(t: TestStore) {
+        for (identity, at) in [("c1", 0), ("c2", 10), ("c3", 20)] {
+            accept_at(&t, identity, &[], T0).await;
+            t.accept(crate::request_at(identity, b"other", UnixTime(T0.0 + at)), event(identity, b"other", &[])).await;
+        }
+        t.accept(crate::request_at("c1", b"third", UnixTime(T0.0 + 30)), event("c1", b"third", &[])).await;
+        t.accept(crate::request_at("c1", b"other", UnixTime(T0.0 + 40)), event("c1", b"other", &[])).await;
+        let (other, third) = (BodyHash::of(b"other"), BodyHash::of(b"third"));
+
+        let rows = all(&t, ConflictFilter::default()).await;
+        assert_eq!(keys(&rows), [("c1".to_owned(), third), ("c3".to_owned(), other), ("c2".to_owned(), other), ("c1".to_owned(), other)], "newest first seen first");
+        let c1 = rows.iter().find(|c| c.identity == "c1" && c.body_hash == other).unwrap();
+        assert_eq!((c1.first_seen_at, c1.last_seen_at, c1.seen_count), (T0, UnixTime(T0.0 + 40), 2), "{c1:?}");
+        let event_id = t.list_events(EventFilter { identity_prefix: Some("c1".to_owned()), limit: 1, ..EventFilter::default() }).await.unwrap()[0].id;
+        assert_eq!(c1.event_id, Some(event_id), "each conflict names the event it contradicts");
+        assert_eq!(t.recent_conflicts(10).await.unwrap()[0].event_id, Some(event_id), "the recent ones too");
+
+        let only_c1 = all(&t, ConflictFilter { source: Some("test".to_owned()), identity: Some("c1".to_owned()), ..ConflictFilter::default() }).await;
+        assert_eq!(keys(&only_c1), [("c1".to_owned(), third), ("c1".to_owned(), other)]);
+        assert!(all(&t, ConflictFilter { source: Some("elsewhere".to_owned()), ..ConflictFilter::default() }).await.is_empty());
+        assert!(all(&t, ConflictFilter { identity: Some("c".to_owned()), ..ConflictFilter::default() }).await.is_empty(), "an identity matches exactly");
+        let seen_late = all(&t, ConflictFilter { since: Some(UnixTime(T0.0 + 20)), ..ConflictFilter::default() }).await;
+        assert_eq!(keys(&seen_late), [("c1".to_owned(), third), ("c3".to_owned(), other), ("c1".to_owned(), other)], "last seen at or after since");
+        let first_early = all(&t, ConflictFilter { until: Some(UnixTime(T0.0 + 20)), ..ConflictFilter::default() }).await;
+        assert_eq!(keys(&first_early), [("c2".to_owned(), other), ("c1".to_owned(), other)], "first seen before until");
+
+        let mut paged = Vec::new();
+        let mut after = None;
+        loop {
+            let page = t.list_conflicts(ConflictFilter { after: after.clone(), limit: 3, ..ConflictFilter::default() }).await.unwrap();
+            paged.extend(keys(&page));
+            if page.len() < 3 { break; }
+            after = page.last().map(ConflictRow::cursor);
+        }
+        assert_eq!(paged, keys(&rows), "pages of 3 list each conflict once, in order");
     }
 }

@@ -32,6 +32,6 @@ pub(super) async fn list(config: &Config, json: bool, clock: &dyn Clock) -> anyh
     let store = open_store(config).await?;
     let text = operator::destinations(&store, json, clock.now()).await?;
     store.close().await;
-    print_line(text.trim_end())?;
+    super::events::print_listing(&text, operator::NO_DESTINATIONS)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -132,7 +132,7 @@ pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Cl
     }
     let store = open_store(config).await?;
     let now = clock.now();
-    let text = match command {
+    let (text, empty) = match command {
         EventsCommand::List { source, state, destination, since, until, before, limit, json } => {
             let filter = views::EventFilter {
                 source,
@@ -144,18 +144,32 @@ pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Cl
                 limit: limit.max(1),
                 ..views::EventFilter::default()
             };
-            operator::list(&store, filter, json, now).await?
+            (operator::list(&store, filter, json, now).await?, operator::NO_EVENTS)
         }
         EventsCommand::Show { source, identity, json } => {
             match operator::show(&store, (&source, &identity), json, config.transforms(), now).await? {
-                Some(text) => text,
+                Some(text) => (text, ""),
                 None => return Err(anyhow!("no event {identity:?} from source {source:?}")),
             }
         }
-        EventsCommand::Stats { since, json } => operator::stats(&store, since.map(|at| at.resolve(now)), json).await?,
+        EventsCommand::Stats { since, json } => {
+            (operator::stats(&store, since.map(|at| at.resolve(now)), json).await?, operator::NO_SOURCES)
+        }
         EventsCommand::Replay { .. } | EventsCommand::Retry { .. } => return Err(anyhow!("not a view")),
     };
     store.close().await;
-    print_line(text.trim_end())?;
+    print_listing(&text, empty)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A listing's text on stdout; an empty one says `empty` on stderr instead, so a person
+/// reads why nothing came and a script reading stdout gets nothing (`--json` is never
+/// empty: its list is `[]`).
+pub(super) fn print_listing(text: &str, empty: &str) -> anyhow::Result<()> {
+    let text = text.trim_end();
+    if text.is_empty() {
+        eprintln!("{empty}");
+        return Ok(());
+    }
+    print_line(text)
 }

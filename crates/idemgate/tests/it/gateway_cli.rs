@@ -1,5 +1,5 @@
-//! The command line: configuration errors (one line, exit 2, before listening) and
-//! `idemgate verify` on captured requests.
+//! The command line: configuration errors (one line, exit 2, before listening),
+//! `idemgate verify` on captured requests, and the listings (with what an empty one says).
 
 use std::process::Output;
 
@@ -181,6 +181,51 @@ fn events_list_show_and_stats_describe_what_arrived() {
     assert_eq!(stats["sources"][0]["conflicts"], 1);
     let missing = setup.run(&["events", "show", "hooks", "nope"], &env);
     assert_eq!(missing.status.code(), Some(1));
+
+    // The 409 is on the event it contradicts: its hash, count and times, never its bytes.
+    let shown = json(&["events", "show", "hooks", "msg_0", "--json"]);
+    let conflicts = shown["conflicts"].as_array().unwrap();
+    assert_eq!(conflicts.len(), 1, "{shown}");
+    assert_eq!(conflicts[0]["body_sha256"], idemgate::core::BodyHash::of(&conflicting).to_hex());
+    assert_eq!(conflicts[0]["seen_count"], 1);
+    assert!(conflicts[0]["first_seen_at"].is_i64() && conflicts[0]["last_seen_at"].is_i64(), "{shown}");
+    assert!(!shown.to_string().contains("t.created2"), "the conflicting body is not shown: {shown}");
+    assert_eq!(json(&["events", "show", "hooks", "msg_1", "--json"])["conflicts"], serde_json::json!([]));
+    let text = String::from_utf8(setup.run(&["events", "show", "hooks", "msg_0"], &env).stdout).unwrap();
+    let line = text.lines().find(|l| l.starts_with("conflicts ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.starts_with("conflicts 1 delivery(ies) with other bytes, answered 409"), "{text}");
+    let hash = idemgate::core::BodyHash::of(&conflicting).to_hex();
+    assert!(text.lines().any(|l| l.starts_with(&format!("conflict  sha256 {hash}  seen 1  first "))), "{text}");
+}
+
+#[test]
+fn an_empty_listing_says_so_on_stderr_and_its_json_stays_a_list() {
+    let setup = Setup::new(SOURCE);
+    let secret = secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &env);
+    drop(gateway);
+    for (args, said) in [
+        (&["events", "list"][..], "No events match."),
+        (&["events", "list", "--source", "hooks", "--state", "dead"][..], "No events match."),
+        (&["events", "stats"][..], "No events received yet."),
+        (&["destination", "list"][..], "No destination has jobs yet."),
+    ] {
+        let output = setup.run(args, &env);
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        assert!(output.stdout.is_empty(), "{args:?}: stdout holds rows only: {output:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr).trim_end(), said, "{args:?}");
+    }
+    for (args, list) in [
+        (&["events", "list", "--json"][..], "events"),
+        (&["events", "stats", "--json"][..], "sources"),
+        (&["destination", "list", "--json"][..], "destinations"),
+    ] {
+        let output = setup.run(args, &env);
+        assert!(output.status.success() && output.stderr.is_empty(), "{args:?}: {output:?}");
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(json[list], serde_json::json!([]), "{args:?}: {json}");
+    }
 }
 
 #[test]

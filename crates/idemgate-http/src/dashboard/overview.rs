@@ -1,0 +1,271 @@
+//! `/admin/`: what needs an operator's attention, a section each: per source the counts by
+//! outcome and job state; dead jobs, each with a replay button; unmatched events; recent
+//! conflicts, each linking to its event; destinations, each with the buttons that apply
+//! to it (replay its dead jobs, make its waiting jobs due now, enable it when disabled or
+//! paused); rejections by reason. An empty section says so in words, and a button shows
+//! only when it has something to act on.
+
+use std::fmt::Write as _;
+
+use axum::{
+    Form,
+    extract::{Query, State},
+    http::HeaderMap,
+    response::{IntoResponse, Redirect, Response},
+};
+use idemgate_core::{UnixTime, job::JobState};
+use idemgate_store::{
+    StoreError,
+    audit::{Action, Audit, target},
+    jobs::ReplayFilter,
+    views::{EventFilter, UNMATCHED},
+};
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use serde::Deserialize;
+
+use super::{conflict_row, esc, operate_session, shown, signed_in, time_html};
+use crate::{access::Need, admin::AdminState, answer::DashboardAnswer, views::DestinationView};
+
+/// How many jobs one click of "Replay dead jobs" replays at most, per write transaction.
+const REPLAY_BATCH: usize = 500;
+
+/// What the last form did, shown once after its redirect.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Done {
+    replayed: Option<usize>,
+    destination: Option<String>,
+}
+
+/// The overview page.
+pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap, Query(done): Query<Done>) -> Response {
+    let Some(session) = signed_in(&state, &headers) else {
+        return DashboardAnswer::SignedOut.into_response();
+    };
+    let csrf = esc(&session.csrf);
+    let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
+    shown("idemgate", &csrf, render(&state, operate, &done).await.map(Some))
+}
+
+/// The page; `operate` is the session's CSRF token when it may change state (the forms
+/// show only then).
+async fn render(state: &AdminState, operate: Option<&str>, done: &Done) -> Result<String, StoreError> {
+    let now = state.clock.now();
+    let mut html = confirmation(done);
+    html.push_str(&sources(state).await?);
+    html.push_str(&dead_jobs(state, operate).await?);
+    html.push_str(&unmatched(state, now).await?);
+    html.push_str("<h2>Recent conflicts</h2>");
+    let conflicts = state.store.recent_conflicts(50).await?;
+    if conflicts.is_empty() {
+        html.push_str("<p id=\"no-conflicts\" class=\"empty\">No conflicts recorded.</p>");
+    } else {
+        html.push_str("<table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>");
+        conflicts.iter().for_each(|c| html.push_str(&conflict_row(c, now)));
+        html.push_str("</table>");
+    }
+    html.push_str(&destinations(state, operate, now).await?);
+    html.push_str(&rejections(state));
+    Ok(html)
+}
+
+fn confirmation(done: &Done) -> String {
+    match (done.replayed, &done.destination) {
+        (Some(n), Some(name)) => {
+            format!("<p role=\"status\" id=\"done\">Replayed {n} dead job(s) of {}.</p>", esc(name))
+        }
+        (Some(n), None) => format!("<p role=\"status\" id=\"done\">Replayed {n} job(s).</p>"),
+        _ => String::new(),
+    }
+}
+
+/// A section: its heading, then `table` (its start) with `rows`, or `empty` (with its id) in words.
+fn section(heading: &str, rows: &str, table: &str, empty: (&str, &str)) -> String {
+    if rows.is_empty() {
+        format!("<h2>{heading}</h2><p id=\"{}\" class=\"empty\">{}</p>", empty.0, empty.1)
+    } else {
+        format!("<h2>{heading}</h2>{table}{rows}</table>")
+    }
+}
+
+async fn sources(state: &AdminState) -> Result<String, StoreError> {
+    let mut rows = String::new();
+    for s in state.store.stats(None).await? {
+        let jobs: Vec<String> =
+            s.jobs.iter().map(|(state, n)| format!("<span class=\"job-{state}\">{state} {n}</span>")).collect();
+        let _ = write!(
+            rows,
+            "<tr data-source=\"{src}\"><td>{src}</td><td class=\"receipts\">{}</td><td class=\"conflicts\">{}</td><td>{}</td></tr>",
+            s.receipts,
+            s.conflicts,
+            jobs.join(", "),
+            src = esc(&s.source)
+        );
+    }
+    let table = "<table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>";
+    Ok(section("Sources", &rows, table, ("no-sources", "No event received yet.")))
+}
+
+async fn dead_jobs(state: &AdminState, operate: Option<&str>) -> Result<String, StoreError> {
+    let mut rows = String::new();
+    for job in state.store.dead_jobs(50).await? {
+        let (src, id) = (esc(&job.source), esc(&job.identity));
+        let button = operate.map_or(String::new(), |csrf| {
+            format!(
+                "<form method=\"post\" action=\"/admin/replay\"><input type=\"hidden\" name=\"source\" value=\"{src}\">\
+                 <input type=\"hidden\" name=\"identity\" value=\"{id}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+                 <button class=\"replay\" type=\"submit\">Replay</button></form>"
+            )
+        });
+        let _ = write!(
+            rows,
+            "<tr><td>{src}</td><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{button}</td></tr>",
+            esc(&job.destination),
+            job.attempts,
+            esc(job.reason.as_deref().unwrap_or("")),
+        );
+    }
+    let table = "<table id=\"dead\"><tr><th>source</th><th>event</th><th>destination</th><th>attempts</th>\
+                 <th>reason</th><th></th></tr>";
+    Ok(section("Dead jobs", &rows, table, ("no-dead", "No dead jobs.")))
+}
+
+async fn unmatched(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
+    let mut rows = String::new();
+    let unmatched = EventFilter { state: Some(UNMATCHED.to_owned()), limit: 50, ..EventFilter::default() };
+    for e in state.store.list_events(unmatched).await? {
+        let _ = write!(
+            rows,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&e.source),
+            esc(&e.identity),
+            esc(e.event_type.as_deref().unwrap_or("-")),
+            time_html(e.received_at, now)
+        );
+    }
+    let table = "<p>No destination's subscription matched them; \
+                 <code>idemgate events replay --to DEST --state unmatched</code> sends them to one.</p>\
+                 <table id=\"unmatched\"><tr><th>source</th><th>event</th><th>type</th><th>received</th></tr>";
+    Ok(section("Unmatched events", &rows, table, ("no-unmatched", "No unmatched events.")))
+}
+
+async fn destinations(state: &AdminState, operate: Option<&str>, now: UnixTime) -> Result<String, StoreError> {
+    let mut rows = String::new();
+    for d in crate::views::destinations(&state.store, now).await? {
+        let health =
+            if d.health == "failing" { format!("<span class=\"bad\">{}</span>", d.health) } else { d.health.clone() };
+        let jobs: Vec<String> = d.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();
+        let success = d.last_success_at.map_or("-".to_owned(), |at| time_html(UnixTime(at), now));
+        let failure = d.last_failure.as_ref().map_or("-".to_owned(), |f| {
+            let what = f.status.map_or_else(|| f.error.clone().unwrap_or_default(), |s| s.to_string());
+            format!("{} {}", time_html(UnixTime(f.at), now), esc(&what))
+        });
+        let _ = write!(
+            rows,
+            "<tr data-destination=\"{name}\"><td>{name}</td><td class=\"state\">{}</td>\
+             <td class=\"health\">{health}</td><td>{}</td><td>{success}</td><td>{failure}</td><td>{}</td></tr>",
+            state_html(&d, now),
+            jobs.join(", "),
+            operate.map_or(String::new(), |csrf| destination_forms(&d, csrf)),
+            name = esc(&d.name),
+        );
+    }
+    let table = "<table id=\"destinations\"><tr><th>destination</th><th>state</th><th>health</th><th>jobs</th>\
+                 <th>last success</th><th>last failure</th><th></th></tr>";
+    Ok(section("Destinations", &rows, table, ("no-destinations", "No destination has jobs yet.")))
+}
+
+fn state_html(d: &DestinationView, now: UnixTime) -> String {
+    if let Some(at) = d.disabled_at {
+        return format!(
+            "<span class=\"bad\">disabled ({}) since {}</span>",
+            esc(d.disabled_reason.as_deref().unwrap_or("")),
+            time_html(UnixTime(at), now)
+        );
+    }
+    match (d.breaker.paused_at, d.breaker.next_probe_at, d.throttled_since) {
+        (Some(at), Some(probe), _) => format!(
+            "<span class=\"bad\">paused since {} after {} failures; next probe {}</span>",
+            time_html(UnixTime(at), now),
+            d.breaker.failures,
+            time_html(UnixTime(probe), now)
+        ),
+        (_, _, Some(at)) => format!("throttled since {} (rate limit or in-flight cap)", time_html(UnixTime(at), now)),
+        _ => "enabled".to_owned(),
+    }
+}
+
+/// How many of a destination's jobs are in any of `states`.
+fn jobs_in(d: &DestinationView, states: &[JobState]) -> u64 {
+    states.iter().filter_map(|s| d.jobs.get(s.as_str())).sum()
+}
+
+/// A destination's buttons, each only when it has something to act on: replay its dead
+/// jobs, make its waiting jobs due now, enable it when disabled or paused.
+pub(super) fn destination_forms(d: &DestinationView, csrf: &str) -> String {
+    let name = esc(&d.name);
+    let form = |action: &str, class: &str, label: String| {
+        format!(
+            "<form method=\"post\" action=\"/admin/{action}\"><input type=\"hidden\" name=\"destination\" \
+             value=\"{name}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <button class=\"{class}\" type=\"submit\">{label}</button></form>"
+        )
+    };
+    let mut html = String::new();
+    let dead = jobs_in(d, &[JobState::Dead]);
+    if dead > 0 {
+        html.push_str(&form("replay-dead", "replay-dead", format!("Replay all {dead} dead job(s) of {name}")));
+    }
+    if jobs_in(d, &[JobState::Pending, JobState::Retrying]) > 0 {
+        html.push_str(&form("retry", "retry", "Retry waiting jobs now".to_owned()));
+    }
+    if d.disabled_at.is_some() || d.breaker.paused {
+        html.push_str(&form("enable", "enable", "Enable".to_owned()));
+    }
+    html
+}
+
+fn rejections(state: &AdminState) -> String {
+    let mut rows = String::new();
+    for (source, reason, count) in state.rejections.snapshot() {
+        let _ = write!(rows, "<tr><td>{}</td><td>{reason}</td><td>{count}</td></tr>", esc(&source));
+    }
+    let table = "<table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>";
+    section("Rejections", &rows, table, ("no-rejections", "No rejections since the process started."))
+}
+
+#[derive(Deserialize)]
+pub(super) struct DestinationForm {
+    destination: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// Replays every dead job of one destination, as the admin API's `POST /admin/v1/replay`
+/// with `destination` and `state: dead` does, and says how many on the overview.
+pub(super) async fn replay_dead(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Form(form): Form<DestinationForm>,
+) -> Response {
+    let session = match operate_session(&state, &headers, &form.csrf) {
+        Ok(session) => session,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let filter = ReplayFilter {
+        destination: Some(form.destination.clone()),
+        state: Some(JobState::Dead),
+        ..ReplayFilter::default()
+    };
+    let audit = Audit::new(session.principal.name, Action::Replay, target::filter(&filter));
+    let now = state.clock.now();
+    match state.store.audited(audit).replay_all(filter, now, REPLAY_BATCH, |_, _| std::future::ready(())).await {
+        Ok(n) => {
+            let name = utf8_percent_encode(&form.destination, NON_ALPHANUMERIC);
+            Redirect::to(&format!("/admin/?replayed={n}&destination={name}")).into_response()
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "dashboard replay of a destination's dead jobs failed");
+            DashboardAnswer::ReplayFailed.into_response()
+        }
+    }
+}
