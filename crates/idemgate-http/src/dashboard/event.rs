@@ -208,8 +208,9 @@ fn attempts_table(event: &EventDetail, now: UnixTime) -> String {
     for a in &event.attempts {
         let status = match (a.status, &a.error) {
             (Some(status), _) => status.to_string(),
+            (None, _) if a.outcome == "succeeded" => "accepted".to_owned(),
             (None, Some(error)) => esc(error),
-            (None, None) => "accepted".to_owned(),
+            (None, None) => "failed".to_owned(),
         };
         let _ = write!(
             html,
