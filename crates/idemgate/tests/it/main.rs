@@ -25,6 +25,7 @@ mod idempotency_suite;
 mod pg_cluster;
 mod postgres_instances;
 mod proxy_hardening;
+mod queue_outcomes;
 mod send_cli;
 mod send_mail;
 mod serve_logs;
