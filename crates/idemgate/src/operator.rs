@@ -133,11 +133,14 @@ fn job_line(job: &JobView, now: UnixTime) -> String {
 
 /// One attempt: when, how long, the status or what went wrong, and the response's
 /// first bytes. A succeeded attempt without a status is one a destination that is not HTTP
-/// took (a broker's confirm, a smarthost's `250`).
+/// took (a broker's confirm, a smarthost's `250`); its error, if any, says what it did not
+/// take (a mail's refused recipients).
 fn attempt_line(a: &AttemptView) -> String {
+    let succeeded = a.outcome == "succeeded";
     let result = match (a.status, &a.error) {
         (Some(status), _) => status.to_string(),
-        (None, _) if a.outcome == "succeeded" => "accepted".to_owned(),
+        (None, Some(error)) if succeeded => format!("accepted; {}", printable(error, RESPONSE_SHOWN)),
+        (None, None) if succeeded => "accepted".to_owned(),
         (None, Some(error)) => printable(error, RESPONSE_SHOWN),
         (None, None) => "failed".to_owned(),
     };
@@ -324,7 +327,7 @@ mod tests {
         let confirmed = AttemptView { error: None, outcome: "succeeded".to_owned(), ..refused };
         assert!(attempt_line(&confirmed).ends_with(" ms  accepted\n"), "{}", attempt_line(&confirmed));
         let partly = AttemptView { error: Some("recipients refused: x".to_owned()), ..confirmed };
-        assert!(attempt_line(&partly).ends_with(" ms  accepted\n"), "a mail taken for some recipients");
+        assert!(attempt_line(&partly).ends_with(" ms  accepted; recipients refused: x\n"), "{}", attempt_line(&partly));
     }
 
     #[test]

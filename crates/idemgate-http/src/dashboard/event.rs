@@ -206,9 +206,11 @@ fn attempts_table(event: &EventDetail, now: UnixTime) -> String {
          <th>duration</th><th>status</th><th>response</th></tr>",
     );
     for a in &event.attempts {
+        let succeeded = a.outcome == "succeeded";
         let status = match (a.status, &a.error) {
             (Some(status), _) => status.to_string(),
-            (None, _) if a.outcome == "succeeded" => "accepted".to_owned(),
+            (None, Some(error)) if succeeded => format!("accepted; {}", esc(error)),
+            (None, None) if succeeded => "accepted".to_owned(),
             (None, Some(error)) => esc(error),
             (None, None) => "failed".to_owned(),
         };
