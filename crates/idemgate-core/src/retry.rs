@@ -71,6 +71,47 @@ pub enum AttemptResult {
     },
 }
 
+/// What an attempt came to, as the store keeps it with the attempt: the one field every
+/// view (health, last success and failure, series, the dashboard's figures) reads, so that
+/// none infers it from a status or an error (a broker's confirm has neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempted {
+    /// The destination took the event: a 2xx, a broker's confirm, a smarthost's `250`.
+    Succeeded,
+    /// Anything else: another status, no answer, a refusal.
+    Failed,
+}
+
+impl Attempted {
+    /// The outcome of an attempt that came to `result`.
+    #[must_use]
+    pub fn of(result: AttemptResult) -> Self {
+        match result {
+            AttemptResult::Status { status: 200..=299, .. } | AttemptResult::Accepted => Self::Succeeded,
+            _ => Self::Failed,
+        }
+    }
+
+    /// Its stored name: `succeeded` or `failed`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The outcome stored as `name`; `None` for a name this build does not write.
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "succeeded" => Some(Self::Succeeded),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+
 /// The verdict for a job after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -161,6 +202,28 @@ mod tests {
 
     fn status(status: u16) -> AttemptResult {
         AttemptResult::Status { status, retry_after: None }
+    }
+
+    #[test]
+    fn an_attempt_succeeded_exactly_when_its_job_is_decided_succeeded() {
+        let results = [
+            status(200),
+            status(299),
+            status(301),
+            status(410),
+            status(503),
+            AttemptResult::Accepted,
+            AttemptResult::Timeout,
+            AttemptResult::Connection,
+            AttemptResult::Refused { permanent: true },
+            AttemptResult::Refused { permanent: false },
+        ];
+        for result in results {
+            let decided = RetryPolicy::default().decide(1, result, 0.5) == Decision::Succeeded;
+            assert_eq!(Attempted::of(result) == Attempted::Succeeded, decided, "{result:?}");
+            let outcome = Attempted::of(result);
+            assert_eq!(Attempted::parse(outcome.as_str()), Some(outcome));
+        }
     }
 
     fn no_jitter() -> RetryPolicy {

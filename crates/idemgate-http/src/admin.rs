@@ -591,7 +591,7 @@ struct SeriesQuery {
 }
 
 /// A destination's attempts over the last hour or day: per bucket, how many succeeded
-/// (2xx) and failed, and their mean and longest latency; buckets without attempts are left
+/// (a 2xx, a broker's confirm, a smarthost's 250) and failed, and their mean and longest latency; buckets without attempts are left
 /// out, as is everything for a destination without attempts in the window.
 #[utoipa::path(get, path = "/admin/v1/destinations/{name}/series", params(("name" = String, Path), SeriesQuery),
     responses((status = 200, body = AttemptSeries), (status = 400), (status = 401)))]

@@ -76,6 +76,8 @@ pub struct AttemptView {
     /// The start of the destination's response body, as recorded (at most 256 bytes,
     /// invalid UTF-8 replaced).
     pub response_prefix: Option<String>,
+    /// `succeeded` (a 2xx, a broker's confirm, a smarthost's `250`) or `failed`.
+    pub outcome: String,
 }
 
 /// One event: its receipt, its jobs and every attempt.
@@ -244,6 +246,7 @@ pub async fn event_detail(store: &Store, source: &str, identity: &str) -> Result
             status: a.status,
             error: a.error,
             response_prefix: a.response_prefix,
+            outcome: a.outcome.as_str().to_owned(),
         })
         .collect();
     let only_this = ConflictFilter {
@@ -350,7 +353,8 @@ pub struct DestinationView {
     pub disabled_reason: Option<String>,
     /// Job state to count.
     pub jobs: BTreeMap<String, u64>,
-    /// When its latest successful (2xx) attempt started (unix seconds).
+    /// When its latest successful attempt (a 2xx, a broker's confirm, a smarthost's `250`)
+    /// started (unix seconds).
     pub last_success_at: Option<i64>,
     /// Its latest failed attempt.
     pub last_failure: Option<FailureView>,
@@ -487,9 +491,9 @@ impl Window {
 pub struct AttemptBucketView {
     /// Where the bucket starts (unix seconds).
     pub start: i64,
-    /// Attempts answered with a 2xx.
+    /// Attempts that succeeded: a 2xx, a broker's confirm, a smarthost's `250`.
     pub succeeded: u64,
-    /// Other attempts: another status, or no answer.
+    /// Attempts that failed: another status, a refusal, or no answer.
     pub failed: u64,
     /// Their mean latency, rounded down.
     pub mean_latency_ms: u64,

@@ -168,7 +168,7 @@ impl Deliver for AmqpDestination {
             let outcome = match tokio::time::timeout_at(deadline, self.publish(&channel, job, now)).await {
                 Err(_) => failed(AttemptResult::Timeout, "timed out waiting for the broker's confirm"),
                 Ok(Err(err)) => failed(AttemptResult::Connection, &describe(&err)),
-                Ok(Ok(confirmation)) => confirmed(confirmation),
+                Ok(Ok(confirmation)) => confirmed(job, confirmation),
             };
             if matches!(outcome.result, AttemptResult::Timeout | AttemptResult::Connection) {
                 self.drop_link(generation).await;
@@ -178,19 +178,33 @@ impl Deliver for AmqpDestination {
     }
 }
 
-/// What the broker's confirm means for the attempt.
-fn confirmed(confirmation: Confirmation) -> AttemptOutcome {
+/// What the broker's confirm of `job`'s message means for the attempt.
+fn confirmed(job: &ClaimedJob, confirmation: Confirmation) -> AttemptOutcome {
     match confirmation {
         Confirmation::Ack(None) => {
             AttemptOutcome { result: AttemptResult::Accepted, error: None, response_prefix: None }
         }
-        Confirmation::Ack(Some(returned)) | Confirmation::Nack(Some(returned)) => refused(&format!(
-            "returned by the broker: {} {} (no queue is bound for the routing key)",
-            returned.reply_code, returned.reply_text
-        )),
+        Confirmation::Ack(Some(message)) | Confirmation::Nack(Some(message)) => {
+            returned(job, message.reply_code, message.reply_text.as_str())
+        }
         Confirmation::Nack(None) => refused("nacked by the broker"),
         Confirmation::NotRequested => failed(AttemptResult::Connection, "the channel is not in confirm mode"),
     }
+}
+
+/// `job`'s message, which the broker returned (it is `mandatory`, and no queue is bound
+/// for its routing key), logged as one line of ours: which message and the broker's
+/// reason, never its body or headers. lapin's own log of a returned message holds both;
+/// the log's filter drops it (see where `serve` sets up logging).
+fn returned(job: &ClaimedJob, reply_code: u16, reply_text: &str) -> AttemptOutcome {
+    tracing::warn!(
+        destination = %job.destination,
+        outgoing_id = %job.outgoing_id,
+        reply_code,
+        reply_text,
+        "the broker returned the message: no queue is bound for its routing key"
+    );
+    refused(&format!("returned by the broker: {reply_code} {reply_text} (no queue is bound for the routing key)"))
 }
 
 fn refused(error: &str) -> AttemptOutcome {

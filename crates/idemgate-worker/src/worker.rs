@@ -700,6 +700,7 @@ impl Worker {
             },
             error: outcome.error,
             response_prefix: outcome.response_prefix,
+            outcome: idemgate_core::retry::Attempted::of(outcome.result),
         };
         let class = match outcome.result {
             idemgate_core::retry::AttemptResult::Status { status, .. } => match status {

@@ -166,13 +166,17 @@ fn job_line(job: &JobView, now: UnixTime) -> String {
 }
 
 /// One attempt: when, how long, the status or what went wrong, and the response's
-/// first bytes. An attempt with neither a status nor an error is one a destination that is
-/// not HTTP took (a broker's confirm, a smarthost's `250`): every failure records an error.
+/// first bytes. A succeeded attempt without a status is one a destination that is not HTTP
+/// took (a broker's confirm, a smarthost's `250`); its error, if any, says what it did not
+/// take (a mail's refused recipients).
 fn attempt_line(a: &AttemptView) -> String {
+    let succeeded = a.outcome == "succeeded";
     let result = match (a.status, &a.error) {
         (Some(status), _) => status.to_string(),
+        (None, Some(error)) if succeeded => format!("accepted; {}", printable(error, RESPONSE_SHOWN)),
+        (None, None) if succeeded => "accepted".to_owned(),
         (None, Some(error)) => printable(error, RESPONSE_SHOWN),
-        (None, None) => "accepted".to_owned(),
+        (None, None) => "failed".to_owned(),
     };
     let body = a
         .response_prefix
@@ -344,6 +348,7 @@ mod tests {
             status: Some(501),
             error: Some("status 501".to_owned()),
             response_prefix: Some("not\nimplemented".to_owned()),
+            outcome: "failed".to_owned(),
         };
         assert_eq!(
             attempt_line(&attempt),
@@ -356,8 +361,10 @@ mod tests {
             ..attempt
         };
         assert!(attempt_line(&refused).ends_with(" ms  connection refused\n"), "{}", attempt_line(&refused));
-        let confirmed = AttemptView { error: None, ..refused };
+        let confirmed = AttemptView { error: None, outcome: "succeeded".to_owned(), ..refused };
         assert!(attempt_line(&confirmed).ends_with(" ms  accepted\n"), "{}", attempt_line(&confirmed));
+        let partly = AttemptView { error: Some("recipients refused: x".to_owned()), ..confirmed };
+        assert!(attempt_line(&partly).ends_with(" ms  accepted; recipients refused: x\n"), "{}", attempt_line(&partly));
     }
 
     #[test]

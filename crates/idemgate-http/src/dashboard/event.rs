@@ -251,10 +251,13 @@ fn attempts_table(event: &EventDetail, now: UnixTime) -> String {
          <th>duration</th><th>status</th><th>response</th></tr>",
     );
     for a in &event.attempts {
+        let succeeded = a.outcome == "succeeded";
         let status = match (a.status, &a.error) {
             (Some(status), _) => status.to_string(),
+            (None, Some(error)) if succeeded => format!("accepted; {}", esc(error)),
+            (None, None) if succeeded => "accepted".to_owned(),
             (None, Some(error)) => esc(error),
-            (None, None) => "accepted".to_owned(),
+            (None, None) => "failed".to_owned(),
         };
         let _ = write!(
             html,

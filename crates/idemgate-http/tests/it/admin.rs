@@ -153,6 +153,7 @@ async fn seed(store: &Store) {
             started_at: UnixTime(T),
             latency: Duration::from_millis(3),
             status: Some(400),
+            outcome: idemgate_core::retry::Attempted::Failed,
             error: None,
             response_prefix: None,
         };

@@ -146,6 +146,7 @@ async fn with_a_dead_event(admin: &Admin) {
         started_at: UnixTime(T0.0 + 10),
         latency: Duration::from_millis(42),
         status: Some(400),
+        outcome: idemgate_core::retry::Attempted::Failed,
         error: None,
         response_prefix: Some("<oops>".to_owned()),
     };

@@ -26,7 +26,7 @@ use idemgate_core::{
     ReceiptKey, UnixTime,
     breaker::{BreakerPolicy, BreakerState, Claim, Pause, Verdict},
     job::{JobState, Transition},
-    retry::Decision,
+    retry::{Attempted, Decision},
 };
 
 use super::{ms, second_of, secs};
@@ -73,6 +73,9 @@ pub struct AttemptRecord {
     pub error: Option<String>,
     /// A bounded prefix of the response body.
     pub response_prefix: Option<String>,
+    /// Whether the destination took the event, as the worker judged it: what every view
+    /// reads (a broker's confirm is a success with neither status nor error).
+    pub outcome: Attempted,
 }
 
 /// Whether a completion took effect.
@@ -137,6 +140,12 @@ pub(crate) fn bounded(text: Option<&str>) -> Option<String> {
     text.map(|t| t.chars().take(MAX_ATTEMPT_TEXT).collect())
 }
 
+/// The outcome stored as `name`. The schema admits only the names [`Attempted`] writes;
+/// anything else would not be a success, so it reads as a failure.
+pub(crate) fn attempted(name: &str) -> Attempted {
+    Attempted::parse(name).unwrap_or(Attempted::Failed)
+}
+
 /// Until when a job claimed at `now_ms` for `lease` is held, in whole seconds.
 pub(crate) fn lease_until(now_ms: i64, lease: Duration) -> i64 {
     second_of(now_ms).saturating_add(secs(lease))
@@ -151,6 +160,8 @@ pub(crate) struct Recording {
     pub(crate) error: Option<String>,
     /// The response's prefix, bounded.
     pub(crate) response_prefix: Option<String>,
+    /// The attempt's outcome, by name.
+    pub(crate) outcome: &'static str,
     /// The job's next state.
     pub(crate) state: &'static str,
     /// When the job is next due.
@@ -169,6 +180,7 @@ impl Recording {
             latency_ms: ms(attempt.latency),
             error: bounded(attempt.error.as_deref()),
             response_prefix: bounded(attempt.response_prefix.as_deref()),
+            outcome: attempt.outcome.as_str(),
             state: next.state.as_str(),
             next_attempt_at_ms: next.next_attempt_at_ms,
             last_error: bounded(next.error.as_deref()),
@@ -366,6 +378,7 @@ mod tests {
             status: Some(200),
             error: None,
             response_prefix: None,
+            outcome: idemgate_core::retry::Attempted::Succeeded,
         };
         (job, attempt, decision)
     }

@@ -3,7 +3,7 @@
 //! counts per source. Identities, states and bounded reasons; payload bytes only in
 //! [`EventPayload`], for the one event an operator opened.
 
-use idemgate_core::{BodyHash, UnixTime};
+use idemgate_core::{BodyHash, UnixTime, retry::Attempted};
 
 /// The state an event with no job is shown in: no destination's subscription matched it.
 pub const UNMATCHED: &str = "unmatched";
@@ -66,6 +66,8 @@ pub struct AttemptRow {
     pub error: Option<String>,
     /// A bounded prefix of the response body, as recorded.
     pub response_prefix: Option<String>,
+    /// Whether the destination took the event.
+    pub outcome: Attempted,
 }
 
 /// A job that gave up, for the operator's attention.
@@ -176,9 +178,9 @@ pub struct DestinationHealth {
     pub disabled: Option<String>,
     /// Since when it is disabled, if it is.
     pub disabled_at: Option<UnixTime>,
-    /// When its latest attempt answered with a 2xx started.
+    /// When its latest succeeded attempt started.
     pub last_success: Option<UnixTime>,
-    /// Its latest attempt that did not answer with a 2xx.
+    /// Its latest failed attempt.
     pub last_failure: Option<FailedAttempt>,
     /// Its circuit breaker's state (shared by every instance).
     pub breaker: BreakerView,
@@ -262,9 +264,9 @@ pub struct AttemptBucket {
     pub destination: String,
     /// The bucket's start: the series' `since` plus a whole number of bucket widths.
     pub start: UnixTime,
-    /// Attempts answered with a 2xx.
+    /// Attempts that succeeded (a 2xx, a broker's confirm, a smarthost's `250`).
     pub succeeded: u64,
-    /// The other attempts (another status, or no answer).
+    /// The attempts that failed.
     pub failed: u64,
     /// Their mean latency, rounded down.
     pub mean_latency_ms: u64,

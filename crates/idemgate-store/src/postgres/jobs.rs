@@ -209,12 +209,13 @@ async fn completed(
     let c = Columns::of(finished.iter().zip(decisions).map(|((job, attempt, _), d)| (job, attempt, d)), now_ms);
     let complete = "WITH finished AS (
                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::bigint[],
-                                     $6::int[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[])
+                                     $6::int[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[],
+                                     $15::text[])
                     AS f(id, token, attempt, started_at, latency_ms, status, error, response_prefix,
-                         state, next_attempt_at_ms, last_error)
+                         state, next_attempt_at_ms, last_error, outcome)
              ), attempt AS (
-                INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
-                SELECT id, attempt, started_at, latency_ms, status, error, response_prefix FROM finished
+                INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix, outcome)
+                SELECT id, attempt, started_at, latency_ms, status, error, response_prefix, outcome FROM finished
              ), disabled AS (
                 INSERT INTO destinations (name, disabled_at, disabled_reason)
                 SELECT DISTINCT name, $12::bigint, '410 Gone' FROM unnest($13::text[]) AS name
@@ -249,6 +250,7 @@ async fn completed(
             &now.0,
             &c.disable,
             &closed,
+            &c.outcome,
         ],
     )
     .await?;
@@ -688,6 +690,7 @@ struct Columns {
     next_attempt_at_ms: Vec<i64>,
     last_error: Vec<Option<String>>,
     disable: Vec<String>,
+    outcome: Vec<&'static str>,
 }
 
 impl Columns {
@@ -705,6 +708,7 @@ impl Columns {
             next_attempt_at_ms: Vec::new(),
             last_error: Vec::new(),
             disable: Vec::new(),
+            outcome: Vec::new(),
         };
         for (job, attempt, decision) in finished {
             let recording = Recording::of(attempt, decision, now_ms);
@@ -722,6 +726,7 @@ impl Columns {
             c.state.push(recording.state);
             c.next_attempt_at_ms.push(recording.next_attempt_at_ms);
             c.last_error.push(recording.last_error);
+            c.outcome.push(recording.outcome);
         }
         c
     }

@@ -183,6 +183,17 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_waiting ON jobs (next_attempt_at_ms, id) WHERE state IN ('pending', 'retrying');
     CREATE INDEX jobs_leased ON jobs (lease_until, id) WHERE lease_until IS NOT NULL;
 ",
+    // Each attempt's outcome, as on SQLite (its migration says how existing rows are read).
+    r"
+    ALTER TABLE attempts ADD COLUMN outcome TEXT NOT NULL DEFAULT 'failed'
+        CHECK (outcome IN ('succeeded', 'failed'));
+    UPDATE attempts SET outcome = 'succeeded'
+    WHERE status BETWEEN 200 AND 299
+       OR (status IS NULL
+           AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = attempts.job_id AND j.state = 'succeeded')
+           AND (error IS NULL
+                OR id = (SELECT max(later.id) FROM attempts later WHERE later.job_id = attempts.job_id)));
+",
 ];
 
 /// The schema version this build writes on PostgreSQL.

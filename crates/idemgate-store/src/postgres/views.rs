@@ -8,7 +8,12 @@ use super::{PgStore, sql_limit};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
-    model::{body_hash, jobs::breaker_of, key, parse_headers, receive::parse_result},
+    model::{
+        body_hash,
+        jobs::{attempted, breaker_of},
+        key, parse_headers,
+        receive::parse_result,
+    },
     views::{
         AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
         DestinationHealth, EventFilter, EventPayload, EventRow, FailedAttempt, RecentConflict, SourceStats,
@@ -232,7 +237,8 @@ impl PgStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error, a.response_prefix
+                "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error, a.response_prefix,
+                        a.outcome
                  FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN events e ON e.id = j.event_id
                  WHERE e.source = $1 AND e.identity = $2 ORDER BY a.id",
                 &[&source, &identity],
@@ -250,6 +256,7 @@ impl PgStore {
                     status: status.and_then(|s| u16::try_from(s).ok()),
                     error: row.try_get(5)?,
                     response_prefix: row.try_get(6)?,
+                    outcome: attempted(row.try_get(7)?),
                 })
             })
             .collect()
@@ -376,15 +383,12 @@ impl PgStore {
                 .map(|row| Ok::<_, StoreError>((row.try_get::<_, Option<String>>(0)?, row.try_get::<_, i64>(1)?)))
                 .transpose()?;
             let last_success = client
-                .query_opt(&format!("{LATEST_ATTEMPT} AND a.status BETWEEN 200 AND 299 {NEWEST}"), &[&name])
+                .query_opt(&format!("{LATEST_ATTEMPT} AND a.outcome = 'succeeded' {NEWEST}"), &[&name])
                 .await?
                 .map(|row| row.try_get::<_, i64>(0).map(UnixTime))
                 .transpose()?;
             let last_failure = client
-                .query_opt(
-                    &format!("{LATEST_ATTEMPT} AND (a.status IS NULL OR a.status NOT BETWEEN 200 AND 299) {NEWEST}"),
-                    &[&name],
-                )
+                .query_opt(&format!("{LATEST_ATTEMPT} AND a.outcome = 'failed' {NEWEST}"), &[&name])
                 .await?
                 .map(|row| {
                     Ok::<_, StoreError>(FailedAttempt {
@@ -509,8 +513,8 @@ impl PgStore {
         let rows = client
             .query(
                 "SELECT j.destination, (a.started_at - $1) / $2 AS bucket,
-                        count(*) FILTER (WHERE a.status BETWEEN 200 AND 299),
-                        count(*) FILTER (WHERE a.status IS NULL OR a.status NOT BETWEEN 200 AND 299),
+                        count(*) FILTER (WHERE a.outcome = 'succeeded'),
+                        count(*) FILTER (WHERE a.outcome <> 'succeeded'),
                         floor(avg(a.latency_ms))::bigint, max(a.latency_ms)
                  FROM attempts a JOIN jobs j ON j.id = a.job_id
                  WHERE a.started_at >= $1 GROUP BY j.destination, bucket ORDER BY j.destination, bucket",

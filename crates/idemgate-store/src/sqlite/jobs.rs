@@ -200,8 +200,8 @@ pub fn complete(
     let now = UnixTime(second_of(now_ms));
     let recording = Recording::of(attempt, decision, now_ms);
     conn.prepare_cached(
-        "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix, outcome)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         job.id,
@@ -211,6 +211,7 @@ pub fn complete(
         attempt.status,
         recording.error,
         recording.response_prefix,
+        recording.outcome,
     ])?;
     if recording.disables_destination {
         disable_destination(conn, &job.destination, "410 Gone", now)?;

@@ -175,6 +175,21 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX audit_log_at ON audit_log (at);
 ",
+    // Each attempt's outcome, written by the worker and read by every view: a broker's
+    // confirm or a smarthost's 250 has neither status nor error, and was read as a failure.
+    // Existing rows: a 2xx succeeded; an attempt without a status of a job that succeeded
+    // succeeded when it has no error (every failure records one) or is the job's latest
+    // (a mail accepted for some recipients records the refused ones as its error).
+    r"
+    ALTER TABLE attempts ADD COLUMN outcome TEXT NOT NULL DEFAULT 'failed'
+        CHECK (outcome IN ('succeeded', 'failed'));
+    UPDATE attempts SET outcome = 'succeeded'
+    WHERE status BETWEEN 200 AND 299
+       OR (status IS NULL
+           AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = attempts.job_id AND j.state = 'succeeded')
+           AND (error IS NULL
+                OR id = (SELECT max(later.id) FROM attempts later WHERE later.job_id = attempts.job_id)));
+",
 ];
 
 /// The schema version this build writes.

@@ -7,7 +7,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use crate::{
     StoreError,
-    model::{body_hash, jobs::breaker_of},
+    model::{
+        body_hash,
+        jobs::{attempted, breaker_of},
+    },
     views::{
         AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
         DestinationHealth, EventFilter, EventPayload, EventRow, FailedAttempt, RecentConflict, SourceStats,
@@ -67,7 +70,7 @@ pub fn list_events(conn: &Connection, filter: &EventFilter) -> Result<Vec<EventR
 /// Every attempt for the event `(source, identity)`, in order.
 pub fn attempts(conn: &Connection, source: &str, identity: &str) -> Result<Vec<AttemptRow>, StoreError> {
     let mut stmt = conn.prepare(
-        "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error, a.response_prefix
+        "SELECT j.destination, a.attempt, a.started_at, a.latency_ms, a.status, a.error, a.response_prefix, a.outcome
          FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN events e ON e.id = j.event_id
          WHERE e.source = ?1 AND e.identity = ?2 ORDER BY a.id",
     )?;
@@ -80,6 +83,7 @@ pub fn attempts(conn: &Connection, source: &str, identity: &str) -> Result<Vec<A
             status: row.get(4)?,
             error: row.get(5)?,
             response_prefix: row.get(6)?,
+            outcome: attempted(&row.get::<_, String>(7)?),
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
@@ -182,9 +186,8 @@ pub fn destinations(conn: &Connection) -> Result<Vec<DestinationHealth>, StoreEr
         "SELECT failures, failing_since_ms, paused_at_ms, next_probe_at_ms, probe_interval_ms, throttled_since_ms
          FROM destinations WHERE name = ?1",
     )?;
-    let mut succeeded = conn.prepare(&format!("{LATEST_ATTEMPT} AND a.status BETWEEN 200 AND 299 {NEWEST}"))?;
-    let mut failed =
-        conn.prepare(&format!("{LATEST_ATTEMPT} AND (a.status IS NULL OR a.status NOT BETWEEN 200 AND 299) {NEWEST}"))?;
+    let mut succeeded = conn.prepare(&format!("{LATEST_ATTEMPT} AND a.outcome = 'succeeded' {NEWEST}"))?;
+    let mut failed = conn.prepare(&format!("{LATEST_ATTEMPT} AND a.outcome = 'failed' {NEWEST}"))?;
     names
         .into_iter()
         .map(|name| {
@@ -295,8 +298,8 @@ pub fn attempt_series(conn: &Connection, since: UnixTime, width: i64) -> Result<
     let width = width.max(1);
     let mut stmt = conn.prepare(
         "SELECT j.destination, (a.started_at - ?1) / ?2 AS bucket,
-                sum(CASE WHEN a.status BETWEEN 200 AND 299 THEN 1 ELSE 0 END),
-                sum(CASE WHEN a.status BETWEEN 200 AND 299 THEN 0 ELSE 1 END),
+                sum(CASE WHEN a.outcome = 'succeeded' THEN 1 ELSE 0 END),
+                sum(CASE WHEN a.outcome = 'succeeded' THEN 0 ELSE 1 END),
                 CAST(avg(a.latency_ms) AS INTEGER), max(a.latency_ms)
          FROM attempts a JOIN jobs j ON j.id = a.job_id
          WHERE a.started_at >= ?1 GROUP BY j.destination, bucket ORDER BY j.destination, bucket",

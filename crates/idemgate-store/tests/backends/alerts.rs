@@ -18,6 +18,10 @@ fn attempt(status: u16) -> AttemptRecord {
         started_at: T0,
         latency: Duration::from_millis(1),
         status: Some(status),
+        outcome: idemgate_core::retry::Attempted::of(idemgate_core::retry::AttemptResult::Status {
+            status,
+            retry_after: None,
+        }),
         error: None,
         response_prefix: None,
     }

@@ -19,6 +19,7 @@ fn attempt() -> AttemptRecord {
         status: Some(200),
         error: None,
         response_prefix: None,
+        outcome: idemgate_core::retry::Attempted::Succeeded,
     }
 }
 

@@ -25,6 +25,10 @@ fn attempt(status: u16) -> AttemptRecord {
         started_at: T0,
         latency: Duration::from_millis(3),
         status: Some(status),
+        outcome: idemgate_core::retry::Attempted::of(idemgate_core::retry::AttemptResult::Status {
+            status,
+            retry_after: None,
+        }),
         error: (status >= 300).then(|| format!("status {status}")),
         response_prefix: None,
     }

@@ -33,6 +33,7 @@ fn delivered() -> AttemptRecord {
         status: Some(200),
         error: None,
         response_prefix: None,
+        outcome: idemgate_core::retry::Attempted::Succeeded,
     }
 }
 

@@ -25,6 +25,11 @@ fn attempt(status: Option<u16>) -> AttemptRecord {
         status,
         error: status.is_none().then(|| "connection refused".to_owned()),
         response_prefix: Some("ok".to_owned()),
+        outcome: if status.is_some_and(|s| (200..300).contains(&s)) {
+            idemgate_core::retry::Attempted::Succeeded
+        } else {
+            idemgate_core::retry::Attempted::Failed
+        },
     }
 }
 

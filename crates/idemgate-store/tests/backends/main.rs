@@ -15,6 +15,7 @@ mod handover;
 mod idempotency;
 mod jobs;
 mod maintenance;
+mod outcome;
 mod receive;
 mod routing;
 mod senders;

@@ -33,7 +33,7 @@ on_both! {
             if job.key.identity.as_str() == "old-waiting" {
                 continue;
             }
-            let attempt = AttemptRecord { started_at: T0, latency: Duration::ZERO, status: Some(200), error: None, response_prefix: None };
+            let attempt = AttemptRecord { started_at: T0, latency: Duration::ZERO, status: Some(200), error: None, response_prefix: None, outcome: idemgate_core::retry::Attempted::Succeeded };
             t.complete_job(job, attempt, Decision::Succeeded, ms(T0)).await.unwrap();
         }
         let now = UnixTime(T0.0 + 31 * DAY);

@@ -47,6 +47,7 @@ fn succeeded() -> AttemptRecord {
         status: Some(200),
         error: None,
         response_prefix: None,
+        outcome: idemgate_core::retry::Attempted::Succeeded,
     }
 }
 
@@ -164,7 +165,7 @@ async fn sqlite_events_stored_before_the_outgoing_id_keep_their_identity_as_thei
     store.close().await;
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(&format!(
-        "DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
+        "ALTER TABLE attempts DROP COLUMN outcome; DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
          DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
          ALTER TABLE destinations DROP COLUMN failures; ALTER TABLE destinations DROP COLUMN failing_since_ms;
          ALTER TABLE destinations DROP COLUMN paused_at_ms; ALTER TABLE destinations DROP COLUMN next_probe_at_ms;
@@ -190,7 +191,8 @@ async fn postgres_events_stored_before_the_outgoing_id_keep_their_identity_as_th
     tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "DROP INDEX jobs_waiting; DROP INDEX jobs_leased; CREATE INDEX jobs_due ON jobs (state, next_attempt_at_ms);
+            "ALTER TABLE attempts DROP COLUMN outcome;
+             DROP INDEX jobs_waiting; DROP INDEX jobs_leased; CREATE INDEX jobs_due ON jobs (state, next_attempt_at_ms);
              DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
              DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
              ALTER TABLE destinations DROP COLUMN failures; ALTER TABLE destinations DROP COLUMN failing_since_ms;

@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use idemgate_core::{BodyHash, UnixTime, retry::Decision};
+use idemgate_core::{
+    BodyHash, UnixTime,
+    retry::{Attempted, Decision},
+};
 use idemgate_store::{
     Store,
     jobs::AttemptRecord,
@@ -25,6 +28,7 @@ fn at(secs: i64, status: Option<u16>) -> AttemptRecord {
         status,
         error: status.map_or(Some("connection refused".to_owned()), |s| Some(format!("status {s}"))),
         response_prefix: None,
+        outcome: if status.is_some_and(|s| (200..300).contains(&s)) { Attempted::Succeeded } else { Attempted::Failed },
     }
 }
 
@@ -46,7 +50,7 @@ on_both! {
         t.accept(request("e0", b"other"), event("e0", b"other", &["app"])).await;
         let jobs = t.claim_jobs(ms(UnixTime(T0.0 + 10)), Duration::from_secs(30), 1, Vec::new()).await.unwrap();
         let dead = jobs[0].clone();
-        let attempt = AttemptRecord { started_at: T0, latency: Duration::from_millis(7), status: Some(404), error: None, response_prefix: Some("no such hook".to_owned()) };
+        let attempt = AttemptRecord { started_at: T0, latency: Duration::from_millis(7), status: Some(404), error: None, response_prefix: Some("no such hook".to_owned()), outcome: Attempted::Failed };
         t.complete_job(dead.clone(), attempt, Decision::Dead(idemgate_core::retry::DeadReason::FinalStatus(404)), ms(T0)).await.unwrap();
 
         let all = t.list_events(EventFilter { limit: 3, ..EventFilter::default() }).await.unwrap();

@@ -20,6 +20,7 @@ fn record() -> AttemptRecord {
         status: Some(200),
         error: None,
         response_prefix: None,
+        outcome: idemgate_core::retry::Attempted::Succeeded,
     }
 }
 

@@ -121,9 +121,24 @@ fn logs(traces: Option<&Traces>) {
         logs.boxed()
     };
     // The log stays as it was before spans: its lines name no span (a trace shows them).
-    let filter = filter.and(filter_fn(|meta| !meta.is_span()));
+    let filter = filter.and(filter_fn(|meta| !meta.is_span())).and(filter_fn(holds_no_message));
     let spans = traces.map(Traces::layer);
     tracing_subscriber::registry().with(logs.with_filter(filter)).with(spans).init();
+}
+
+/// Whether an event may be logged whatever `IDEMGATE_LOG` says: the logs never hold a
+/// payload. lapin (the RabbitMQ client) logs a message the broker returns at WARN with its
+/// body and headers, and frames at TRACE; only its errors, which describe the connection,
+/// pass, and none from the modules that hold messages. idemgate logs a returned message
+/// itself, as one line without its contents.
+fn holds_no_message(meta: &tracing::Metadata<'_>) -> bool {
+    let target = meta.target();
+    if target != "lapin" && !target.starts_with("lapin::") {
+        return true;
+    }
+    *meta.level() == tracing::Level::ERROR
+        && !target.starts_with("lapin::returned_messages")
+        && !target.starts_with("lapin::consumer")
 }
 
 /// The configured store for a command that needs it now.

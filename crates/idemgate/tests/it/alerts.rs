@@ -463,6 +463,7 @@ mod checks {
                 started_at: UnixTime(at),
                 latency: Duration::from_millis(1),
                 status: Some(410),
+                outcome: idemgate_core::retry::Attempted::Failed,
                 error: None,
                 response_prefix: None,
             };

@@ -6,6 +6,7 @@
 mod admin_listener;
 mod alerts;
 mod broker_harness;
+mod broker_logs;
 mod cli_docs;
 mod config_cli;
 mod gateway_admin;
@@ -25,6 +26,7 @@ mod idempotency_suite;
 mod pg_cluster;
 mod postgres_instances;
 mod proxy_hardening;
+mod queue_outcomes;
 mod send_cli;
 mod send_mail;
 mod serve_logs;
