@@ -118,7 +118,7 @@ pub fn backup(path: &Path, to: &Path) -> Result<BackupSummary, StoreError> {
 
 fn summary(path: &Path) -> Result<BackupSummary, StoreError> {
     let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
+        .map_err(|cause| StoreError::Open { path: path.to_owned(), cause })?;
     let count = |table: &str| conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| row.get::<_, u64>(0));
     Ok(BackupSummary { receipts: count("receipts")?, events: count("events")?, jobs: count("jobs")? })
 }
@@ -161,7 +161,7 @@ pub fn restore(from: &Path, to: &Path, now: UnixTime) -> Result<Restored, StoreE
 
 fn check_backup(from: &Path) -> Result<(), StoreError> {
     let checked = Connection::open_with_flags(from, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|source| StoreError::Open { path: from.to_owned(), source })?;
+        .map_err(|cause| StoreError::Open { path: from.to_owned(), cause })?;
     migrations::check_current(&checked)?;
     let integrity: String = checked.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
     if integrity != "ok" {

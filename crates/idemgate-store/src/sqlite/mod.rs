@@ -60,7 +60,7 @@ impl Default for StoreOptions {
 ///
 /// `create` decides whether a missing file is created; readers pass `false`.
 pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Result<Connection, StoreError> {
-    let open_error = |source| StoreError::Open { path: path.to_owned(), source };
+    let open_error = |cause| StoreError::Open { path: path.to_owned(), cause };
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;

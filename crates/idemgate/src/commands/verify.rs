@@ -8,7 +8,7 @@ use idemgate::{config::SourceConfig, verify};
 use idemgate_clock::Clock;
 use idemgate_core::UnixTime;
 
-use super::EXIT_FAILED;
+use super::{EXIT_FAILED, to_stdout};
 
 /// Checks the captured request against `source`, loaded with its secrets alone, at `at` or
 /// the clock's now.
@@ -26,10 +26,10 @@ pub(super) fn capture(
     let checks = verify::verify_capture(source, &headers, &body, now);
     let mut stdout = std::io::stdout().lock();
     for check in &checks {
-        match &check.result {
-            Ok(found) => writeln!(stdout, "{:<9} ok      {found}", check.name)?,
-            Err(why) => writeln!(stdout, "{:<9} FAILED  {why}", check.name)?,
-        }
+        to_stdout(match &check.result {
+            Ok(found) => writeln!(stdout, "{:<9} ok      {found}", check.name),
+            Err(why) => writeln!(stdout, "{:<9} FAILED  {why}", check.name),
+        })?;
     }
     let passed = checks.iter().all(|c| c.result.is_ok());
     Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) })

@@ -16,6 +16,7 @@ use idemgate_http::{
 
 use super::{
     ConfigError,
+    paths,
     effective::{self, Shown},
     raw::{RawAdmin, RawAdminToken, RawServer, RawTls},
     validated::{DEFAULT_TIMEOUT, Reading},
@@ -87,8 +88,9 @@ pub(super) fn server(raw: RawServer, r: &mut Reading<'_>, serves: bool) -> Resul
 fn pid_file(given: Option<String>, r: &mut Reading<'_>) -> Option<PathBuf> {
     match given {
         Some(path) => {
-            r.show("server.pid_file", Shown::Value(path.clone().into()));
-            Some(r.base.join(path))
+            let path = paths::resolve(r.base, path);
+            r.show("server.pid_file", Shown::Value(path.display().to_string().into()));
+            Some(path)
         }
         None => {
             r.show("server.pid_file", Shown::Note("(not set: `idemgate reload` needs one)"));
@@ -214,7 +216,7 @@ pub(super) fn tls_config(
     r: &mut Reading<'_>,
     serves: bool,
 ) -> Result<Option<TlsConfig>, ConfigError> {
-    let (cert, key) = (r.base.join(raw.cert), r.base.join(raw.key));
+    let (cert, key) = (paths::resolve(r.base, raw.cert), paths::resolve(r.base, raw.key));
     for (field, path) in [("cert", &cert), ("key", &key)] {
         r.show(&format!("{table}.{field}"), Shown::Value(path.display().to_string().into()));
     }

@@ -13,6 +13,7 @@ pub mod effective;
 mod listeners;
 mod metrics;
 pub mod origin;
+pub mod paths;
 mod proxies;
 pub mod raw;
 pub mod secrets;
@@ -22,7 +23,7 @@ mod store;
 pub mod traces;
 pub mod validated;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use destinations::{Encryption, SmtpRelay};
 pub use traces::TracesConfig;
@@ -70,7 +71,7 @@ pub fn load_for(
     uses: Uses,
 ) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
     let raw = read(path, env)?;
-    validated::validate_for(raw, folder(path), uses)
+    validated::validate_for(raw, &folder(path), uses)
 }
 
 /// Validates the whole configuration and resolves the secrets of source `id` alone (for
@@ -81,16 +82,17 @@ pub fn load_source(
     id: &str,
 ) -> Result<(Option<SourceConfig>, Vec<ConfigWarning>), ConfigError> {
     let raw = read(path, env)?;
-    validated::validate_source(raw, folder(path), id)
+    validated::validate_source(raw, &folder(path), id)
 }
 
 fn read(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Result<raw::RawConfig, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| ConfigError::new(path.display().to_string(), format!("cannot read: {err}")))?;
+    let shown = || paths::resolve(Path::new("."), path).display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| ConfigError::new(shown(), format!("cannot read: {err}")))?;
     raw::parse(&text, env)
 }
 
-/// The folder relative paths in the file at `path` start from.
-fn folder(path: &Path) -> &Path {
-    path.parent().unwrap_or(Path::new("."))
+/// The folder relative paths in the file at `path` start from, absolute (for the paths
+/// printed) and normalized.
+fn folder(path: &Path) -> PathBuf {
+    paths::resolve(Path::new("."), path.parent().unwrap_or(Path::new(".")))
 }

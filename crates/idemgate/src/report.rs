@@ -1,0 +1,55 @@
+//! How `main` says that a command failed: the error and its causes on one line, each cause
+//! once, and nothing at all when the reader of stdout went away.
+
+use crate::commands::StdoutClosed;
+
+/// Whether `err` is stdout closed by its reader (`idemgate events list | head -1`): the
+/// reader has what it wanted, so that is success, and silent.
+pub(crate) fn is_closed_stdout(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| cause.is::<StdoutClosed>())
+}
+
+/// `err` and its causes joined by `: `, skipping a cause whose text the line already holds:
+/// many messages embed their source's (`cannot open the store: {0}`), and the chain lists
+/// that source again.
+pub(crate) fn message(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use anyhow::Context;
+
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot open the store: {0}")]
+    struct Embeds(#[source] std::io::Error);
+
+    #[test]
+    fn a_cause_the_message_already_holds_is_said_once() {
+        let io = std::io::Error::other("file is not a database");
+        let err = anyhow::Error::new(Embeds(io)).context("cannot read the store");
+        assert_eq!(message(&err), "cannot read the store: cannot open the store: file is not a database");
+        let err = anyhow::Error::new(std::io::Error::other("refused")).context("cannot connect");
+        assert_eq!(message(&err), "cannot connect: refused");
+    }
+
+    #[test]
+    fn stdout_closed_is_found_under_context() {
+        let err = anyhow::Error::new(StdoutClosed).context("cannot print");
+        assert!(is_closed_stdout(&err));
+        assert!(!is_closed_stdout(&anyhow::anyhow!("Broken pipe (os error 32)")));
+    }
+}
