@@ -20,6 +20,7 @@ pub mod secrets;
 mod smtp;
 mod sources;
 mod store;
+mod syntax;
 pub mod traces;
 pub mod validated;
 
@@ -37,8 +38,9 @@ pub use validated::{
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {message}")]
 pub struct ConfigError {
-    /// The dotted key, e.g. `sources.stripe.secrets[0]`, the variable of an override, or
-    /// the file for read errors.
+    /// The dotted key, e.g. `sources.stripe.secrets[0]`, the variable of an override, the
+    /// file for read errors, or `FILE:LINE:COLUMN` for a syntax error (whose message then
+    /// shows the line).
     pub key: String,
     /// What is wrong with it.
     pub message: String,
@@ -86,9 +88,9 @@ pub fn load_source(
 }
 
 fn read(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Result<raw::RawConfig, ConfigError> {
-    let shown = || paths::resolve(Path::new("."), path).display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|err| ConfigError::new(shown(), format!("cannot read: {err}")))?;
-    raw::parse(&text, env)
+    let shown = paths::resolve(Path::new("."), path).display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| ConfigError::new(&shown, format!("cannot read: {err}")))?;
+    raw::parse_file(&shown, &text, env)
 }
 
 /// The folder relative paths in the file at `path` start from, absolute (for the paths

@@ -355,3 +355,142 @@ fn config_check_prints_what_is_in_effect_and_where_it_came_from_but_never_a_secr
     assert!(sample.status.success(), "{sample:?}");
     assert!(!text(&sample.stdout).contains("aWRlbWdhdGUt"), "a sample secret was shown: {sample:?}");
 }
+
+/// `idemgate args --config config` with stdout a pipe whose reader is already gone, as
+/// after `| head -1` has read its line.
+fn idemgate_into_closed_pipe(cwd: &Path, config: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(idemgate_bin())
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .current_dir(cwd)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_command_whose_reader_stopped_early_exits_quietly() {
+    let folder = Folder::new(RELATIVE_STORE);
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let gateway = Gateway::start(&folder.config(), &env);
+    let signer = Signer::Standard(KEY.to_vec());
+    for id in ["msg_1", "msg_2", "msg_3"] {
+        let event = body(id, "t.created");
+        assert_eq!(gateway.post("hooks", &signer.headers(id, &event, unix_now()), &event).status(), 202);
+    }
+    gateway.stop();
+    let commands: [&[&str]; 8] = [
+        &["events", "list"],
+        &["events", "list", "--json"],
+        &["events", "show", "hooks", "msg_1"],
+        &["events", "stats"],
+        &["destination", "list"],
+        &["store", "purge", "--dry-run"],
+        &["config", "check"],
+        &["completions", "bash"],
+    ];
+    for args in commands {
+        let output = idemgate_into_closed_pipe(&folder.elsewhere(), &folder.config(), args, &env);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        assert_eq!(text(&output.stderr), "", "{args:?}");
+    }
+}
+
+/// How often `needle` occurs in `haystack`.
+fn occurrences(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+#[test]
+fn a_store_that_cannot_be_opened_is_said_once_with_its_absolute_path() {
+    let folder = Folder::new(&RELATIVE_STORE.replace("data/idemgate.sqlite3", "./../data/../data/idemgate.sqlite3"));
+    let store = folder.dir.path().join("data/idemgate.sqlite3");
+    std::fs::create_dir(folder.dir.path().join("data")).unwrap();
+    let commands: [&[&str]; 5] = [
+        &["events", "list"],
+        &["events", "stats"],
+        &["destination", "list"],
+        &["store", "purge", "--dry-run"],
+        &["store", "backup", "--to", "backup.sqlite3"],
+    ];
+    let env = [("HOOKS_SECRET", "unused")];
+    std::fs::write(&store, "a text file where the store should be, longer than a header would be\n".repeat(20)).unwrap();
+    for args in commands {
+        let output = idemgate(&folder.elsewhere(), &folder.config(), args, &env);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert_eq!(occurrences(&stderr, "not a database"), 1, "{args:?}: {stderr}");
+        assert_eq!(occurrences(&stderr, &store.display().to_string()), 1, "{args:?}: {stderr}");
+    }
+    // A folder where the file should be: SQLite cannot open it.
+    std::fs::remove_file(&store).unwrap();
+    std::fs::create_dir(&store).unwrap();
+    for args in commands {
+        let output = idemgate(&folder.elsewhere(), &folder.config(), args, &env);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(occurrences(&stderr, "unable to open database file"), 1, "{args:?}: {stderr}");
+        assert!(!stderr.contains("/../") && !stderr.contains("/./"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn paths_are_printed_absolute_and_normalized() {
+    let folder = Folder::new(
+        &RELATIVE_STORE
+            .replace("data/idemgate.sqlite3", "../data/./idemgate.sqlite3")
+            .replace("listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:0\"\npid_file = \"../run/../run/idemgate.pid\""),
+    );
+    let dir = folder.dir.path().display().to_string();
+    let relative_config = Path::new("..").join("etc").join(".").join("idemgate.toml");
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+
+    let output = idemgate(&folder.elsewhere(), &relative_config, &["events", "list"], &env);
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("no store at {dir}/data/idemgate.sqlite3:")), "{stderr}");
+
+    let output = idemgate(&folder.elsewhere(), &relative_config, &["config", "check"], &env);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = text(&output.stdout);
+    assert!(stdout.starts_with(&format!("# {dir}/etc/idemgate.toml: valid\n")), "{stdout}");
+    assert!(stdout.contains(&format!("store.path = \"{dir}/data/idemgate.sqlite3\"")), "{stdout}");
+    assert!(stdout.contains(&format!("server.pid_file = \"{dir}/run/idemgate.pid\"")), "{stdout}");
+
+    let tls = ("IDEMGATE_SERVER__TLS", r#"{ cert = "../tls/../tls/cert.pem", key = "tls/key.pem" }"#);
+    let output = idemgate(&folder.elsewhere(), &relative_config, &["config", "check"], &[env[0], tls]);
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("from {dir}/tls/cert.pem")), "{stderr}");
+    let secret = ("IDEMGATE_SOURCES__HOOKS__SECRETS", "file:../secrets/./hooks");
+    let output = idemgate(&folder.elsewhere(), &relative_config, &["config", "check"], &[secret]);
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("cannot read secret file {dir}/secrets/hooks")), "{stderr}");
+    let output = idemgate(&folder.elsewhere(), Path::new("../etc/../missing.toml"), &["events", "list"], &env);
+    let stderr = text(&output.stderr);
+    assert!(stderr.starts_with(&format!("idemgate: config error: {dir}/missing.toml: cannot read")), "{stderr}");
+}
+
+#[test]
+fn a_toml_syntax_error_names_file_line_and_column_and_shows_the_line() {
+    let folder = Folder::new(&RELATIVE_STORE.replace("[worker]\nenabled = false", "[worker]\npoll_interval = 5 s"));
+    let dir = folder.dir.path().display().to_string();
+    let relative_config = Path::new("..").join("etc").join("idemgate.toml");
+    let line = RELATIVE_STORE.lines().position(|line| line == "[worker]").unwrap() + 2;
+    for args in [&["serve"][..], &["worker"], &["config", "check"], &["events", "list"], &["store", "purge"]] {
+        let output = idemgate(&folder.elsewhere(), &relative_config, args, &[("HOOKS_SECRET", "unused")]);
+        assert!(!output.status.success(), "{args:?}: {output:?}");
+        let stderr = text(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert!(lines[0].starts_with(&format!("idemgate: config error: {dir}/etc/idemgate.toml:{line}:17: ")), "{stderr}");
+        assert_eq!(lines[1], format!(" {line} | poll_interval = 5 s"), "{stderr}");
+        assert_eq!(lines[2], format!(" {} | {}^", " ".repeat(line.to_string().len()), " ".repeat(16)), "{stderr}");
+    }
+}
