@@ -494,3 +494,41 @@ fn a_toml_syntax_error_names_file_line_and_column_and_shows_the_line() {
         assert_eq!(lines[2], format!(" {} | {}^", " ".repeat(line.to_string().len()), " ".repeat(16)), "{stderr}");
     }
 }
+
+#[test]
+fn a_listen_address_may_be_a_host_name_that_resolves() {
+    let folder = Folder::new(RELATIVE_STORE);
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("localhost:{port}");
+    let env = [
+        ("HOOKS_SECRET", secret.as_str()),
+        ("IDEMGATE_SERVER__LISTEN", listen.as_str()),
+        ("IDEMGATE_ADMIN__LISTEN", "localhost:0"),
+        ("IDEMGATE_ADMIN__TOKEN", "admin-token-0123456789"),
+        ("IDEMGATE_METRICS__LISTEN", "localhost:0"),
+    ];
+    let mut gateway = Gateway::start(&folder.config(), &env);
+    assert_eq!(gateway.addr, format!("127.0.0.1:{port}").parse().unwrap());
+    assert!(gateway.admin_addr().ip().is_loopback());
+    assert!(gateway.next_line().starts_with("metrics listening on 127.0.0.1:"));
+    let event = body("msg_1", "t.created");
+    let signer = Signer::Standard(KEY.to_vec());
+    assert_eq!(gateway.post("hooks", &signer.headers("msg_1", &event, unix_now()), &event).status(), 202);
+    gateway.stop();
+
+    // A name that cannot resolve (a label longer than 63 bytes: no query is sent) is a
+    // one-line error naming the key.
+    let unresolvable = format!("{}:{port}", "a".repeat(64));
+    for key in ["SERVER", "ADMIN", "METRICS"] {
+        let variable = format!("IDEMGATE_{key}__LISTEN");
+        let env = [env[0], env[3], (variable.as_str(), unresolvable.as_str())];
+        let output = idemgate(&folder.elsewhere(), &folder.config(), &["serve"], &env);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let key = key.to_lowercase();
+        assert!(stderr.starts_with(&format!("idemgate: config error: {key}.listen: host ")), "{stderr}");
+        assert!(stderr.contains("does not resolve"), "{stderr}");
+    }
+}
