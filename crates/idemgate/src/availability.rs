@@ -7,7 +7,7 @@
 //! that waiting cannot fix (a configuration the store refuses, a schema from a newer
 //! idemgate) stops start-up.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{os::unix::fs::DirBuilderExt, path::PathBuf, sync::Arc, time::Duration};
 
 use idemgate_store::{PgStore, SqliteStore, Store, StoreError, StoreOptions};
 use tokio::sync::watch;
@@ -49,7 +49,7 @@ impl OpenError {
 }
 
 /// Opens the configured store once: PostgreSQL when `store.url` is set, else the SQLite
-/// file (its folder created if missing).
+/// file (its folder created if missing, 0700).
 pub async fn open(config: &StoreConfig) -> Result<Store, OpenError> {
     if let Some(postgres) = &config.postgres {
         return Ok(PgStore::connect(&postgres.url, postgres.options).await?.into());
@@ -58,7 +58,12 @@ pub async fn open(config: &StoreConfig) -> Result<Store, OpenError> {
     let options = StoreOptions { busy_timeout: config.busy_timeout, ..StoreOptions::default() };
     let opened = tokio::task::spawn_blocking(move || {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| OpenError::Folder { path: parent.to_owned(), source })?;
+            // 0700: the store in it holds payloads. A folder that exists keeps its mode.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|source| OpenError::Folder { path: parent.to_owned(), source })?;
         }
         Ok::<_, OpenError>(SqliteStore::open(&path, options)?)
     })

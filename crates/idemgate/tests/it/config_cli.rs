@@ -532,3 +532,47 @@ fn a_listen_address_may_be_a_host_name_that_resolves() {
         assert!(stderr.contains("does not resolve"), "{stderr}");
     }
 }
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap_or_else(|err| panic!("{}: {err}", path.display())).permissions().mode() & 0o777
+}
+
+#[test]
+fn the_store_its_folder_and_its_backups_are_readable_by_their_owner_alone() {
+    let folder = Folder::new(RELATIVE_STORE);
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let data = folder.dir.path().join("etc/data");
+    let store = data.join("idemgate.sqlite3");
+    let gateway = Gateway::start(&folder.config(), &env);
+    let event = body("msg_1", "t.created");
+    let signer = Signer::Standard(KEY.to_vec());
+    assert_eq!(gateway.post("hooks", &signer.headers("msg_1", &event, unix_now()), &event).status(), 202);
+    assert_eq!(mode(&data), 0o700, "the folder serve created");
+    for file in ["idemgate.sqlite3", "idemgate.sqlite3-wal", "idemgate.sqlite3-shm"] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+    gateway.stop();
+
+    let backup = folder.dir.path().join("backup.sqlite3");
+    let output = idemgate(&folder.elsewhere(), &folder.config(), &["store", "backup", "--to", "../backup.sqlite3"], &env);
+    assert!(output.status.success(), "{output:?}");
+    assert!(text(&output.stdout).starts_with(&format!("backup {}: 1 receipt(s)", backup.display())), "{output:?}");
+    assert_eq!(mode(&backup), 0o600);
+    let again = idemgate(&folder.elsewhere(), &folder.config(), &["store", "backup", "--to", "../backup.sqlite3"], &env);
+    assert!(text(&again.stderr).contains("the backup file already exists"), "{again:?}");
+    assert_eq!(mode(&backup), 0o600);
+
+    // A backup made readable by others is restored as a store readable by its owner alone,
+    // and the store it replaces is kept the same way.
+    std::fs::set_permissions(&backup, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let output = idemgate(&folder.elsewhere(), &folder.config(), &["store", "restore", "--from", "../backup.sqlite3"], &env);
+    assert!(output.status.success(), "{output:?}");
+    let kept = std::fs::read_dir(&data).unwrap().map(|entry| entry.unwrap().path()).collect::<Vec<_>>();
+    for file in kept {
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    assert_eq!(mode(&store), 0o600);
+}
