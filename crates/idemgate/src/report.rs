@@ -29,8 +29,6 @@ pub(crate) fn message(err: &anyhow::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use anyhow::Context;
-
     use super::*;
 
     #[derive(Debug, thiserror::Error)]

@@ -13,8 +13,7 @@ use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
 use super::{
-    StoreOptions, create_private, lock::WriterLock, migrations, new_private, open_connection,
-    receive::INSERT_RECEIPT,
+    StoreOptions, create_private, lock::WriterLock, migrations, new_private, open_connection, receive::INSERT_RECEIPT,
 };
 use crate::{
     StoreError,

@@ -20,8 +20,8 @@ use idemgate_http::{
 
 use super::{
     ConfigError,
-    paths,
     effective::{self, Shown},
+    paths,
     raw::{RawAdmin, RawAdminToken, RawServer, RawTls},
     validated::{DEFAULT_TIMEOUT, Reading},
 };

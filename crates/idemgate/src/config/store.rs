@@ -7,8 +7,8 @@ use idemgate_store::PgOptions;
 
 use super::{
     ConfigError, ConfigWarning,
-    paths,
     effective::{self, Shown},
+    paths,
     raw::RawStore,
     validated::Reading,
 };

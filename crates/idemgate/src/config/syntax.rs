@@ -1,8 +1,8 @@
 //! A TOML syntax error as an editor wants it: `FILE:LINE:COLUMN: what`, then the line with
 //! a caret under the column. The line is shown as written unless it may hold a secret (a
 //! secret key, a URL that may carry a password, an inline table, a line whose key is not
-//! clear): then the contents of its strings are shown as `…`, and a line inside a
-//! multi-line string is not shown at all.
+//! clear): then its value's strings, words and numbers are shown as `…`, and a line
+//! inside a multi-line string is not shown at all.
 
 use super::{ConfigError, raw};
 
@@ -65,34 +65,49 @@ fn is_plain(before: &str, line: &str) -> bool {
     let Some((key, value)) = line.split_once('=') else { return false };
     let header = before.lines().rev().map(str::trim).find(|l| l.starts_with('['));
     let table = header.map(|h| h.trim_matches(|c| c == '[' || c == ']')).unwrap_or_default();
-    let path: Vec<&str> =
-        table.split('.').chain(key.split('.')).map(|k| k.trim().trim_matches(['"', '\''])).filter(|k| !k.is_empty()).collect();
+    let path: Vec<&str> = table
+        .split('.')
+        .chain(key.split('.'))
+        .map(|k| k.trim().trim_matches(['"', '\'']))
+        .filter(|k| !k.is_empty())
+        .collect();
     let last = path.last().copied().unwrap_or_default();
     let secret_word = ["secret", "token", "password", "url"].iter().any(|word| last.contains(word));
     !raw::is_secret_key(&path) && !secret_word && !value.contains('{')
 }
 
-/// `line` with each string's contents shown as `…`, and where `column` lands in it.
+/// `line` with its value hidden: the key before the first `=` as written, then each
+/// string's contents and each bare word or number as `…` (punctuation kept); and where
+/// `column` lands in it.
 fn masked(line: &str, column: usize) -> (String, usize) {
+    let value_start = line.chars().position(|c| c == '=').map_or(0, |i| i + 1);
     let (mut shown, mut caret) = (String::new(), None);
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
+    let (mut quote, mut escaped, mut in_word) = (None::<char>, false, false);
     for (i, c) in line.chars().enumerate() {
         if i == column {
-            caret = Some(shown.chars().count().saturating_sub(usize::from(quote.is_some())));
+            caret = Some(shown.chars().count().saturating_sub(usize::from(quote.is_some() || in_word)));
         }
+        let word = c.is_alphanumeric() || "_-.+:@/%".contains(c);
         match quote {
+            _ if i < value_start => shown.push(c),
             Some(open) if c == open && !escaped => {
                 quote = None;
                 shown.push(c);
             }
             Some(_) => escaped = c == '\\' && !escaped,
             None if c == '"' || c == '\'' => {
-                quote = Some(c);
-                shown.push(c);
+                (quote, in_word) = (Some(c), false);
+                shown.push_str(&format!("{c}…"));
+            }
+            None if word && in_word => {}
+            None if word => {
+                in_word = true;
                 shown.push('…');
             }
-            None => shown.push(c),
+            None => {
+                in_word = false;
+                shown.push(c);
+            }
         }
     }
     let end = shown.chars().count();
@@ -134,6 +149,8 @@ mod tests {
         let shown = error_of("[admin]\ntoken = \"\"\"\nvery-secret-token\n");
         assert!(shown.contains("not shown") && !shown.contains("very-secret"), "{shown}");
         let shown = error_of("[admin]\ntoken = \"very-secret-token\" x\n");
-        assert!(shown.ends_with(" 2 | token = \"…\" x\n   |             ^"), "{shown}");
+        assert!(shown.ends_with(" 2 | token = \"…\" …\n   |             ^"), "{shown}");
+        let shown = error_of("[admin]\ntoken = 12345678901234567890123456789\n");
+        assert!(shown.ends_with(" 2 | token = …\n   |         ^"), "{shown}");
     }
 }

@@ -359,8 +359,12 @@ fn config_check_prints_what_is_in_effect_and_where_it_came_from_but_never_a_secr
 /// `idemgate args --config config` with stdout a pipe whose reader is already gone, as
 /// after `| head -1` has read its line.
 fn idemgate_into_closed_pipe(cwd: &Path, config: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let (reader, writer) = std::io::pipe().unwrap();
+    // A pipe from tokio (std's needs a newer Rust than this crate's MSRV), handed over blocking.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    let _entered = runtime.enter();
+    let (writer, reader) = tokio::net::unix::pipe::pipe().unwrap();
     drop(reader);
+    let writer = writer.into_blocking_fd().unwrap();
     Command::new(idemgate_bin())
         .args(args)
         .arg("--config")
@@ -421,7 +425,8 @@ fn a_store_that_cannot_be_opened_is_said_once_with_its_absolute_path() {
         &["store", "backup", "--to", "backup.sqlite3"],
     ];
     let env = [("HOOKS_SECRET", "unused")];
-    std::fs::write(&store, "a text file where the store should be, longer than a header would be\n".repeat(20)).unwrap();
+    std::fs::write(&store, "a text file where the store should be, longer than a header would be\n".repeat(20))
+        .unwrap();
     for args in commands {
         let output = idemgate(&folder.elsewhere(), &folder.config(), args, &env);
         assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
@@ -489,7 +494,10 @@ fn a_toml_syntax_error_names_file_line_and_column_and_shows_the_line() {
         assert!(!output.status.success(), "{args:?}: {output:?}");
         let stderr = text(&output.stderr);
         let lines: Vec<&str> = stderr.lines().collect();
-        assert!(lines[0].starts_with(&format!("idemgate: config error: {dir}/etc/idemgate.toml:{line}:17: ")), "{stderr}");
+        assert!(
+            lines[0].starts_with(&format!("idemgate: config error: {dir}/etc/idemgate.toml:{line}:17: ")),
+            "{stderr}"
+        );
         assert_eq!(lines[1], format!(" {line} | poll_interval = 5 s"), "{stderr}");
         assert_eq!(lines[2], format!(" {} | {}^", " ".repeat(line.to_string().len()), " ".repeat(16)), "{stderr}");
     }
@@ -557,18 +565,21 @@ fn the_store_its_folder_and_its_backups_are_readable_by_their_owner_alone() {
     gateway.stop();
 
     let backup = folder.dir.path().join("backup.sqlite3");
-    let output = idemgate(&folder.elsewhere(), &folder.config(), &["store", "backup", "--to", "../backup.sqlite3"], &env);
+    let output =
+        idemgate(&folder.elsewhere(), &folder.config(), &["store", "backup", "--to", "../backup.sqlite3"], &env);
     assert!(output.status.success(), "{output:?}");
     assert!(text(&output.stdout).starts_with(&format!("backup {}: 1 receipt(s)", backup.display())), "{output:?}");
     assert_eq!(mode(&backup), 0o600);
-    let again = idemgate(&folder.elsewhere(), &folder.config(), &["store", "backup", "--to", "../backup.sqlite3"], &env);
+    let again =
+        idemgate(&folder.elsewhere(), &folder.config(), &["store", "backup", "--to", "../backup.sqlite3"], &env);
     assert!(text(&again.stderr).contains("the backup file already exists"), "{again:?}");
     assert_eq!(mode(&backup), 0o600);
 
     // A backup made readable by others is restored as a store readable by its owner alone,
     // and the store it replaces is kept the same way.
     std::fs::set_permissions(&backup, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
-    let output = idemgate(&folder.elsewhere(), &folder.config(), &["store", "restore", "--from", "../backup.sqlite3"], &env);
+    let output =
+        idemgate(&folder.elsewhere(), &folder.config(), &["store", "restore", "--from", "../backup.sqlite3"], &env);
     assert!(output.status.success(), "{output:?}");
     let kept = std::fs::read_dir(&data).unwrap().map(|entry| entry.unwrap().path()).collect::<Vec<_>>();
     for file in kept {
