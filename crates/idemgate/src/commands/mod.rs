@@ -163,6 +163,12 @@ fn existing_store(config: &Config) -> anyhow::Result<()> {
     }
 }
 
+/// A path given on the command line as errors print it: resolved against the working
+/// directory, absolute and normalized.
+fn shown(path: &Path) -> String {
+    config::paths::resolve(Path::new("."), path).display().to_string()
+}
+
 /// The first stdout line (`listening on ADDR`, so scripts and tests learn the real port
 /// of `127.0.0.1:0`, or `worker running`).
 fn print_line(line: &str) -> anyhow::Result<()> {

@@ -481,6 +481,11 @@ fn paths_are_printed_absolute_and_normalized() {
     let output = idemgate(&folder.elsewhere(), Path::new("../etc/../missing.toml"), &["events", "list"], &env);
     let stderr = text(&output.stderr);
     assert!(stderr.starts_with(&format!("idemgate: config error: {dir}/missing.toml: cannot read")), "{stderr}");
+    // Paths given on the command line are relative to the working directory.
+    let verify = ["verify", "--source", "hooks", "--headers", "./x/../head.txt", "--body", "body.json"];
+    let output = idemgate(&folder.elsewhere(), &relative_config, &verify, &env);
+    let stderr = text(&output.stderr);
+    assert!(stderr.starts_with(&format!("idemgate: cannot read {dir}/elsewhere/head.txt:")), "{stderr}");
 }
 
 #[test]
