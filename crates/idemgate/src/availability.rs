@@ -12,7 +12,7 @@ use std::{os::unix::fs::DirBuilderExt, path::PathBuf, sync::Arc, time::Duration}
 use idemgate_store::{PgStore, SqliteStore, Store, StoreError, StoreOptions};
 use tokio::sync::watch;
 
-use crate::config::StoreConfig;
+use crate::{config::StoreConfig, errors::one_line};
 
 /// The first pause between two attempts to open the store; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
@@ -93,9 +93,9 @@ impl Availability {
             }
             Err(err) if err.is_lasting() => Err(err),
             Err(err) => {
-                tracing::error!(error = %err, "the store is unavailable; serving without it and retrying");
+                tracing::error!(error = %one_line(&err), "the store is unavailable; serving without it and retrying");
                 let store = Store::unavailable();
-                tokio::spawn(keep_opening(config.clone(), store.clone(), err.to_string(), opening, stop));
+                tokio::spawn(keep_opening(config.clone(), store.clone(), one_line(&err), opening, stop));
                 Ok(Self { store, opened })
             }
         }
@@ -133,7 +133,7 @@ async fn keep_opening(
                 return;
             }
             Err(err) => {
-                let now = err.to_string();
+                let now = one_line(&err);
                 if now != last {
                     tracing::error!(error = %now, "the store is still unavailable; retrying");
                     last = now;

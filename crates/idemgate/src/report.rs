@@ -9,22 +9,9 @@ pub(crate) fn is_closed_stdout(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| cause.is::<StdoutClosed>())
 }
 
-/// `err` and its causes joined by `: `, skipping a cause whose text the line already holds:
-/// many messages embed their source's (`cannot open the store: {0}`), and the chain lists
-/// that source again.
+/// `err` and its causes on one line, each cause once ([`idemgate::errors::one_line`]).
 pub(crate) fn message(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
+    idemgate::errors::one_line(err.as_ref())
 }
 
 #[cfg(test)]
