@@ -55,12 +55,16 @@ fn shown_line(before: &str, line: &str, column: usize) -> Option<(String, usize)
     Some(masked(line, column))
 }
 
-/// Whether `line` can be shown as written: blank, a comment, a table header, or
-/// `key = value` of a key that holds no secret, without an inline table.
+/// Whether `line` can be shown as written: blank, a table header alone, or `key = value`
+/// of a key that holds no secret, without an inline table. (A comment may hold an old
+/// secret, and a header followed by a key its value.)
 fn is_plain(before: &str, line: &str) -> bool {
     let trimmed = line.trim_start();
-    if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('[') {
+    if trimmed.is_empty() || (trimmed.starts_with('[') && !trimmed.contains('=')) {
         return true;
+    }
+    if trimmed.starts_with('#') || trimmed.starts_with('[') {
+        return false;
     }
     let Some((key, value)) = line.split_once('=') else { return false };
     let header = before.lines().rev().map(str::trim).find(|l| l.starts_with('['));
@@ -141,6 +145,8 @@ mod tests {
             "[smtp.m.users]\nalice = \"very-secret-token\" x\n",
             "[sources]\na = { secrets = [\"very-secret-token\"] x }\n",
             "[store]\nurl = 'postgres://u:very-secret-token@h/db' x\n",
+            "[server]\n[admin] token = \"very-secret-token\"\n",
+            "[server]\n# token very-secret-token \u{7f}\n",
         ] {
             let shown = error_of(text);
             assert!(!shown.contains("very-secret"), "{shown}");
