@@ -7,12 +7,13 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum StoreError {
     /// The database file could not be opened or configured.
-    #[error("cannot open database {path}: {source}")]
+    #[error("cannot open database {path}: {cause}")]
     Open {
         /// The file that was being opened.
         path: PathBuf,
-        /// The underlying SQLite error.
-        source: rusqlite::Error,
+        /// The underlying SQLite error. The message says it, so it is not also a
+        /// `source()`: an error chain printed whole (anyhow's `{:#}`) would repeat it.
+        cause: rusqlite::Error,
     },
     /// The database was written by a newer idemgate whose schema this one does not know.
     #[error("database schema version {found} is newer than this build supports ({supported})")]
@@ -25,9 +26,10 @@ pub enum StoreError {
     /// SQLite did not accept WAL mode, so a commit could not be made durable as promised.
     #[error("database refused journal_mode=wal (got {0})")]
     NoWal(String),
-    /// A statement failed.
+    /// A statement failed. The message says SQLite's error, so it is not also a
+    /// `source()` (see [`StoreError::Open`]).
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     /// A stored row does not have the shape this build expects.
     #[error("stored row is malformed: {0}")]
     Malformed(&'static str),
@@ -94,7 +96,7 @@ impl StoreError {
     #[must_use]
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::Sqlite(err) | Self::Open { source: err, .. } => sqlite_kind(err),
+            Self::Sqlite(err) | Self::Open { cause: err, .. } => sqlite_kind(err),
             Self::Postgres(err) => postgres_kind(err),
             Self::Unavailable | Self::NotOpen | Self::Pool(_) | Self::Restoring | Self::Lock { .. } => {
                 ErrorKind::Unavailable
@@ -169,6 +171,12 @@ impl From<deadpool_postgres::PoolError> for StoreError {
             deadpool_postgres::PoolError::Backend(err) => Self::Postgres(err),
             other => Self::Pool(other.to_string()),
         }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        Self::Sqlite(err)
     }
 }
 

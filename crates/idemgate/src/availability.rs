@@ -7,12 +7,12 @@
 //! that waiting cannot fix (a configuration the store refuses, a schema from a newer
 //! idemgate) stops start-up.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{os::unix::fs::DirBuilderExt, path::PathBuf, sync::Arc, time::Duration};
 
 use idemgate_store::{PgStore, SqliteStore, Store, StoreError, StoreOptions};
 use tokio::sync::watch;
 
-use crate::config::StoreConfig;
+use crate::{config::StoreConfig, errors::one_line};
 
 /// The first pause between two attempts to open the store; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
@@ -49,7 +49,7 @@ impl OpenError {
 }
 
 /// Opens the configured store once: PostgreSQL when `store.url` is set, else the SQLite
-/// file (its folder created if missing).
+/// file (its folder created if missing, 0700).
 pub async fn open(config: &StoreConfig) -> Result<Store, OpenError> {
     if let Some(postgres) = &config.postgres {
         return Ok(PgStore::connect(&postgres.url, postgres.options).await?.into());
@@ -58,7 +58,12 @@ pub async fn open(config: &StoreConfig) -> Result<Store, OpenError> {
     let options = StoreOptions { busy_timeout: config.busy_timeout, ..StoreOptions::default() };
     let opened = tokio::task::spawn_blocking(move || {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| OpenError::Folder { path: parent.to_owned(), source })?;
+            // 0700: the store in it holds payloads. A folder that exists keeps its mode.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|source| OpenError::Folder { path: parent.to_owned(), source })?;
         }
         Ok::<_, OpenError>(SqliteStore::open(&path, options)?)
     })
@@ -88,9 +93,9 @@ impl Availability {
             }
             Err(err) if err.is_lasting() => Err(err),
             Err(err) => {
-                tracing::error!(error = %err, "the store is unavailable; serving without it and retrying");
+                tracing::error!(error = %one_line(&err), "the store is unavailable; serving without it and retrying");
                 let store = Store::unavailable();
-                tokio::spawn(keep_opening(config.clone(), store.clone(), err.to_string(), opening, stop));
+                tokio::spawn(keep_opening(config.clone(), store.clone(), one_line(&err), opening, stop));
                 Ok(Self { store, opened })
             }
         }
@@ -128,7 +133,7 @@ async fn keep_opening(
                 return;
             }
             Err(err) => {
-                let now = err.to_string();
+                let now = one_line(&err);
                 if now != last {
                     tracing::error!(error = %now, "the store is still unavailable; retrying");
                     last = now;

@@ -19,6 +19,7 @@ pub mod alerts;
 pub mod availability;
 pub mod bench;
 pub mod config;
+pub mod errors;
 
 pub mod gateway;
 pub mod operator;

@@ -8,6 +8,7 @@ use clap::Parser;
 
 mod cli;
 mod commands;
+mod report;
 
 use commands::{BadConfig, EXIT_CONFIG, EXIT_FAILED};
 
@@ -24,13 +25,14 @@ fn main() -> ExitCode {
         .and_then(|runtime| runtime.block_on(commands::run(command, &config)));
     match result {
         Ok(code) => code,
+        Err(err) if report::is_closed_stdout(&err) => ExitCode::SUCCESS,
         Err(err) => match err.downcast_ref::<BadConfig>() {
             Some(bad) => {
                 eprintln!("idemgate: config error: {bad}");
                 ExitCode::from(EXIT_CONFIG)
             }
             None => {
-                eprintln!("idemgate: {err:#}");
+                eprintln!("idemgate: {}", report::message(&err));
                 ExitCode::from(EXIT_FAILED)
             }
         },

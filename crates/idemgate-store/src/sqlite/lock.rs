@@ -17,7 +17,7 @@
 use std::{
     fmt,
     fs::{File, OpenOptions},
-    os::unix::fs::MetadataExt,
+    os::unix::fs::{MetadataExt, OpenOptionsExt},
     path::{Path, PathBuf},
 };
 
@@ -108,6 +108,8 @@ fn open(store: &Path) -> Result<File, StoreError> {
         .write(true)
         .create(true)
         .truncate(false)
+        // Like the store beside it (`create_private`): its owner's alone.
+        .mode(0o600)
         .open(&path)
         .map_err(|source| StoreError::Lock { path, source })
 }

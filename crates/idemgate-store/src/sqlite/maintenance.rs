@@ -12,7 +12,9 @@ use std::{
 use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
-use super::{StoreOptions, lock::WriterLock, migrations, open_connection, receive::INSERT_RECEIPT};
+use super::{
+    StoreOptions, create_private, lock::WriterLock, migrations, new_private, open_connection, receive::INSERT_RECEIPT,
+};
 use crate::{
     StoreError,
     maintenance::{PurgeReport, Retention},
@@ -106,19 +108,27 @@ pub struct BackupSummary {
 /// servers keep writing: `VACUUM INTO` reads one snapshot, so receipts, events, jobs,
 /// idempotency records and an application's own tables in it belong together.
 pub fn backup(path: &Path, to: &Path) -> Result<BackupSummary, StoreError> {
-    if to.exists() {
-        return Err(StoreError::Maintenance("the backup file already exists; choose a new name"));
-    }
     let _lock = WriterLock::shared(path)?;
     let conn = open_connection(path, false, &StoreOptions::default())?;
     migrations::check_current(&conn)?;
-    conn.execute("VACUUM INTO ?1", params![to.to_string_lossy()])?;
+    // Created 0600 before SQLite writes into it (it accepts an empty file): a backup holds
+    // the payloads as the store does.
+    new_private(to).map_err(|err| match err.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            StoreError::Maintenance("the backup file already exists; choose a new name")
+        }
+        _ => StoreError::Maintenance(io_reason(&err)),
+    })?;
+    if let Err(err) = conn.execute("VACUUM INTO ?1", params![to.to_string_lossy()]) {
+        let _ = std::fs::remove_file(to);
+        return Err(err.into());
+    }
     summary(to)
 }
 
 fn summary(path: &Path) -> Result<BackupSummary, StoreError> {
     let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
+        .map_err(|cause| StoreError::Open { path: path.to_owned(), cause })?;
     let count = |table: &str| conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| row.get::<_, u64>(0));
     Ok(BackupSummary { receipts: count("receipts")?, events: count("events")?, jobs: count("jobs")? })
 }
@@ -146,8 +156,7 @@ pub fn restore(from: &Path, to: &Path, now: UnixTime) -> Result<Restored, StoreE
     let kept = if to.exists() { Some(keep(to, now)?) } else { None };
     let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
     let incoming = sibling(to, ".restoring");
-    std::fs::copy(from, &incoming).map_err(io)?;
-    File::open(&incoming).and_then(|file| file.sync_all()).map_err(io)?;
+    copy_private(from, &incoming).map_err(io)?;
     // The old WAL must go before the new file takes the name, or SQLite would apply it to the backup.
     for side in [sibling(to, "-wal"), sibling(to, "-shm")] {
         if side.exists() {
@@ -161,7 +170,7 @@ pub fn restore(from: &Path, to: &Path, now: UnixTime) -> Result<Restored, StoreE
 
 fn check_backup(from: &Path) -> Result<(), StoreError> {
     let checked = Connection::open_with_flags(from, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|source| StoreError::Open { path: from.to_owned(), source })?;
+        .map_err(|cause| StoreError::Open { path: from.to_owned(), cause })?;
     migrations::check_current(&checked)?;
     let integrity: String = checked.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
     if integrity != "ok" {
@@ -178,6 +187,7 @@ fn keep(store: &Path, now: UnixTime) -> Result<PathBuf, StoreError> {
     );
     let conn = open_connection(store, false, &StoreOptions::default()).map_err(|_| unreadable)?;
     let kept = kept_name(store, now);
+    create_private(&kept).map_err(|err| StoreError::Maintenance(io_reason(&err)))?;
     conn.execute("VACUUM INTO ?1", params![kept.to_string_lossy()])?;
     drop(conn);
     let io = |source: std::io::Error| StoreError::Maintenance(io_reason(&source));
@@ -210,6 +220,17 @@ fn sync_folder(path: &Path) -> std::io::Result<()> {
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     File::open(folder)?.sync_all()
 }
+/// Copies `from` to a new file `to`, mode 0600 (not `from`'s, which an older backup may
+/// have had wider), synced.
+fn copy_private(from: &Path, to: &Path) -> std::io::Result<()> {
+    if to.exists() {
+        std::fs::remove_file(to)?;
+    }
+    let mut incoming = new_private(to)?;
+    std::io::copy(&mut File::open(from)?, &mut incoming)?;
+    incoming.sync_all()
+}
+
 fn io_reason(err: &std::io::Error) -> &'static str {
     match err.kind() {
         std::io::ErrorKind::NotFound => "a file was not found",

@@ -24,7 +24,7 @@ mod savepoint;
 pub mod views;
 mod writer;
 
-use std::{path::Path, time::Duration};
+use std::{os::unix::fs::OpenOptionsExt, path::Path, time::Duration};
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -60,9 +60,11 @@ impl Default for StoreOptions {
 ///
 /// `create` decides whether a missing file is created; readers pass `false`.
 pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Result<Connection, StoreError> {
-    let open_error = |source| StoreError::Open { path: path.to_owned(), source };
+    let open_error = |cause| StoreError::Open { path: path.to_owned(), cause };
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
+        // Failing here (a folder not writable) is SQLite's to report, in its own words.
+        let _ = create_private(path);
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
     let conn = Connection::open_with_flags(path, flags).map_err(open_error)?;
@@ -76,4 +78,20 @@ pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Res
     conn.pragma_update(None, "synchronous", "FULL").map_err(open_error)?;
     conn.pragma_update(None, "foreign_keys", "ON").map_err(open_error)?;
     Ok(conn)
+}
+
+/// Creates `path` empty and readable by its owner alone (0600, or less with the umask)
+/// unless it exists: SQLite would create it 0644, readable by every local user, and it
+/// holds payloads. SQLite gives the `-wal` and `-shm` files it creates beside a database
+/// the database file's mode; an empty file is a new database to it.
+pub(crate) fn create_private(path: &Path) -> std::io::Result<()> {
+    match new_private(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        created => created.map(drop),
+    }
+}
+
+/// A new file at `path`, mode 0600; an error if it exists.
+pub(crate) fn new_private(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)
 }

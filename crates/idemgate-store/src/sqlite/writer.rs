@@ -145,7 +145,7 @@ impl SqliteStore {
             }
             lock.share(path)?;
         }
-        tune_writer(&conn).map_err(|source| StoreError::Open { path: path.to_owned(), source })?;
+        tune_writer(&conn).map_err(|cause| StoreError::Open { path: path.to_owned(), cause })?;
         let (queue, submitted) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
         let writer_stats = Arc::clone(&stats);

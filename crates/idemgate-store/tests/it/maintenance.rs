@@ -176,3 +176,27 @@ async fn restore_names_the_process_holding_the_store_and_a_store_under_restore_i
     SqliteStore::open(&path, Default::default()).unwrap().close().await;
     assert!(maintenance::restore(&copy, &path, UnixTime(T0)).unwrap().kept.is_some());
 }
+
+/// The permission bits of `path`.
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn the_store_its_side_files_and_its_backups_are_created_for_their_owner_alone() {
+    let t = open_store();
+    accept(&t.store, "e1", T0).await;
+    let sibling = |suffix: &str| t.path.with_file_name(format!("store.sqlite3{suffix}"));
+    for file in [t.path.clone(), sibling("-wal"), sibling("-shm"), sibling("-lock")] {
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    let copy = t.path.with_file_name("backup.sqlite3");
+    maintenance::backup(&t.path, &copy).unwrap();
+    assert_eq!(mode(&copy), 0o600);
+    // A backup opened up by hand is still restored as a store its owner alone reads.
+    std::fs::set_permissions(&copy, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let restored = t.path.with_file_name("restored.sqlite3");
+    maintenance::restore(&copy, &restored, UnixTime(T0)).unwrap();
+    assert_eq!(mode(&restored), 0o600);
+}

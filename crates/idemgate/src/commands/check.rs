@@ -16,7 +16,8 @@ pub(super) fn check(path: &Path) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_FAILED));
         }
     };
-    let mut text = format!("# {}: valid\n{}", path.display(), config.effective());
+    let shown = config::paths::resolve(Path::new("."), path);
+    let mut text = format!("# {}: valid\n{}", shown.display(), config.effective());
     for warning in warnings {
         text.push_str(&format!("# warning: {}\n", warning.0));
     }

@@ -63,7 +63,7 @@ fn render_top(top: clap::Command, page: &mut Vec<u8>) -> std::io::Result<()> {
     let mut extra = Roff::new();
     extra.control("SH", ["EXIT STATUS"]);
     for (code, meaning) in [
-        (0, "success".to_owned()),
+        (0, "success, also when the reader of the output stopped early (| head)".to_owned()),
         (EXIT_FAILED, "a runtime failure or a failed check".to_owned()),
         (EXIT_CONFIG, "a bad configuration or bad usage".to_owned()),
         (EXIT_REJECTED, format!("{BIN} send: a final refusal (a 4xx)")),

@@ -127,8 +127,8 @@ pub(super) async fn view(config: &Config, command: EventsCommand, clock: &dyn Cl
     existing_store(config)?;
     if config.store.postgres.is_none() {
         // A view changes nothing: a foreign file or one of another schema version is an error.
-        SqliteReader::open(&config.store.path)
-            .with_context(|| format!("cannot read the store {}", config.store.path.display()))?;
+        // The store's error names the file.
+        SqliteReader::open(&config.store.path).context("cannot read the store")?;
     }
     let store = open_store(config).await?;
     let now = clock.now();

@@ -47,6 +47,20 @@ pub(crate) const EXIT_CONFIG: u8 = 2;
 #[error(transparent)]
 pub(crate) struct BadConfig(#[from] ConfigError);
 
+/// The reader of stdout went away (`idemgate events list | head -1`): `main` exits 0 and
+/// says nothing, since the reader has what it wanted.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout was closed by its reader")]
+pub(crate) struct StdoutClosed;
+
+/// The result of writing to stdout, a closed stdout being [`StdoutClosed`].
+pub(crate) fn to_stdout(written: std::io::Result<()>) -> anyhow::Result<()> {
+    match written {
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Err(StdoutClosed.into()),
+        written => Ok(written?),
+    }
+}
+
 /// Runs `command` with the configuration file at `path`.
 pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCode> {
     match command {
@@ -164,13 +178,17 @@ fn existing_store(config: &Config) -> anyhow::Result<()> {
     }
 }
 
+/// A path given on the command line as errors print it: resolved against the working
+/// directory, absolute and normalized.
+fn shown(path: &Path) -> String {
+    config::paths::resolve(Path::new("."), path).display().to_string()
+}
+
 /// The first stdout line (`listening on ADDR`, so scripts and tests learn the real port
 /// of `127.0.0.1:0`, or `worker running`).
 fn print_line(line: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{line}")?;
-    stdout.flush()?;
-    Ok(())
+    to_stdout(writeln!(stdout, "{line}").and_then(|()| stdout.flush()))
 }
 
 /// Colours in the log only for a person at a terminal: not when stderr is a file or a

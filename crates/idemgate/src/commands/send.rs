@@ -8,7 +8,7 @@ use anyhow::{Context, anyhow};
 use idemgate::{config, send};
 use idemgate_client::{Client, ClientOptions, MailClient, MailCredentials, MailRequest, Request, StartTls};
 
-use super::print_line;
+use super::{print_line, shown};
 use crate::cli::{SendArgs, StartTlsArg};
 
 pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
@@ -103,7 +103,7 @@ fn body(args: &SendArgs) -> anyhow::Result<Vec<u8>> {
             std::io::Read::read_to_end(&mut std::io::stdin(), &mut body).context("cannot read standard input")?;
             body
         }
-        (None, Some(path)) => std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?,
+        (None, Some(path)) => std::fs::read(path).with_context(|| format!("cannot read {}", shown(path)))?,
         (None, None) => Vec::new(),
     })
 }
@@ -153,7 +153,7 @@ async fn send_mail(args: SendArgs) -> anyhow::Result<ExitCode> {
         request = request.credentials(MailCredentials::new(user.clone(), password));
     }
     if let Some(path) = &args.ca_file {
-        let pem = std::fs::read(path).with_context(|| format!("cannot read --ca-file {}", path.display()))?;
+        let pem = std::fs::read(path).with_context(|| format!("cannot read --ca-file {}", shown(path)))?;
         request = request.ca_pem(pem);
     }
     let client = MailClient::new(&ClientOptions {

@@ -1,9 +1,9 @@
 //! `idemgate store`: retention purges (the sources' and the audit log's), backups and restores.
 
-use std::process::ExitCode;
+use std::{path::Path, process::ExitCode};
 
 use anyhow::anyhow;
-use idemgate::config::Config;
+use idemgate::config::{Config, paths};
 use idemgate_clock::Clock;
 use idemgate_store::{maintenance::PurgeReport, sqlite::maintenance};
 
@@ -35,6 +35,7 @@ pub(super) async fn store(config: &Config, command: StoreCommand, clock: &dyn Cl
             ));
         }
         StoreCommand::Backup { to } => {
+            let to = paths::resolve(Path::new("."), to);
             let summary = maintenance::backup(path, &to)?;
             format!(
                 "backup {}: {} receipt(s), {} event(s), {} job(s), one consistent snapshot",
@@ -45,6 +46,7 @@ pub(super) async fn store(config: &Config, command: StoreCommand, clock: &dyn Cl
             )
         }
         StoreCommand::Restore { from } => {
+            let from = paths::resolve(Path::new("."), from);
             let restored = maintenance::restore(&from, path, clock.now())?;
             let kept = restored.kept.map(|kept| format!("; the replaced store is kept as {}", kept.display()));
             format!(

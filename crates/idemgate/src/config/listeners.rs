@@ -6,7 +6,11 @@
 //! token`, which is the token named `admin` with the role `operate`. Each token must be a
 //! value of its own: two names for one value would make the audit log's name a guess.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{
+    net::{SocketAddr, ToSocketAddrs},
+    path::PathBuf,
+    time::Duration,
+};
 
 use idemgate_core::{Secret, SourceName};
 use idemgate_http::{
@@ -17,6 +21,7 @@ use idemgate_http::{
 use super::{
     ConfigError,
     effective::{self, Shown},
+    paths,
     raw::{RawAdmin, RawAdminToken, RawServer, RawTls},
     validated::{DEFAULT_TIMEOUT, Reading},
 };
@@ -87,8 +92,9 @@ pub(super) fn server(raw: RawServer, r: &mut Reading<'_>, serves: bool) -> Resul
 fn pid_file(given: Option<String>, r: &mut Reading<'_>) -> Option<PathBuf> {
     match given {
         Some(path) => {
-            r.show("server.pid_file", Shown::Value(path.clone().into()));
-            Some(r.base.join(path))
+            let path = paths::resolve(r.base, path);
+            r.show("server.pid_file", Shown::Value(path.display().to_string().into()));
+            Some(path)
         }
         None => {
             r.show("server.pid_file", Shown::Note("(not set: `idemgate reload` needs one)"));
@@ -202,8 +208,26 @@ fn same_value(key: &str, other: &str) -> ConfigError {
     ConfigError::new(key, format!("is the same token as {other}: each admin token needs a value of its own"))
 }
 
-fn address(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {
-    text.parse().map_err(|_| ConfigError::new(key, format!("{text:?} is not HOST:PORT with an IP address")))
+/// The listen address `HOST:PORT` at `key`: an IP address, or a host name resolved now, at
+/// start-up or reload, so that the loopback checks and the bind see what the name means
+/// (its first IPv4 address, else its first address: `localhost` is 127.0.0.1 on hosts
+/// that also list ::1).
+pub(super) fn address(key: &str, text: &str) -> Result<SocketAddr, ConfigError> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let not_host_port = || ConfigError::new(key, format!("{text:?} is not HOST:PORT"));
+    let (host, port) = text.rsplit_once(':').ok_or_else(not_host_port)?;
+    let port: u16 = port.parse().map_err(|_| not_host_port())?;
+    if host.is_empty() {
+        return Err(not_host_port());
+    }
+    let found: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|err| ConfigError::new(key, format!("host {host:?} does not resolve: {err}")))?
+        .collect();
+    let first = found.iter().find(|address| address.is_ipv4()).or(found.first());
+    first.copied().ok_or_else(|| ConfigError::new(key, format!("host {host:?} resolves to no address")))
 }
 
 /// `[server.tls]` or `[admin.tls]` (`table`): its files, relative to the config file,
@@ -214,7 +238,7 @@ pub(super) fn tls_config(
     r: &mut Reading<'_>,
     serves: bool,
 ) -> Result<Option<TlsConfig>, ConfigError> {
-    let (cert, key) = (r.base.join(raw.cert), r.base.join(raw.key));
+    let (cert, key) = (paths::resolve(r.base, raw.cert), paths::resolve(r.base, raw.key));
     for (field, path) in [("cert", &cert), ("key", &key)] {
         r.show(&format!("{table}.{field}"), Shown::Value(path.display().to_string().into()));
     }
@@ -226,4 +250,27 @@ pub(super) fn tls_config(
         ConfigError::new(format!("{table}.{field}"), err.to_string())
     })?;
     Ok(Some(TlsConfig { cert, key, acceptor }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listen_address_is_an_ip_address_or_a_name_that_resolves() {
+        assert_eq!(address("server.listen", "127.0.0.1:8095").unwrap(), "127.0.0.1:8095".parse().unwrap());
+        assert_eq!(address("server.listen", "[::1]:8095").unwrap(), "[::1]:8095".parse().unwrap());
+        assert!(address("server.listen", "localhost:8095").unwrap().ip().is_loopback());
+        for text in ["localhost", "localhost:http", ":8095", "localhost:70000"] {
+            let err = address("server.listen", text).unwrap_err();
+            assert_eq!(err.to_string(), format!("server.listen: {text:?} is not HOST:PORT"));
+        }
+        // A label longer than 63 bytes is refused by the resolver itself: no query leaves.
+        let name = "a".repeat(64);
+        let err = address("admin.listen", &format!("{name}:8095")).unwrap_err();
+        assert_eq!(err.key, "admin.listen");
+        assert!(err.message.starts_with(&format!("host {name:?} does not resolve: ")), "{err}");
+        assert_eq!(err.to_string().lines().count(), 1, "{err}");
+    }
 }

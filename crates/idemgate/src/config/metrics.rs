@@ -44,9 +44,13 @@ pub(super) fn metrics(raw: RawMetrics, has_admin: bool, r: &mut Reading<'_>) -> 
                 "\"admin\" needs the admin API: set [admin] token, or use \"public\" or HOST:PORT",
             ));
         }
-        address => MetricsListen::Address(address.parse().map_err(|_| {
-            ConfigError::new("metrics.listen", format!("{address:?} is not \"public\", \"admin\" or HOST:PORT"))
-        })?),
+        address if !address.contains(':') => {
+            return Err(ConfigError::new(
+                "metrics.listen",
+                format!("{address:?} is not \"public\", \"admin\" or HOST:PORT"),
+            ));
+        }
+        address => MetricsListen::Address(super::listeners::address("metrics.listen", address)?),
     };
     let refresh_interval =
         r.duration("metrics.refresh_interval", raw.refresh_interval.as_deref(), DEFAULT_METRICS_REFRESH)?;
@@ -95,7 +99,9 @@ mod tests {
         assert_eq!(err.key, "metrics.listen");
         let own = metrics("", &[("IDEMGATE_METRICS__LISTEN", "127.0.0.1:9100")]).unwrap();
         assert_eq!(own.metrics.listen, MetricsListen::Address("127.0.0.1:9100".parse().unwrap()));
-        let err = metrics("[metrics]\nlisten = \"localhost:9100\"\n", &[]).unwrap_err();
+        let named = metrics("[metrics]\nlisten = \"localhost:9100\"\n", &[]).unwrap();
+        assert_eq!(named.metrics.listen, MetricsListen::Address("127.0.0.1:9100".parse().unwrap()));
+        let err = metrics("[metrics]\nlisten = \"somewhere\"\n", &[]).unwrap_err();
         assert!(err.message.contains("is not \"public\", \"admin\" or HOST:PORT"), "{err}");
         assert_eq!(metrics("[metrics]\nrefresh_interval = \"0s\"\n", &[]).unwrap_err().key, "metrics.refresh_interval");
     }

@@ -13,16 +13,18 @@ pub mod effective;
 mod listeners;
 mod metrics;
 pub mod origin;
+pub mod paths;
 mod proxies;
 pub mod raw;
 pub mod secrets;
 mod smtp;
 mod sources;
 mod store;
+mod syntax;
 pub mod traces;
 pub mod validated;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use destinations::{Encryption, SmtpRelay};
 pub use traces::TracesConfig;
@@ -36,8 +38,9 @@ pub use validated::{
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{key}: {message}")]
 pub struct ConfigError {
-    /// The dotted key, e.g. `sources.stripe.secrets[0]`, the variable of an override, or
-    /// the file for read errors.
+    /// The dotted key, e.g. `sources.stripe.secrets[0]`, the variable of an override, the
+    /// file for read errors, or `FILE:LINE:COLUMN` for a syntax error (whose message then
+    /// shows the line).
     pub key: String,
     /// What is wrong with it.
     pub message: String,
@@ -70,7 +73,7 @@ pub fn load_for(
     uses: Uses,
 ) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
     let raw = read(path, env)?;
-    validated::validate_for(raw, folder(path), uses)
+    validated::validate_for(raw, &folder(path), uses)
 }
 
 /// Validates the whole configuration and resolves the secrets of source `id` alone (for
@@ -81,16 +84,17 @@ pub fn load_source(
     id: &str,
 ) -> Result<(Option<SourceConfig>, Vec<ConfigWarning>), ConfigError> {
     let raw = read(path, env)?;
-    validated::validate_source(raw, folder(path), id)
+    validated::validate_source(raw, &folder(path), id)
 }
 
 fn read(path: &Path, env: impl IntoIterator<Item = (String, String)>) -> Result<raw::RawConfig, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|err| ConfigError::new(path.display().to_string(), format!("cannot read: {err}")))?;
-    raw::parse(&text, env)
+    let shown = paths::resolve(Path::new("."), path).display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|err| ConfigError::new(&shown, format!("cannot read: {err}")))?;
+    raw::parse_file(&shown, &text, env)
 }
 
-/// The folder relative paths in the file at `path` start from.
-fn folder(path: &Path) -> &Path {
-    path.parent().unwrap_or(Path::new("."))
+/// The folder relative paths in the file at `path` start from, absolute (for the paths
+/// printed) and normalized.
+fn folder(path: &Path) -> PathBuf {
+    paths::resolve(Path::new("."), path.parent().unwrap_or(Path::new(".")))
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{ConfigError, origin::Origins};
+use super::{ConfigError, origin::Origins, syntax};
 
 /// Prefix of environment overrides; `__` separates the levels of the key.
 pub const ENV_PREFIX: &str = "IDEMGATE_";
@@ -454,7 +454,7 @@ const SECRET_KEYS: [&[&str]; 7] = [
 const SECRET_TYPE_MESSAGE: &str =
     "must be a string (env:NAME, file:PATH or a literal in quotes); the value given is not shown";
 
-fn is_secret_key(keys: &[&str]) -> bool {
+pub(super) fn is_secret_key(keys: &[&str]) -> bool {
     SECRET_KEYS.iter().any(|secret| {
         secret.len() == keys.len() && secret.iter().zip(keys).all(|(pattern, key)| *pattern == "*" || pattern == key)
     })
@@ -462,7 +462,16 @@ fn is_secret_key(keys: &[&str]) -> bool {
 
 /// Parses the TOML text, overlays the environment, and deserialises.
 pub fn parse(text: &str, env: impl IntoIterator<Item = (String, String)>) -> Result<RawConfig, ConfigError> {
-    let mut table: toml::Table = toml::from_str(text).map_err(|err| ConfigError::new("config", toml_message(&err)))?;
+    parse_file("config", text, env)
+}
+
+/// [`parse`] of the text of `file`, which a syntax error names with its line and column.
+pub fn parse_file(
+    file: &str,
+    text: &str,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<RawConfig, ConfigError> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|err| syntax::error(file, text, &err))?;
     let mut origins = Origins::new(table.clone());
     for (name, value) in env {
         apply_override(&mut table, &name, &value, &mut origins)?;
@@ -516,17 +525,6 @@ fn deserialise_error(err: &serde_path_to_error::Error<toml::de::Error>, origins:
         }
     }
     ConfigError::new(if key == "." { "config".into() } else { key }, message)
-}
-
-/// toml's own errors span several lines; keep the first and the position. What the
-/// message quotes between backticks is dropped: it may be the value of a secret key.
-fn toml_message(err: &toml::de::Error) -> String {
-    let first = err.message().lines().next().unwrap_or("invalid toml");
-    let line: String = first.split('`').step_by(2).collect::<Vec<_>>().join("…");
-    match err.span() {
-        Some(span) => format!("{line} (at byte {})", span.start),
-        None => line,
-    }
 }
 
 /// `IDEMGATE_SOURCES__STRIPE__TOLERANCE=10m` sets `sources.stripe.tolerance`. Variables
@@ -682,10 +680,10 @@ mod tests {
     }
 
     #[test]
-    fn broken_toml_is_one_line() {
+    fn broken_toml_is_located_and_shown() {
         let err = parse("[server\nlisten = 1", env(&[])).unwrap_err();
-        assert_eq!(err.key, "config");
-        assert_eq!(err.to_string().lines().count(), 1, "{err}");
+        assert_eq!(err.key, "config:1:8");
+        assert_eq!(err.to_string().lines().nth(1), Some(" 1 | [server"), "{err}");
     }
 
     /// Values a TOML parser would turn into numbers, dates, booleans, lists or tables.

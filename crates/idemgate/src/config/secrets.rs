@@ -17,7 +17,7 @@ pub fn resolve(
             .map_err(|_| ConfigError::new(key, format!("environment variable {name} is not set")));
     }
     if let Some(file) = reference.strip_prefix("file:") {
-        let path = base.join(file);
+        let path = super::paths::resolve(base, file);
         let text = std::fs::read_to_string(&path).map_err(|err| {
             ConfigError::new(key, format!("cannot read secret file {}: {}", path.display(), err.kind()))
         })?;

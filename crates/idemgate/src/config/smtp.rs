@@ -74,9 +74,7 @@ fn listener(
 ) -> Result<(Retention, Option<SmtpConfig>), ConfigError> {
     let source = SourceName::new(name).map_err(|err| ConfigError::new(key, err.to_string()))?;
     r.show(&format!("{key}.listen"), Shown::Value(raw.listen.clone().into()));
-    let listen: SocketAddr = raw.listen.parse().map_err(|_| {
-        ConfigError::new(format!("{key}.listen"), format!("{:?} is not HOST:PORT with an IP address", raw.listen))
-    })?;
+    let listen = super::listeners::address(&format!("{key}.listen"), &raw.listen)?;
     let loopback = listen.ip().is_loopback();
     if raw.destinations.is_empty() {
         return Err(ConfigError::new(format!("{key}.destinations"), "at least one smtp destination is required"));

@@ -8,6 +8,7 @@ use idemgate_store::PgOptions;
 use super::{
     ConfigError, ConfigWarning,
     effective::{self, Shown},
+    paths,
     raw::RawStore,
     validated::Reading,
 };
@@ -100,7 +101,7 @@ fn kind(raw: &RawStore, r: &mut Reading<'_>) -> Result<Kind, ConfigError> {
 
 /// The SQLite file, relative to the config file's folder.
 fn sqlite_path(raw: &RawStore, r: &Reading<'_>) -> PathBuf {
-    r.base.join(raw.path.as_deref().unwrap_or(DEFAULT_STORE))
+    paths::resolve(r.base, raw.path.as_deref().unwrap_or(DEFAULT_STORE))
 }
 
 fn busy_timeout(raw: &RawStore, r: &mut Reading<'_>) -> Result<Duration, ConfigError> {

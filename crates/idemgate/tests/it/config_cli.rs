@@ -355,3 +355,240 @@ fn config_check_prints_what_is_in_effect_and_where_it_came_from_but_never_a_secr
     assert!(sample.status.success(), "{sample:?}");
     assert!(!text(&sample.stdout).contains("aWRlbWdhdGUt"), "a sample secret was shown: {sample:?}");
 }
+
+/// `idemgate args --config config` with stdout a pipe whose reader is already gone, as
+/// after `| head -1` has read its line.
+fn idemgate_into_closed_pipe(cwd: &Path, config: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    // A pipe from tokio (std's needs a newer Rust than this crate's MSRV), handed over blocking.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    let _entered = runtime.enter();
+    let (writer, reader) = tokio::net::unix::pipe::pipe().unwrap();
+    drop(reader);
+    let writer = writer.into_blocking_fd().unwrap();
+    Command::new(idemgate_bin())
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .current_dir(cwd)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_command_whose_reader_stopped_early_exits_quietly() {
+    let folder = Folder::new(RELATIVE_STORE);
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let gateway = Gateway::start(&folder.config(), &env);
+    let signer = Signer::Standard(KEY.to_vec());
+    for id in ["msg_1", "msg_2", "msg_3"] {
+        let event = body(id, "t.created");
+        assert_eq!(gateway.post("hooks", &signer.headers(id, &event, unix_now()), &event).status(), 202);
+    }
+    gateway.stop();
+    let commands: [&[&str]; 8] = [
+        &["events", "list"],
+        &["events", "list", "--json"],
+        &["events", "show", "hooks", "msg_1"],
+        &["events", "stats"],
+        &["destination", "list"],
+        &["store", "purge", "--dry-run"],
+        &["config", "check"],
+        &["completions", "bash"],
+    ];
+    for args in commands {
+        let output = idemgate_into_closed_pipe(&folder.elsewhere(), &folder.config(), args, &env);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        assert_eq!(text(&output.stderr), "", "{args:?}");
+    }
+}
+
+/// How often `needle` occurs in `haystack`.
+fn occurrences(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+#[test]
+fn a_store_that_cannot_be_opened_is_said_once_with_its_absolute_path() {
+    let folder = Folder::new(&RELATIVE_STORE.replace("data/idemgate.sqlite3", "./../data/../data/idemgate.sqlite3"));
+    let store = folder.dir.path().join("data/idemgate.sqlite3");
+    std::fs::create_dir(folder.dir.path().join("data")).unwrap();
+    let commands: [&[&str]; 5] = [
+        &["events", "list"],
+        &["events", "stats"],
+        &["destination", "list"],
+        &["store", "purge", "--dry-run"],
+        &["store", "backup", "--to", "backup.sqlite3"],
+    ];
+    let env = [("HOOKS_SECRET", "unused")];
+    std::fs::write(&store, "a text file where the store should be, longer than a header would be\n".repeat(20))
+        .unwrap();
+    for args in commands {
+        let output = idemgate(&folder.elsewhere(), &folder.config(), args, &env);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert_eq!(occurrences(&stderr, "not a database"), 1, "{args:?}: {stderr}");
+        assert_eq!(occurrences(&stderr, &store.display().to_string()), 1, "{args:?}: {stderr}");
+    }
+    // A folder where the file should be: SQLite cannot open it.
+    std::fs::remove_file(&store).unwrap();
+    std::fs::create_dir(&store).unwrap();
+    for args in commands {
+        let output = idemgate(&folder.elsewhere(), &folder.config(), args, &env);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(occurrences(&stderr, "unable to open database file"), 1, "{args:?}: {stderr}");
+        assert!(!stderr.contains("/../") && !stderr.contains("/./"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn paths_are_printed_absolute_and_normalized() {
+    let folder = Folder::new(
+        &RELATIVE_STORE
+            .replace("data/idemgate.sqlite3", "../data/./idemgate.sqlite3")
+            .replace("listen = \"127.0.0.1:0\"", "listen = \"127.0.0.1:0\"\npid_file = \"../run/../run/idemgate.pid\""),
+    );
+    let dir = folder.dir.path().display().to_string();
+    let relative_config = Path::new("..").join("etc").join(".").join("idemgate.toml");
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+
+    let output = idemgate(&folder.elsewhere(), &relative_config, &["events", "list"], &env);
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("no store at {dir}/data/idemgate.sqlite3:")), "{stderr}");
+
+    let output = idemgate(&folder.elsewhere(), &relative_config, &["config", "check"], &env);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = text(&output.stdout);
+    assert!(stdout.starts_with(&format!("# {dir}/etc/idemgate.toml: valid\n")), "{stdout}");
+    assert!(stdout.contains(&format!("store.path = \"{dir}/data/idemgate.sqlite3\"")), "{stdout}");
+    assert!(stdout.contains(&format!("server.pid_file = \"{dir}/run/idemgate.pid\"")), "{stdout}");
+
+    let tls = ("IDEMGATE_SERVER__TLS", r#"{ cert = "../tls/../tls/cert.pem", key = "tls/key.pem" }"#);
+    let output = idemgate(&folder.elsewhere(), &relative_config, &["config", "check"], &[env[0], tls]);
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("from {dir}/tls/cert.pem")), "{stderr}");
+    let secret = ("IDEMGATE_SOURCES__HOOKS__SECRETS", "file:../secrets/./hooks");
+    let output = idemgate(&folder.elsewhere(), &relative_config, &["config", "check"], &[secret]);
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains(&format!("cannot read secret file {dir}/secrets/hooks")), "{stderr}");
+    let output = idemgate(&folder.elsewhere(), Path::new("../etc/../missing.toml"), &["events", "list"], &env);
+    let stderr = text(&output.stderr);
+    assert!(stderr.starts_with(&format!("idemgate: config error: {dir}/missing.toml: cannot read")), "{stderr}");
+    // Paths given on the command line are relative to the working directory.
+    let verify = ["verify", "--source", "hooks", "--headers", "./x/../head.txt", "--body", "body.json"];
+    let output = idemgate(&folder.elsewhere(), &relative_config, &verify, &env);
+    let stderr = text(&output.stderr);
+    assert!(stderr.starts_with(&format!("idemgate: cannot read {dir}/elsewhere/head.txt:")), "{stderr}");
+}
+
+#[test]
+fn a_toml_syntax_error_names_file_line_and_column_and_shows_the_line() {
+    let folder = Folder::new(&RELATIVE_STORE.replace("[worker]\nenabled = false", "[worker]\npoll_interval = 5 s"));
+    let dir = folder.dir.path().display().to_string();
+    let relative_config = Path::new("..").join("etc").join("idemgate.toml");
+    let line = RELATIVE_STORE.lines().position(|line| line == "[worker]").unwrap() + 2;
+    for args in [&["serve"][..], &["worker"], &["config", "check"], &["events", "list"], &["store", "purge"]] {
+        let output = idemgate(&folder.elsewhere(), &relative_config, args, &[("HOOKS_SECRET", "unused")]);
+        assert!(!output.status.success(), "{args:?}: {output:?}");
+        let stderr = text(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert!(
+            lines[0].starts_with(&format!("idemgate: config error: {dir}/etc/idemgate.toml:{line}:17: ")),
+            "{stderr}"
+        );
+        assert_eq!(lines[1], format!(" {line} | poll_interval = 5 s"), "{stderr}");
+        assert_eq!(lines[2], format!(" {} | {}^", " ".repeat(line.to_string().len()), " ".repeat(16)), "{stderr}");
+    }
+}
+
+#[test]
+fn a_listen_address_may_be_a_host_name_that_resolves() {
+    let folder = Folder::new(RELATIVE_STORE);
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("localhost:{port}");
+    let env = [
+        ("HOOKS_SECRET", secret.as_str()),
+        ("IDEMGATE_SERVER__LISTEN", listen.as_str()),
+        ("IDEMGATE_ADMIN__LISTEN", "localhost:0"),
+        ("IDEMGATE_ADMIN__TOKEN", "admin-token-0123456789"),
+        ("IDEMGATE_METRICS__LISTEN", "localhost:0"),
+    ];
+    let mut gateway = Gateway::start(&folder.config(), &env);
+    assert_eq!(gateway.addr, format!("127.0.0.1:{port}").parse().unwrap());
+    assert!(gateway.admin_addr().ip().is_loopback());
+    assert!(gateway.next_line().starts_with("metrics listening on 127.0.0.1:"));
+    let event = body("msg_1", "t.created");
+    let signer = Signer::Standard(KEY.to_vec());
+    assert_eq!(gateway.post("hooks", &signer.headers("msg_1", &event, unix_now()), &event).status(), 202);
+    gateway.stop();
+
+    // A name that cannot resolve (a label longer than 63 bytes: no query is sent) is a
+    // one-line error naming the key.
+    let unresolvable = format!("{}:{port}", "a".repeat(64));
+    for key in ["SERVER", "ADMIN", "METRICS"] {
+        let variable = format!("IDEMGATE_{key}__LISTEN");
+        let env = [env[0], env[3], (variable.as_str(), unresolvable.as_str())];
+        let output = idemgate(&folder.elsewhere(), &folder.config(), &["serve"], &env);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let key = key.to_lowercase();
+        assert!(stderr.starts_with(&format!("idemgate: config error: {key}.listen: host ")), "{stderr}");
+        assert!(stderr.contains("does not resolve"), "{stderr}");
+    }
+}
+
+/// The permission bits of `path`.
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap_or_else(|err| panic!("{}: {err}", path.display())).permissions().mode() & 0o777
+}
+
+#[test]
+fn the_store_its_folder_and_its_backups_are_readable_by_their_owner_alone() {
+    let folder = Folder::new(RELATIVE_STORE);
+    let secret = Signer::Standard(KEY.to_vec()).config_secret();
+    let env = [("HOOKS_SECRET", secret.as_str())];
+    let data = folder.dir.path().join("etc/data");
+    let store = data.join("idemgate.sqlite3");
+    let gateway = Gateway::start(&folder.config(), &env);
+    let event = body("msg_1", "t.created");
+    let signer = Signer::Standard(KEY.to_vec());
+    assert_eq!(gateway.post("hooks", &signer.headers("msg_1", &event, unix_now()), &event).status(), 202);
+    assert_eq!(mode(&data), 0o700, "the folder serve created");
+    for file in ["idemgate.sqlite3", "idemgate.sqlite3-wal", "idemgate.sqlite3-shm"] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+    gateway.stop();
+
+    let backup = folder.dir.path().join("backup.sqlite3");
+    let output =
+        idemgate(&folder.elsewhere(), &folder.config(), &["store", "backup", "--to", "../backup.sqlite3"], &env);
+    assert!(output.status.success(), "{output:?}");
+    assert!(text(&output.stdout).starts_with(&format!("backup {}: 1 receipt(s)", backup.display())), "{output:?}");
+    assert_eq!(mode(&backup), 0o600);
+    let again =
+        idemgate(&folder.elsewhere(), &folder.config(), &["store", "backup", "--to", "../backup.sqlite3"], &env);
+    assert!(text(&again.stderr).contains("the backup file already exists"), "{again:?}");
+    assert_eq!(mode(&backup), 0o600);
+
+    // A backup made readable by others is restored as a store readable by its owner alone,
+    // and the store it replaces is kept the same way.
+    std::fs::set_permissions(&backup, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let output =
+        idemgate(&folder.elsewhere(), &folder.config(), &["store", "restore", "--from", "../backup.sqlite3"], &env);
+    assert!(output.status.success(), "{output:?}");
+    let kept = std::fs::read_dir(&data).unwrap().map(|entry| entry.unwrap().path()).collect::<Vec<_>>();
+    for file in kept {
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    assert_eq!(mode(&store), 0o600);
+}
