@@ -46,7 +46,8 @@ mod dashboard;
 mod idempotency;
 mod proxy;
 
-pub use admin::AdminError;
+pub use admin::{AdminError, Part};
+pub(crate) use admin::{no_route, wrong_method};
 pub use dashboard::DashboardAnswer;
 pub(crate) use idempotency::{Replay, replayed};
 pub use proxy::ProxyAnswer;
