@@ -181,7 +181,7 @@ struct ListQuery {
     event_type: Option<String>,
     /// Only events with a job in this state; `unmatched`: only events with no job (for
     /// `destination`, when given: none for it).
-    #[param(value_type = Option<EventState>)]
+    #[param(value_type = Option<EventState>, inline)]
     state: Option<String>,
     /// Only events with a job for this destination.
     destination: Option<String>,
@@ -271,7 +271,7 @@ impl Replayed {
 struct ReplayQuery {
     /// Jobs in this state are replayed: dead (default), superseded or succeeded; with `to`,
     /// absent or `unmatched`.
-    #[param(value_type = Option<ReplayState>)]
+    #[param(value_type = Option<ReplayState>, inline)]
     state: Option<String>,
     /// Send to this destination: its missing job is created (pending), a finished one replayed.
     to: Option<String>,
@@ -398,7 +398,7 @@ struct Retried {
 #[into_params(parameter_in = Query)]
 struct RetryQuery {
     /// Only jobs in this state: pending or retrying (default both).
-    #[param(value_type = Option<WaitingState>)]
+    #[param(value_type = Option<WaitingState>, inline)]
     state: Option<String>,
 }
 
@@ -636,7 +636,7 @@ struct AuditQuery {
     /// Only this token's actions (`cli`: the command line's).
     token: Option<String>,
     /// Only this action: replay, replay_to, retry or enable.
-    #[param(value_type = Option<AuditAction>)]
+    #[param(value_type = Option<AuditAction>, inline)]
     action: Option<String>,
     /// At most this many (1 to 500, default 100).
     limit: Option<usize>,

@@ -416,3 +416,50 @@ async fn a_change_to_an_unknown_event_or_destination_is_404_and_not_audited() {
     let (status, body) = api(addr, "POST", "/admin/v1/destinations/gone/enable", TOKEN, None).await;
     assert_eq!((status, body), (200, json!({ "was_disabled": true })), "a destination the store knows");
 }
+
+#[tokio::test]
+async fn the_openapi_document_defines_what_it_references_and_documents_the_refusals() {
+    let (addr, _dir) = start_admin(Arc::new(ManualClock::at(UnixTime(T))), Duration::from_secs(600)).await;
+    let (status, doc) = api(addr, "GET", "/admin/v1/openapi.json", "", None).await;
+    assert_eq!(status, 200);
+    let text = doc.to_string();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for reference in text.split("\"#/components/schemas/").skip(1) {
+        let name = reference.split('"').next().unwrap();
+        assert!(schemas.contains_key(name), "{name} is referenced and not defined");
+    }
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    assert_eq!(doc["security"], json!([{ "bearer": [] }]));
+    let param = |path: &str, name: &str| {
+        let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
+        params.iter().find(|p| p["name"] == name).unwrap()["schema"].clone()
+    };
+    let spellings = |schema: Value| {
+        schema["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        spellings(param("/admin/v1/events", "state")),
+        ["pending", "running", "succeeded", "retrying", "dead", "superseded", "unmatched"]
+    );
+    assert_eq!(spellings(param("/admin/v1/audit", "action")), ["replay", "replay_to", "retry", "enable"]);
+    assert_eq!(spellings(param("/admin/v1/destinations/{name}/series", "window")), ["hour", "day"]);
+    let replay = &doc["paths"]["/admin/v1/events/{source}/{identity}/replay"]["post"];
+    let replay_state = replay["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "state").unwrap();
+    assert_eq!(spellings(replay_state["schema"].clone()), ["dead", "superseded", "succeeded", "unmatched"]);
+    for (path, operations) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            let responses = operation["responses"].as_object().unwrap();
+            let mut expected = vec!["200", "400", "401", "503"];
+            if method == "post" {
+                expected.push("403");
+            }
+            for status in expected {
+                assert!(responses.contains_key(status), "{method} {path} documents {status}");
+                let body = &responses[status]["content"]["application/json"]["schema"]["$ref"];
+                assert!(status == "200" || body == "#/components/schemas/ErrorBody", "{method} {path} {status}");
+            }
+        }
+    }
+    let bodies = ["/admin/v1/replay", "/admin/v1/retry"].map(|path| doc["paths"][path]["post"]["responses"].clone());
+    assert!(bodies.iter().all(|r| r.get("415").is_some() && r.get("413").is_some()), "{bodies:?}");
+}
