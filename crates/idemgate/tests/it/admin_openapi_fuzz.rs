@@ -87,12 +87,17 @@ fn start() -> (Setup, Gateway, SocketAddr, Destination) {
         let event = body(&identity, "invoice.paid");
         assert_eq!(gateway.post("hooks", &signer.headers(&identity, &event, unix_now()), &event).status(), 202);
         // One at a time, so that the first three attempts are the first three events'.
-        while api(admin, "GET", &format!("/admin/v1/events/hooks/{identity}"), READ).body()["attempts"]
-            .as_array()
-            .is_none_or(Vec::is_empty)
-        {
+        let attempted = || {
+            let shown = api(admin, "GET", &format!("/admin/v1/events/hooks/{identity}"), READ);
+            shown.body()["attempts"].as_array().is_some_and(|a| !a.is_empty())
+        };
+        for _ in 0..1500 {
+            if attempted() {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
+        assert!(attempted(), "{identity} was never attempted");
     }
     assert_eq!(dead_events(admin), 3);
     (setup, gateway, admin, destination)
