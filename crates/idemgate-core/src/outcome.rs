@@ -112,7 +112,37 @@ pub enum Rejection {
     Contract {
         /// A bounded description, never payload text.
         reason: &'static str,
+        /// The field the contract could not use, when it is one the source's
+        /// configuration names: told to the sender so it can fix its side.
+        field: Option<Field>,
     },
+}
+
+/// A field of an event that a source's contract needs, and where the source's
+/// configuration says it is. Its value is never part of it: a refusal names the field,
+/// not what the sender put there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// What the field is for, from a fixed set: [`Field::IDENTITY`] or [`Field::EVENT_TYPE`].
+    pub name: &'static str,
+    /// Where it is looked for.
+    pub location: Location,
+}
+
+impl Field {
+    /// The event's stable identity.
+    pub const IDENTITY: &'static str = "identity";
+    /// The event's type.
+    pub const EVENT_TYPE: &'static str = "event_type";
+}
+
+/// Where a field is looked for, as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// This request header (its configured name).
+    Header(String),
+    /// This JSON pointer (RFC 6901) into the body.
+    Pointer(String),
 }
 
 impl Rejection {

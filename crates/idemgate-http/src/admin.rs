@@ -9,21 +9,23 @@
 //! generated from these handlers, so it cannot drift from them.
 //!
 //! Every admin answer, API and dashboard, forbids framing and caching, and every request
-//! body is read under a limit and the listener's body timeout.
+//! body is read under a limit and the listener's body timeout. Every refusal of the API is
+//! JSON with a code and a detail ([`AdminError`]), a query or body that does not parse
+//! included ([`crate::extract`]).
 
 use std::{sync::Arc, time::Duration};
 
 use axum::{
     Json, Router,
     body::Body,
-    extract::{Extension, Path, Query, Request, State},
+    extract::{Extension, Request, State},
     http::{HeaderValue, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::get,
 };
 use idemgate_clock::Clock;
-use idemgate_core::{UnixTime, job::JobState};
+use idemgate_core::{Identity, ReceiptKey, SourceName, job::JobState};
 use idemgate_store::{
     Store,
     audit::{Action, Audit, AuditFilter, target},
@@ -35,11 +37,16 @@ use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    DeliveryAnswer, RejectionCounts,
+    RejectionCounts,
     access::{self, Need, Principal},
-    answer::AdminError,
+    answer::{AdminError, no_route, wrong_method},
     body::read_limited,
     current::{AdminTokens, DestinationNames},
+    extract::{AdminJson, AdminPath, AdminQuery, When, resolve},
+    openapi::{
+        AuditAction, BearerToken, BulkRefusals, ChangeRefusals, ErrorBody, EventState, LookupRefusals, ReadRefusals,
+        ReplayState, WaitingState,
+    },
     session::Sessions,
     views::{
         self, AttemptSeries, AuditEntry, ConflictsPage, DestinationView, EventDetail, EventPayloadView, EventsPage,
@@ -75,10 +82,12 @@ pub struct AdminState {
 }
 
 #[derive(OpenApi)]
-#[openapi(info(
-    title = "idemgate admin API",
-    description = "Events, jobs, replays and counts of an idemgate gateway."
-))]
+#[openapi(
+    info(title = "idemgate admin API", description = "Events, jobs, replays and counts of an idemgate gateway."),
+    components(schemas(ErrorBody)),
+    security(("bearer" = [])),
+    modifiers(&BearerToken)
+)]
 struct AdminDoc;
 
 /// The admin router (mount it on its own listener).
@@ -113,7 +122,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/v1/openapi.json", get(serve_doc))
         .merge(protected)
         .merge(crate::dashboard::router(state_for_ui))
-        .fallback(crate::answer::not_found)
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
         .layer(middleware::from_fn_with_state(body_timeout, bounded_body))
         .layer(middleware::map_response(guarded))
 }
@@ -123,7 +133,7 @@ async fn bounded_body(State(timeout): State<Duration>, request: Request, next: N
     let (parts, body) = request.into_parts();
     match read_limited(&parts.headers, body, BODY_LIMIT, timeout).await {
         Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
-        Err(err) => DeliveryAnswer::Unreadable(err).into_response(),
+        Err(err) => AdminError::Body(err).into_response(),
     }
 }
 
@@ -172,13 +182,16 @@ struct ListQuery {
     event_type: Option<String>,
     /// Only events with a job in this state; `unmatched`: only events with no job (for
     /// `destination`, when given: none for it).
+    #[param(value_type = Option<EventState>, inline)]
     state: Option<String>,
     /// Only events with a job for this destination.
     destination: Option<String>,
-    /// Received at or after (unix seconds).
-    since: Option<i64>,
-    /// Received before (unix seconds).
-    until: Option<i64>,
+    /// Received at or after: unix seconds, RFC 3339, a date or a duration back from now (`1h`).
+    #[param(value_type = Option<String>)]
+    since: Option<When>,
+    /// Received before: unix seconds, RFC 3339, a date or a duration back from now (`1h`).
+    #[param(value_type = Option<String>)]
+    until: Option<When>,
     /// The cursor: `next_before` of the previous page.
     before: Option<i64>,
     /// Page size (1 to 500, default 50).
@@ -186,10 +199,10 @@ struct ListQuery {
 }
 
 /// List events, newest first.
-#[utoipa::path(get, path = "/admin/v1/events", params(ListQuery), responses((status = 200, body = EventsPage), (status = 401)))]
+#[utoipa::path(get, path = "/admin/v1/events", params(ListQuery), responses((status = 200, body = EventsPage), ReadRefusals))]
 async fn list_events(
     State(state): State<AdminState>,
-    Query(query): Query<ListQuery>,
+    AdminQuery(query): AdminQuery<ListQuery>,
 ) -> Result<Json<EventsPage>, AdminError> {
     if let Some(s) = &query.state
         && s != UNMATCHED
@@ -198,14 +211,15 @@ async fn list_events(
         return Err(AdminError::BadRequest("unknown_state"));
     }
     let limit = query.limit.unwrap_or(50).clamp(1, 500);
+    let now = state.clock.now();
     let filter = EventFilter {
         source: query.source,
         identity_prefix: query.identity,
         event_type: query.event_type,
         state: query.state,
         destination: query.destination,
-        since: query.since.map(UnixTime),
-        until: query.until.map(UnixTime),
+        since: resolve(query.since, now),
+        until: resolve(query.until, now),
         before_id: query.before,
         limit,
     };
@@ -215,10 +229,10 @@ async fn list_events(
 /// One event: its receipt, jobs and every delivery attempt.
 #[utoipa::path(get, path = "/admin/v1/events/{source}/{identity}",
     params(("source" = String, Path), ("identity" = String, Path)),
-    responses((status = 200, body = EventDetail), (status = 404), (status = 401)))]
+    responses((status = 200, body = EventDetail), LookupRefusals))]
 async fn show_event(
     State(state): State<AdminState>,
-    Path((source, identity)): Path<(String, String)>,
+    AdminPath((source, identity)): AdminPath<(String, String)>,
 ) -> Result<Json<EventDetail>, AdminError> {
     views::event_detail(&state.store, &source, &identity).await?.map(Json).ok_or(AdminError::NotFound)
 }
@@ -226,10 +240,10 @@ async fn show_event(
 /// One event's headers as stored and its body, unless retention purged it.
 #[utoipa::path(get, path = "/admin/v1/events/{source}/{identity}/payload",
     params(("source" = String, Path), ("identity" = String, Path)),
-    responses((status = 200, body = EventPayloadView), (status = 404), (status = 401)))]
+    responses((status = 200, body = EventPayloadView), LookupRefusals))]
 async fn event_payload(
     State(state): State<AdminState>,
-    Path((source, identity)): Path<(String, String)>,
+    AdminPath((source, identity)): AdminPath<(String, String)>,
 ) -> Result<Json<EventPayloadView>, AdminError> {
     views::event_payload(&state.store, &source, &identity).await?.map(Json).ok_or(AdminError::NotFound)
 }
@@ -258,6 +272,7 @@ impl Replayed {
 struct ReplayQuery {
     /// Jobs in this state are replayed: dead (default), superseded or succeeded; with `to`,
     /// absent or `unmatched`.
+    #[param(value_type = Option<ReplayState>, inline)]
     state: Option<String>,
     /// Send to this destination: its missing job is created (pending), a finished one replayed.
     to: Option<String>,
@@ -293,13 +308,14 @@ fn replay_state(state: Option<&str>) -> Result<Option<JobState>, AdminError> {
 /// Replay one event's finished jobs (same `webhook-id`).
 #[utoipa::path(post, path = "/admin/v1/events/{source}/{identity}/replay",
     params(("source" = String, Path), ("identity" = String, Path), ReplayQuery),
-    responses((status = 200, body = Replayed), (status = 404), (status = 401), (status = 403)))]
+    responses((status = 200, body = Replayed), ChangeRefusals))]
 async fn replay_event(
     State(state): State<AdminState>,
     Extension(who): Extension<Principal>,
-    Path((source, identity)): Path<(String, String)>,
-    Query(query): Query<ReplayQuery>,
+    AdminPath((source, identity)): AdminPath<(String, String)>,
+    AdminQuery(query): AdminQuery<ReplayQuery>,
 ) -> Result<Json<Replayed>, AdminError> {
+    existing(&state.store, &source, &identity).await?;
     if let Some(to) = query.to {
         let selection = ReplayTo { source: Some(source), identity: Some(identity), ..ReplayTo::default() };
         let to = replay_to(&state.destinations, to, query.state.as_deref(), selection)?;
@@ -323,30 +339,36 @@ struct ReplayRequest {
     source: Option<String>,
     destination: Option<String>,
     /// dead (default), superseded or succeeded; with `to`, absent or `unmatched`.
+    #[schema(value_type = Option<ReplayState>)]
     state: Option<String>,
     /// Send the selected events to this destination: the missing job is created
     /// (pending), a finished one replayed. Not with `destination`.
     to: Option<String>,
-    since: Option<i64>,
-    until: Option<i64>,
+    /// Received at or after: unix seconds, RFC 3339, a date or a duration back from now (`1h`).
+    #[schema(value_type = Option<String>)]
+    since: Option<When>,
+    /// Received before: unix seconds, RFC 3339, a date or a duration back from now (`1h`).
+    #[schema(value_type = Option<String>)]
+    until: Option<When>,
 }
 
 /// Replay every finished job matching the filter when the replay starts, each once.
 #[utoipa::path(post, path = "/admin/v1/replay", request_body = ReplayRequest,
-    responses((status = 200, body = Replayed), (status = 401), (status = 403)))]
+    responses((status = 200, body = Replayed), BulkRefusals))]
 async fn replay_bulk(
     State(state): State<AdminState>,
     Extension(who): Extension<Principal>,
-    Json(request): Json<ReplayRequest>,
+    AdminJson(request): AdminJson<ReplayRequest>,
 ) -> Result<Json<Replayed>, AdminError> {
+    let now = state.clock.now();
     if let Some(to) = request.to {
         if request.destination.is_some() {
             return Err(AdminError::BadRequest("destination_with_to"));
         }
         let selection = ReplayTo {
             source: request.source,
-            since: request.since.map(UnixTime),
-            until: request.until.map(UnixTime),
+            since: resolve(request.since, now),
+            until: resolve(request.until, now),
             ..ReplayTo::default()
         };
         let to = replay_to(&state.destinations, to, request.state.as_deref(), selection)?;
@@ -357,8 +379,8 @@ async fn replay_bulk(
         source: request.source,
         destination: request.destination,
         state: replay_state(request.state.as_deref())?,
-        since: request.since.map(UnixTime),
-        until: request.until.map(UnixTime),
+        since: resolve(request.since, now),
+        until: resolve(request.until, now),
         identity: None,
     };
     let audit = Audit::new(who.name, Action::Replay, target::filter(&filter));
@@ -377,6 +399,7 @@ struct Retried {
 #[into_params(parameter_in = Query)]
 struct RetryQuery {
     /// Only jobs in this state: pending or retrying (default both).
+    #[param(value_type = Option<WaitingState>, inline)]
     state: Option<String>,
 }
 
@@ -391,13 +414,14 @@ fn waiting_state(state: Option<&str>) -> Result<Option<JobState>, AdminError> {
 /// Make one event's waiting (pending or retrying) jobs due now; their attempts so far count.
 #[utoipa::path(post, path = "/admin/v1/events/{source}/{identity}/retry",
     params(("source" = String, Path), ("identity" = String, Path), RetryQuery),
-    responses((status = 200, body = Retried), (status = 400), (status = 401), (status = 403)))]
+    responses((status = 200, body = Retried), ChangeRefusals))]
 async fn retry_event(
     State(state): State<AdminState>,
     Extension(who): Extension<Principal>,
-    Path((source, identity)): Path<(String, String)>,
-    Query(query): Query<RetryQuery>,
+    AdminPath((source, identity)): AdminPath<(String, String)>,
+    AdminQuery(query): AdminQuery<RetryQuery>,
 ) -> Result<Json<Retried>, AdminError> {
+    existing(&state.store, &source, &identity).await?;
     let filter = ReplayFilter {
         source: Some(source),
         identity: Some(identity),
@@ -415,25 +439,31 @@ struct RetryRequest {
     source: Option<String>,
     destination: Option<String>,
     /// pending or retrying (default both).
+    #[schema(value_type = Option<WaitingState>)]
     state: Option<String>,
-    since: Option<i64>,
-    until: Option<i64>,
+    /// Received at or after: unix seconds, RFC 3339, a date or a duration back from now (`1h`).
+    #[schema(value_type = Option<String>)]
+    since: Option<When>,
+    /// Received before: unix seconds, RFC 3339, a date or a duration back from now (`1h`).
+    #[schema(value_type = Option<String>)]
+    until: Option<When>,
 }
 
 /// Make every waiting job matching the filter due now; finished jobs are replay's.
 #[utoipa::path(post, path = "/admin/v1/retry", request_body = RetryRequest,
-    responses((status = 200, body = Retried), (status = 400), (status = 401), (status = 403)))]
+    responses((status = 200, body = Retried), BulkRefusals))]
 async fn retry_bulk(
     State(state): State<AdminState>,
     Extension(who): Extension<Principal>,
-    Json(request): Json<RetryRequest>,
+    AdminJson(request): AdminJson<RetryRequest>,
 ) -> Result<Json<Retried>, AdminError> {
+    let now = state.clock.now();
     let filter = ReplayFilter {
         source: request.source,
         destination: request.destination,
         state: waiting_state(request.state.as_deref())?,
-        since: request.since.map(UnixTime),
-        until: request.until.map(UnixTime),
+        since: resolve(request.since, now),
+        until: resolve(request.until, now),
         identity: None,
     };
     let audit = Audit::new(who.name, Action::Retry, target::filter(&filter));
@@ -444,17 +474,19 @@ async fn retry_bulk(
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct StatsQuery {
-    /// Only what arrived at or after (unix seconds).
-    since: Option<i64>,
+    /// Only what arrived at or after: unix seconds, RFC 3339, a date or a duration back
+    /// from now (`1h`).
+    #[param(value_type = Option<String>)]
+    since: Option<When>,
 }
 
 /// Counts per source: receipts, conflicts, jobs by state.
-#[utoipa::path(get, path = "/admin/v1/stats", params(StatsQuery), responses((status = 200, body = Vec<SourceCounts>), (status = 401)))]
+#[utoipa::path(get, path = "/admin/v1/stats", params(StatsQuery), responses((status = 200, body = Vec<SourceCounts>), ReadRefusals))]
 async fn stats(
     State(state): State<AdminState>,
-    Query(query): Query<StatsQuery>,
+    AdminQuery(query): AdminQuery<StatsQuery>,
 ) -> Result<Json<Vec<SourceCounts>>, AdminError> {
-    Ok(Json(views::source_counts(&state.store, query.since.map(UnixTime)).await?))
+    Ok(Json(views::source_counts(&state.store, resolve(query.since, state.clock.now())).await?))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -466,7 +498,7 @@ struct RejectionCount {
 
 /// Rejected deliveries by source and bounded reason since the process started (counts
 /// only: nothing of a rejected delivery is stored).
-#[utoipa::path(get, path = "/admin/v1/rejections", responses((status = 200, body = Vec<RejectionCount>), (status = 401)))]
+#[utoipa::path(get, path = "/admin/v1/rejections", responses((status = 200, body = Vec<RejectionCount>), ReadRefusals))]
 async fn rejections(State(state): State<AdminState>) -> Json<Vec<RejectionCount>> {
     Json(
         state
@@ -490,10 +522,10 @@ struct RejectionBucket {
 /// hour), every source together; buckets without rejections are left out (counts kept in
 /// memory for a day).
 #[utoipa::path(get, path = "/admin/v1/rejections/series", params(SeriesQuery),
-    responses((status = 200, body = Vec<RejectionBucket>), (status = 400), (status = 401)))]
+    responses((status = 200, body = Vec<RejectionBucket>), ReadRefusals))]
 async fn rejection_series(
     State(state): State<AdminState>,
-    Query(query): Query<SeriesQuery>,
+    AdminQuery(query): AdminQuery<SeriesQuery>,
 ) -> Json<Vec<RejectionBucket>> {
     let window = query.window.unwrap_or(Window::Hour);
     let series = state.rejections.series(window.since(state.clock.now()), window.span().1);
@@ -518,10 +550,10 @@ struct ConflictBucket {
 /// (per half hour), by source, counted when each other body was first seen; buckets
 /// without any are left out.
 #[utoipa::path(get, path = "/admin/v1/conflicts/series", params(SeriesQuery),
-    responses((status = 200, body = Vec<ConflictBucket>), (status = 400), (status = 401)))]
+    responses((status = 200, body = Vec<ConflictBucket>), ReadRefusals))]
 async fn conflict_series(
     State(state): State<AdminState>,
-    Query(query): Query<SeriesQuery>,
+    AdminQuery(query): AdminQuery<SeriesQuery>,
 ) -> Result<Json<Vec<ConflictBucket>>, AdminError> {
     let window = query.window.unwrap_or(Window::Hour);
     let series = state.store.conflict_series(window.since(state.clock.now()), window.span().1).await?;
@@ -578,7 +610,7 @@ async fn list_conflicts(
 /// Every destination that has jobs or was disabled: its state (enabled, disabled or
 /// paused), jobs by state, latest success and failure, health from its attempts of the
 /// last hour, and its circuit breaker.
-#[utoipa::path(get, path = "/admin/v1/destinations", responses((status = 200, body = Vec<DestinationView>), (status = 401)))]
+#[utoipa::path(get, path = "/admin/v1/destinations", responses((status = 200, body = Vec<DestinationView>), ReadRefusals))]
 async fn list_destinations(State(state): State<AdminState>) -> Result<Json<Vec<DestinationView>>, AdminError> {
     Ok(Json(views::destinations(&state.store, state.clock.now()).await?))
 }
@@ -587,6 +619,7 @@ async fn list_destinations(State(state): State<AdminState>) -> Result<Json<Vec<D
 #[into_params(parameter_in = Query)]
 struct SeriesQuery {
     /// `hour` (the default: per minute) or `day` (per half hour), up to now.
+    #[param(inline)]
     window: Option<Window>,
 }
 
@@ -594,11 +627,11 @@ struct SeriesQuery {
 /// (a 2xx, a broker's confirm, a smarthost's 250) and failed, and their mean and longest latency; buckets without attempts are left
 /// out, as is everything for a destination without attempts in the window.
 #[utoipa::path(get, path = "/admin/v1/destinations/{name}/series", params(("name" = String, Path), SeriesQuery),
-    responses((status = 200, body = AttemptSeries), (status = 400), (status = 401)))]
+    responses((status = 200, body = AttemptSeries), LookupRefusals))]
 async fn destination_series(
     State(state): State<AdminState>,
-    Path(name): Path<String>,
-    Query(query): Query<SeriesQuery>,
+    AdminPath(name): AdminPath<String>,
+    AdminQuery(query): AdminQuery<SeriesQuery>,
 ) -> Result<Json<AttemptSeries>, AdminError> {
     let window = query.window.unwrap_or(Window::Hour);
     let now = state.clock.now();
@@ -617,14 +650,19 @@ struct Enabled {
     was_disabled: bool,
 }
 
-/// Resume deliveries to a destination disabled by a `410 Gone` or paused by its breaker.
+/// Resume deliveries to a destination disabled by a `410 Gone` or paused by its breaker;
+/// a name that is neither configured nor in the store is 404, and nothing is recorded.
 #[utoipa::path(post, path = "/admin/v1/destinations/{name}/enable", params(("name" = String, Path)),
-    responses((status = 200, body = Enabled), (status = 401), (status = 403)))]
+    responses((status = 200, body = Enabled), ChangeRefusals))]
 async fn enable_destination(
     State(state): State<AdminState>,
     Extension(who): Extension<Principal>,
-    Path(name): Path<String>,
+    AdminPath(name): AdminPath<String>,
 ) -> Result<Json<Enabled>, AdminError> {
+    let stored = || async { Ok::<_, AdminError>(state.store.destinations().await?.iter().any(|d| d.name == name)) };
+    if !state.destinations.contains(&name) && !stored().await? {
+        return Err(AdminError::UnknownDestination);
+    }
     let audit = Audit::new(who.name, Action::Enable, target::destination(&name));
     let was_disabled = state.store.audited(audit).enable_destination(name, state.clock.now()).await?;
     Ok(Json(Enabled { was_disabled }))
@@ -634,11 +672,14 @@ async fn enable_destination(
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct AuditQuery {
-    /// Only actions at or after (unix seconds).
-    since: Option<i64>,
+    /// Only actions at or after: unix seconds, RFC 3339, a date or a duration back from
+    /// now (`1h`).
+    #[param(value_type = Option<String>)]
+    since: Option<When>,
     /// Only this token's actions (`cli`: the command line's).
     token: Option<String>,
     /// Only this action: replay, replay_to, retry or enable.
+    #[param(value_type = Option<AuditAction>, inline)]
     action: Option<String>,
     /// At most this many (1 to 500, default 100).
     limit: Option<usize>,
@@ -646,20 +687,28 @@ struct AuditQuery {
 
 /// The audit log: every state-changing admin action (API, dashboard, CLI), newest first.
 #[utoipa::path(get, path = "/admin/v1/audit", params(AuditQuery),
-    responses((status = 200, body = Vec<AuditEntry>), (status = 400), (status = 401)))]
+    responses((status = 200, body = Vec<AuditEntry>), ReadRefusals))]
 async fn list_audit(
     State(state): State<AdminState>,
-    Query(query): Query<AuditQuery>,
+    AdminQuery(query): AdminQuery<AuditQuery>,
 ) -> Result<Json<Vec<AuditEntry>>, AdminError> {
     let action = match query.action.as_deref() {
         None => None,
         Some(name) => Some(Action::parse(name).ok_or(AdminError::BadRequest("unknown_action"))?),
     };
     let filter = AuditFilter {
-        since: query.since.map(UnixTime),
+        since: resolve(query.since, state.clock.now()),
         token: query.token,
         action,
         limit: query.limit.unwrap_or(100).clamp(1, 500),
     };
     Ok(Json(views::audit(&state.store, filter).await?))
+}
+
+/// Refuses with 404 unless the event `identity` of `source` has a receipt.
+async fn existing(store: &Store, source: &str, identity: &str) -> Result<(), AdminError> {
+    let (Ok(source), Ok(identity)) = (SourceName::new(source), Identity::new(identity)) else {
+        return Err(AdminError::NotFound);
+    };
+    store.receipt(ReceiptKey { source, identity }).await?.map(|_| ()).ok_or(AdminError::NotFound)
 }

@@ -26,10 +26,11 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{MethodRouter, get, post},
 };
-use http::{HeaderName, header::CONTENT_TYPE};
+use http::{HeaderMap, HeaderName, header::CONTENT_TYPE};
 use idemgate_clock::Clock;
 use idemgate_core::{
-    Rejection, Scheme, SecretSet, SourceName, json,
+    Outcome, Rejection, Scheme, SecretSet, SourceName, json,
+    outcome::{Field, Location},
     routing::{self, TypePattern},
     scheme::IdentityLocation,
     traceparent::{self, Traceparent},
@@ -43,7 +44,7 @@ use serde_json::json;
 use tracing::{Instrument, info_span};
 
 use crate::{
-    Accepted, AnswerStyle, Checked, Inbound, RejectionCounts,
+    Accepted, AnswerStyle, Checked, DeliveryAnswer, Inbound, RejectionCounts,
     answer::{healthy, method_not_allowed, not_found, readiness},
     proxy::{self, ProxyRoute},
     scrape::Render,
@@ -54,6 +55,8 @@ use crate::{
 const MAX_CONTENT_TYPE: usize = 255;
 /// Longest event type taken from a header; a longer one is no type.
 const MAX_EVENT_TYPE: usize = 255;
+/// Why the store refuses a first delivery whose type the source does not accept.
+const TYPE_NOT_ACCEPTED: &str = "event type is not accepted by this source";
 
 /// Everything the gateway's router serves.
 #[derive(Debug, Clone, Default)]
@@ -268,7 +271,8 @@ async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>,
         .deliver(&parts.headers, body, gateway.clock.now(), |checked| source.accept(checked, traced))
         .instrument(span.clone())
         .await;
-    let response = info_span!(parent: &span, "answer").in_scope(|| delivered.answer.into_response());
+    let answer = source.named_refusal(delivered.answer, &parts.headers);
+    let response = info_span!(parent: &span, "answer").in_scope(|| answer.into_response());
     span.record("http.response.status_code", response.status().as_u16());
     response
 }
@@ -292,7 +296,7 @@ impl SourceRoute {
             .allowed_types
             .as_ref()
             .filter(|allowed| !event_type.as_ref().is_some_and(|t| allowed.contains(t)))
-            .map(|_| "event type is not accepted by this source");
+            .map(|_| TYPE_NOT_ACCEPTED);
         let (destinations, dead) = self.route(event_type.as_deref(), checked.raw);
         let event = IncomingEvent {
             result: json!({ "event": identity.as_str() }),
@@ -307,6 +311,30 @@ impl SourceRoute {
             refusal,
         };
         Ok(Accepted { identity, effect: event })
+    }
+
+    /// The store's refusal of an event type, answered as the contract refusal it is, naming
+    /// where the type was read (never the type itself).
+    fn named_refusal(&self, answer: DeliveryAnswer, headers: &HeaderMap) -> DeliveryAnswer {
+        match answer {
+            DeliveryAnswer::Queued(Outcome::Refused { reason }) if reason == TYPE_NOT_ACCEPTED => {
+                DeliveryAnswer::Rejected(Rejection::Contract { reason, field: self.event_type_field(headers) })
+            }
+            other => other,
+        }
+    }
+
+    /// Where this delivery's type was looked for: the configured header when the delivery
+    /// has it, else the configured pointer, else the header.
+    fn event_type_field(&self, headers: &HeaderMap) -> Option<Field> {
+        let header = self.source.event_type_header.as_ref();
+        let location = match (header, self.source.event_type.as_ref()) {
+            (Some(name), _) if headers.contains_key(name) => Location::Header(name.to_string()),
+            (_, Some(pointer)) => Location::Pointer(pointer.clone()),
+            (Some(name), None) => Location::Header(name.to_string()),
+            (None, None) => return None,
+        };
+        Some(Field { name: Field::EVENT_TYPE, location })
     }
 
     /// The destinations that get a job, and those whose filter failed with its reason.

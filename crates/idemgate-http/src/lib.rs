@@ -9,6 +9,8 @@
 //! - [`proxy`]: one `[[proxy]]`'s forwarding routes behind the layer;
 //! - [`scrape`]: `/metrics`, and the queue's gauges refreshed on an interval;
 //! - [`admin`] and [`dashboard`]: the admin API and the dashboard, on their own listener;
+//!   `extract` (the API's extractors, refusing as JSON) and `openapi` (its document's
+//!   security scheme, refusals and enums) beside them;
 //! - [`current`]: the router and the admin token a configuration reload replaces;
 //! - [`answer`]: where every status is chosen, one mapping per family of answers;
 //! - [`views`]: the operator's views of the store, one shape for the admin API and the CLI;
@@ -23,9 +25,11 @@ pub mod answer;
 pub mod body;
 pub mod current;
 pub mod dashboard;
+mod extract;
 pub mod gateway;
 pub mod idempotency;
 pub mod inbound;
+mod openapi;
 pub mod proxy;
 pub mod scrape;
 pub mod server;

@@ -31,7 +31,7 @@ use idemgate::{
     },
     http::{
         Accepted, AnswerStyle, Checked, CloseWithoutResponse, Delivered, DeliveryAnswer, Inbound, ServeOptions,
-        answer::{method_not_allowed, not_found},
+        answer::{CodeOnly, method_not_allowed, not_found},
         body::BODY_TIMEOUT,
         serve, termination_signal,
     },
@@ -197,12 +197,13 @@ async fn webhook(State(app): State<Arc<App>>, request: axum::extract::Request) -
         response.extensions_mut().insert(CloseWithoutResponse);
         return response;
     }
-    answer.into_response()
+    // The counter's interface (docs/counter-contract.md) predates refusals that say why.
+    CodeOnly(answer).into_response()
 }
 
 /// Exactly `{"event_id": "evt-…", "kind": "increment", "value": 1..=100}`.
 fn increment_contract(event: &Json) -> Result<(Identity, i64), Rejection> {
-    let refuse = |reason| Rejection::Contract { reason };
+    let refuse = |reason| Rejection::Contract { reason, field: None };
     let object = event.as_object().ok_or(refuse("body is not an object"))?;
     if object.len() != 3 {
         return Err(refuse("body must have exactly event_id, kind and value"));

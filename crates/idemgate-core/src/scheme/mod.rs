@@ -25,7 +25,12 @@ use http::HeaderMap;
 use sha2::Sha256;
 use subtle::{Choice, ConstantTimeEq};
 
-use crate::{Identity, Rejection, Secret, SecretSet, UnixTime, json::Json, secret::SecretError};
+use crate::{
+    Identity, Rejection, Secret, SecretSet, UnixTime,
+    json::Json,
+    outcome::{Field, Location},
+    secret::SecretError,
+};
 
 pub use demo::DemoV1;
 pub use github::GitHub;
@@ -89,6 +94,16 @@ impl IdentityLocation {
         }
     }
 
+    /// The identity as a contract's field, for a refusal to name.
+    #[must_use]
+    pub fn field(&self) -> Field {
+        let location = match self {
+            Self::Header(name) => Location::Header(name.clone()),
+            Self::Body(pointer) => Location::Pointer(pointer.clone()),
+        };
+        Field { name: Field::IDENTITY, location }
+    }
+
     /// Finds the identity in a delivery that `scheme` verified, and parsed. A header the
     /// scheme signs as the identity is taken from what it verified, whichever of its
     /// spellings the sender used (`svix-id` for `webhook-id`). A JSON integer is accepted
@@ -101,7 +116,8 @@ impl IdentityLocation {
         delivery: &VerifiedDelivery,
         event: &Json,
     ) -> Result<Identity, Rejection> {
-        let missing = Rejection::Contract { reason: "event identity is missing or malformed" };
+        let missing =
+            Rejection::Contract { reason: "event identity is missing or malformed", field: Some(self.field()) };
         let text = match self {
             Self::Header(_) if self.is_signed_by(scheme) => delivery.event_identity.clone().ok_or(missing.clone())?,
             Self::Header(name) => {

@@ -18,8 +18,8 @@
 //! |---|---|---|
 //! | body over the limit | 413 | `{"error":"body_size"}` |
 //! | authentication failed | 401 | `{"error":"authentication"}` |
-//! | not strict JSON | 400 | `{"error":"invalid_json"}` |
-//! | event contract not met, or refused by the handler | 422 | `{"error":"event_contract"}` |
+//! | not strict JSON | 400 | `{"error":"invalid_json","reason":R}` |
+//! | event contract not met, or refused by the handler | 422 | `{"error":"event_contract"}`, with the field when the contract names one |
 //! | same identity, other bytes | 409 | `{"error":"event_conflict"}` |
 //! | same identity, same bytes | 200 | `{"status":"duplicate","result":R}` |
 //! | first delivery, effect committed | 200 | `{"status":"applied","result":R}` |
@@ -30,13 +30,21 @@
 //!
 //! A queued event (the gateway's inbox) answers with the stored result's fields merged in:
 //! `202 {"status":"accepted","event":ID}`, and a repeat `200 {"status":"duplicate","event":ID}`.
+//!
+//! A refusal says why in bounded fields, so a sender can fix its side, and never echoes
+//! the payload: invalid JSON gets `"reason"`, the strict parser's code (`syntax`,
+//! `duplicate_key`, `too_deep`, `invalid_utf8`, `byte_order_mark`, `number_out_of_range`,
+//! `trailing_data`); a contract refusal of a configured field gets `"field"` (`identity` or
+//! `event_type`) and where it was looked for, `"header"` or `"pointer"` as configured.
+//! [`CodeOnly`] answers without them, for an interface that was fixed before they existed
+//! (the counter example's).
 
 use axum::{
     Json,
     response::{IntoResponse, Response},
 };
 use http::{HeaderValue, StatusCode, header};
-use idemgate_core::{Outcome, Rejection};
+use idemgate_core::{Outcome, Rejection, outcome::Location};
 use serde_json::{Map, Value, json};
 
 use crate::body::BodyError;
@@ -46,7 +54,8 @@ mod dashboard;
 mod idempotency;
 mod proxy;
 
-pub use admin::AdminError;
+pub use admin::{AdminError, Part};
+pub(crate) use admin::{no_route, wrong_method};
 pub use dashboard::DashboardAnswer;
 pub(crate) use idempotency::{Replay, replayed};
 pub use proxy::ProxyAnswer;
@@ -84,9 +93,29 @@ impl DeliveryAnswer {
         }
     }
 
-    /// The JSON body this answer is sent with.
+    /// The JSON body this answer is sent with: [`Self::code_body`], and for a refusal the
+    /// bounded fields that say why.
     #[must_use]
     pub fn body(&self) -> Value {
+        let mut body = self.code_body();
+        match self {
+            Self::Rejected(Rejection::InvalidJson(err)) => body["reason"] = err.reason().into(),
+            Self::Rejected(Rejection::Contract { field: Some(field), .. }) => {
+                body["field"] = field.name.into();
+                let (key, at) = match &field.location {
+                    Location::Header(name) => ("header", name),
+                    Location::Pointer(pointer) => ("pointer", pointer),
+                };
+                body[key] = at.as_str().into();
+            }
+            _ => {}
+        }
+        body
+    }
+
+    /// The JSON body without the fields that say why a delivery was refused.
+    #[must_use]
+    pub fn code_body(&self) -> Value {
         match self {
             Self::Rejected(Rejection::BodyTooLarge { .. }) => error("body_size"),
             Self::Rejected(Rejection::Authentication(_)) => error("authentication"),
@@ -160,9 +189,28 @@ impl From<BodyError> for DeliveryAnswer {
     }
 }
 
+/// A delivery's answer with its error code only ([`DeliveryAnswer::code_body`]): for an
+/// interface fixed before refusals said why, as the counter example's.
+#[derive(Debug)]
+pub struct CodeOnly(pub DeliveryAnswer);
+
+impl IntoResponse for CodeOnly {
+    fn into_response(self) -> Response {
+        let body = self.0.code_body();
+        self.0.respond(body)
+    }
+}
+
 impl IntoResponse for DeliveryAnswer {
     fn into_response(self) -> Response {
-        let mut response = (self.status(), Json(self.body())).into_response();
+        let body = self.body();
+        self.respond(body)
+    }
+}
+
+impl DeliveryAnswer {
+    fn respond(self, body: Value) -> Response {
+        let mut response = (self.status(), Json(body)).into_response();
         let headers = response.headers_mut();
         match self {
             Self::Settled(Outcome::Failed { .. }) | Self::Queued(Outcome::Failed { .. }) => {
@@ -217,7 +265,11 @@ fn problem(status: StatusCode, title: &str, detail: Option<String>) -> Response 
 
 #[cfg(test)]
 mod tests {
-    use idemgate_core::{AuthError, json::JsonError, outcome::FailureCause};
+    use idemgate_core::{
+        AuthError,
+        json::JsonError,
+        outcome::{FailureCause, Field},
+    };
 
     use super::*;
 
@@ -226,8 +278,24 @@ mod tests {
         let cases = [
             (DeliveryAnswer::Rejected(Rejection::BodyTooLarge { limit: 1 }), 413, json!({"error":"body_size"})),
             (DeliveryAnswer::Rejected(AuthError::SignatureMismatch.into()), 401, json!({"error":"authentication"})),
-            (DeliveryAnswer::Rejected(JsonError::InvalidUtf8.into()), 400, json!({"error":"invalid_json"})),
-            (DeliveryAnswer::Rejected(Rejection::Contract { reason: "x" }), 422, json!({"error":"event_contract"})),
+            (
+                DeliveryAnswer::Rejected(JsonError::InvalidUtf8.into()),
+                400,
+                json!({"error":"invalid_json","reason":"invalid_utf8"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(Rejection::Contract { reason: "x", field: None }),
+                422,
+                json!({"error":"event_contract"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(Rejection::Contract {
+                    reason: "x",
+                    field: Some(Field { name: Field::IDENTITY, location: Location::Pointer("/id".into()) }),
+                }),
+                422,
+                json!({"error":"event_contract","field":"identity","pointer":"/id"}),
+            ),
             (DeliveryAnswer::Settled(Outcome::Conflict), 409, json!({"error":"event_conflict"})),
             (
                 DeliveryAnswer::Settled(Outcome::Applied { result: json!(3) }),
@@ -250,6 +318,14 @@ mod tests {
             assert_eq!(answer.status().as_u16(), status, "{answer:?}");
             assert_eq!(answer.body(), body, "{answer:?}");
         }
+    }
+
+    #[test]
+    fn code_only_answers_keep_the_code_alone() {
+        let answer = DeliveryAnswer::Rejected(JsonError::DuplicateKey { line: 1, column: 9 }.into());
+        assert_eq!(answer.body(), json!({"error":"invalid_json","reason":"duplicate_key"}));
+        assert_eq!(answer.code_body(), json!({"error":"invalid_json"}));
+        assert_eq!(CodeOnly(answer).into_response().status(), StatusCode::BAD_REQUEST);
     }
 
     #[test]

@@ -184,7 +184,8 @@ async fn a_read_token_sees_everything_and_changes_nothing() {
         ("POST", "/admin/v1/destinations/gone/enable", None),
     ];
     for (method, path, body) in refused {
-        assert_eq!(api(addr, method, path, VIEWER, body).await, (403, json!({ "error": "forbidden" })), "{path}");
+        let (status, answer) = api(addr, method, path, VIEWER, body).await;
+        assert_eq!((status, &answer["error"]), (403, &json!("forbidden")), "{path}");
     }
     assert_eq!(api(addr, "POST", "/admin/v1/events/src/dead/replay", "wrong-token-of-length", None).await.0, 401);
     assert_eq!(job_state(&store, "dead").await, "dead", "nothing was replayed");
@@ -307,4 +308,160 @@ async fn a_dashboard_session_ends_when_the_injected_clock_passes_its_lifetime() 
     let page = dashboard(addr, &cookie).await;
     assert!(page.starts_with("HTTP/1.1 303"), "{page}");
     assert!(page.contains("location: /admin/login"), "{page}");
+}
+
+/// The status, the `Content-Type` and the JSON body of a raw request's answer.
+async fn raw(addr: SocketAddr, request: String) -> (u16, String, Value) {
+    let answer = exchange(addr, request).await;
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    let content_type = head.lines().find_map(|l| l.strip_prefix("content-type: ")).unwrap_or_default().to_owned();
+    (answer[9..12].parse().unwrap(), content_type, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn bearer(method: &str, path: &str, headers: &str, body: &str) -> String {
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\n{headers}\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[tokio::test]
+async fn every_admin_api_error_is_json_with_a_code_and_a_detail() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T)));
+    let (addr, store, _dir) = start_with_store(clock, Duration::from_secs(600)).await;
+    seed(&store).await;
+    let json = "Content-Type: application/json\r\n";
+    let big = format!("{{\"source\":\"{}\"}}", "x".repeat(70 * 1024));
+    let cases = [
+        (bearer("GET", "/admin/v1/events?since=yesterday", "", ""), 400, "invalid_query"),
+        (bearer("GET", "/admin/v1/events?limit=-1", "", ""), 400, "invalid_query"),
+        (bearer("GET", "/admin/v1/destinations/app/series?window=week", "", ""), 400, "invalid_query"),
+        (bearer("GET", "/admin/v1/events?state=nonsense", "", ""), 400, "unknown_state"),
+        (bearer("GET", "/admin/v1/events/src/%FF", "", ""), 400, "invalid_path"),
+        (bearer("POST", "/admin/v1/replay", "", "{}"), 415, "unsupported_media_type"),
+        (bearer("POST", "/admin/v1/replay", "Content-Type: text/plain\r\n", "{}"), 415, "unsupported_media_type"),
+        (bearer("POST", "/admin/v1/replay", json, "{not json"), 400, "invalid_body"),
+        (bearer("POST", "/admin/v1/replay", json, r#"{"since":true}"#), 400, "invalid_body"),
+        (bearer("POST", "/admin/v1/retry", json, r#"{"until":"soon"}"#), 400, "invalid_body"),
+        (bearer("POST", "/admin/v1/replay", json, &big), 413, "body_size"),
+        (bearer("GET", "/admin/v1/nothing-here", "", ""), 404, "not_found"),
+        (bearer("GET", "/admin/v1/events/src/none", "", ""), 404, "not_found"),
+        (bearer("DELETE", "/admin/v1/events", "", ""), 405, "method_not_allowed"),
+        (bearer("GET", "/admin/v1/replay", "", ""), 405, "method_not_allowed"),
+        ("GET /admin/v1/events HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_owned(), 401, "unauthorized"),
+    ];
+    for (request, status, code) in cases {
+        let line = request.lines().next().unwrap().to_owned();
+        let (got, content_type, body) = raw(addr, request).await;
+        assert_eq!((got, body["error"].as_str()), (status, Some(code)), "{line}: {body}");
+        assert_eq!(content_type, "application/json", "{line}");
+        let detail = body["detail"].as_str().unwrap_or_default();
+        assert!(!detail.is_empty() && body.as_object().unwrap().len() == 2, "{line}: {body}");
+        assert!(!detail.contains(TOKEN) && !detail.contains("xxxx"), "{line}: {detail}");
+    }
+    assert_eq!(api(addr, "GET", "/admin/v1/audit", VIEWER, None).await.1, json!([]), "nothing was changed");
+}
+
+#[tokio::test]
+async fn since_and_until_take_unix_seconds_and_the_command_lines_forms() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T)));
+    let (addr, store, _dir) = start_with_store(Arc::clone(&clock), Duration::from_secs(600)).await;
+    seed(&store).await;
+    clock.advance(3600);
+    let count = |path: String| async move {
+        let (status, page) = api(addr, "GET", &path, TOKEN, None).await;
+        assert_eq!(status, 200, "{path}: {page}");
+        page["events"].as_array().unwrap().len()
+    };
+    // `T` is 2027-01-15T08:00:00Z; the clock reads an hour later.
+    let (at_t, after_t) = (format!("since={T}"), format!("since={}", T + 1));
+    let cases = [
+        ("since=1h", 3),
+        ("since=59m", 0),
+        ("since=1h1m&until=59m", 3),
+        ("since=2027-01-15", 3),
+        ("since=2027-01-16", 0),
+        ("until=2027-01-15T08:00:00Z", 0),
+        ("since=2027-01-15T09:00:00%2B01:00", 3),
+        (at_t.as_str(), 3),
+        (after_t.as_str(), 0),
+    ];
+    for (query, expected) in cases {
+        assert_eq!(count(format!("/admin/v1/events?{query}")).await, expected, "{query}");
+    }
+    let (status, stats) = api(addr, "GET", "/admin/v1/stats?since=2h", TOKEN, None).await;
+    assert_eq!((status, &stats[0]["receipts"]), (200, &json!(3)), "{stats}");
+    let (status, body) = api(addr, "POST", "/admin/v1/replay", TOKEN, Some(json!({ "since": "30m" }))).await;
+    assert_eq!((status, body), (200, json!({ "replayed": 0 })), "nothing arrived in the last half hour");
+    let (status, body) = api(addr, "POST", "/admin/v1/replay", TOKEN, Some(json!({ "since": "2h" }))).await;
+    assert_eq!((status, body), (200, json!({ "replayed": 1 })), "the dead job");
+    let (status, log) = api(addr, "GET", "/admin/v1/audit?since=1m", TOKEN, None).await;
+    assert_eq!((status, log.as_array().unwrap().len()), (200, 2));
+}
+
+#[tokio::test]
+async fn a_change_to_an_unknown_event_or_destination_is_404_and_not_audited() {
+    let clock = Arc::new(ManualClock::at(UnixTime(T)));
+    let (addr, store, _dir) = start_with_store(clock, Duration::from_secs(600)).await;
+    seed(&store).await;
+    for path in [
+        "/admin/v1/destinations/nowhere/enable",
+        "/admin/v1/events/src/unknown/replay",
+        "/admin/v1/events/src/unknown/replay?to=app",
+        "/admin/v1/events/other/ok/retry",
+    ] {
+        let (status, body) = api(addr, "POST", path, TOKEN, None).await;
+        assert_eq!((status, &body["error"]), (404, &json!("not_found")), "{path}: {body}");
+    }
+    assert_eq!(api(addr, "GET", "/admin/v1/audit", TOKEN, None).await.1, json!([]), "nothing was recorded");
+    let (status, body) = api(addr, "POST", "/admin/v1/destinations/gone/enable", TOKEN, None).await;
+    assert_eq!((status, body), (200, json!({ "was_disabled": true })), "a destination the store knows");
+}
+
+#[tokio::test]
+async fn the_openapi_document_defines_what_it_references_and_documents_the_refusals() {
+    let (addr, _dir) = start_admin(Arc::new(ManualClock::at(UnixTime(T))), Duration::from_secs(600)).await;
+    let (status, doc) = api(addr, "GET", "/admin/v1/openapi.json", "", None).await;
+    assert_eq!(status, 200);
+    let text = doc.to_string();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for reference in text.split("\"#/components/schemas/").skip(1) {
+        let name = reference.split('"').next().unwrap();
+        assert!(schemas.contains_key(name), "{name} is referenced and not defined");
+    }
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    assert_eq!(doc["security"], json!([{ "bearer": [] }]));
+    let param = |path: &str, name: &str| {
+        let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap();
+        params.iter().find(|p| p["name"] == name).unwrap()["schema"].clone()
+    };
+    let spellings = |schema: Value| {
+        schema["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        spellings(param("/admin/v1/events", "state")),
+        ["pending", "running", "succeeded", "retrying", "dead", "superseded", "unmatched"]
+    );
+    assert_eq!(spellings(param("/admin/v1/audit", "action")), ["replay", "replay_to", "retry", "enable"]);
+    assert_eq!(spellings(param("/admin/v1/destinations/{name}/series", "window")), ["hour", "day"]);
+    let replay = &doc["paths"]["/admin/v1/events/{source}/{identity}/replay"]["post"];
+    let replay_state = replay["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "state").unwrap();
+    assert_eq!(spellings(replay_state["schema"].clone()), ["dead", "superseded", "succeeded", "unmatched"]);
+    for (path, operations) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            let responses = operation["responses"].as_object().unwrap();
+            let mut expected = vec!["200", "400", "401", "503"];
+            if method == "post" {
+                expected.push("403");
+            }
+            for status in expected {
+                assert!(responses.contains_key(status), "{method} {path} documents {status}");
+                let body = &responses[status]["content"]["application/json"]["schema"]["$ref"];
+                assert!(status == "200" || body == "#/components/schemas/ErrorBody", "{method} {path} {status}");
+            }
+        }
+    }
+    let bodies = ["/admin/v1/replay", "/admin/v1/retry"].map(|path| doc["paths"][path]["post"]["responses"].clone());
+    assert!(bodies.iter().all(|r| r.get("415").is_some() && r.get("413").is_some()), "{bodies:?}");
 }

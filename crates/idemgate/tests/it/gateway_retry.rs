@@ -116,11 +116,11 @@ fn the_admin_api_makes_one_events_or_a_filters_waiting_jobs_due_now() {
     wait_for_state(&setup, "msg_b", "retrying");
 
     let refused = admin(admin_addr, "/admin/v1/retry", r#"{"state":"dead"}"#);
-    assert!(refused.is(400, json!({"error": "state_not_waiting"})), "{refused:?}");
+    assert!((refused.status(), &refused.body()["error"]) == (400, &json!("state_not_waiting")), "{refused:?}");
     let refused = admin(admin_addr, "/admin/v1/events/hooks/msg_a/retry?state=succeeded", "");
-    assert!(refused.is(400, json!({"error": "state_not_waiting"})), "{refused:?}");
+    assert!((refused.status(), &refused.body()["error"]) == (400, &json!("state_not_waiting")), "{refused:?}");
     let replay = admin(admin_addr, "/admin/v1/replay", r#"{"state":"retrying"}"#);
-    assert!(replay.is(400, json!({"error": "state_not_replayable"})), "{replay:?}");
+    assert!((replay.status(), &replay.body()["error"]) == (400, &json!("state_not_replayable")), "{replay:?}");
 
     let one = admin(admin_addr, "/admin/v1/events/hooks/msg_a/retry", "");
     assert!(one.is(200, json!({"retried": 1})), "{one:?}");

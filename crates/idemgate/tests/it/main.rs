@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod admin_listener;
+mod admin_openapi_fuzz;
 mod alerts;
 mod broker_harness;
 mod broker_logs;
@@ -19,6 +20,7 @@ mod gateway_harness;
 mod gateway_in_process;
 mod gateway_operator;
 mod gateway_protect;
+mod gateway_refusals;
 mod gateway_startup;
 mod harness;
 mod hostile_clients;
