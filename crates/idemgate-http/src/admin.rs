@@ -573,10 +573,13 @@ struct ConflictsQuery {
     source: Option<String>,
     /// Only this identity (exactly).
     identity: Option<String>,
-    /// Only bodies last seen at or after (unix seconds).
-    since: Option<i64>,
-    /// Only bodies first seen before (unix seconds).
-    until: Option<i64>,
+    /// Only bodies last seen at or after: unix seconds, RFC 3339, a date or a duration back
+    /// from now (`1h`).
+    #[param(value_type = Option<String>)]
+    since: Option<When>,
+    /// Only bodies first seen before, in the same forms.
+    #[param(value_type = Option<String>)]
+    until: Option<When>,
     /// The cursor: `next_after` of the previous page.
     after: Option<String>,
     /// Page size (1 to 500, default 50).
@@ -587,20 +590,21 @@ struct ConflictsQuery {
 /// recorded with other bytes), newest first seen first: each with its event, the body's
 /// hash (never the body), when it was first and last seen, and how often.
 #[utoipa::path(get, path = "/admin/v1/conflicts", params(ConflictsQuery),
-    responses((status = 200, body = ConflictsPage), (status = 400), (status = 401)))]
+    responses((status = 200, body = ConflictsPage), ReadRefusals))]
 async fn list_conflicts(
     State(state): State<AdminState>,
-    Query(query): Query<ConflictsQuery>,
+    AdminQuery(query): AdminQuery<ConflictsQuery>,
 ) -> Result<Json<ConflictsPage>, AdminError> {
     let after = match query.after.as_deref() {
         None => None,
         Some(text) => Some(views::parse_conflict_cursor(text).ok_or(AdminError::BadRequest("bad_cursor"))?),
     };
+    let now = state.clock.now();
     let filter = ConflictFilter {
         source: query.source,
         identity: query.identity,
-        since: query.since.map(UnixTime),
-        until: query.until.map(UnixTime),
+        since: resolve(query.since, now),
+        until: resolve(query.until, now),
         after,
         limit: query.limit.unwrap_or(50).clamp(1, 500),
     };

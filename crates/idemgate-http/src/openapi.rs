@@ -24,8 +24,8 @@ pub(crate) struct ErrorBody {
 #[derive(IntoResponses)]
 #[allow(dead_code)] // Never built: the document's list of a route's refusals.
 pub(crate) enum ReadRefusals {
-    /// A query the API does not take: `invalid_query` (it does not parse), or a value
-    /// outside its set (`unknown_state`, `unknown_action`).
+    /// A query the API does not take: `invalid_query` (it does not parse), a value outside
+    /// its set (`unknown_state`, `unknown_action`), or a cursor it did not give (`bad_cursor`).
     #[response(status = 400)]
     BadRequest(ErrorBody),
     /// No valid bearer token (`unauthorized`).

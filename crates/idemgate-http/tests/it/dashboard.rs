@@ -567,6 +567,7 @@ async fn the_latency_charts_scale_label_is_never_cut() {
         status: Some(200),
         error: None,
         response_prefix: None,
+        outcome: idemgate_core::retry::Attempted::Succeeded,
     };
     admin.store.complete_job(job, attempt, Decision::Succeeded, T0.0 * 1000).await.unwrap();
     let page = admin.get("/admin/destinations").await;
