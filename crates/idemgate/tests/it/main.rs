@@ -6,6 +6,7 @@
 mod admin_listener;
 mod alerts;
 mod broker_harness;
+mod broker_setup;
 mod cli_docs;
 mod config_cli;
 mod gateway_admin;
