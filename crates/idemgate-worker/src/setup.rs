@@ -144,30 +144,41 @@ async fn declare_all(
     timeout: Duration,
 ) -> Result<Vec<Step>, SetupError> {
     let queue = queue_name(exchange, routing_key);
-    let mut steps = Vec::new();
-    if !exchange.is_empty() {
-        let what = format!("exchange {exchange:?} (durable, direct)");
-        let existed = exists(connection, Kind::Exchange, exchange, timeout).await?;
-        let channel = open_channel(connection, timeout).await?;
-        let options = ExchangeDeclareOptions { durable: true, ..ExchangeDeclareOptions::default() };
-        let declared = channel.exchange_declare(exchange.into(), ExchangeKind::Direct, options, FieldTable::default());
-        within(timeout, declared).await?.map_err(|err| refusal(&what, &err))?;
-        steps.push(Step::new(what, found(existed)));
+    if exchange.is_empty() {
+        let what = format!("queue {queue:?} (durable, on the default exchange)");
+        return Ok(vec![declare_queue(connection, what, queue, timeout).await?.0]);
     }
-    let what = match exchange {
-        "" => format!("queue {queue:?} (durable, on the default exchange)"),
-        _ => format!("queue {queue:?} (durable)"),
-    };
+    let declared_exchange = declare_exchange(connection, exchange, timeout).await?;
+    let (declared_queue, channel) =
+        declare_queue(connection, format!("queue {queue:?} (durable)"), queue, timeout).await?;
+    let binding = bind(&channel, queue, exchange, routing_key, timeout).await?;
+    Ok(vec![declared_exchange, declared_queue, binding])
+}
+
+/// `exchange`, durable and direct.
+async fn declare_exchange(connection: &Connection, exchange: &str, timeout: Duration) -> Result<Step, SetupError> {
+    let what = format!("exchange {exchange:?} (durable, direct)");
+    let existed = exists(connection, Kind::Exchange, exchange, timeout).await?;
+    let channel = open_channel(connection, timeout).await?;
+    let options = ExchangeDeclareOptions { durable: true, ..ExchangeDeclareOptions::default() };
+    let declared = channel.exchange_declare(exchange.into(), ExchangeKind::Direct, options, FieldTable::default());
+    within(timeout, declared).await?.map_err(|err| refusal(&what, &err))?;
+    Ok(Step::new(what, found(existed)))
+}
+
+/// `queue`, durable, without arguments; the step (`what`) and the channel it was declared on.
+async fn declare_queue(
+    connection: &Connection,
+    what: String,
+    queue: &str,
+    timeout: Duration,
+) -> Result<(Step, Channel), SetupError> {
     let existed = exists(connection, Kind::Queue, queue, timeout).await?;
     let channel = open_channel(connection, timeout).await?;
     let options = QueueDeclareOptions { durable: true, ..QueueDeclareOptions::default() };
     let declared = channel.queue_declare(queue.into(), options, FieldTable::default());
     within(timeout, declared).await?.map_err(|err| refusal(&what, &err))?;
-    steps.push(Step::new(what, found(existed)));
-    if !exchange.is_empty() {
-        steps.push(bind(&channel, queue, exchange, routing_key, timeout).await?);
-    }
-    Ok(steps)
+    Ok((Step::new(what, found(existed)), channel))
 }
 
 /// Binds `queue` to `exchange` with `routing_key`: binding again what is bound is a no-op
