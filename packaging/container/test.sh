@@ -66,10 +66,17 @@ admin_db=postgres://postgres@127.0.0.1:5432/postgres
 receiver_pid=
 # What a run leaves behind, also one that was killed: removed before and after.
 leftovers() {
-  podman rm -f -t 0 "$single" "$tls_single" >/dev/null 2>&1
+  # The volumes the image's VOLUME gives each container: -v for the containers podman
+  # runs; podman-compose's are named first and removed after its containers.
+  local composed
+  composed=$(podman inspect --format '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}' \
+    idemgate-ci_gateway-a_1 idemgate-ci_gateway-b_1 2>/dev/null)
+  podman rm -f -v -t 0 "$single" "$tls_single" >/dev/null 2>&1
   podman volume rm -f "$volume" >/dev/null 2>&1
   podman secret rm "$secret" "${tls_secrets[@]}" >/dev/null 2>&1
   compose down -t 0 >/dev/null 2>&1
+  # shellcheck disable=SC2086 # one name per word
+  [ -z "${composed// /}" ] || podman volume rm -f $composed >/dev/null 2>&1
   psql "$admin_db" -qc "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1
   podman image prune -f >/dev/null 2>&1
 }
@@ -204,7 +211,7 @@ for _ in $(seq 1 100); do
 done
 expect "admin API over TLS through the published port 9090" \
   "$(admin_status "$admin" --cacert "$state/admin-cert.pem" -H "Authorization: Bearer $IDEMGATE_ADMIN_TOKEN")" 200
-podman rm -f -t 10 "$tls_single" >/dev/null
+podman rm -f -v -t 10 "$tls_single" >/dev/null
 
 echo "-- compose.yaml: two instances on the host network, one PostgreSQL"
 # Its default ports (no port variable set yet): four of their own, none of idemgate's
