@@ -5,10 +5,15 @@
 #    the image's own health check passes, a signed event sent from the host is forwarded
 #    to a destination on the host, `podman stop` drains and exits 0, and after `podman
 #    start` the redelivery is a duplicate (the receipt survived in the volume) and nothing
-#    is forwarded twice; the server runs as uid 10001, never root;
+#    is forwarded twice; the server runs as uid 10001, never root; the admin API answers
+#    through the published port 9090 with the README's variables (a token and the plaintext
+#    opt-in; a token and TLS from podman secrets in a second container), and a token alone
+#    is refused at start, naming what is missing;
 # 2. compose.yaml, run by podman-compose: two instances on the host network and one
 #    PostgreSQL database; the same event sent to both is accepted once and a duplicate at
-#    the other, and each of several events reaches the destination exactly once.
+#    the other, and each of several events reaches the destination exactly once; the
+#    compose file's default ports are none of idemgate's defaults, and IDEMGATE_CONFIG (the
+#    command line's --config) in the environment does not change what it mounts.
 #
 # Needs root (rootful podman); installs podman, runc and slirp4netns from Debian's
 # packages and podman-compose from PyPI (Debian's 1.0.3 mistranslates network_mode: host
@@ -52,17 +57,26 @@ fi
 image=localhost/idemgate:ci
 state=$(mktemp -d)
 single=idemgate-ci-single
+tls_single=idemgate-ci-admin-tls
 volume=idemgate-ci-data
 secret=idemgate-ci-app-secret
+tls_secrets=(idemgate-ci-admin-cert idemgate-ci-admin-key)
 database=idemgate_container_ci
 admin_db=postgres://postgres@127.0.0.1:5432/postgres
 receiver_pid=
 # What a run leaves behind, also one that was killed: removed before and after.
 leftovers() {
-  podman rm -f -t 0 "$single" >/dev/null 2>&1
+  # The volumes the image's VOLUME gives each container: -v for the containers podman
+  # runs; podman-compose's are named first and removed after its containers.
+  local composed
+  composed=$(podman inspect --format '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}' \
+    idemgate-ci_gateway-a_1 idemgate-ci_gateway-b_1 2>/dev/null)
+  podman rm -f -v -t 0 "$single" "$tls_single" >/dev/null 2>&1
   podman volume rm -f "$volume" >/dev/null 2>&1
-  podman secret rm "$secret" >/dev/null 2>&1
+  podman secret rm "$secret" "${tls_secrets[@]}" >/dev/null 2>&1
   compose down -t 0 >/dev/null 2>&1
+  # shellcheck disable=SC2086 # one name per word
+  [ -z "${composed// /}" ] || podman volume rm -f $composed >/dev/null 2>&1
   psql "$admin_db" -qc "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1
   podman image prune -f >/dev/null 2>&1
 }
@@ -98,7 +112,15 @@ wait_forwarded() {
 }
 IDEMGATE_DEMO_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 IDEMGATE_APP_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
-export IDEMGATE_DEMO_SECRET IDEMGATE_APP_SECRET
+IDEMGATE_ADMIN_TOKEN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+export IDEMGATE_DEMO_SECRET IDEMGATE_APP_SECRET IDEMGATE_ADMIN_TOKEN
+# The HTTP status of an admin API request through a published port; extra curl options
+# (--cacert, a header) follow the base URL.
+admin_status() {
+  local url=$1
+  shift
+  curl -s -o /dev/null -w '%{http_code}' "$@" "$url/admin/v1/destinations" || true
+}
 # One signed delivery from the host; prints the gateway's answer status ("accepted",
 # "duplicate", ...).
 deliver() {
@@ -122,16 +144,21 @@ receiver_pid=$!
 
 echo "-- one container on SQLite, data in the volume $volume"
 port=$(free_port)
+admin_port=$(free_port)
 podman volume create "$volume" >/dev/null
 # The destination's secret reaches this container as a file (a podman secret, mounted at
 # /run/secrets/NAME), the source's as an environment variable: both ways the README names.
 printf '%s' "$IDEMGATE_APP_SECRET" | podman secret create "$secret" - >/dev/null
 # slirp4netns with allow_host_loopback: the container reaches the host's 127.0.0.1 as
 # 10.0.2.2, and its published port listens on the host's loopback only.
+# The admin API on the image's 0.0.0.0:9090, published on the host's loopback: a token and
+# the plaintext opt-in, as the README says.
 run_single() {
   podman run -d --name "$single" --network slirp4netns:allow_host_loopback=true \
-    -p "127.0.0.1:$port:8080" -v "$volume:/var/lib/idemgate" \
+    -p "127.0.0.1:$port:8080" -p "127.0.0.1:$admin_port:9090" -v "$volume:/var/lib/idemgate" \
     -e IDEMGATE_DEMO_SECRET --secret "$secret" \
+    -e IDEMGATE_ADMIN__TOKEN=env:IDEMGATE_ADMIN_TOKEN -e IDEMGATE_ADMIN_TOKEN \
+    -e IDEMGATE_ADMIN__ALLOW_PLAINTEXT=true \
     -e "IDEMGATE_DESTINATIONS__APP__SECRET=file:/run/secrets/$secret" \
     -e "IDEMGATE_DESTINATIONS__APP__URL=http://10.0.2.2:$receiver_port/hook" "$image" >/dev/null
 }
@@ -141,6 +168,10 @@ podman healthcheck run "$single" 2>/dev/null || { podman logs "$single" >&2; fai
 echo "the image's health check passes"
 uid=$(awk '/^Uid:/ { print $2 }' "/proc/$(podman inspect --format '{{.State.Pid}}' "$single")/status")
 expect "the server's uid" "$uid" 10001
+admin=http://127.0.0.1:$admin_port
+expect "admin API through the published port 9090" \
+  "$(admin_status "$admin" -H "Authorization: Bearer $IDEMGATE_ADMIN_TOKEN")" 200
+expect "admin API without the token" "$(admin_status "$admin")" 401
 expect "first delivery" "$(deliver "$port" evt-container-1)" accepted
 wait_forwarded evt-container-1 || { podman logs "$single" >&2; fail "evt-container-1 was not forwarded"; }
 echo "forwarded to the host's destination"
@@ -154,14 +185,47 @@ expect "times evt-container-1 was forwarded" "$(forwarded evt-container-1)" 1
 podman stop -t 30 "$single" >/dev/null
 podman rm "$single" >/dev/null
 
+echo "-- the admin API with TLS from podman secrets, and a token alone refused"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$state/admin-key.pem" -out "$state/admin-cert.pem" 2>/dev/null
+podman secret create "${tls_secrets[0]}" "$state/admin-cert.pem" >/dev/null
+podman secret create "${tls_secrets[1]}" "$state/admin-key.pem" >/dev/null
+admin_env=(-e IDEMGATE_DEMO_SECRET -e IDEMGATE_APP_SECRET -e IDEMGATE_ADMIN_TOKEN
+  -e IDEMGATE_ADMIN__TOKEN=env:IDEMGATE_ADMIN_TOKEN)
+# A gateway that starts anyway would run until the timeout; its refusal is the line
+# idemgate prints (podman adds lines of its own).
+refused=$(timeout 60 podman run --rm --name "$tls_single" "${admin_env[@]}" "$image" 2>&1 | grep '^idemgate:' || true)
+podman rm -f -t 0 "$tls_single" >/dev/null 2>&1 || true
+case $refused in
+  *"admin.listen: 0.0.0.0:9090 is not a loopback address"*admin.allow_plaintext*) echo "a token alone is refused: $refused" ;;
+  *) fail "a token alone: expected a refusal naming admin.listen, got: ${refused:-nothing}" ;;
+esac
+podman run -d --name "$tls_single" --network slirp4netns -p "127.0.0.1:$admin_port:9090" "${admin_env[@]}" \
+  --secret "${tls_secrets[0]}" --secret "${tls_secrets[1]}" \
+  -e "IDEMGATE_ADMIN__TLS__CERT=/run/secrets/${tls_secrets[0]}" \
+  -e "IDEMGATE_ADMIN__TLS__KEY=/run/secrets/${tls_secrets[1]}" "$image" >/dev/null
+admin=https://127.0.0.1:$admin_port
+for _ in $(seq 1 100); do
+  [ "$(admin_status "$admin" --cacert "$state/admin-cert.pem")" = 401 ] && break
+  sleep 0.2
+done
+expect "admin API over TLS through the published port 9090" \
+  "$(admin_status "$admin" --cacert "$state/admin-cert.pem" -H "Authorization: Bearer $IDEMGATE_ADMIN_TOKEN")" 200
+podman rm -f -v -t 10 "$tls_single" >/dev/null
+
 echo "-- compose.yaml: two instances on the host network, one PostgreSQL"
+# Its default ports (no port variable set yet): four of their own, none of idemgate's
+# defaults (8080 public, 8081 admin, 9090 the image's admin).
+defaults=$(compose config 2>/dev/null | grep -o '127\.0\.0\.1:[0-9]*' | cut -d: -f2 | sort -u | tr '\n' ' ')
+expect "compose.yaml's default ports" "$defaults" "8091 8092 9091 9092 "
 psql "$admin_db" -v ON_ERROR_STOP=1 -qc "CREATE DATABASE $database" >/dev/null
 export DATABASE_URL=postgres://postgres@127.0.0.1:5432/$database
 export IDEMGATE_IMAGE=$image IDEMGATE_APP_URL=http://127.0.0.1:$receiver_port/hook
 GATEWAY_A_PORT=$(free_port)
 GATEWAY_B_PORT=$(free_port)
 export GATEWAY_A_PORT GATEWAY_B_PORT
-compose up -d >"$state/compose.log" 2>&1 || { cat "$state/compose.log" >&2; fail "podman-compose up failed"; }
+# IDEMGATE_CONFIG is the command line's --config, not the compose file's mount.
+IDEMGATE_CONFIG=$state/not-a-config.toml compose up -d >"$state/compose.log" 2>&1 || { cat "$state/compose.log" >&2; fail "podman-compose up failed"; }
 for p in "$GATEWAY_A_PORT" "$GATEWAY_B_PORT"; do
   wait_healthy "$p" || { compose logs >&2 2>&1; fail "an instance on port $p did not answer /healthz"; }
 done

@@ -15,6 +15,7 @@ pub mod deliver;
 pub mod http;
 pub mod message;
 pub mod nats;
+pub mod setup;
 pub mod smtp;
 mod trace;
 mod worker;

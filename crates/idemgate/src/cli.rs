@@ -487,4 +487,12 @@ pub(crate) enum DestinationCommand {
         /// The destination's name.
         name: String,
     },
+    /// Create what a queue destination publishes to, as configured: on RabbitMQ the
+    /// exchange (unless the default one), a durable queue named by the routing key and its
+    /// binding; on NATS a JetStream stream for the subject. What exists is left as it is,
+    /// so running it again changes nothing; what exists but differs is an error.
+    Setup {
+        /// The destination's name (kind "rabbitmq" or "nats").
+        name: String,
+    },
 }

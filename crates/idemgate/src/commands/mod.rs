@@ -86,6 +86,9 @@ pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCod
         Command::Destination { command: DestinationCommand::Enable { name } } => {
             destination::enable(&load(path, Uses::Store)?, name, &SystemClock).await
         }
+        Command::Destination { command: DestinationCommand::Setup { name } } => {
+            destination::setup(&load_quietly(path, Uses::Worker)?, &name).await
+        }
         Command::Store { command } => store::store(&load(path, Uses::Store)?, command, &SystemClock).await,
         Command::Config { command: ConfigCommand::Check } => check::check(path),
         Command::Bench { workload } => bench::bench(workload, &SystemClock).await,
@@ -99,6 +102,16 @@ pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCod
 /// repeat on every invocation, so they are not logged).
 fn load(path: &Path, uses: Uses) -> Result<Config, BadConfig> {
     logs(None);
+    Ok(config::load_for(path, std::env::vars(), uses)?.0)
+}
+
+/// [`load`] for a command that talks to brokers: their clients log each connection at INFO,
+/// and lapin an ERROR for each "not found" answering `destination setup`'s question whether
+/// something exists, so the log is on only when `IDEMGATE_LOG` asks for it.
+fn load_quietly(path: &Path, uses: Uses) -> Result<Config, BadConfig> {
+    if std::env::var_os("IDEMGATE_LOG").is_some() {
+        logs(None);
+    }
     Ok(config::load_for(path, std::env::vars(), uses)?.0)
 }
 

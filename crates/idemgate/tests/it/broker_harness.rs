@@ -108,6 +108,12 @@ impl TestQueue {
         Self { url: url.to_owned(), name: unique("idemgate-q"), exchange: String::new(), max_length: None }
     }
 
+    /// The names of a queue on an exchange of its own, neither declared yet (both deleted
+    /// on drop, whoever declared them).
+    pub fn undeclared_on_own_exchange(url: &str) -> Self {
+        Self { url: url.to_owned(), name: unique("idemgate-q"), exchange: unique("idemgate-x"), max_length: None }
+    }
+
     pub fn declare(&self) {
         runtime().block_on(async {
             let connection = connect(&self.url).await;
@@ -230,6 +236,11 @@ impl TestStream {
     pub fn uncreated(url: &str) -> Self {
         let name = unique("idemgate_s").replace('-', "_");
         Self { url: url.to_owned(), subject: format!("idemgate.test.{name}"), name }
+    }
+
+    /// A stream `name` for `subject`, not created yet (deleted on drop, whoever created it).
+    pub fn named(url: &str, name: &str, subject: &str) -> Self {
+        Self { url: url.to_owned(), name: name.to_owned(), subject: subject.to_owned() }
     }
 
     pub fn create_now(&self) {

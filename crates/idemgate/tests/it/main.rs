@@ -8,6 +8,7 @@ mod admin_openapi_fuzz;
 mod alerts;
 mod broker_harness;
 mod broker_logs;
+mod broker_setup;
 mod cli_docs;
 mod config_cli;
 mod gateway_admin;
