@@ -1,9 +1,9 @@
 //! Every relative link in the docs resolves. A link or image `[..](target)` (or a
 //! reference definition `[..]: target`) in README.md, ARCHITECTURE.md, RELIABILITY.md,
-//! BENCHMARKS.md or docs/**/*.md whose target is not a URL and not only `#anchor` must name
-//! a file or folder that exists relative to the page; when it also names an `#anchor` in a
-//! Markdown page, that page must have a heading with that anchor (GitHub's rule). Code
-//! blocks and code spans are not prose, so `a[i](x)` in an example is not a link.
+//! BENCHMARKS.md or docs/**/*.md whose target is not a URL must name a file or folder that
+//! exists relative to the page; an `#anchor` (alone, or after a Markdown page) must name a
+//! heading of that page, by GitHub's rule for heading anchors. Code blocks and code spans
+//! are not prose, so `a[i](x)` in an example is not a link.
 
 use std::{
     fs,
@@ -198,6 +198,10 @@ fn anchors(markdown: &str) -> Vec<String> {
 /// What is wrong with `target`, linked from `page`, if anything.
 fn check_target(root: &Path, page: &Path, target: &str) -> Option<String> {
     let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+    if path.is_empty() {
+        let headings = anchors(&fs::read_to_string(page).ok()?);
+        return (!headings.iter().any(|known| known == anchor)).then(|| format!("no heading #{anchor} on this page"));
+    }
     let base = if path.starts_with('/') { root.to_path_buf() } else { page.parent()?.to_path_buf() };
     let resolved = base.join(path.trim_start_matches('/'));
     if !resolved.exists() {
@@ -216,10 +220,8 @@ fn check_target(root: &Path, page: &Path, target: &str) -> Option<String> {
 fn broken_links(root: &Path, page: &Path) -> (Vec<String>, usize) {
     let markdown = fs::read_to_string(page).unwrap();
     let prose = without_code_spans(&outside_code_blocks(&markdown));
-    let relative: Vec<(usize, String)> = link_targets(&prose)
-        .into_iter()
-        .filter(|(_, target)| !target.is_empty() && !target.starts_with('#') && !is_url(target))
-        .collect();
+    let relative: Vec<(usize, String)> =
+        link_targets(&prose).into_iter().filter(|(_, target)| !target.is_empty() && !is_url(target)).collect();
     let shown = page.strip_prefix(root).unwrap_or(page).display();
     let broken = relative
         .iter()
@@ -247,7 +249,7 @@ fn every_relative_link_in_the_docs_resolves() {
 }
 
 #[test]
-fn the_link_check_reports_a_missing_file_and_heading_and_skips_urls_and_code() {
+fn the_link_check_reports_missing_files_and_headings_and_skips_urls_and_code() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     fs::create_dir_all(root.join("docs/guide")).unwrap();
@@ -255,11 +257,11 @@ fn the_link_check_reports_a_missing_file_and_heading_and_skips_urls_and_code() {
     let page = root.join("docs/guide/page.md");
     let text = "# Page\n\n[ok](there.md#the-send-command) ![img](../guide/there.md) \
         [gone](missing.md) [bad anchor](there.md#nowhere)\n\
-        [url](https://example.com/x.md) [self](#page) `[code](nothing.md)`\n\n    \
+        [url](https://example.com/x.md) [self](#page) [lost](#nowhere) `[code](nothing.md)`\n\n    \
         [indented](code.md)\n\n```\n[fenced](code.md)\n```\n\n[ref]: /docs/guide/absent.md\n";
     fs::write(&page, text).unwrap();
     let (broken, links) = broken_links(root, &page);
-    assert_eq!(links, 5, "{broken:?}");
+    assert_eq!(links, 7, "{broken:?}");
     let targets: Vec<&str> = broken.iter().map(|line| line.split(": ").nth(1).unwrap_or_default()).collect();
-    assert_eq!(targets, ["missing.md", "there.md#nowhere", "/docs/guide/absent.md"], "{broken:?}");
+    assert_eq!(targets, ["missing.md", "there.md#nowhere", "#nowhere", "/docs/guide/absent.md"], "{broken:?}");
 }
