@@ -8,6 +8,7 @@ mod alerts;
 mod broker_harness;
 mod cli_docs;
 mod config_cli;
+mod doc_citations;
 mod doc_links;
 mod gateway_admin;
 mod gateway_brokers;
