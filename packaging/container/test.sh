@@ -147,7 +147,8 @@ port=$(free_port)
 admin_port=$(free_port)
 podman volume create "$volume" >/dev/null
 # The destination's secret reaches this container as a file (a podman secret, mounted at
-# /run/secrets/NAME), the source's as an environment variable: both ways the README names.
+# /run/secrets/NAME), the source's as an environment variable: both ways the user guide names
+# (docs/guide/install.md, "The container image").
 printf '%s' "$IDEMGATE_APP_SECRET" | podman secret create "$secret" - >/dev/null
 # slirp4netns with allow_host_loopback: the container reaches the host's 127.0.0.1 as
 # 10.0.2.2, and its published port listens on the host's loopback only.

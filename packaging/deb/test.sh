@@ -80,7 +80,8 @@ dpkg -L idemgate
 for path in /usr/bin/idemgate /usr/lib/systemd/system/idemgate.service /etc/idemgate/idemgate.toml \
   /etc/idemgate/idemgate.env /usr/share/man/man1/idemgate.1.gz \
   /usr/share/bash-completion/completions/idemgate /usr/share/zsh/vendor-completions/_idemgate \
-  /usr/share/fish/vendor_completions.d/idemgate.fish; do
+  /usr/share/fish/vendor_completions.d/idemgate.fish /usr/share/doc/idemgate/README.md \
+  /usr/share/doc/idemgate/guide/README.md /usr/share/doc/idemgate/guide/install.md; do
   [ -e "$path" ] || { echo "FATAL: the package did not install $path" >&2; exit 1; }
 done
 dpkg-query -W -f='${Conffiles}\n' idemgate | grep -q /etc/idemgate/idemgate.toml \

@@ -149,7 +149,7 @@ pub struct Restored {
 /// `<name>.before-restore-<UTC time>`, the time being `now` (the caller's clock), that
 /// never overwrites an earlier one, and the restored file and its folder are synced
 /// before this returns. Receipts newer than the backup are forgotten by this: see the
-/// README on closing that gap.
+/// user guide, `docs/guide/retention-and-backups.md`, on closing that gap.
 pub fn restore(from: &Path, to: &Path, now: UnixTime) -> Result<Restored, StoreError> {
     check_backup(from)?;
     let _lock = WriterLock::exclusive(to)?;

@@ -50,7 +50,7 @@ pub(super) async fn store(config: &Config, command: StoreCommand, clock: &dyn Cl
             let restored = maintenance::restore(&from, path, clock.now())?;
             let kept = restored.kept.map(|kept| format!("; the replaced store is kept as {}", kept.display()));
             format!(
-                "restored {} from {}: {} receipt(s){}; events received after the backup are forgotten (see the README)",
+                "restored {} from {}: {} receipt(s){}; events received after the backup are forgotten (see docs/guide/retention-and-backups.md)",
                 path.display(),
                 from.display(),
                 restored.summary.receipts,

@@ -11,6 +11,8 @@ mod broker_logs;
 mod broker_setup;
 mod cli_docs;
 mod config_cli;
+mod doc_citations;
+mod doc_links;
 mod gateway_admin;
 mod gateway_brokers;
 mod gateway_cli;
