@@ -146,7 +146,7 @@ fn claimed_job(row: &Row, at: usize) -> Result<ClaimedJob, StoreError> {
         key: key(&source, &identity)?,
         outgoing_id: row.try_get(at + 9)?,
         event_type: row.try_get(at + 10)?,
-        body: row.try_get(at + 6)?,
+        body: bytes::Bytes::from(row.try_get::<_, Vec<u8>>(at + 6)?),
         content_type: row.try_get(at + 7)?,
         headers: parse_headers(headers),
     })

@@ -181,7 +181,7 @@ fn take(conn: &Connection, id: i64, now_ms: i64, lease: Duration) -> Result<Clai
             key: key(&source, &identity).map_err(|_| rusqlite::Error::InvalidQuery)?,
             outgoing_id: row.get(6)?,
             event_type: row.get(7)?,
-            body: row.get(3)?,
+            body: bytes::Bytes::from(row.get::<_, Vec<u8>>(3)?),
             content_type: row.get(4)?,
             headers: parse_headers(headers),
         })

@@ -44,7 +44,7 @@ on_both! {
         assert_eq!(claimed.len(), 1);
         let job = &claimed[0];
         assert_eq!((job.attempt, job.destination.as_str(), job.key.clone()), (1, "app", key("e1")));
-        assert_eq!(job.body, b"{\"n\":\"e1\"}");
+        assert_eq!(job.body, &b"{\"n\":\"e1\"}"[..]);
         assert_eq!(job.content_type.as_deref(), Some("application/json"));
         assert_eq!(job.event_type.as_deref(), Some("order.created"), "for the headers of a queue destination");
         assert_eq!(job.headers, [("x-trace".to_owned(), "abc".to_owned())]);
