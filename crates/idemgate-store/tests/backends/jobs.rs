@@ -256,7 +256,7 @@ on_both! {
         assert_eq!(t.jobs(key("d")).await.unwrap()[0].state, "dead");
         assert_eq!(t.jobs(key("a")).await.unwrap()[0].state, "running");
         let app = t.destinations().await.unwrap().into_iter().find(|d| d.name == "app").unwrap();
-        assert_eq!(app.disabled.as_deref(), Some("410 Gone"), "a stale 410 still disables: it is the destination's answer");
+        assert_eq!(app.disabled, None, "a stale 410 disables nothing: its lease was taken over");
         assert_eq!(t.attempts("test".to_owned(), "d".to_owned()).await.unwrap().len(), 2, "every attempt is recorded");
         assert!(t.complete_jobs(Vec::new(), ms(later)).await.unwrap().is_empty());
     }
