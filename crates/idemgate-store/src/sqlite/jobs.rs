@@ -223,12 +223,6 @@ pub fn complete(
         recording.response_prefix,
         recording.outcome,
     ])?;
-    if !holds_lease(conn, job)? {
-        return Ok(Completion::Stale);
-    }
-    if recording.disables_destination {
-        disable_destination(conn, &job.destination, "410 Gone", now)?;
-    }
     let changed = conn
         .prepare_cached(
             "UPDATE jobs SET state = ?3, next_attempt_at_ms = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
@@ -242,7 +236,13 @@ pub fn complete(
             recording.last_error,
             now.0
         ])?;
-    Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
+    if changed != 1 {
+        return Ok(Completion::Stale);
+    }
+    if recording.disables_destination {
+        disable_destination(conn, &job.destination, "410 Gone", now)?;
+    }
+    Ok(Completion::Recorded)
 }
 
 /// Whether `job`'s lease is still the current one: a completion under a lease taken over
