@@ -6,6 +6,8 @@
 //! endings). Only the header section (up to the first empty line) is read, with folded
 //! lines unfolded, and names compared case-insensitively, as RFC 5322 has them.
 
+use std::borrow::Cow;
+
 use sha2::{Digest, Sha256};
 
 use crate::BodyHash;
@@ -165,16 +167,25 @@ pub fn fingerprint(envelope: &Envelope, message: &[u8], exclude: &[String]) -> B
 /// same on every attempt of one job.
 #[must_use]
 pub fn for_relay(message: &[u8], key_header: Option<&str>, fallback_id: &str) -> Vec<u8> {
+    relayed(message, key_header, fallback_id).into_owned()
+}
+
+/// [`for_relay`] without a copy: the message itself, borrowed, when relaying changes
+/// nothing (no key header to remove, a `Message-ID` of its own); a new message otherwise.
+#[must_use]
+pub fn relayed<'a>(message: &'a [u8], key_header: Option<&str>, fallback_id: &str) -> Cow<'a, [u8]> {
     let stripped = match key_header {
-        Some(name) => without_headers(message, &[name.to_owned()]),
-        None => message.to_vec(),
+        Some(name) if fields(message).iter().any(|field| is_named(field, name)) => {
+            Cow::Owned(without_headers(message, &[name.to_owned()]))
+        }
+        _ => Cow::Borrowed(message),
     };
     if header(&stripped, "Message-ID").is_some() {
         return stripped;
     }
     let mut relayed = format!("Message-ID: <{fallback_id}>\r\n").into_bytes();
     relayed.extend_from_slice(&stripped);
-    relayed
+    Cow::Owned(relayed)
 }
 
 #[cfg(test)]
@@ -242,6 +253,17 @@ mod tests {
         assert_eq!(for_relay(&relayed, Some("Idempotency-Key"), "other@idemgate"), relayed, "an id is kept");
         let kept = for_relay(MESSAGE, None, "fallback@idemgate");
         assert!(String::from_utf8(kept).unwrap().contains("Idempotency-Key: k-1\r\n"));
+    }
+
+    #[test]
+    fn a_message_that_relaying_leaves_unchanged_is_borrowed_not_copied() {
+        let with_id: &[u8] = b"Message-ID: <a@example.com>\r\nSubject: x\r\n\r\nIdempotency-Key: k\r\n";
+        let same = relayed(with_id, Some("Idempotency-Key"), "fallback@idemgate");
+        assert!(matches!(same, Cow::Borrowed(kept) if kept.as_ptr() == with_id.as_ptr()), "{same:?}");
+        assert!(matches!(relayed(with_id, None, "fallback@idemgate"), Cow::Borrowed(_)));
+        assert!(matches!(relayed(MESSAGE, None, "fallback@idemgate"), Cow::Owned(_)), "a Message-ID is added");
+        let keyed: &[u8] = b"Message-ID: <a@example.com>\r\nIdempotency-Key: k\r\n\r\nBody\r\n";
+        assert_eq!(relayed(keyed, Some("Idempotency-Key"), "f"), &b"Message-ID: <a@example.com>\r\n\r\nBody\r\n"[..]);
     }
 
     #[test]

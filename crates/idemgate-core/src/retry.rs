@@ -60,10 +60,10 @@ pub enum AttemptResult {
     /// The connection could not be made or broke before an answer.
     Connection,
     /// A destination that is not HTTP took the event (a broker's publisher confirm, a
-    /// mail server's `250`).
+    /// mail server's `250`, a Rust handler's success).
     Accepted,
     /// A destination that is not HTTP answered with a refusal (a broker's nack, a mail
-    /// server's `4xx` or `5xx`), or the event cannot be made into what it takes (a failing
+    /// server's `4xx` or `5xx`, a Rust handler's failure), or the event cannot be made into what it takes (a failing
     /// transform). A permanent refusal is final; a temporary one follows the schedule.
     Refused {
         /// Retrying cannot change it.

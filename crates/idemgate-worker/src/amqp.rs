@@ -250,7 +250,7 @@ mod tests {
             key: ReceiptKey { source: SourceName::new("a").unwrap(), identity: Identity::new("evt_1").unwrap() },
             outgoing_id: "msg_1".into(),
             event_type: Some("invoice.paid".into()),
-            body: b"{}".to_vec(),
+            body: bytes::Bytes::from_static(b"{}"),
             content_type: None,
             headers: vec![("x-a".into(), "1".into())],
         }

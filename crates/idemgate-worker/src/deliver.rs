@@ -22,20 +22,17 @@ pub struct AttemptOutcome {
 }
 
 impl AttemptOutcome {
-    /// A handler's success.
+    /// A handler's success: it took the job (no HTTP status, it is not HTTP).
     #[must_use]
     pub fn succeeded() -> Self {
-        Self { result: AttemptResult::Status { status: 200, retry_after: None }, error: None, response_prefix: None }
+        Self { result: AttemptResult::Accepted, error: None, response_prefix: None }
     }
 
-    /// A handler's transient failure, retried on the destination's schedule.
+    /// A handler's transient failure, retried on the destination's schedule: a temporary
+    /// refusal (no HTTP status, it is not HTTP).
     #[must_use]
     pub fn failed(error: impl Into<String>) -> Self {
-        Self {
-            result: AttemptResult::Status { status: 503, retry_after: None },
-            error: Some(error.into()),
-            response_prefix: None,
-        }
+        Self { result: AttemptResult::Refused { permanent: false }, error: Some(error.into()), response_prefix: None }
     }
 }
 

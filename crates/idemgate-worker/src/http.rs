@@ -167,7 +167,7 @@ impl HttpDestination {
         if let Some(authorization) = &self.authorization {
             headers.insert(AUTHORIZATION, authorization.clone());
         }
-        let mut request = Request::new(Full::new(Bytes::copy_from_slice(&job.body)));
+        let mut request = Request::new(Full::new(job.body.clone()));
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.uri.clone();
         *request.headers_mut() = headers;
@@ -303,7 +303,7 @@ mod tests {
             key: ReceiptKey { source: SourceName::new("a").unwrap(), identity: Identity::new("evt_1").unwrap() },
             outgoing_id: "evt_1".into(),
             event_type: None,
-            body: b"{}".to_vec(),
+            body: bytes::Bytes::from_static(b"{}"),
             content_type: Some("application/json".into()),
             headers: headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect(),
         }
@@ -320,6 +320,19 @@ mod tests {
         for name in request.headers().keys() {
             assert!(sets_itself(name), "{name} is set by the worker but could be forwarded too");
         }
+    }
+
+    #[tokio::test]
+    async fn the_request_carries_the_jobs_body_without_a_copy() {
+        use http_body_util::BodyExt;
+
+        let destination =
+            HttpDestination::new("http://127.0.0.1:1/", None, Duration::from_secs(1), Duration::from_secs(1)).unwrap();
+        let job = job(&[]);
+        let request = destination.request(&job, UnixTime(1)).unwrap();
+        let sent = request.into_body().frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(sent, job.body);
+        assert_eq!(sent.as_ptr(), job.body.as_ptr(), "the attempt shares the job's buffer");
     }
 
     #[test]

@@ -62,7 +62,7 @@ mod tests {
             key: ReceiptKey { source: SourceName::new("a").unwrap(), identity: Identity::new("evt_1").unwrap() },
             outgoing_id: "evt_1".into(),
             event_type: Some("t".into()),
-            body: Vec::new(),
+            body: bytes::Bytes::new(),
             content_type: Some("text/plain".into()),
             headers: stored.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect(),
         };

@@ -88,7 +88,7 @@ impl NatsDestination {
             headers.insert(name.as_str(), value.as_str());
         }
         let subject = self.subject.clone();
-        let ack = match context.publish_with_headers(subject, headers, job.body.clone().into()).await {
+        let ack = match context.publish_with_headers(subject, headers, job.body.clone()).await {
             Ok(ack) => ack.await,
             Err(err) => Err(err),
         };
@@ -170,7 +170,7 @@ mod tests {
             key: ReceiptKey { source: SourceName::new("a").unwrap(), identity: Identity::new("evt_1").unwrap() },
             outgoing_id: "evt_1".into(),
             event_type: None,
-            body: b"{}".to_vec(),
+            body: bytes::Bytes::from_static(b"{}"),
             content_type: None,
             headers: Vec::new(),
         };

@@ -235,7 +235,7 @@ impl Deliver for SmtpDestination {
             let key_header =
                 job.headers.iter().find(|(name, _)| name == mail::KEY_HEADER_HEADER).map(|(_, v)| v.as_str());
             let strip = if self.keep_key_header { None } else { key_header };
-            let message = mail::for_relay(&job.body, strip, &fallback_id);
+            let message = mail::relayed(&job.body, strip, &fallback_id);
             match tokio::time::timeout(self.timeout, self.relay(&envelope, &message)).await {
                 Ok(outcome) => outcome,
                 Err(_) => AttemptOutcome {

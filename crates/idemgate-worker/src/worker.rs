@@ -858,7 +858,9 @@ fn decision_name(decision: Decision) -> &'static str {
 /// refusal saying why there is none (the error names the kind, never the event's values).
 fn transformed(job: &ClaimedJob, transform: &Program) -> Result<ClaimedJob, AttemptOutcome> {
     match transform.transform(&job.body) {
-        Ok(body) => Ok(ClaimedJob { body, content_type: Some("application/json".to_owned()), ..job.clone() }),
+        Ok(body) => {
+            Ok(ClaimedJob { body: body.into(), content_type: Some("application/json".to_owned()), ..job.clone() })
+        }
         Err(err) => Err(AttemptOutcome {
             result: AttemptResult::Refused { permanent: true },
             error: Some(err.to_string()),

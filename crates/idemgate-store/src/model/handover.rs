@@ -183,7 +183,7 @@ impl HandedEvent {
             key: key.clone(),
             outgoing_id: outgoing_id(self.outgoing_id.as_deref(), key).to_owned(),
             event_type: self.event_type.clone(),
-            body: self.body.to_vec(),
+            body: self.body.clone(),
             content_type: self.content_type.clone(),
             headers: self.headers.clone(),
         }

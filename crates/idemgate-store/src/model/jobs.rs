@@ -52,8 +52,9 @@ pub struct ClaimedJob {
     pub outgoing_id: String,
     /// The event's type, when its source has one.
     pub event_type: Option<String>,
-    /// The original body bytes.
-    pub body: Vec<u8>,
+    /// The original body bytes, shared by the jobs of one event that the store hands over
+    /// and by every attempt of the job: cloning it copies no bytes.
+    pub body: bytes::Bytes,
     /// The original content type.
     pub content_type: Option<String>,
     /// The original headers from the source's allowlist.
@@ -368,7 +369,7 @@ mod tests {
             key: crate::model::key("src", "evt").expect("a valid key"),
             outgoing_id: "msg".to_owned(),
             event_type: None,
-            body: Vec::new(),
+            body: bytes::Bytes::new(),
             content_type: None,
             headers: Vec::new(),
         };

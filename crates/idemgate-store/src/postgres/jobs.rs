@@ -9,7 +9,10 @@
 //! it into scanning every running job. (Planning each call for its own values instead, as
 //! an unnamed statement, cost the server more CPU than it saved: see BENCHMARKS.md.)
 
-use std::{collections::HashMap, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    time::Duration,
+};
 
 use deadpool_postgres::GenericClient;
 use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
@@ -146,7 +149,7 @@ fn claimed_job(row: &Row, at: usize) -> Result<ClaimedJob, StoreError> {
         key: key(&source, &identity)?,
         outgoing_id: row.try_get(at + 9)?,
         event_type: row.try_get(at + 10)?,
-        body: row.try_get(at + 6)?,
+        body: bytes::Bytes::from(row.try_get::<_, Vec<u8>>(at + 6)?),
         content_type: row.try_get(at + 7)?,
         headers: parse_headers(headers),
     })
@@ -194,10 +197,12 @@ async fn write_breakers(
     Ok(())
 }
 
-/// Records `finished`'s attempts, disables the destinations that answered `410`, closes
-/// the breakers of `closed` and moves each job as its decision says if its lease is
-/// current, in one statement on `client` (a transaction's, or a connection's on its own).
-/// Returns the (job, lease token) pairs that took effect.
+/// Records `finished`'s attempts and moves each job as its decision says if its lease is
+/// current; of those current ones only, disables the destinations that answered `410` and
+/// closes the breakers of the destinations in `closed`: a completion under a lease taken
+/// over since keeps its attempt as history and changes nothing else. In one statement on
+/// `client` (a transaction's, or a connection's on its own). Returns the (job, lease
+/// token) pairs that took effect.
 async fn completed(
     client: &impl GenericClient,
     finished: &[(ClaimedJob, AttemptRecord, Decision)],
@@ -210,28 +215,31 @@ async fn completed(
     let complete = "WITH finished AS (
                 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::bigint[],
                                      $6::int[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::text[],
-                                     $15::text[])
+                                     $15::text[], $13::text[], $16::text[])
                     AS f(id, token, attempt, started_at, latency_ms, status, error, response_prefix,
-                         state, next_attempt_at_ms, last_error, outcome)
+                         state, next_attempt_at_ms, last_error, outcome, disable, destination)
              ), attempt AS (
                 INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix, outcome)
                 SELECT id, attempt, started_at, latency_ms, status, error, response_prefix, outcome FROM finished
+             ), moved AS (
+                UPDATE jobs SET state = f.state, next_attempt_at_ms = f.next_attempt_at_ms, last_error = f.last_error,
+                       lease_until = NULL, updated_at = $12
+                FROM finished f
+                WHERE jobs.id = f.id AND jobs.lease_token = f.token AND jobs.state = 'running'
+                RETURNING jobs.id, f.token, f.disable, f.destination
              ), disabled AS (
                 INSERT INTO destinations (name, disabled_at, disabled_reason)
-                SELECT DISTINCT name, $12::bigint, '410 Gone' FROM unnest($13::text[]) AS name
+                SELECT DISTINCT disable, $12::bigint, '410 Gone' FROM moved WHERE disable IS NOT NULL
                 ON CONFLICT (name) DO UPDATE
                 SET disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason
              ), closed AS (
                 UPDATE destinations SET failures = 0, failing_since_ms = NULL, paused_at_ms = NULL,
                        next_probe_at_ms = NULL, probe_interval_ms = NULL
-                WHERE name = ANY($14::text[]) AND (failures <> 0 OR failing_since_ms IS NOT NULL
+                WHERE name = ANY($14::text[]) AND name IN (SELECT destination FROM moved)
+                      AND (failures <> 0 OR failing_since_ms IS NOT NULL
                       OR paused_at_ms IS NOT NULL OR next_probe_at_ms IS NOT NULL OR probe_interval_ms IS NOT NULL)
              )
-             UPDATE jobs SET state = f.state, next_attempt_at_ms = f.next_attempt_at_ms, last_error = f.last_error,
-                    lease_until = NULL, updated_at = $12
-             FROM finished f
-             WHERE jobs.id = f.id AND jobs.lease_token = f.token AND jobs.state = 'running'
-             RETURNING jobs.id, f.token";
+             SELECT id, token FROM moved";
     let rows = queue_query(
         client,
         complete,
@@ -251,6 +259,7 @@ async fn completed(
             &c.disable,
             &closed,
             &c.outcome,
+            &c.destination,
         ],
     )
     .await?;
@@ -457,7 +466,21 @@ impl PgStore {
             .iter()
             .map(breaker_row)
             .collect::<Result<HashMap<_, _>, StoreError>>()?;
-        let (decisions, changed) = fold_breakers(states, finished, breakers, now_ms);
+        let ids: Vec<i64> = finished.iter().map(|(job, _, _)| job.id).collect();
+        let held = tx
+            .query("SELECT id, lease_token FROM jobs WHERE id = ANY($1) AND state = 'running' FOR UPDATE", &[&ids])
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .collect::<Result<HashSet<(i64, i64)>, StoreError>>()?;
+        let current = |job: &ClaimedJob| held.contains(&(job.id, job.lease_token));
+        let counted: Vec<_> = finished.iter().filter(|(job, _, _)| current(job)).cloned().collect();
+        let (decisions, changed) = fold_breakers(states, &counted, breakers, now_ms);
+        let mut decisions = decisions.into_iter();
+        let decisions: Vec<Decision> = finished
+            .iter()
+            .map(|(job, _, decision)| if current(job) { decisions.next().unwrap_or(*decision) } else { *decision })
+            .collect();
         let recorded = completed(&tx, finished, decisions.into_iter(), &[], now_ms, now).await?;
         write_breakers(&tx, &changed).await?;
         tx.commit().await?;
@@ -689,7 +712,8 @@ struct Columns {
     state: Vec<&'static str>,
     next_attempt_at_ms: Vec<i64>,
     last_error: Vec<Option<String>>,
-    disable: Vec<String>,
+    disable: Vec<Option<String>>,
+    destination: Vec<String>,
     outcome: Vec<&'static str>,
 }
 
@@ -708,13 +732,13 @@ impl Columns {
             next_attempt_at_ms: Vec::new(),
             last_error: Vec::new(),
             disable: Vec::new(),
+            destination: Vec::new(),
             outcome: Vec::new(),
         };
         for (job, attempt, decision) in finished {
             let recording = Recording::of(attempt, decision, now_ms);
-            if recording.disables_destination {
-                c.disable.push(job.destination.clone());
-            }
+            c.disable.push(recording.disables_destination.then(|| job.destination.clone()));
+            c.destination.push(job.destination.clone());
             c.id.push(job.id);
             c.token.push(job.lease_token);
             c.attempt.push(i32::try_from(job.attempt).unwrap_or(i32::MAX));

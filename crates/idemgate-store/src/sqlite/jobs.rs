@@ -132,9 +132,10 @@ fn write_breaker(conn: &Connection, destination: &str, state: &BreakerState) -> 
     Ok(())
 }
 
-/// Records each of `finished` as [`complete`] does, after folding the attempts into their
-/// destinations' breakers by `breakers` (which may pause a destination, and while it is
-/// paused keeps its jobs from dying); the breakers are written in the same write.
+/// Records each of `finished` as [`complete`] does, after folding the attempts whose lease
+/// is current into their destinations' breakers by `breakers` (which may pause a
+/// destination, and while it is paused keeps its jobs from dying; a stale one counts for
+/// nothing); the breakers are written in the same write.
 pub fn complete_all(
     conn: &Connection,
     finished: &[(ClaimedJob, AttemptRecord, Decision)],
@@ -144,11 +145,18 @@ pub fn complete_all(
     let mut names: Vec<&str> = finished.iter().map(|(job, _, _)| job.destination.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    let (decisions, changed) = fold_breakers(breakers_of(conn, &names)?, finished, breakers, now_ms);
+    let current = finished.iter().map(|(job, _, _)| holds_lease(conn, job)).collect::<Result<Vec<_>, _>>()?;
+    let counted: Vec<_> =
+        finished.iter().zip(&current).filter(|(_, held)| **held).map(|(one, _)| one.clone()).collect();
+    let (decisions, changed) = fold_breakers(breakers_of(conn, &names)?, &counted, breakers, now_ms);
+    let mut decisions = decisions.into_iter();
     let completions = finished
         .iter()
-        .zip(decisions)
-        .map(|((job, attempt, _), decision)| complete(conn, job, attempt, decision, now_ms))
+        .zip(current)
+        .map(|((job, attempt, decision), held)| {
+            let decision = if held { decisions.next().unwrap_or(*decision) } else { *decision };
+            complete(conn, job, attempt, decision, now_ms)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     for (name, state) in &changed {
         write_breaker(conn, name, state)?;
@@ -181,15 +189,17 @@ fn take(conn: &Connection, id: i64, now_ms: i64, lease: Duration) -> Result<Clai
             key: key(&source, &identity).map_err(|_| rusqlite::Error::InvalidQuery)?,
             outgoing_id: row.get(6)?,
             event_type: row.get(7)?,
-            body: row.get(3)?,
+            body: bytes::Bytes::from(row.get::<_, Vec<u8>>(3)?),
             content_type: row.get(4)?,
             headers: parse_headers(headers),
         })
     })
 }
 
-/// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current.
-/// A retry is due `now_ms` plus its delay, to the millisecond.
+/// Records `attempt`, and if `job`'s lease is current moves the job as `decision` says
+/// (disabling its destination on a `410`); under a stale lease the attempt is kept as
+/// history and nothing else changes. A retry is due `now_ms` plus its delay, to the
+/// millisecond.
 pub fn complete(
     conn: &Connection,
     job: &ClaimedJob,
@@ -213,9 +223,6 @@ pub fn complete(
         recording.response_prefix,
         recording.outcome,
     ])?;
-    if recording.disables_destination {
-        disable_destination(conn, &job.destination, "410 Gone", now)?;
-    }
     let changed = conn
         .prepare_cached(
             "UPDATE jobs SET state = ?3, next_attempt_at_ms = ?4, last_error = ?5, lease_until = NULL, updated_at = ?6
@@ -229,7 +236,22 @@ pub fn complete(
             recording.last_error,
             now.0
         ])?;
-    Ok(if changed == 1 { Completion::Recorded } else { Completion::Stale })
+    if changed != 1 {
+        return Ok(Completion::Stale);
+    }
+    if recording.disables_destination {
+        disable_destination(conn, &job.destination, "410 Gone", now)?;
+    }
+    Ok(Completion::Recorded)
+}
+
+/// Whether `job`'s lease is still the current one: a completion under a lease taken over
+/// since records its attempt as history and changes nothing else (neither the job, nor
+/// its destination: no disabling, no breaker count).
+fn holds_lease(conn: &Connection, job: &ClaimedJob) -> Result<bool, rusqlite::Error> {
+    conn.prepare_cached("SELECT count(*) FROM jobs WHERE id = ?1 AND lease_token = ?2 AND state = 'running'")?
+        .query_row(params![job.id, job.lease_token], |row| row.get::<_, i64>(0))
+        .map(|n| n == 1)
 }
 
 /// Marks `destination` disabled: none of its jobs is claimed until it is enabled again.

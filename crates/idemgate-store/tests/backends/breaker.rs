@@ -11,11 +11,11 @@ use idemgate_core::{
 };
 use idemgate_store::{
     Store,
-    jobs::{AttemptRecord, Breakers, ClaimedJob},
-    views::DestinationHealth,
+    jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
+    views::{AttemptRow, DestinationHealth},
 };
 
-use crate::{T0, TestStore, accept_at, ms, on_both};
+use crate::{T0, TestStore, accept_at, key, ms, on_both};
 
 const LEASE: Duration = Duration::from_secs(30);
 const FAILED: Decision = Decision::RetryAfter(Duration::from_secs(1));
@@ -62,6 +62,42 @@ fn count(health: &DestinationHealth, state: &str) -> u64 {
 }
 
 on_both! {
+    async fn a_completion_after_its_lease_was_taken_over_keeps_its_attempt_and_changes_nothing_else(t: TestStore) {
+        for identity in ["a", "b", "c", "d"] {
+            accept_at(&t, identity, &["down"], T0).await;
+        }
+        let by_identity = |jobs: Vec<ClaimedJob>| -> HashMap<String, ClaimedJob> {
+            jobs.into_iter().map(|job| (job.key.identity.to_string(), job)).collect()
+        };
+        let mut stale = by_identity(claim(&t, at(0)).await);
+        let mut current = by_identity(claim(&t, at(31)).await);
+        assert_eq!((stale.len(), current.len()), (4, 4), "every lease expired and was taken over");
+
+        let failed = vec![(current.remove("a").unwrap(), attempt(503), FAILED)];
+        assert_eq!(t.complete_jobs_with_breakers(failed, at(32), breakers()).await.unwrap(), [Completion::Recorded]);
+        assert_eq!(health(&t, "down").await.breaker.failures, 1);
+
+        let late = ["b", "c"].map(|identity| (stale.remove(identity).unwrap(), attempt(503), FAILED)).to_vec();
+        let late = t.complete_jobs_with_breakers(late, at(33), breakers()).await.unwrap();
+        assert_eq!(late, [Completion::Stale, Completion::Stale]);
+        let late_answer = vec![(stale.remove("a").unwrap(), attempt(200), Decision::Succeeded)];
+        let late_answer = t.complete_jobs_with_breakers(late_answer, at(34), breakers()).await.unwrap();
+        assert_eq!(late_answer, [Completion::Stale]);
+        let gone = t.complete_job(stale.remove("d").unwrap(), attempt(410), Decision::DisableDestination, at(35)).await;
+        assert_eq!(gone.unwrap(), Completion::Stale);
+
+        let down = health(&t, "down").await;
+        assert_eq!(down.breaker.failures, 1, "no stale failure counts and no stale answer closes the breaker");
+        assert_eq!(down.breaker.paused_at, None, "two more failures would have paused it");
+        assert_eq!(down.disabled, None, "a stale 410 disables nothing");
+        for identity in ["b", "c", "d"] {
+            assert_eq!(t.jobs(key(identity)).await.unwrap()[0].state, "running", "{identity}: the current lease's");
+        }
+        let kept = |rows: Vec<AttemptRow>| rows.iter().map(|row| (row.attempt, row.status)).collect::<Vec<_>>();
+        assert_eq!(kept(t.attempts("test".into(), "d".into()).await.unwrap()), [(1, Some(410))], "kept as history");
+        assert_eq!(kept(t.attempts("test".into(), "a".into()).await.unwrap()), [(2, Some(503)), (1, Some(200))]);
+    }
+
     async fn a_failing_destination_is_paused_probed_once_per_interval_and_resumed_by_an_answer(t: TestStore) {
         for identity in ["a", "b", "c"] {
             accept_at(&t, identity, &["down", "up"], T0).await;

@@ -45,7 +45,7 @@ async fn a_job_handed_over_is_leased_as_its_first_claim_would_leave_it_and_not_c
     let job = handed.try_recv().expect("the app's job is handed over once the accept has returned");
     assert!(handed.try_recv().is_none(), "audit is not a destination the worker takes at once");
     assert_eq!((job.attempt, job.lease_token, job.destination.as_str(), job.key.clone()), (1, 1, "app", key("e1")));
-    assert_eq!(job.body, b"{\"n\":\"e1\"}");
+    assert_eq!(job.body, &b"{\"n\":\"e1\"}"[..]);
     assert_eq!(job.content_type.as_deref(), Some("application/json"));
     assert_eq!(job.event_type.as_deref(), Some("order.created"));
     assert_eq!(job.headers, [("x-trace".to_owned(), "abc".to_owned())]);
@@ -60,6 +60,17 @@ async fn a_job_handed_over_is_leased_as_its_first_claim_would_leave_it_and_not_c
     let completion = t.complete_job(job, delivered(), Decision::Succeeded, ms(T0)).await.unwrap();
     assert_eq!(completion, Completion::Recorded, "the handed-over job's lease is its own");
     assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "succeeded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jobs_handed_over_for_one_event_share_one_copy_of_its_body() {
+    let t = sqlite().await;
+    let (handover, mut handed) = Handover::new(4, LEASE, Arc::new(|name: &str| name != "audit"));
+    t.hand_over_to(Some(handover));
+    accept_at(&t, "e1", &["app", "billing"], T0).await;
+    let (first, second) = (handed.try_recv().unwrap(), handed.try_recv().unwrap());
+    assert_eq!([first.body.as_ref(), second.body.as_ref()], [&b"{\"n\":\"e1\"}"[..]; 2]);
+    assert_eq!(first.body.as_ptr(), second.body.as_ptr(), "one buffer for the event, not a copy per destination");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

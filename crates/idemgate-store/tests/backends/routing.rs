@@ -69,7 +69,7 @@ on_both! {
 
         let claimed = t.claim_jobs(ms(now), Duration::from_secs(30), 10, Vec::new()).await.unwrap();
         let billing = claimed.into_iter().find(|j| j.destination == "billing").unwrap();
-        assert_eq!(billing.body, b"{\"a\":1}", "the stored original");
+        assert_eq!(billing.body, &b"{\"a\":1}"[..], "the stored original");
         let ok = AttemptRecord { started_at: now, latency: Duration::from_millis(1), status: Some(200), error: None, response_prefix: None, outcome: idemgate_core::retry::Attempted::Succeeded };
         t.complete_job(billing, ok, Decision::Succeeded, ms(now)).await.unwrap();
 

@@ -99,7 +99,7 @@ pub fn job_state(rig: &Rig, identity: &str) -> (JobState, u32, UnixTime) {
     (job.state.parse().unwrap(), job.attempts, job.next_attempt_at)
 }
 
-fn attempts(rig: &Rig) -> Vec<(Option<u16>, Option<String>)> {
+pub fn attempts(rig: &Rig) -> Vec<(Option<u16>, Option<String>)> {
     let conn = rusqlite::Connection::open(rig.store.path()).unwrap();
     let mut stmt = conn.prepare("SELECT status, error FROM attempts ORDER BY id").unwrap();
     stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()

@@ -11,7 +11,7 @@ use idemgate_store::jobs::{AttemptRecord, Completion};
 use idemgate_testkit::Destination;
 use idemgate_worker::{AttemptOutcome, Deliver, Protection, Route, Worker, WorkerOptions, deliver::BoxFuture};
 
-use crate::delivery::{T0, enqueue, job_state, ms, rig_with};
+use crate::delivery::{T0, attempts, enqueue, job_state, ms, rig_with};
 
 fn record() -> AttemptRecord {
     AttemptRecord {
@@ -89,6 +89,31 @@ async fn a_rust_handler_registered_for_a_destination_gets_its_jobs_with_retries(
     assert_eq!(*recorder.0.lock().unwrap(), ["evt_1", "evt_1"]);
     assert_eq!(job_state(&rig, "evt_1").0, JobState::Succeeded);
     assert!(destination.received().is_empty());
+}
+
+#[tokio::test]
+async fn a_rust_handlers_attempts_are_recorded_as_taken_or_refused_without_an_http_status() {
+    let destination = Destination::start(&[]);
+    let rig = rig_with(&destination, &[5], Duration::from_secs(1));
+    enqueue(&rig.store, "evt_1").await;
+    let policy =
+        idemgate_core::retry::RetryPolicy { schedule: vec![Duration::from_secs(5)], jitter: 0.0, ..Default::default() };
+    let routes = HashMap::from([(
+        "app".to_owned(),
+        Route {
+            deliver: Arc::new(Recorder::default()),
+            policy,
+            fifo: false,
+            protection: Protection::default(),
+            transform: None,
+        },
+    )]);
+    let worker = Worker::new(Arc::clone(&rig.store), routes, WorkerOptions::default()).with_clock(rig.clock.clone());
+    worker.tick().await.unwrap();
+    rig.clock.advance(10);
+    worker.tick().await.unwrap();
+    assert_eq!(job_state(&rig, "evt_1").0, JobState::Succeeded);
+    assert_eq!(attempts(&rig), [(None, Some("first call fails".to_owned())), (None, None)], "a handler is not HTTP");
 }
 
 /// A handler that says when an attempt started and finishes it only when told to.
