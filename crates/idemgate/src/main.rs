@@ -14,7 +14,7 @@ use commands::{BadConfig, EXIT_CONFIG, EXIT_FAILED};
 
 /// mimalloc instead of the system allocator: the gateway allocates per request (bodies,
 /// headers, futures), and glibc's malloc and free were about a tenth of its CPU time under
-/// load (BENCHMARKS.md, "Profile").
+/// load (docs/benchmarks/log-2026-12.md, "Profile").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
