@@ -4,7 +4,7 @@
 use std::{path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
-use idemgate::{bench, config, send};
+use idemgate::{bench, config};
 use idemgate_client::WebhookSigner;
 use idemgate_clock::Clock;
 use idemgate_core::{Secret, scheme::DemoV1};
@@ -29,7 +29,7 @@ pub(super) async fn bench(workload: BenchWorkload, clock: &dyn Clock) -> anyhow:
         }
         BenchWorkload::Webhooks { target, scheme, secret, events, redeliver, run } => {
             let text = config::secrets::resolve("--secret", &secret, Path::new("."), &mut Vec::new())?;
-            let signer = send::signer(&scheme, &text)?;
+            let signer = super::send::signer(&scheme, &text)?;
             (target, bench::webhook_workload(&signer, events, redeliver, run.seed, clock.now()), run)
         }
         BenchWorkload::Api { target, requests, keys, run } => {
