@@ -15,7 +15,6 @@
 
 pub mod alerts;
 pub mod availability;
-pub mod bench;
 pub mod config;
 pub mod errors;
 pub mod gateway;
