@@ -2,7 +2,6 @@
 //! into the plain settings `idemgate_http::gateway` builds its router from, so the HTTP
 //! crate knows no configuration and this one builds no router.
 
-pub use idemgate_http::gateway::reserved_prefixes;
 use idemgate_http::{
     gateway::{OrderingGuard, Routes, Source},
     proxy::ProxyRoute,
@@ -57,7 +56,7 @@ mod tests {
     use std::{path::Path, sync::Arc};
 
     use idemgate_clock::SystemClock;
-    use idemgate_http::gateway::{Observers, router};
+    use idemgate_http::gateway::{Observers, reserved_prefixes, router};
     use idemgate_store::Store;
 
     use super::*;

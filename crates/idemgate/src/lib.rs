@@ -5,11 +5,9 @@
 //! This crate is the gateway (`idemgate serve`): [`config`] turns the TOML file into typed
 //! settings, [`gateway`] turns them into the routes `idemgate_http::gateway` builds and
 //! serves, [`run`] starts everything on one clock, [`reload`] decides what a configuration
-//! reload changes while running, [`telemetry`] installs the metrics recorder, [`traces`] the
-//! span exporter, [`outbound`]
-//! builds the worker that
-//! forwards stored events, and [`verify`] explains offline why a captured delivery would be
-//! refused. It builds no router and chooses no status: that is `idemgate-http`'s. It also
+//! reload changes while running, [`traces`] builds the span exporter, and [`outbound`]
+//! builds the worker that forwards stored events. Each command's own code is the binary's
+//! (`src/commands/`). It builds no router and chooses no status: that is `idemgate-http`'s. It also
 //! re-exports the workspace crates so an application depends on one crate: [`core`] (pure
 //! decisions), [`clock`] (where the time is read), [`store`] (receipts on SQLite and
 //! PostgreSQL), [`http`] (the HTTP edge), [`worker`] (delivery). `examples/counter.rs` shows
@@ -17,20 +15,14 @@
 
 pub mod alerts;
 pub mod availability;
-pub mod bench;
 pub mod config;
 pub mod errors;
-
 pub mod gateway;
 pub mod operator;
 pub mod outbound;
 pub mod reload;
 pub mod run;
-pub mod send;
-pub mod telemetry;
 pub mod traces;
-
-pub mod verify;
 
 pub use idemgate_clock as clock;
 pub use idemgate_core as core;

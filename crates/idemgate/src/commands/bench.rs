@@ -1,10 +1,13 @@
-//! `idemgate bench`: build a workload, drive it, print the report; exit 1 if exactly-once
-//! failed. Receipts and signatures are dated by the clock it is given.
+//! `idemgate bench`: turns the command line into a workload for the load generator
+//! ([`idemgate_bench`]), drives it and prints the report, exiting 1 if exactly-once failed;
+//! `bench seed` fills a store instead. Receipts and signatures are dated by the clock it is
+//! given.
 
 use std::{path::Path, process::ExitCode};
 
 use anyhow::{Context, anyhow};
-use idemgate::{bench, config, send};
+use idemgate::config;
+use idemgate_bench as bench;
 use idemgate_client::WebhookSigner;
 use idemgate_clock::Clock;
 use idemgate_core::{Secret, scheme::DemoV1};
@@ -14,6 +17,7 @@ use super::{EXIT_FAILED, print_line};
 use crate::cli::{BenchWorkload, Keys};
 
 pub(super) async fn bench(workload: BenchWorkload, clock: &dyn Clock) -> anyhow::Result<ExitCode> {
+    let replays = matches!(workload, BenchWorkload::Api { keys: Keys::Replay, .. });
     let (target, work, run) = match workload {
         BenchWorkload::Seed { db, source, receipts } => {
             let started = std::time::Instant::now();
@@ -29,17 +33,11 @@ pub(super) async fn bench(workload: BenchWorkload, clock: &dyn Clock) -> anyhow:
         }
         BenchWorkload::Webhooks { target, scheme, secret, events, redeliver, run } => {
             let text = config::secrets::resolve("--secret", &secret, Path::new("."), &mut Vec::new())?;
-            let signer = send::signer(&scheme, &text)?;
+            let signer = super::send::signer(&scheme, &text)?;
             (target, bench::webhook_workload(&signer, events, redeliver, run.seed, clock.now()), run)
         }
         BenchWorkload::Api { target, requests, keys, run } => {
-            let work = bench::api_workload(requests, keys != Keys::None, run.seed);
-            if keys == Keys::Replay {
-                let warm_up =
-                    bench::Options { concurrency: run.concurrency, progress: !run.json, ..Default::default() };
-                bench::drive(&target, work.clone(), warm_up).await?;
-            }
-            (target, work, run)
+            (target, bench::api_workload(requests, keys != Keys::None, run.seed), run)
         }
     };
     let options = bench::Options {
@@ -47,6 +45,7 @@ pub(super) async fn bench(workload: BenchWorkload, clock: &dyn Clock) -> anyhow:
         progress: !run.json,
         rate: run.rate,
         server_pids: run.server_pid,
+        warm_up: replays,
     };
     let report = bench::drive(&target, work, options).await?;
     print_line(&if run.json { report.to_json().to_string() } else { report.to_text() })?;

@@ -9,9 +9,11 @@ use clap_mangen::{
     Man,
     roff::{Roff, bold, roman},
 };
-use idemgate::send::{EXIT_GAVE_UP, EXIT_REJECTED};
 
-use super::{EXIT_CONFIG, EXIT_FAILED};
+use super::{
+    EXIT_CONFIG, EXIT_FAILED,
+    send::{EXIT_GAVE_UP, EXIT_REJECTED},
+};
 use crate::cli::Cli;
 
 const BIN: &str = "idemgate";

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use idemgate_core::alert::{ALERT_SOURCE, Rules};
 
-use super::{ConfigError, effective::Shown, raw::RawAlerts, validated::Reading};
+use super::{ConfigError, effective::Shown, raw::RawAlerts, reading::Reading};
 
 /// `[alerts] check_interval`.
 const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(10);

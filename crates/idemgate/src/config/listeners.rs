@@ -23,7 +23,7 @@ use super::{
     effective::{self, Shown},
     paths,
     raw::{RawAdmin, RawAdminToken, RawServer, RawTls},
-    validated::{DEFAULT_TIMEOUT, Reading},
+    reading::{DEFAULT_TIMEOUT, Reading},
 };
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";

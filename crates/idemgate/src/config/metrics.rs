@@ -5,11 +5,10 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use super::{
-    ConfigError,
-    raw::RawMetrics,
-    validated::{DEFAULT_METRICS_REFRESH, Reading},
-};
+use super::{ConfigError, raw::RawMetrics, reading::Reading};
+
+/// `[metrics] refresh_interval`.
+const DEFAULT_METRICS_REFRESH: Duration = Duration::from_secs(5);
 
 /// Where `/metrics` is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,6 +16,7 @@ pub mod origin;
 pub mod paths;
 mod proxies;
 pub mod raw;
+mod reading;
 pub mod secrets;
 mod smtp;
 mod sources;

@@ -3,13 +3,16 @@
 
 use std::time::Duration;
 
-use idemgate_http::idempotency::{IdempotencyConfig, Scope, WhenUnavailable};
+use idemgate_http::{
+    gateway::reserved_prefixes,
+    idempotency::{IdempotencyConfig, Scope, WhenUnavailable},
+};
 
 use super::{
     ConfigError,
     effective::Shown,
     raw::RawProxy,
-    validated::{DEFAULT_TIMEOUT, Reading},
+    reading::{DEFAULT_TIMEOUT, Reading},
 };
 
 /// One `[[proxy]]`: idempotency in front of an HTTP API.
@@ -53,7 +56,7 @@ fn proxy_prefix(key: &str, prefix: &str, earlier: &[ProxyConfig]) -> Result<(), 
         ));
     }
     let below = |taken: &str| prefix == taken || prefix.starts_with(&format!("{taken}/"));
-    if let Some(taken) = crate::gateway::reserved_prefixes().into_iter().find(|taken| below(taken)) {
+    if let Some(taken) = reserved_prefixes().into_iter().find(|taken| below(taken)) {
         return Err(ConfigError::new(key, format!("{taken} is the gateway's own route")));
     }
     if let Some(i) = earlier.iter().position(|other| other.prefix == prefix) {

@@ -14,7 +14,7 @@ use super::{
     effective::{self, Shown},
     listeners::{TlsConfig, tls_config},
     raw::RawSmtp,
-    validated::Reading,
+    reading::Reading,
 };
 
 /// `max_message_size` unless set: 10 MiB.

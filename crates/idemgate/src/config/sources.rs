@@ -22,7 +22,7 @@ use super::{
     ConfigError, ConfigWarning,
     effective::{self, Shown},
     raw::{RawIdentity, RawSource, RawSubscription},
-    validated::{Reading, Verifies},
+    reading::{Reading, Verifies},
 };
 
 const DEFAULT_BODY_LIMIT: usize = 256 * 1024;

@@ -10,7 +10,7 @@ use super::{
     effective::{self, Shown},
     paths,
     raw::RawStore,
-    validated::Reading,
+    reading::Reading,
 };
 
 const DEFAULT_STORE: &str = "data/idemgate.sqlite3";

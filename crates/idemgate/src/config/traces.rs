@@ -2,7 +2,7 @@
 //! which service name, and what share of new traces is kept. Off unless the section is
 //! given; a collector is then named by URL, e.g. `http://127.0.0.1:4318/v1/traces`.
 
-use super::{ConfigError, effective::Shown, raw::RawTraces, validated::Reading};
+use super::{ConfigError, effective::Shown, raw::RawTraces, reading::Reading};
 
 /// `[traces] service_name` when not given.
 pub const DEFAULT_SERVICE_NAME: &str = "idemgate";

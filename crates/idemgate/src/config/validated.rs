@@ -4,7 +4,8 @@
 //! does not deliver does not need the destinations', one that serves nothing does not
 //! need TLS files or the admin token ([`Uses`]); everything else is validated for all.
 //! One module per part: [`super::listeners`], [`super::store`], [`super::sources`],
-//! [`super::destinations`], [`super::proxies`].
+//! [`super::destinations`], [`super::proxies`], ...; each reads its keys through
+//! [`super::reading::Reading`], which imports none of them.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -18,9 +19,8 @@ use idemgate_worker::WorkerOptions;
 use super::{
     ConfigError, ConfigWarning,
     effective::{Listing, Shown},
-    origin::{Origin, Origins},
     raw::{RawConfig, RawStore, RawWorker},
-    secrets,
+    reading::{Reading, Verifies},
 };
 pub use super::{
     alerts::AlertsConfig,
@@ -48,14 +48,6 @@ pub enum Uses {
     Everything,
 }
 
-/// Which sources have their secrets resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Verifies<'a> {
-    All,
-    One(&'a str),
-    None,
-}
-
 /// What one validation resolves.
 #[derive(Debug, Clone, Copy)]
 struct Resolves<'a> {
@@ -75,11 +67,6 @@ impl Uses {
         Resolves { sources, destinations, listeners }
     }
 }
-
-/// Defaults shared by several parts, also documented in `idemgate.toml`.
-pub(super) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// `[metrics] refresh_interval`.
-pub(super) const DEFAULT_METRICS_REFRESH: Duration = Duration::from_secs(5);
 
 /// The validated configuration, holding what its command uses ([`Uses`]).
 #[derive(Debug, Clone)]
@@ -162,80 +149,6 @@ impl Config {
     }
 }
 
-/// Validation's state: the config file's folder (relative paths are relative to it),
-/// where each key came from, the warnings so far and the listing of what was read.
-pub(super) struct Reading<'a> {
-    pub(super) base: &'a Path,
-    origins: Origins,
-    pub(super) warnings: Vec<ConfigWarning>,
-    listing: Listing,
-}
-
-impl Reading<'_> {
-    /// Records `key`'s effective value.
-    pub(super) fn show(&mut self, key: &str, shown: Shown) {
-        let origin = self.origins.origin(key);
-        self.listing.push(key, shown, origin);
-    }
-
-    /// Records a value given or defaulted.
-    pub(super) fn value<T: Clone + Into<toml::Value>>(&mut self, key: &str, given: Option<T>, default: T) -> T {
-        let value = given.unwrap_or(default);
-        self.show(key, Shown::Value(value.clone().into()));
-        value
-    }
-
-    /// A count given or defaulted.
-    pub(super) fn count(&mut self, key: &str, given: Option<usize>, default: usize) -> usize {
-        let value = given.unwrap_or(default);
-        self.show(key, Shown::Value(toml::Value::Integer(i64::try_from(value).unwrap_or(i64::MAX))));
-        value
-    }
-
-    /// A duration given as text (`"30s"`, `"5m"`, `"2h"`) or defaulted.
-    pub(super) fn duration(
-        &mut self,
-        key: &str,
-        text: Option<&str>,
-        default: Duration,
-    ) -> Result<Duration, ConfigError> {
-        let value = match text {
-            None => default,
-            Some(text) => humantime::parse_duration(text).map_err(|_| {
-                ConfigError::new(key, format!("invalid duration {text:?} (use e.g. \"30s\", \"5m\", \"2h\")"))
-            })?,
-        };
-        self.show(key, Shown::Value(shown_duration(value)));
-        Ok(value)
-    }
-
-    /// Resolves one secret reference at `key` (`env:`, `file:` relative to the config
-    /// file, or a literal, with a warning when the file holds it).
-    pub(super) fn resolve(&mut self, key: &str, reference: &str) -> Result<String, ConfigError> {
-        let mut warnings = Vec::new();
-        let value = secrets::resolve(key, reference, self.base, &mut warnings)?;
-        if !self.set_by_environment(key) {
-            self.warnings.extend(warnings);
-        }
-        Ok(value)
-    }
-
-    /// Whether an `IDEMGATE_*` variable gave `key`, rather than the file.
-    pub(super) fn set_by_environment(&self, key: &str) -> bool {
-        matches!(self.origins.origin(key), Origin::Environment(_))
-    }
-}
-
-/// A duration as the file would say it.
-pub(super) fn shown_duration(duration: Duration) -> toml::Value {
-    // humantime counts months of 30.44 days: 90 days would read "2months 29days 2h 52m 48s".
-    let secs = duration.as_secs();
-    if duration.subsec_nanos() == 0 && secs >= 31 * 86_400 && secs % 86_400 == 0 {
-        return toml::Value::String(format!("{}days", secs / 86_400));
-    }
-    toml::Value::String(humantime::format_duration(duration).to_string())
-}
-
 /// The parts, with the store as `S`: its configuration, or nothing for `verify`.
 struct Parts<S> {
     server: ServerConfig,
@@ -265,6 +178,7 @@ pub fn validate(raw: RawConfig, base: &Path) -> Result<(Config, Vec<ConfigWarnin
 pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, Vec<ConfigWarning>), ConfigError> {
     let resolves = uses.resolves(&raw.worker);
     let (parts, reading) = parts(raw, base, resolves, super::store::store)?;
+    let (listing, warnings) = reading.finish();
     let config = Config {
         server: parts.server,
         store: parts.store,
@@ -281,9 +195,9 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         audit_retention: parts.audit_retention,
         destination_names: parts.destinations.names,
         transforms: parts.destinations.transforms,
-        listing: reading.listing,
+        listing,
     };
-    Ok((config, reading.warnings))
+    Ok((config, warnings))
 }
 
 /// Validates everything and resolves the secrets of source `id` alone, for `verify`;
@@ -295,7 +209,7 @@ pub fn validate_source(
 ) -> Result<(Option<SourceConfig>, Vec<ConfigWarning>), ConfigError> {
     let resolves = Resolves { sources: Verifies::One(id), destinations: false, listeners: false };
     let (parts, reading) = parts(raw, base, resolves, super::store::check)?;
-    Ok((parts.sources.verified.into_iter().next(), reading.warnings))
+    Ok((parts.sources.verified.into_iter().next(), reading.finish().1))
 }
 
 fn parts<'a, S>(
@@ -319,7 +233,7 @@ fn parts<'a, S>(
         retention,
         origins,
     } = raw;
-    let mut reading = Reading { base, origins, warnings: Vec::new(), listing: Listing::default() };
+    let mut reading = Reading::new(base, origins);
     let r = &mut reading;
     let server_tls = server.tls.is_some();
     let server = super::listeners::server(server, r, resolves.listeners)?;
@@ -412,7 +326,7 @@ fn at_least_one(r: &mut Reading<'_>, key: &str, given: Option<usize>, default: u
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::config::{effective::Shown, raw};
+    use crate::config::{effective::Shown, origin::Origin, raw};
 
     /// Every secret names a variable that is not set, and the TLS files do not exist.
     const UNRESOLVABLE: &str = r#"

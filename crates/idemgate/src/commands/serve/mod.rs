@@ -2,7 +2,7 @@
 //! stdout, and run the gateway ([`idemgate::run`]) until SIGTERM or SIGINT. On SIGHUP the
 //! configuration file and the environment are loaded again, as at start-up, and handed to
 //! the running gateway; a configuration that does not load is logged and changes nothing.
-//! Both install the metrics recorder ([`idemgate::telemetry`]) and bind `/metrics`' own
+//! Both install the metrics recorder ([`telemetry`]) and bind `/metrics`' own
 //! listener when `[metrics] listen` is an address.
 
 use std::{
@@ -24,6 +24,8 @@ use tokio::{
 
 use super::{EXIT_CONFIG, print_line};
 
+mod telemetry;
+
 /// Runs the receiving side (`receive`), with the worker if enabled, or the worker alone.
 pub(super) async fn serve(config: Config, receive: bool, path: &Path) -> anyhow::Result<ExitCode> {
     // Before anything is announced: from then on a SIGHUP reloads instead of killing.
@@ -31,7 +33,7 @@ pub(super) async fn serve(config: Config, receive: bool, path: &Path) -> anyhow:
     let pid_file = PidFile::write(config.server.pid_file.clone())?;
     let (mut options, mut lines) =
         if receive { listen(&config).await? } else { (RunOptions::default(), vec!["worker running".to_owned()]) };
-    options.metrics = Some(idemgate::telemetry::install().context("cannot install the metrics recorder")?);
+    options.metrics = Some(telemetry::install().context("cannot install the metrics recorder")?);
     if let MetricsListen::Address(address) = config.metrics.listen {
         let listener =
             TcpListener::bind(address).await.with_context(|| format!("cannot listen on {address} (metrics)"))?;

@@ -42,7 +42,7 @@ impl Ticks {
 /// parentheses, so the fields after it are counted from the *last* `)`.
 ///
 /// ```
-/// # use idemgate::bench::cpu::{parse_stat, Ticks};
+/// # use idemgate_bench::cpu::{parse_stat, Ticks};
 /// let line = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 1 0 5 0 0";
 /// assert_eq!(parse_stat(line), Ok(Ticks { user: 250, system: 31 }));
 /// ```

@@ -23,7 +23,7 @@ const HISTOGRAMS: [(&str, &[f64]); 3] = [
 ];
 
 /// Installs the recorder and describes every metric.
-pub fn install() -> Result<PrometheusHandle, BuildError> {
+pub(super) fn install() -> Result<PrometheusHandle, BuildError> {
     let mut builder = PrometheusBuilder::new().set_buckets(DELIVERY_SECONDS)?;
     for (name, buckets) in HISTOGRAMS {
         builder = builder.set_buckets_for_metric(Matcher::Full(name.to_owned()), buckets)?;

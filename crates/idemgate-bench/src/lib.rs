@@ -1,6 +1,8 @@
-//! `idemgate bench`: a load generator over real HTTP with keep-alive connections, printing
-//! throughput, latency percentiles and outcome counts, and checking the exactly-once
-//! property where the workload allows it.
+//! The load generator behind `idemgate bench`, apart from the gateway it measures: requests
+//! prepared before the run, sent over real HTTP with keep-alive connections, and a report of
+//! throughput, latency percentiles and outcome counts that checks the exactly-once property
+//! where the workload allows it. The binary turns its command line into a workload and
+//! [`Options`], calls [`drive`] and prints the [`Report`].
 //!
 //! - `counter`: pre-signs N distinct `demo-webhook-v1` increments plus a share of
 //!   redeliveries (same bytes, new delivery id and signature), shuffles them, and drives
@@ -273,11 +275,24 @@ pub struct Options {
     /// The server's processes (several instances): their CPU time over the run, summed, is
     /// reported per request.
     pub server_pids: Vec<u32>,
+    /// Send the work once, unmeasured, before the measured run: the measured run then
+    /// repeats what the server has seen (`bench api --keys replay`: every key a replay).
+    pub warm_up: bool,
 }
 
-/// Sends `work` to `url` over `options.concurrency` keep-alive connections and reports.
+/// Sends `work` to `url` over `options.concurrency` keep-alive connections and reports
+/// (after an unmeasured round when `options.warm_up`).
 /// Every request is built before the clock starts; each connection is one task.
 pub async fn drive(url: &str, work: Vec<Prepared>, options: Options) -> Result<Report, BenchError> {
+    if options.warm_up {
+        let warm_up = Options { concurrency: options.concurrency, progress: options.progress, ..Options::default() };
+        measure(url, work.clone(), &warm_up).await?;
+    }
+    measure(url, work, &options).await
+}
+
+/// One round of [`drive`].
+async fn measure(url: &str, work: Vec<Prepared>, options: &Options) -> Result<Report, BenchError> {
     // Several comma-separated targets (instances behind one store) share the connections
     // round-robin, like a load balancer.
     let targets = url
