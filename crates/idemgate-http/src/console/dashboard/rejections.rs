@@ -14,8 +14,19 @@ use axum::{
 
 use std::collections::BTreeMap;
 
-use super::{Rendered, chart, conflict_row, esc, shown, signed_in};
-use crate::{admin::AdminState, answer::DashboardAnswer, views::Window};
+use idemgate_core::UnixTime;
+use idemgate_store::views::RecentConflict;
+
+use super::{
+    chart,
+    layout::{esc, time_html},
+    page::{Rendered, shown},
+    session::signed_in,
+};
+use crate::{
+    answer::DashboardAnswer,
+    console::{state::AdminState, views::Window},
+};
 
 /// The rejections page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
@@ -113,4 +124,18 @@ async fn render(state: &AdminState) -> Rendered {
         html.push_str("<p id=\"no-conflicts\" class=\"empty\">None recorded.</p>");
     }
     Ok(Some(html))
+}
+
+/// One recent conflict as a table row (source, event, times seen, last seen), as the
+/// overview and the rejections page list them; the event links to its page while stored.
+pub(super) fn conflict_row(c: &RecentConflict, now: UnixTime) -> String {
+    let identity = esc(&c.identity);
+    let event =
+        c.event_id.map_or_else(|| identity.clone(), |id| format!("<a href=\"/admin/events/{id}\">{identity}</a>"));
+    format!(
+        "<tr><td>{}</td><td class=\"event\">{event}</td><td>{}</td><td>{}</td></tr>",
+        esc(&c.source),
+        c.seen_count,
+        time_html(c.last_seen_at, now)
+    )
 }
