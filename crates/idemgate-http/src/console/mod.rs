@@ -1,5 +1,5 @@
 //! The operator console, on the admin listener: the admin API under `/admin/v1`
-//! ([`admin`]) and the dashboard under `/admin/` ([`dashboard`]), both working on one
+//! (`admin/`) and the dashboard under `/admin/` (`dashboard/`), both working on one
 //! [`AdminState`] ([`state`]) and reading the store through the operator's [`views`]; the
 //! dashboard's signed-in sessions are kept by [`session`].
 //!
