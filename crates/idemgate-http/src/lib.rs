@@ -8,35 +8,30 @@
 //! - [`gateway`]: the gateway's router (sources, health, metrics, proxies) from plain settings;
 //! - [`proxy`]: one `[[proxy]]`'s forwarding routes behind the layer;
 //! - [`scrape`]: `/metrics`, and the queue's gauges refreshed on an interval;
-//! - [`admin`] and [`dashboard`]: the admin API and the dashboard, on their own listener;
-//!   `extract` (the API's extractors, refusing as JSON) and `openapi` (its document's
-//!   security scheme, refusals and enums) beside them;
+//! - [`console`]: the operator console on its own listener: the admin API (`admin/`, one
+//!   module per resource, with its extractors and its OpenAPI document) and the dashboard
+//!   (`dashboard/`, one module per page), the state they share, the dashboard's sessions
+//!   ([`console::session`]) and the operator's views of the store ([`console::views`]), one
+//!   shape for the admin API and the CLI;
 //! - [`current`]: the router and the admin token a configuration reload replaces;
 //! - [`answer`]: where every status is chosen, one mapping per family of answers;
-//! - [`views`]: the operator's views of the store, one shape for the admin API and the CLI;
 //! - [`server`]: the accept loop with graceful shutdown;
-//! - [`session`]: the dashboard's signed-in sessions and the admin token's comparison;
 //! - [`tls`]: TLS termination from PEM files;
 //! - [`trace`]: the delivery's span and the `traceparent` it continues.
 
 pub mod access;
-pub mod admin;
 pub mod answer;
 pub mod body;
+pub mod console;
 pub mod current;
-pub mod dashboard;
-mod extract;
 pub mod gateway;
 pub mod idempotency;
 pub mod inbound;
-mod openapi;
 pub mod proxy;
 pub mod scrape;
 pub mod server;
-pub mod session;
 pub mod tls;
 pub mod trace;
-pub mod views;
 
 pub use answer::DeliveryAnswer;
 pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts};

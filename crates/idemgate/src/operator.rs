@@ -1,6 +1,6 @@
 //! `idemgate events list | show | stats` and `idemgate destination list`: what an operator
 //! types during an incident, as
-//! aligned text or `--json`. Reads the store directly through `idemgate_http::views`, so
+//! aligned text or `--json`. Reads the store directly through `idemgate_http::console::views`, so
 //! `--json` prints the admin API's shapes (`stats` as `{"sources": [...]}`), and the text is
 //! made from the same views; identities and states only. The text shows times in RFC 3339
 //! UTC, with how long ago (or ahead) as of `now`, the caller's clock; `--json` keeps unix
@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use idemgate_core::{Identity, ReceiptKey, SourceName, UnixTime, time::relative};
-use idemgate_http::views::{
+use idemgate_http::console::views::{
     self, AttemptView, ConflictView, DestinationView, EventDetail, EventsPage, JobView, SourceCounts,
 };
 use idemgate_jq::Program;

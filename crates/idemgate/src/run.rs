@@ -15,12 +15,12 @@ use std::{future::Future, sync::Arc, time::Duration};
 use idemgate_clock::{Clock, SystemClock};
 use idemgate_http::{
     RejectionCounts, ServeOptions,
+    console::session::Sessions,
     current::{AdminTokens, DestinationNames, LiveGateway},
     gateway::Observers,
     idempotency,
     scrape::{self, Render},
     serve,
-    session::Sessions,
 };
 use idemgate_store::{Store, maintenance::Retention};
 use idemgate_worker::RouteTable;
@@ -305,7 +305,7 @@ fn serve_admin(
     ((token, sessions, destinations), rejections, metrics): (AdminAccess, Arc<RejectionCounts>, Option<Render>),
     stopped: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
-    let state = idemgate_http::admin::AdminState {
+    let state = idemgate_http::console::AdminState {
         store: store.clone(),
         tokens: token,
         rejections,
@@ -320,7 +320,7 @@ fn serve_admin(
         shutdown_grace: server.shutdown_grace,
         tls: admin.tls.as_ref().map(|tls| tls.acceptor.clone()),
     };
-    let mut router = idemgate_http::admin::router(state);
+    let mut router = idemgate_http::console::router(state);
     if let Some(render) = metrics {
         router = scrape::router(render).merge(router);
     }

@@ -18,7 +18,7 @@
 use axum::response::{IntoResponse, Redirect, Response};
 use http::StatusCode;
 
-use crate::dashboard::{layout, sign_in_page};
+use crate::console::dashboard::layout::{layout, sign_in_page};
 
 /// Why the dashboard answered with a page of its own. The cause is logged where it happened;
 /// the page names none.

@@ -12,9 +12,8 @@ use idemgate_core::{
 use idemgate_http::{
     RejectionCounts, ServeOptions,
     access::{NamedToken, Role},
-    admin::{self, AdminState},
+    console::{self, AdminState, session::Sessions},
     serve,
-    session::Sessions,
 };
 use idemgate_store::{ReceiveRequest, SqliteStore, Store, StoreOptions, inbox::IncomingEvent, jobs::AttemptRecord};
 use serde_json::{Value, json};
@@ -53,7 +52,7 @@ async fn start_with_store(clock: Arc<ManualClock>, lifetime: Duration) -> (Socke
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(serve(listener, admin::router(state), ServeOptions::default(), std::future::pending()));
+    tokio::spawn(serve(listener, console::router(state), ServeOptions::default(), std::future::pending()));
     (addr, store, dir)
 }
 

@@ -11,9 +11,8 @@ use idemgate_core::{
 };
 use idemgate_http::{
     RejectionCounts, ServeOptions,
-    admin::{self, AdminState},
+    console::{self, AdminState, session::Sessions},
     serve,
-    session::Sessions,
 };
 use idemgate_store::{
     ReceiveRequest, SqliteStore, Store, StoreOptions, inbox::IncomingEvent, jobs::AttemptRecord,
@@ -59,7 +58,7 @@ impl Admin {
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, admin::router(state), ServeOptions::default(), std::future::pending()));
+        tokio::spawn(serve(listener, console::router(state), ServeOptions::default(), std::future::pending()));
         let form = format!("token={TOKEN}");
         let answer = exchange(
             addr,

@@ -136,7 +136,7 @@ pub(super) fn admin(
     let session_lifetime = r.duration(
         "admin.session_lifetime",
         raw.session_lifetime.as_deref(),
-        idemgate_http::session::DEFAULT_LIFETIME,
+        idemgate_http::console::session::DEFAULT_LIFETIME,
     )?;
     if !serves {
         return Ok(None);

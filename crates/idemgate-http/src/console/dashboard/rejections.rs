@@ -14,8 +14,19 @@ use axum::{
 
 use std::collections::BTreeMap;
 
-use super::{Rendered, chart, conflict_row, esc, shown, signed_in};
-use crate::{admin::AdminState, answer::DashboardAnswer, views::Window};
+use idemgate_core::UnixTime;
+use idemgate_store::{StoreError, views::RecentConflict};
+
+use super::{
+    chart,
+    layout::{esc, time_html},
+    page::{Rendered, shown},
+    session::signed_in,
+};
+use crate::{
+    answer::DashboardAnswer,
+    console::{state::AdminState, views::Window},
+};
 
 /// The rejections page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
@@ -28,16 +39,31 @@ pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) ->
 
 async fn render(state: &AdminState) -> Rendered {
     let now = state.clock.now();
+    let mut html = rejections_over_time(state, now);
+    html.push_str(&rejections_since_start(state));
+    html.push_str(&conflicts_over_time(state, now).await?);
+    html.push_str(&recent_conflicts(state, now).await?);
+    Ok(Some(html))
+}
+
+/// The two windows a chart is drawn for, each with its caption.
+const WINDOWS: [(Window, &str); 2] =
+    [(Window::Hour, "last hour, per minute"), (Window::Day, "last day, per half hour")];
+
+/// The index in a window's buckets of the one starting at `start`.
+fn bucket_of(start: i64, since: UnixTime, width: i64, buckets: usize) -> usize {
+    usize::try_from((start - since.0) / width).unwrap_or(0).min(buckets.saturating_sub(1))
+}
+
+/// Rejections by reason over the last hour and day: a chart each, then a table.
+fn rejections_over_time(state: &AdminState, now: UnixTime) -> String {
     let mut html = String::from("<h2>Rejections over time</h2><div class=\"charts\">");
     let mut by_reason: BTreeMap<&'static str, [u64; 2]> = BTreeMap::new();
-    for (i, (window, label)) in
-        [(Window::Hour, "last hour, per minute"), (Window::Day, "last day, per half hour")].into_iter().enumerate()
-    {
+    for (i, (window, label)) in WINDOWS.into_iter().enumerate() {
         let (since, width) = (window.since(now), window.span().1);
         let mut per_bucket = vec![(0, 0); window.buckets()];
         for (start, reason, count) in state.rejections.series(since, width) {
-            let at = usize::try_from((start - since.0) / width).unwrap_or(0).min(per_bucket.len().saturating_sub(1));
-            if let Some(bucket) = per_bucket.get_mut(at) {
+            if let Some(bucket) = per_bucket.get_mut(bucket_of(start, since, width, window.buckets())) {
                 bucket.1 += count;
             }
             by_reason.entry(reason).or_default()[i] += count;
@@ -58,7 +84,12 @@ async fn render(state: &AdminState) -> Rendered {
     if by_reason.is_empty() {
         html.push_str("<p id=\"no-recent-rejections\" class=\"empty\">None in the last day.</p>");
     }
-    html.push_str(
+    html
+}
+
+/// Rejections by source and reason since the process started.
+fn rejections_since_start(state: &AdminState) -> String {
+    let mut html = String::from(
         "<h2>Rejections since start</h2><table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>",
     );
     let rejections = state.rejections.snapshot();
@@ -69,17 +100,19 @@ async fn render(state: &AdminState) -> Rendered {
     if rejections.is_empty() {
         html.push_str("<p id=\"no-rejections\" class=\"empty\">None since the process started.</p>");
     }
-    html.push_str("<h2>Conflicts over time</h2><div class=\"charts\">");
+    html
+}
+
+/// Conflicts by source over the last hour and day, by when each other body was first
+/// seen: a chart each, then a table.
+async fn conflicts_over_time(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
+    let mut html = String::from("<h2>Conflicts over time</h2><div class=\"charts\">");
     let mut by_source: BTreeMap<String, [u64; 2]> = BTreeMap::new();
-    for (i, (window, label)) in
-        [(Window::Hour, "last hour, per minute"), (Window::Day, "last day, per half hour")].into_iter().enumerate()
-    {
+    for (i, (window, label)) in WINDOWS.into_iter().enumerate() {
         let (since, width) = (window.since(now), window.span().1);
         let mut per_bucket = vec![(0, 0); window.buckets()];
         for b in state.store.conflict_series(since, width).await? {
-            let at =
-                usize::try_from((b.start.0 - since.0) / width).unwrap_or(0).min(per_bucket.len().saturating_sub(1));
-            if let Some(bucket) = per_bucket.get_mut(at) {
+            if let Some(bucket) = per_bucket.get_mut(bucket_of(b.start.0, since, width, window.buckets())) {
                 bucket.1 += b.conflicts;
             }
             by_source.entry(b.source).or_default()[i] += b.conflicts;
@@ -100,7 +133,12 @@ async fn render(state: &AdminState) -> Rendered {
     if by_source.is_empty() {
         html.push_str("<p id=\"no-recent-conflicts\" class=\"empty\">None in the last day.</p>");
     }
-    html.push_str(
+    Ok(html)
+}
+
+/// The most recent conflicts, each linking to its event while stored.
+async fn recent_conflicts(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
+    let mut html = String::from(
         "<h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>identity</th><th>times seen</th>\
          <th>last seen</th></tr>",
     );
@@ -112,5 +150,19 @@ async fn render(state: &AdminState) -> Rendered {
     if recent.is_empty() {
         html.push_str("<p id=\"no-conflicts\" class=\"empty\">None recorded.</p>");
     }
-    Ok(Some(html))
+    Ok(html)
+}
+
+/// One recent conflict as a table row (source, event, times seen, last seen), as the
+/// overview and the rejections page list them; the event links to its page while stored.
+pub(super) fn conflict_row(c: &RecentConflict, now: UnixTime) -> String {
+    let identity = esc(&c.identity);
+    let event =
+        c.event_id.map_or_else(|| identity.clone(), |id| format!("<a href=\"/admin/events/{id}\">{identity}</a>"));
+    format!(
+        "<tr><td>{}</td><td class=\"event\">{event}</td><td>{}</td><td>{}</td></tr>",
+        esc(&c.source),
+        c.seen_count,
+        time_html(c.last_seen_at, now)
+    )
 }

@@ -24,13 +24,19 @@ use idemgate_store::{
 };
 use serde::Deserialize;
 
-use super::{Rendered, esc, operate_session, shown, signed_in, time_html};
+use super::{
+    layout::{esc, time_html},
+    page::{Rendered, shown},
+    session::{operate_session, signed_in},
+};
 use crate::{
     access::Need,
-    admin::AdminState,
     answer::DashboardAnswer,
+    console::{
+        state::AdminState,
+        views::{self, EventDetail},
+    },
     current::Transforms,
-    views::{self, EventDetail},
 };
 
 /// How much of a payload the page shows.

@@ -5,29 +5,38 @@
 //! paused); rejections by reason. An empty section says so in words, and a button shows
 //! only when it has something to act on.
 
+mod forms;
+
 use std::fmt::Write as _;
 
 use axum::{
-    Form,
     extract::{Query, State},
     http::HeaderMap,
-    response::{IntoResponse, Redirect, Response},
+    response::{IntoResponse, Response},
 };
-use idemgate_core::{UnixTime, job::JobState};
+use idemgate_core::UnixTime;
 use idemgate_store::{
     StoreError,
-    audit::{Action, Audit, target},
-    jobs::ReplayFilter,
     views::{EventFilter, UNMATCHED},
 };
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 
-use super::{conflict_row, esc, operate_session, shown, signed_in, time_html};
-use crate::{access::Need, admin::AdminState, answer::DashboardAnswer, views::DestinationView};
-
-/// How many jobs one click of "Replay dead jobs" replays at most, per write transaction.
-const REPLAY_BATCH: usize = 500;
+use self::forms::replay_button;
+pub(super) use self::forms::{destination_forms, enable, replay, replay_dead, retry};
+use super::{
+    layout::{esc, time_html},
+    page::shown,
+    rejections::conflict_row,
+    session::signed_in,
+};
+use crate::{
+    access::Need,
+    answer::DashboardAnswer,
+    console::{
+        state::AdminState,
+        views::{self, DestinationView},
+    },
+};
 
 /// What the last form did, shown once after its redirect.
 #[derive(Debug, Default, Deserialize)]
@@ -54,15 +63,7 @@ async fn render(state: &AdminState, operate: Option<&str>, done: &Done) -> Resul
     html.push_str(&sources(state).await?);
     html.push_str(&dead_jobs(state, operate).await?);
     html.push_str(&unmatched(state, now).await?);
-    html.push_str("<h2>Recent conflicts</h2>");
-    let conflicts = state.store.recent_conflicts(50).await?;
-    if conflicts.is_empty() {
-        html.push_str("<p id=\"no-conflicts\" class=\"empty\">No conflicts recorded.</p>");
-    } else {
-        html.push_str("<table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>");
-        conflicts.iter().for_each(|c| html.push_str(&conflict_row(c, now)));
-        html.push_str("</table>");
-    }
+    html.push_str(&conflicts(state, now).await?);
     html.push_str(&destinations(state, operate, now).await?);
     html.push_str(&rejections(state));
     Ok(html)
@@ -109,13 +110,7 @@ async fn dead_jobs(state: &AdminState, operate: Option<&str>) -> Result<String, 
     let mut rows = String::new();
     for job in state.store.dead_jobs(50).await? {
         let (src, id) = (esc(&job.source), esc(&job.identity));
-        let button = operate.map_or(String::new(), |csrf| {
-            format!(
-                "<form method=\"post\" action=\"/admin/replay\"><input type=\"hidden\" name=\"source\" value=\"{src}\">\
-                 <input type=\"hidden\" name=\"identity\" value=\"{id}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-                 <button class=\"replay\" type=\"submit\">Replay</button></form>"
-            )
-        });
+        let button = operate.map_or(String::new(), |csrf| replay_button(&src, &id, csrf));
         let _ = write!(
             rows,
             "<tr><td>{src}</td><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{button}</td></tr>",
@@ -148,9 +143,15 @@ async fn unmatched(state: &AdminState, now: UnixTime) -> Result<String, StoreErr
     Ok(section("Unmatched events", &rows, table, ("no-unmatched", "No unmatched events.")))
 }
 
+async fn conflicts(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
+    let rows: String = state.store.recent_conflicts(50).await?.iter().map(|c| conflict_row(c, now)).collect();
+    let table = "<table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>";
+    Ok(section("Recent conflicts", &rows, table, ("no-conflicts", "No conflicts recorded.")))
+}
+
 async fn destinations(state: &AdminState, operate: Option<&str>, now: UnixTime) -> Result<String, StoreError> {
     let mut rows = String::new();
-    for d in crate::views::destinations(&state.store, now).await? {
+    for d in views::destinations(&state.store, now).await? {
         let health =
             if d.health == "failing" { format!("<span class=\"bad\">{}</span>", d.health) } else { d.health.clone() };
         let jobs: Vec<String> = d.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();
@@ -194,36 +195,6 @@ fn state_html(d: &DestinationView, now: UnixTime) -> String {
     }
 }
 
-/// How many of a destination's jobs are in any of `states`.
-fn jobs_in(d: &DestinationView, states: &[JobState]) -> u64 {
-    states.iter().filter_map(|s| d.jobs.get(s.as_str())).sum()
-}
-
-/// A destination's buttons, each only when it has something to act on: replay its dead
-/// jobs, make its waiting jobs due now, enable it when disabled or paused.
-pub(super) fn destination_forms(d: &DestinationView, csrf: &str) -> String {
-    let name = esc(&d.name);
-    let form = |action: &str, class: &str, label: String| {
-        format!(
-            "<form method=\"post\" action=\"/admin/{action}\"><input type=\"hidden\" name=\"destination\" \
-             value=\"{name}\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <button class=\"{class}\" type=\"submit\">{label}</button></form>"
-        )
-    };
-    let mut html = String::new();
-    let dead = jobs_in(d, &[JobState::Dead]);
-    if dead > 0 {
-        html.push_str(&form("replay-dead", "replay-dead", format!("Replay all {dead} dead job(s) of {name}")));
-    }
-    if jobs_in(d, &[JobState::Pending, JobState::Retrying]) > 0 {
-        html.push_str(&form("retry", "retry", "Retry waiting jobs now".to_owned()));
-    }
-    if d.disabled_at.is_some() || d.breaker.paused {
-        html.push_str(&form("enable", "enable", "Enable".to_owned()));
-    }
-    html
-}
-
 fn rejections(state: &AdminState) -> String {
     let mut rows = String::new();
     for (source, reason, count) in state.rejections.snapshot() {
@@ -231,41 +202,4 @@ fn rejections(state: &AdminState) -> String {
     }
     let table = "<table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>";
     section("Rejections", &rows, table, ("no-rejections", "No rejections since the process started."))
-}
-
-#[derive(Deserialize)]
-pub(super) struct DestinationForm {
-    destination: String,
-    #[serde(default)]
-    csrf: String,
-}
-
-/// Replays every dead job of one destination, as the admin API's `POST /admin/v1/replay`
-/// with `destination` and `state: dead` does, and says how many on the overview.
-pub(super) async fn replay_dead(
-    State(state): State<AdminState>,
-    headers: HeaderMap,
-    Form(form): Form<DestinationForm>,
-) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
-        Ok(session) => session,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let filter = ReplayFilter {
-        destination: Some(form.destination.clone()),
-        state: Some(JobState::Dead),
-        ..ReplayFilter::default()
-    };
-    let audit = Audit::new(session.principal.name, Action::Replay, target::filter(&filter));
-    let now = state.clock.now();
-    match state.store.audited(audit).replay_all(filter, now, REPLAY_BATCH, |_, _| std::future::ready(())).await {
-        Ok(n) => {
-            let name = utf8_percent_encode(&form.destination, NON_ALPHANUMERIC);
-            Redirect::to(&format!("/admin/?replayed={n}&destination={name}")).into_response()
-        }
-        Err(err) => {
-            tracing::warn!(error = %err, "dashboard replay of a destination's dead jobs failed");
-            DashboardAnswer::ReplayFailed.into_response()
-        }
-    }
 }

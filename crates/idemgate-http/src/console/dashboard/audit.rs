@@ -12,8 +12,18 @@ use axum::{
 use idemgate_store::audit::{Action, AuditFilter};
 use serde::Deserialize;
 
-use super::{esc, shown, signed_in, time_html};
-use crate::{admin::AdminState, answer::DashboardAnswer, views::AuditEntry};
+use super::{
+    layout::{esc, time_html},
+    page::shown,
+    session::signed_in,
+};
+use crate::{
+    answer::DashboardAnswer,
+    console::{
+        state::AdminState,
+        views::{self, AuditEntry},
+    },
+};
 
 /// How many entries the page shows.
 const SHOWN: usize = 200;
@@ -41,9 +51,8 @@ pub(super) async fn page(
         limit: SHOWN,
         ..AuditFilter::default()
     };
-    let rendered = crate::views::audit(&state.store, filter)
-        .await
-        .map(|entries| Some(render(&query, &entries, state.clock.now())));
+    let rendered =
+        views::audit(&state.store, filter).await.map(|entries| Some(render(&query, &entries, state.clock.now())));
     shown("idemgate: audit log", &esc(&session.csrf), rendered)
 }
 

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::esc;
+use super::layout::esc;
 
 /// The drawing's size in SVG units (it scales down with the page).
 const WIDTH: u32 = 360;

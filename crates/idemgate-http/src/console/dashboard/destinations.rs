@@ -13,12 +13,20 @@ use axum::{
 };
 use idemgate_core::UnixTime;
 
-use super::{Rendered, chart, esc, overview::destination_forms, shown, signed_in, time_html};
+use super::{
+    chart,
+    layout::{esc, time_html},
+    overview::destination_forms,
+    page::{Rendered, shown},
+    session::signed_in,
+};
 use crate::{
     access::Need,
-    admin::AdminState,
     answer::DashboardAnswer,
-    views::{self, AttemptBucketView, AttemptSeries, DestinationView, Window},
+    console::{
+        state::AdminState,
+        views::{self, AttemptBucketView, AttemptSeries, DestinationView, Window},
+    },
 };
 
 /// The destinations page.
@@ -153,7 +161,7 @@ mod tests {
     use idemgate_core::UnixTime;
 
     use super::{filled, summary};
-    use crate::views::{AttemptBucketView, Window};
+    use crate::console::views::{AttemptBucketView, Window};
 
     fn bucket(start: i64, succeeded: u64, failed: u64, mean_latency_ms: u64) -> AttemptBucketView {
         AttemptBucketView { start, succeeded, failed, mean_latency_ms, max_latency_ms: mean_latency_ms }

@@ -18,8 +18,15 @@ use idemgate_store::views::{EventFilter, UNMATCHED};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 
-use super::{Rendered, esc, shown, signed_in, time_html};
-use crate::{admin::AdminState, answer::DashboardAnswer, views};
+use super::{
+    layout::{esc, time_html},
+    page::{Rendered, shown},
+    session::signed_in,
+};
+use crate::{
+    answer::DashboardAnswer,
+    console::{state::AdminState, views},
+};
 
 /// Events per page.
 const PAGE: usize = 50;
