@@ -18,6 +18,17 @@
 //! errors, and the [`Store`] facade, whose every method makes the same call on either
 //! backend: both take each operation's arguments by value. Neither backend imports the
 //! other. This is the only crate that writes SQL for idemgate's own tables.
+//!
+//! [`Store`] is the one door (sqlx's shape: one public surface, drivers behind it). Each
+//! backend has exactly one form of each operation, `pub(crate)`, with audit, limits and
+//! breakers as plain parameters; the conveniences (`claim_jobs` beside
+//! `claim_jobs_limited`, `complete_job` beside `complete_jobs`, the [`Audited`] view) are
+//! on [`Store`] alone. What stays public of a backend is what only it has and a caller
+//! needs: opening it with its options ([`SqliteStore::open`], [`PgStore::connect`]), the
+//! SQLite handler contract for applications that bring their own effect
+//! ([`SqliteStore::receive`], [`SqliteStore::write`], [`Handler`]), reading a SQLite file
+//! without a writer ([`SqliteReader`]), file maintenance and the writers' lock
+//! ([`sqlite::maintenance`], [`Holders`], [`lock_path`]), and [`create_schema`].
 
 mod error;
 mod model;

@@ -241,13 +241,17 @@ fn io_reason(err: &std::io::Error) -> &'static str {
 
 impl super::SqliteStore {
     /// [`purge`] on the writer, committed.
-    pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+    pub(crate) async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
         self.write(move |conn| purge(conn, now, &policies)).await
     }
 
     /// What [`Self::purge`] would remove, counted on a connection of its own ([`purge_file`],
     /// dry run) and rolled back.
-    pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+    pub(crate) async fn purge_dry_run(
+        &self,
+        now: UnixTime,
+        policies: Vec<Retention>,
+    ) -> Result<PurgeReport, StoreError> {
         let path = self.path().to_owned();
         tokio::task::spawn_blocking(move || purge_file(&path, now, &policies, true))
             .await

@@ -8,6 +8,16 @@
 //! connection itself: a handler's outbox ([`inbox::accept_event`]), file maintenance
 //! ([`maintenance`]: backup, restore, purge, seeding), and the queue, idempotency and view
 //! queries on a given connection. Everything else goes through [`crate::Store`].
+//!
+//! Of [`SqliteStore`] itself only what is SQLite's own is public, because callers outside
+//! need it and [`crate::Store`] cannot offer it: [`SqliteStore::open`] (a file and its
+//! [`StoreOptions`]), the handler contract of an application that brings its own SQL
+//! effect ([`SqliteStore::receive`], [`SqliteStore::write`] for its tables, [`Handler`]:
+//! the counter example, the binary's tests), [`SqliteStore::path`] and
+//! [`SqliteStore::close`]. Its operations, one form each, are `pub(crate)`: callers reach
+//! them through [`crate::Store`] (`Store::from(Arc<SqliteStore>)`). [`SqliteReader`]
+//! stays public for reading a file without opening a writer (`idemgate events`' check of a
+//! foreign file, the counter example's state).
 
 mod alerts;
 pub mod audit;

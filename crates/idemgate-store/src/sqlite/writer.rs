@@ -160,13 +160,17 @@ impl SqliteStore {
         Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats, readers })
     }
 
-    /// Submissions (deliveries and writes) waiting for the writer right now.
+    /// Submissions (deliveries and writes) waiting for the writer right now. A test hook
+    /// (the batching tests wait for a queue to fill), not part of the store's surface.
+    #[doc(hidden)]
     #[must_use]
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
     }
 
-    /// What the writer has committed so far.
+    /// What the writer has committed so far. A test hook (the batching tests count
+    /// commits), not part of the store's surface.
+    #[doc(hidden)]
     #[must_use]
     pub fn stats(&self) -> &WriterStats {
         &self.stats
@@ -219,13 +223,8 @@ impl SqliteStore {
 
     /// Whether the store can take its write lock now: the writer is running and no other
     /// process holds the database past `busy_timeout`. Used by readiness checks.
-    pub async fn ping(&self) -> Result<(), StoreError> {
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         self.write(|_| Ok::<_, StoreError>(())).await
-    }
-
-    /// Opens a read connection to the same file.
-    pub fn reader(&self) -> Result<SqliteReader, StoreError> {
-        SqliteReader::open_with(&self.path, &self.options)
     }
 
     /// Runs `read` on a fresh read connection, off the async threads.

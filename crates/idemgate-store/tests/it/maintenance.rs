@@ -83,7 +83,7 @@ async fn purge_keeps_young_receipts_and_unfinished_work() {
     assert_eq!((dry.receipts, dry.events, dry.payloads), (1, 1, 2));
     assert_eq!(identities(&t.path, "receipts").len(), 3, "a dry run changes nothing");
 
-    let done = t.store.purge(now, policy(30, 7)).await.unwrap();
+    let done = t.shared().purge(now, policy(30, 7)).await.unwrap();
     assert_eq!(done, dry, "the dry run said what would go");
     assert_eq!(identities(&t.path, "receipts"), ["old_pending", "young_done"]);
     let conn = rusqlite::Connection::open(&t.path).unwrap();
@@ -95,7 +95,7 @@ async fn purge_keeps_young_receipts_and_unfinished_work() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(purged, [("old_pending".into(), 0), ("young_done".into(), 1)], "payloads of finished events only");
-    let young_too_early = t.store.purge(UnixTime(T0 + 49 * DAY), policy(30, 7)).await.unwrap();
+    let young_too_early = t.shared().purge(UnixTime(T0 + 49 * DAY), policy(30, 7)).await.unwrap();
     assert_eq!(young_too_early.receipts, 0, "29 days old is younger than 30");
 }
 

@@ -1,6 +1,8 @@
 //! Migrations and readers.
 
-use idemgate_store::{SqliteReader, SqliteStore, StoreError, StoreOptions};
+use std::sync::Arc;
+
+use idemgate_store::{SqliteReader, SqliteStore, Store, StoreError, StoreOptions};
 
 #[test]
 fn opening_twice_applies_migrations_once() {
@@ -65,7 +67,7 @@ async fn jobs_stored_with_due_times_in_seconds_keep_their_time_after_the_upgrade
              VALUES (1, 'app', 'retrying', 1700000060, 1700000000, 1700000000);",
         )
         .unwrap();
-    let store = SqliteStore::open(&path, StoreOptions::default()).unwrap();
+    let store: Store = Arc::new(SqliteStore::open(&path, StoreOptions::default()).unwrap()).into();
     let lease = std::time::Duration::from_secs(30);
     assert!(store.claim_jobs(1_700_000_059_999, lease, 10, Vec::new()).await.unwrap().is_empty());
     assert_eq!(store.claim_jobs(1_700_000_060_000, lease, 10, Vec::new()).await.unwrap().len(), 1);
