@@ -42,7 +42,7 @@ pub use model::{
     receive::{ConflictRecord, Receipt, ReceiveRequest},
     views,
 };
-pub use postgres::{PgOptions, PgStore, create_schema};
+pub use postgres::{PgError, PgOptions, PgStore, create_schema};
 /// rusqlite, re-exported so handlers use the same version the store does.
 pub use rusqlite;
 /// The connection type a handler sees: the open transaction of its delivery.
@@ -50,7 +50,7 @@ pub use rusqlite::Connection;
 /// The schema version this build writes (`PRAGMA user_version`).
 pub use sqlite::CURRENT_VERSION as SCHEMA_VERSION;
 pub use sqlite::{
-    Handler, Holders, SqliteReader, SqliteStore, StoreOptions, WriterStats, lock_path, open_connection, receipt,
-    receipts,
+    Handler, Holders, SqliteError, SqliteReader, SqliteStore, StoreOptions, WriterStats, lock_path, open_connection,
+    receipt, receipts,
 };
 pub use store::{Audited, Receiver, Store};

@@ -19,6 +19,7 @@
 
 mod alerts;
 mod audit;
+mod error;
 mod group;
 mod idempotency;
 mod jobs;
@@ -32,6 +33,7 @@ use std::{future::Future, str::FromStr, sync::Arc, time::Duration};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 
+pub use self::error::PgError;
 use crate::{ErrorKind, StoreError};
 
 /// How the pool behaves.

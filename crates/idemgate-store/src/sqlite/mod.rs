@@ -21,6 +21,7 @@
 
 mod alerts;
 pub mod audit;
+mod error;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;
@@ -39,6 +40,7 @@ use std::{os::unix::fs::OpenOptionsExt, path::Path, time::Duration};
 use rusqlite::{Connection, OpenFlags};
 
 pub use self::{
+    error::SqliteError,
     lock::{Holders, lock_path},
     migrations::CURRENT_VERSION,
     reader::{SqliteReader, receipt, receipts},
@@ -70,7 +72,7 @@ impl Default for StoreOptions {
 ///
 /// `create` decides whether a missing file is created; readers pass `false`.
 pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Result<Connection, StoreError> {
-    let open_error = |cause| StoreError::Open { path: path.to_owned(), cause };
+    let open_error = |cause| StoreError::from(SqliteError::Open { path: path.to_owned(), cause });
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         // Failing here (a folder not writable) is SQLite's to report, in its own words.
@@ -81,7 +83,7 @@ pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Res
     conn.busy_timeout(options.busy_timeout).map_err(open_error)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(open_error)?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError::NoWal(mode));
+        return Err(SqliteError::NoWal(mode).into());
     }
     // FULL syncs the WAL on every commit: NORMAL could lose the last commits on power loss,
     // and a 2xx promises the commit survives that.

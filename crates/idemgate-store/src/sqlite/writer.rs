@@ -28,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    SqliteReader, StoreOptions, jobs,
+    SqliteError, SqliteReader, StoreOptions, jobs,
     lock::WriterLock,
     migrations, open_connection,
     pool::ReadPool,
@@ -132,7 +132,7 @@ impl SqliteStore {
     ///
     /// It holds the writers' lock beside the file until the writer has stopped, so that a
     /// restore cannot replace the file under it; while a restore runs, this fails with
-    /// [`StoreError::Restoring`] (unavailable: try again). Opened by the only writer, the
+    /// [`SqliteError::Restoring`] (unavailable: try again). Opened by the only writer, the
     /// store first makes the jobs that a gone process held under a lease due again.
     pub fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
         let (lock, alone) = WriterLock::writer(path)?;
@@ -145,7 +145,7 @@ impl SqliteStore {
             }
             lock.share(path)?;
         }
-        tune_writer(&conn).map_err(|cause| StoreError::Open { path: path.to_owned(), cause })?;
+        tune_writer(&conn).map_err(|cause| SqliteError::Open { path: path.to_owned(), cause })?;
         let (queue, submitted) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
         let writer_stats = Arc::clone(&stats);

@@ -126,7 +126,7 @@ async fn a_backup_during_writes_holds_every_receipt_with_its_event_and_jobs() {
     assert!(maintenance::backup(&t.path, &copy).is_err(), "an existing backup is never overwritten");
 
     let in_use = maintenance::restore(&copy, &t.path, UnixTime(T0)).unwrap_err();
-    assert!(matches!(in_use, idemgate_store::StoreError::InUse(_)), "{in_use}");
+    assert!(matches!(in_use, idemgate_store::StoreError::Sqlite(idemgate_store::SqliteError::InUse(_))), "{in_use}");
     let restored = t.path.with_file_name("restored.sqlite3");
     let restored_summary = maintenance::restore(&copy, &restored, UnixTime(T0)).unwrap();
     assert_eq!((restored_summary.summary, restored_summary.kept), (summary, None));
@@ -168,7 +168,10 @@ async fn restore_names_the_process_holding_the_store_and_a_store_under_restore_i
 
     let mut restoring = lock_holder(&path, "-x");
     let unavailable = SqliteStore::open(&path, Default::default()).unwrap_err();
-    assert!(matches!(unavailable, idemgate_store::StoreError::Restoring), "{unavailable}");
+    assert!(
+        matches!(unavailable, idemgate_store::StoreError::Sqlite(idemgate_store::SqliteError::Restoring)),
+        "{unavailable}"
+    );
     assert_eq!(unavailable.kind(), idemgate_store::ErrorKind::Unavailable);
     restoring.kill().unwrap();
     restoring.wait().unwrap();

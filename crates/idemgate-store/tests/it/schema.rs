@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use idemgate_store::{SqliteReader, SqliteStore, Store, StoreError, StoreOptions};
+use idemgate_store::{SqliteError, SqliteReader, SqliteStore, Store, StoreError, StoreOptions};
 
 #[test]
 fn opening_twice_applies_migrations_once() {
@@ -29,7 +29,7 @@ fn a_file_from_a_newer_build_is_refused_and_left_alone() {
 fn a_reader_needs_an_existing_initialised_file() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.sqlite3");
-    assert!(matches!(SqliteReader::open(&missing).unwrap_err(), StoreError::Open { .. }));
+    assert!(matches!(SqliteReader::open(&missing).unwrap_err(), StoreError::Sqlite(SqliteError::Open { .. })));
     assert!(!missing.exists(), "a reader must not create the file");
     let blank = dir.path().join("blank.sqlite3");
     rusqlite::Connection::open(&blank).unwrap().execute_batch("CREATE TABLE t (x)").unwrap();
