@@ -18,6 +18,17 @@
 //! errors, and the [`Store`] facade, whose every method makes the same call on either
 //! backend: both take each operation's arguments by value. Neither backend imports the
 //! other. This is the only crate that writes SQL for idemgate's own tables.
+//!
+//! [`Store`] is the one door (sqlx's shape: one public surface, drivers behind it). Each
+//! backend has exactly one form of each operation, `pub(crate)`, with audit, limits and
+//! breakers as plain parameters; the conveniences (`claim_jobs` beside
+//! `claim_jobs_limited`, `complete_job` beside `complete_jobs`, the [`Audited`] view) are
+//! on [`Store`] alone. What stays public of a backend is what only it has and a caller
+//! needs: opening it with its options ([`SqliteStore::open`], [`PgStore::connect`]), the
+//! SQLite handler contract for applications that bring their own effect
+//! ([`SqliteStore::receive`], [`SqliteStore::write`], [`Handler`]), reading a SQLite file
+//! without a writer ([`SqliteReader`]), file maintenance and the writers' lock
+//! ([`sqlite::maintenance`], [`Holders`], [`lock_path`]), and [`create_schema`].
 
 mod error;
 mod model;
@@ -31,7 +42,7 @@ pub use model::{
     receive::{ConflictRecord, Receipt, ReceiveRequest},
     views,
 };
-pub use postgres::{PgOptions, PgStore, create_schema};
+pub use postgres::{PgError, PgOptions, PgStore, create_schema};
 /// rusqlite, re-exported so handlers use the same version the store does.
 pub use rusqlite;
 /// The connection type a handler sees: the open transaction of its delivery.
@@ -39,7 +50,7 @@ pub use rusqlite::Connection;
 /// The schema version this build writes (`PRAGMA user_version`).
 pub use sqlite::CURRENT_VERSION as SCHEMA_VERSION;
 pub use sqlite::{
-    Handler, Holders, SqliteReader, SqliteStore, StoreOptions, WriterStats, lock_path, open_connection, receipt,
-    receipts,
+    Handler, Holders, SqliteError, SqliteReader, SqliteStore, StoreOptions, WriterStats, lock_path, open_connection,
+    receipt, receipts,
 };
 pub use store::{Audited, Receiver, Store};

@@ -222,7 +222,7 @@ impl Store {
         fifo: Vec<String>,
         per_destination: HashMap<String, usize>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        on_backend!(self, store => store.claim_jobs_limited(now_ms, lease, limit, fifo, per_destination).await)
+        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo, per_destination).await)
     }
 
     /// Records an attempt and moves its job as `decision` says, if the lease is current.
@@ -233,7 +233,8 @@ impl Store {
         decision: Decision,
         now_ms: i64,
     ) -> Result<Completion, StoreError> {
-        on_backend!(self, store => store.complete_job(job, attempt, decision, now_ms).await)
+        let completions = self.complete_jobs(vec![(job, attempt, decision)], now_ms).await?;
+        Ok(completions.into_iter().next().unwrap_or(Completion::Stale))
     }
 
     /// Records several attempts at once, each as [`Self::complete_job`] would, in one
@@ -257,13 +258,13 @@ impl Store {
         now_ms: i64,
         breakers: Breakers,
     ) -> Result<Vec<Completion>, StoreError> {
-        on_backend!(self, store => store.complete_jobs_with_breakers(finished, now_ms, breakers).await)
+        on_backend!(self, store => store.complete_jobs(finished, now_ms, breakers).await)
     }
 
     /// Makes up to `limit` finished jobs matching `filter` pending again; returns how
     /// many. A replayed job no longer matches, so calling again continues with the rest.
     pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-        on_backend!(self, store => store.replay_jobs_audited(filter, now, limit, None).await)
+        on_backend!(self, store => store.replay_jobs(filter, now, limit, None).await)
     }
 
     /// Replays every job `filter` selects when it starts, each at most once, in batches of
@@ -293,14 +294,14 @@ impl Store {
     /// Sends the events `to` selects to its destination, by the rules of
     /// [`crate::jobs::ReplayTo`]: the job each lacks is created, a finished one replayed.
     pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
-        on_backend!(self, store => store.replay_to_audited(to, now, None).await)
+        on_backend!(self, store => store.replay_to(to, now, None).await)
     }
 
     /// Makes the pending and retrying jobs matching `filter` (its state, if any, one of
     /// those two) due at `now_ms`, keeping their attempts so far: the retry schedule
     /// continues from there. Returns how many were not yet due.
     pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
-        on_backend!(self, store => store.retry_now_audited(filter, now_ms, None).await)
+        on_backend!(self, store => store.retry_now(filter, now_ms, None).await)
     }
 
     /// How many jobs `filter` selects now.
@@ -318,7 +319,7 @@ impl Store {
 
     /// Re-enables `destination`; returns whether it was disabled.
     pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
-        on_backend!(self, store => store.enable_destination_audited(destination, now, None).await)
+        on_backend!(self, store => store.enable_destination(destination, now, None).await)
     }
 
     /// Starts (or looks up) the `Idempotency-Key` operation named by `record` at `now_ms`,
@@ -538,7 +539,7 @@ impl Audited<'_> {
     pub async fn replay_jobs(self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
         let audit = Some(self.audit);
         let shared = self.store;
-        on_backend!(shared, store => store.replay_jobs_audited(filter, now, limit, audit).await)
+        on_backend!(shared, store => store.replay_jobs(filter, now, limit, audit).await)
     }
 
     /// [`Store::replay_all`], recorded once it is done (its batches are several
@@ -571,20 +572,20 @@ impl Audited<'_> {
     pub async fn replay_to(self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
         let audit = Some(self.audit);
         let shared = self.store;
-        on_backend!(shared, store => store.replay_to_audited(to, now, audit).await)
+        on_backend!(shared, store => store.replay_to(to, now, audit).await)
     }
 
     /// [`Store::retry_now`], recorded with how many it made due.
     pub async fn retry_now(self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
         let audit = Some(self.audit);
         let shared = self.store;
-        on_backend!(shared, store => store.retry_now_audited(filter, now_ms, audit).await)
+        on_backend!(shared, store => store.retry_now(filter, now_ms, audit).await)
     }
 
     /// [`Store::enable_destination`], recorded as 1 when it was disabled or paused, else 0.
     pub async fn enable_destination(self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
         let audit = Some(self.audit);
         let shared = self.store;
-        on_backend!(shared, store => store.enable_destination_audited(destination, now, audit).await)
+        on_backend!(shared, store => store.enable_destination(destination, now, audit).await)
     }
 }

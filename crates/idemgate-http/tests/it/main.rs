@@ -108,7 +108,10 @@ async fn after_the_retention_a_request_with_the_same_key_is_a_new_operation() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     clock.advance(3 * 3600);
     assert_eq!(
-        store.purge_idempotency(idemgate_clock::Clock::now_ms(&*clock), 100).await.unwrap(),
+        idemgate_store::Store::from(store)
+            .purge_idempotency(idemgate_clock::Clock::now_ms(&*clock), 100)
+            .await
+            .unwrap(),
         1,
         "the purge removes expired records"
     );

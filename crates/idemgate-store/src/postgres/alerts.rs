@@ -13,7 +13,7 @@ impl PgStore {
     /// The queue's health at one time, leaving out `exclude` (the alert destination): jobs
     /// that went dead at or after `dead_since`, disabled destinations, the oldest waiting
     /// job; read in one repeatable-read transaction.
-    pub async fn alert_snapshot(&self, exclude: String, dead_since: UnixTime) -> Result<Snapshot, StoreError> {
+    pub(crate) async fn alert_snapshot(&self, exclude: String, dead_since: UnixTime) -> Result<Snapshot, StoreError> {
         let mut client = self.client().await?;
         let tx = client
             .build_transaction()
@@ -53,7 +53,7 @@ impl PgStore {
     }
 
     /// The last alert of each (condition, target).
-    pub async fn alert_records(&self) -> Result<Vec<AlertRecord>, StoreError> {
+    pub(crate) async fn alert_records(&self) -> Result<Vec<AlertRecord>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -70,7 +70,7 @@ impl PgStore {
     }
 
     /// Keeps `record` as the last alert of its (condition, target).
-    pub async fn record_alert(&self, record: AlertRecord) -> Result<(), StoreError> {
+    pub(crate) async fn record_alert(&self, record: AlertRecord) -> Result<(), StoreError> {
         let client = self.client().await?;
         client
             .execute(

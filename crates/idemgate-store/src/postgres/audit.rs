@@ -32,12 +32,12 @@ pub(crate) async fn insert_if(
 
 impl PgStore {
     /// Records `audit` at `at` on its own (for an action that was several transactions).
-    pub async fn record_audit(&self, audit: Audit, at: UnixTime, affected: usize) -> Result<(), StoreError> {
+    pub(crate) async fn record_audit(&self, audit: Audit, at: UnixTime, affected: usize) -> Result<(), StoreError> {
         insert_if(&self.client().await?, Some(&audit), at, affected).await
     }
 
     /// The records `filter` selects, newest first.
-    pub async fn audit_log(&self, filter: AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+    pub(crate) async fn audit_log(&self, filter: AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         let client = self.client().await?;
         let since = filter.since.map(|t| t.0);
         let action = filter.action.map(|a| a.as_str());
@@ -66,7 +66,7 @@ impl PgStore {
 
     /// Deletes the records older than `keep` before `now`, or when `dry_run` only counts
     /// them; returns how many.
-    pub async fn purge_audit(&self, now: UnixTime, keep: Duration, dry_run: bool) -> Result<usize, StoreError> {
+    pub(crate) async fn purge_audit(&self, now: UnixTime, keep: Duration, dry_run: bool) -> Result<usize, StoreError> {
         let client = self.client().await?;
         let cutoff = audit::cutoff(now, keep);
         if dry_run {

@@ -9,7 +9,7 @@
 //! cancellation can cut a batch short), and each task writes whatever has queued up
 //! meanwhile, until the queue is empty.
 //!
-//! A batch accepts all its deliveries in one statement (`receive::accept_all`: the
+//! A batch accepts all its deliveries in one statement (`receipt::accept_all`: the
 //! accept's CTEs over arrays, so the server starts one executor, not one per
 //! delivery), then answers the repeats, then commits; only then does any caller learn its
 //! outcome. The batch does not isolate its deliveries with
@@ -26,7 +26,7 @@ use deadpool_postgres::Pool;
 use idemgate_core::Outcome;
 use tokio::sync::oneshot;
 
-use super::receive::{AcceptParams, accept_all, repeat};
+use super::receipt::{AcceptParams, accept_all, repeat};
 use crate::{ReceiveRequest, StoreError, inbox::IncomingEvent};
 
 /// The most deliveries one transaction takes; more wait for the next.

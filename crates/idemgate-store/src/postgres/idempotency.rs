@@ -18,7 +18,7 @@ use crate::{
 impl PgStore {
     /// Starts (or looks up) the operation named by `record` at `now_ms`, by the rules of
     /// [`crate::idempotency`].
-    pub async fn begin_idempotent(
+    pub(crate) async fn begin_idempotent(
         &self,
         record: RecordKey,
         fingerprint: Fingerprint,
@@ -31,7 +31,7 @@ impl PgStore {
     /// The completed, unexpired record under `record` at `now_ms`, from a plain `SELECT`;
     /// `None` when a request for it must [`Self::begin_idempotent`] (no record, expired,
     /// in flight).
-    pub async fn completed_idempotent(
+    pub(crate) async fn completed_idempotent(
         &self,
         record: RecordKey,
         now_ms: i64,
@@ -106,7 +106,7 @@ impl PgStore {
 
     /// Stores `response` for `record` if `token` still holds the lock. Returns the
     /// record's expiry when it did, `None` when the token was stale.
-    pub async fn complete_idempotent(
+    pub(crate) async fn complete_idempotent(
         &self,
         record: RecordKey,
         token: i64,
@@ -139,7 +139,7 @@ impl PgStore {
     }
 
     /// Forgets `record` if `token` still holds its lock, so the key can be used again.
-    pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
+    pub(crate) async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let release = client
             .prepare_cached(
@@ -152,7 +152,7 @@ impl PgStore {
     }
 
     /// Deletes up to `limit` records expired at `now_ms`; returns how many.
-    pub async fn purge_idempotency(&self, now_ms: i64, limit: usize) -> Result<usize, StoreError> {
+    pub(crate) async fn purge_idempotency(&self, now_ms: i64, limit: usize) -> Result<usize, StoreError> {
         let client = self.client().await?;
         let deleted = client
             .execute(

@@ -267,23 +267,12 @@ async fn completed(
 }
 
 impl PgStore {
-    /// [`Self::claim_jobs_limited`] with no limits per destination.
-    pub async fn claim_jobs(
-        &self,
-        now_ms: i64,
-        lease: Duration,
-        limit: usize,
-        fifo: Vec<String>,
-    ) -> Result<Vec<ClaimedJob>, StoreError> {
-        self.claim_jobs_limited(now_ms, lease, limit, fifo, HashMap::new()).await
-    }
-
     /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of
     /// [`crate::jobs`], at most `per_destination`'s number of a destination it names; of a
     /// paused destination none, or one when its probe is due (the probe time moves on in
     /// the same transaction, whose lock on the paused rows makes instances take turns).
     /// Jobs locked by another claim in progress are skipped, not waited for.
-    pub async fn claim_jobs_limited(
+    pub(crate) async fn claim_jobs(
         &self,
         now_ms: i64,
         lease: Duration,
@@ -388,33 +377,12 @@ impl PgStore {
         Ok(claimed)
     }
 
-    /// Records `attempt` and moves the job as `decision` says, if `job`'s lease is current:
-    /// [`Self::complete_jobs`] for one.
-    pub async fn complete_job(
-        &self,
-        job: ClaimedJob,
-        attempt: AttemptRecord,
-        decision: Decision,
-        now_ms: i64,
-    ) -> Result<Completion, StoreError> {
-        Ok(self.complete_jobs(vec![(job, attempt, decision)], now_ms).await?.pop().unwrap_or(Completion::Stale))
-    }
-
     /// Records each finished attempt and moves its job as its decision says, if the job's
     /// lease is current. One statement for all of them: the attempts, the disabling of
     /// destinations that answered `410`, and the fenced job updates, in one round trip and
-    /// one commit. Completions come back in input order.
-    pub async fn complete_jobs(
-        &self,
-        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
-        now_ms: i64,
-    ) -> Result<Vec<Completion>, StoreError> {
-        self.complete_jobs_with_breakers(finished, now_ms, Breakers::new()).await
-    }
-
-    /// [`Self::complete_jobs`], folding the attempts into their destinations' breakers by
-    /// `breakers`' policies in the same transaction.
-    pub async fn complete_jobs_with_breakers(
+    /// one commit. Completions come back in input order. The attempts are folded into
+    /// their destinations' breakers by `breakers`' policies in the same transaction.
+    pub(crate) async fn complete_jobs(
         &self,
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
@@ -489,12 +457,8 @@ impl PgStore {
 
     /// Re-enables `destination` (disabled by a `410`, or paused by its breaker); its waiting
     /// jobs become due at once. Returns whether it was disabled or paused.
-    pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
-        self.enable_destination_audited(destination, now, None).await
-    }
-
-    /// [`Self::enable_destination`], recording `audit` (if any) in the same transaction.
-    pub async fn enable_destination_audited(
+    /// Records `audit` (if any) in the same transaction.
+    pub(crate) async fn enable_destination(
         &self,
         destination: String,
         now: UnixTime,
@@ -523,7 +487,7 @@ impl PgStore {
 
     /// Marks `destination` throttled since `since_ms` (keeping an earlier since), or not
     /// throttled when `None` (no row means not throttled, so clearing makes none).
-    pub async fn mark_throttled(&self, destination: String, since_ms: Option<i64>) -> Result<(), StoreError> {
+    pub(crate) async fn mark_throttled(&self, destination: String, since_ms: Option<i64>) -> Result<(), StoreError> {
         let client = self.client().await?;
         match since_ms {
             Some(since) => {
@@ -547,12 +511,8 @@ impl PgStore {
 
     /// Makes the waiting jobs matching `filter` due at `now_ms`; their attempts and errors
     /// stay as they are. Returns how many were not yet due.
-    pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
-        self.retry_now_audited(filter, now_ms, None).await
-    }
-
-    /// [`Self::retry_now`], recording `audit` (if any) in the same transaction.
-    pub async fn retry_now_audited(
+    /// Records `audit` (if any) in the same transaction.
+    pub(crate) async fn retry_now(
         &self,
         filter: ReplayFilter,
         now_ms: i64,
@@ -574,7 +534,7 @@ impl PgStore {
     }
 
     /// How many jobs `filter` selects now.
-    pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
+    pub(crate) async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
         let bindings = filter.bindings()?;
         let client = self.client().await?;
         let row =
@@ -585,12 +545,8 @@ impl PgStore {
 
     /// Makes up to `limit` of the finished jobs matching `filter` `pending` again; returns
     /// how many.
-    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-        self.replay_jobs_audited(filter, now, limit, None).await
-    }
-
-    /// [`Self::replay_jobs`], recording `audit` (if any) in the same transaction.
-    pub async fn replay_jobs_audited(
+    /// Records `audit` (if any) in the same transaction.
+    pub(crate) async fn replay_jobs(
         &self,
         filter: ReplayFilter,
         now: UnixTime,
@@ -618,12 +574,8 @@ impl PgStore {
 
     /// Sends the events `to` selects to its destination: finished jobs replayed, missing
     /// ones created, in one transaction.
-    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
-        self.replay_to_audited(to, now, None).await
-    }
-
-    /// [`Self::replay_to`], recording `audit` (if any) in the same transaction.
-    pub async fn replay_to_audited(
+    /// Records `audit` (if any) in the same transaction.
+    pub(crate) async fn replay_to(
         &self,
         to: ReplayTo,
         now: UnixTime,
@@ -668,7 +620,7 @@ impl PgStore {
     }
 
     /// The ids of the jobs `filter` selects now, in id order: a bulk replay's set, taken once.
-    pub async fn replayable(&self, filter: ReplayFilter) -> Result<Vec<i64>, StoreError> {
+    pub(crate) async fn replayable(&self, filter: ReplayFilter) -> Result<Vec<i64>, StoreError> {
         let bindings = filter.bindings()?;
         let client = self.client().await?;
         let rows = client.query(&format!("{MATCHING} ORDER BY j.id"), &with(&bindings, &[])).await?;
@@ -677,7 +629,7 @@ impl PgStore {
 
     /// Makes those of `ids` that `filter` still selects `pending` again; one that was
     /// replayed and has not finished since is left alone.
-    pub async fn replay_selected(
+    pub(crate) async fn replay_selected(
         &self,
         filter: ReplayFilter,
         ids: Vec<i64>,

@@ -22,12 +22,16 @@ fn count(rows: u64) -> usize {
 
 impl PgStore {
     /// Applies `policies` at `now`, committed.
-    pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+    pub(crate) async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
         self.purge_or_count(now, &policies, false).await
     }
 
     /// What [`Self::purge`] would remove: counted, and rolled back.
-    pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+    pub(crate) async fn purge_dry_run(
+        &self,
+        now: UnixTime,
+        policies: Vec<Retention>,
+    ) -> Result<PurgeReport, StoreError> {
         self.purge_or_count(now, &policies, true).await
     }
 

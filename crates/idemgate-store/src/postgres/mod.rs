@@ -8,17 +8,24 @@
 //! - jobs are claimed with `FOR UPDATE SKIP LOCKED` and fenced by `lease_token`;
 //! - an `Idempotency-Key` record is inserted the same way, and taken over under `FOR UPDATE`.
 //!
+//! Of [`PgStore`] only [`PgStore::connect`] (and [`create_schema`]) are meant to be
+//! public: every operation, one form each, is `pub(crate)` and reached through
+//! [`crate::Store`] (`Store::from(PgStore)`). `accept` is still `pub` until the hand-over
+//! work settles its shape.
+//!
 //! Each operation is one transaction on a pooled connection, except that deliveries
 //! arriving together share one (`group.rs`, group commit). `synchronous_commit` must be
 //! on (checked at start-up): an answer leaves only after PostgreSQL made the commit durable.
 
 mod alerts;
 mod audit;
+mod error;
 mod group;
 mod idempotency;
 mod jobs;
 mod maintenance;
 mod migrations;
+mod receipt;
 mod receive;
 mod views;
 
@@ -27,6 +34,7 @@ use std::{future::Future, str::FromStr, sync::Arc, time::Duration};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 
+pub use self::error::PgError;
 use crate::{ErrorKind, StoreError};
 
 /// How the pool behaves.
@@ -94,13 +102,13 @@ impl PgStore {
     }
 
     /// Whether a connection can be had and answers now. Used by readiness checks.
-    pub async fn ping(&self) -> Result<(), StoreError> {
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         self.client().await?.simple_query("SELECT 1").await?;
         Ok(())
     }
 
     /// Closes the pool: connections are dropped as they are returned.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.pool.close();
     }
 }

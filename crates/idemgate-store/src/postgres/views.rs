@@ -55,7 +55,7 @@ const NEWEST: &str = "ORDER BY a.id DESC LIMIT 1";
 
 impl PgStore {
     /// The receipt for `key`, if any.
-    pub async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+    pub(crate) async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         let client = self.client().await?;
         let row = client
             .query_opt(
@@ -68,7 +68,7 @@ impl PgStore {
     }
 
     /// Every receipt of `source`, ordered by identity.
-    pub async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
+    pub(crate) async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -81,7 +81,7 @@ impl PgStore {
     }
 
     /// Every recorded conflict of `source`, ordered by identity.
-    pub async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
+    pub(crate) async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -104,7 +104,7 @@ impl PgStore {
     }
 
     /// The body of the event stored under `key`, unless its payload was purged.
-    pub async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
+    pub(crate) async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
         let client = self.client().await?;
         let row = client
             .query_opt(
@@ -116,7 +116,7 @@ impl PgStore {
     }
 
     /// The event stored under `key`, if any.
-    pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+    pub(crate) async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
         let client = self.client().await?;
         let row = client
             .query_opt(
@@ -139,7 +139,7 @@ impl PgStore {
     }
 
     /// The jobs of the event stored under `key`, by destination.
-    pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+    pub(crate) async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -165,13 +165,13 @@ impl PgStore {
     }
 
     /// How many jobs are in each state.
-    pub async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+    pub(crate) async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
         let client = self.client().await?;
         counts(&client.query("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state", &[]).await?)
     }
 
     /// When the oldest job still waiting to be delivered was created.
-    pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
+    pub(crate) async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
         let client = self.client().await?;
         let row =
             client.query_one("SELECT min(created_at) FROM jobs WHERE state IN ('pending', 'retrying')", &[]).await?;
@@ -179,7 +179,7 @@ impl PgStore {
     }
 
     /// Events matching `filter`, newest first.
-    pub async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
+    pub(crate) async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -233,7 +233,7 @@ impl PgStore {
     }
 
     /// Every attempt for the event `(source, identity)`, in order.
-    pub async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
+    pub(crate) async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -263,7 +263,7 @@ impl PgStore {
     }
 
     /// The most recently updated dead jobs.
-    pub async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
+    pub(crate) async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -288,7 +288,7 @@ impl PgStore {
     }
 
     /// The most recent conflicts.
-    pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
+    pub(crate) async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -313,7 +313,7 @@ impl PgStore {
 
     /// The conflicting bodies `filter` selects, newest first seen first (see
     /// [`crate::views::ConflictCursor`]).
-    pub async fn list_conflicts(&self, filter: ConflictFilter) -> Result<Vec<ConflictRow>, StoreError> {
+    pub(crate) async fn list_conflicts(&self, filter: ConflictFilter) -> Result<Vec<ConflictRow>, StoreError> {
         let client = self.client().await?;
         let after = filter.after.as_ref();
         let rows = client
@@ -354,7 +354,7 @@ impl PgStore {
     }
 
     /// Every destination that has jobs or was disabled.
-    pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
+    pub(crate) async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
         let client = self.client().await?;
         let names = client
             .query(
@@ -431,7 +431,7 @@ impl PgStore {
     }
 
     /// Every stored breaker, by destination name.
-    pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
+    pub(crate) async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -449,7 +449,7 @@ impl PgStore {
     }
 
     /// Counts per source of what arrived at or after `since`.
-    pub async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
+    pub(crate) async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
         let since = since.map_or(i64::MIN, |t| t.0);
         let client = self.client().await?;
         let sources = client
@@ -483,7 +483,7 @@ impl PgStore {
     }
 
     /// The event with row id `id`: its key, headers, and body unless its payload was purged.
-    pub async fn event_payload(&self, id: i64) -> Result<Option<EventPayload>, StoreError> {
+    pub(crate) async fn event_payload(&self, id: i64) -> Result<Option<EventPayload>, StoreError> {
         let client = self.client().await?;
         let row = client
             .query_opt(
@@ -507,7 +507,7 @@ impl PgStore {
 
     /// Every destination's attempts that started at or after `since`, counted in buckets
     /// of `width` seconds; by destination, then time. Buckets without attempts are left out.
-    pub async fn attempt_series(&self, since: UnixTime, width: i64) -> Result<Vec<AttemptBucket>, StoreError> {
+    pub(crate) async fn attempt_series(&self, since: UnixTime, width: i64) -> Result<Vec<AttemptBucket>, StoreError> {
         let width = width.max(1);
         let client = self.client().await?;
         let rows = client
@@ -536,7 +536,7 @@ impl PgStore {
     }
 
     /// Every destination with jobs waiting (pending or retrying): how many, and since when.
-    pub async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
+    pub(crate) async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -558,7 +558,7 @@ impl PgStore {
 
     /// Conflicting bodies first seen at or after `since`, per source and bucket of `width`
     /// seconds; by source, then time.
-    pub async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+    pub(crate) async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
         let width = width.max(1);
         let client = self.client().await?;
         let rows = client

@@ -65,7 +65,7 @@ fn record_alert(conn: &Connection, record: &AlertRecord) -> Result<(), rusqlite:
 
 impl SqliteStore {
     /// [`alert_snapshot`] on a read connection, in one read transaction.
-    pub async fn alert_snapshot(&self, exclude: String, dead_since: UnixTime) -> Result<Snapshot, StoreError> {
+    pub(crate) async fn alert_snapshot(&self, exclude: String, dead_since: UnixTime) -> Result<Snapshot, StoreError> {
         self.read(move |r| {
             let conn = r.connection();
             conn.execute_batch("BEGIN")?;
@@ -77,12 +77,12 @@ impl SqliteStore {
     }
 
     /// [`alert_records`] on a read connection.
-    pub async fn alert_records(&self) -> Result<Vec<AlertRecord>, StoreError> {
+    pub(crate) async fn alert_records(&self) -> Result<Vec<AlertRecord>, StoreError> {
         self.read(|r| alert_records(r.connection())).await
     }
 
     /// Keeps `record` as the last alert of its (condition, target), on the writer.
-    pub async fn record_alert(&self, record: AlertRecord) -> Result<(), StoreError> {
+    pub(crate) async fn record_alert(&self, record: AlertRecord) -> Result<(), StoreError> {
         self.write(move |conn| record_alert(conn, &record)).await
     }
 }

@@ -69,17 +69,17 @@ pub fn purgeable(conn: &Connection, now: UnixTime, keep: Duration) -> Result<usi
 
 impl SqliteStore {
     /// Records `audit` at `at` on its own write (for an action that was several).
-    pub async fn record_audit(&self, audit: Audit, at: UnixTime, affected: usize) -> Result<(), StoreError> {
+    pub(crate) async fn record_audit(&self, audit: Audit, at: UnixTime, affected: usize) -> Result<(), StoreError> {
         self.write(move |conn| insert(conn, &audit, at, affected)).await
     }
 
     /// [`list`] on a read connection.
-    pub async fn audit_log(&self, filter: AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
+    pub(crate) async fn audit_log(&self, filter: AuditFilter) -> Result<Vec<AuditRecord>, StoreError> {
         self.read(move |r| list(r.connection(), &filter)).await
     }
 
     /// [`purge`] on the writer, or when `dry_run` [`purgeable`] on a read connection.
-    pub async fn purge_audit(&self, now: UnixTime, keep: Duration, dry_run: bool) -> Result<usize, StoreError> {
+    pub(crate) async fn purge_audit(&self, now: UnixTime, keep: Duration, dry_run: bool) -> Result<usize, StoreError> {
         if dry_run {
             return self.read(move |r| Ok(purgeable(r.connection(), now, keep)?)).await;
         }

@@ -138,7 +138,7 @@ pub fn purge_expired(conn: &Connection, now_ms: i64, limit: usize) -> Result<usi
 
 impl SqliteStore {
     /// [`begin`] on the writer.
-    pub async fn begin_idempotent(
+    pub(crate) async fn begin_idempotent(
         &self,
         record: RecordKey,
         fingerprint: Fingerprint,
@@ -150,7 +150,7 @@ impl SqliteStore {
 
     /// [`completed_at`] on a kept read connection, on this thread: no writer queue, no
     /// hand-off (a point lookup that never waits for a lock).
-    pub async fn completed_idempotent(
+    pub(crate) async fn completed_idempotent(
         &self,
         record: RecordKey,
         now_ms: i64,
@@ -159,7 +159,7 @@ impl SqliteStore {
     }
 
     /// [`complete`] on the writer.
-    pub async fn complete_idempotent(
+    pub(crate) async fn complete_idempotent(
         &self,
         record: RecordKey,
         token: i64,
@@ -169,12 +169,12 @@ impl SqliteStore {
     }
 
     /// [`release`] on the writer.
-    pub async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
+    pub(crate) async fn release_idempotent(&self, record: RecordKey, token: i64) -> Result<bool, StoreError> {
         self.write(move |conn| release(conn, &record, token)).await
     }
 
     /// [`purge_expired`] on the writer.
-    pub async fn purge_idempotency(&self, now_ms: i64, limit: usize) -> Result<usize, StoreError> {
+    pub(crate) async fn purge_idempotency(&self, now_ms: i64, limit: usize) -> Result<usize, StoreError> {
         self.write(move |conn| purge_expired(conn, now_ms, limit)).await
     }
 }

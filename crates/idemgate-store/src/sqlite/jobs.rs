@@ -427,13 +427,8 @@ pub fn replay_to(conn: &Connection, to: &ReplayTo, now: UnixTime) -> Result<Repl
 }
 
 impl SqliteStore {
-    /// [`replay_to`] on the writer.
-    pub async fn replay_to(&self, to: ReplayTo, now: UnixTime) -> Result<ReplayedTo, StoreError> {
-        self.replay_to_audited(to, now, None).await
-    }
-
-    /// [`Self::replay_to`], recording `audit` (if any) in the same transaction.
-    pub async fn replay_to_audited(
+    /// [`replay_to`] on the writer, recording `audit` (if any) in the same transaction.
+    pub(crate) async fn replay_to(
         &self,
         to: ReplayTo,
         now: UnixTime,
@@ -447,19 +442,8 @@ impl SqliteStore {
         .await
     }
 
-    /// [`claim`] on the writer.
-    pub async fn claim_jobs(
-        &self,
-        now_ms: i64,
-        lease: Duration,
-        limit: usize,
-        fifo: Vec<String>,
-    ) -> Result<Vec<ClaimedJob>, StoreError> {
-        self.claim_jobs_limited(now_ms, lease, limit, fifo, HashMap::new()).await
-    }
-
-    /// [`claim`] on the writer, with limits per destination.
-    pub async fn claim_jobs_limited(
+    /// [`claim`] on the writer, with limits per destination (none when empty).
+    pub(crate) async fn claim_jobs(
         &self,
         now_ms: i64,
         lease: Duration,
@@ -470,30 +454,9 @@ impl SqliteStore {
         self.write(move |conn| claim(conn, now_ms, lease, limit, &fifo, per_destination)).await
     }
 
-    /// [`complete_all`] of one on the writer.
-    pub async fn complete_job(
-        &self,
-        job: ClaimedJob,
-        attempt: AttemptRecord,
-        decision: Decision,
-        now_ms: i64,
-    ) -> Result<Completion, StoreError> {
-        let completions =
-            self.write(move |conn| complete_all(conn, &[(job, attempt, decision)], now_ms, &Breakers::new())).await?;
-        Ok(completions.into_iter().next().unwrap_or(Completion::Stale))
-    }
-
-    /// [`complete_all`] in one write on the writer, with no breaker policies.
-    pub async fn complete_jobs(
-        &self,
-        finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
-        now_ms: i64,
-    ) -> Result<Vec<Completion>, StoreError> {
-        self.complete_jobs_with_breakers(finished, now_ms, Breakers::new()).await
-    }
-
-    /// [`complete_all`] in one write on the writer.
-    pub async fn complete_jobs_with_breakers(
+    /// [`complete_all`] in one write on the writer, folding the attempts into the breakers
+    /// by `breakers`' policies.
+    pub(crate) async fn complete_jobs(
         &self,
         finished: Vec<(ClaimedJob, AttemptRecord, Decision)>,
         now_ms: i64,
@@ -502,13 +465,9 @@ impl SqliteStore {
         self.write(move |conn| complete_all(conn, &finished, now_ms, &breakers)).await
     }
 
-    /// [`replay`] on the writer, for up to `limit` jobs.
-    pub async fn replay_jobs(&self, filter: ReplayFilter, now: UnixTime, limit: usize) -> Result<usize, StoreError> {
-        self.replay_jobs_audited(filter, now, limit, None).await
-    }
-
-    /// [`Self::replay_jobs`], recording `audit` (if any) in the same transaction.
-    pub async fn replay_jobs_audited(
+    /// [`replay`] on the writer, for up to `limit` jobs, recording `audit` (if any) in the
+    /// same transaction.
+    pub(crate) async fn replay_jobs(
         &self,
         filter: ReplayFilter,
         now: UnixTime,
@@ -524,17 +483,17 @@ impl SqliteStore {
     }
 
     /// [`replayable`] on a read connection.
-    pub async fn replayable(&self, filter: ReplayFilter) -> Result<Vec<i64>, StoreError> {
+    pub(crate) async fn replayable(&self, filter: ReplayFilter) -> Result<Vec<i64>, StoreError> {
         self.read(move |r| replayable(r.connection(), &filter)).await
     }
 
     /// [`count_replayable`] on a read connection.
-    pub async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
+    pub(crate) async fn count_replayable(&self, filter: ReplayFilter) -> Result<usize, StoreError> {
         self.read(move |r| count_replayable(r.connection(), &filter)).await
     }
 
     /// [`replay_selected`] on the writer.
-    pub async fn replay_selected(
+    pub(crate) async fn replay_selected(
         &self,
         filter: ReplayFilter,
         ids: Vec<i64>,
@@ -543,13 +502,8 @@ impl SqliteStore {
         self.write(move |conn| replay_selected(conn, &filter, &ids, now)).await
     }
 
-    /// [`retry_now`] on the writer.
-    pub async fn retry_now(&self, filter: ReplayFilter, now_ms: i64) -> Result<usize, StoreError> {
-        self.retry_now_audited(filter, now_ms, None).await
-    }
-
-    /// [`Self::retry_now`], recording `audit` (if any) in the same transaction.
-    pub async fn retry_now_audited(
+    /// [`retry_now`] on the writer, recording `audit` (if any) in the same transaction.
+    pub(crate) async fn retry_now(
         &self,
         filter: ReplayFilter,
         now_ms: i64,
@@ -563,13 +517,9 @@ impl SqliteStore {
         .await
     }
 
-    /// [`enable_destination`] on the writer.
-    pub async fn enable_destination(&self, destination: String, now: UnixTime) -> Result<bool, StoreError> {
-        self.enable_destination_audited(destination, now, None).await
-    }
-
-    /// [`Self::enable_destination`], recording `audit` (if any) in the same transaction.
-    pub async fn enable_destination_audited(
+    /// [`enable_destination`] on the writer, recording `audit` (if any) in the same
+    /// transaction.
+    pub(crate) async fn enable_destination(
         &self,
         destination: String,
         now: UnixTime,
@@ -584,7 +534,7 @@ impl SqliteStore {
     }
 
     /// [`mark_throttled`] on the writer.
-    pub async fn mark_throttled(&self, destination: String, since_ms: Option<i64>) -> Result<(), StoreError> {
+    pub(crate) async fn mark_throttled(&self, destination: String, since_ms: Option<i64>) -> Result<(), StoreError> {
         self.write(move |conn| mark_throttled(conn, &destination, since_ms)).await
     }
 }

@@ -26,6 +26,7 @@ use rustix::{
     io::Errno,
 };
 
+use super::SqliteError;
 use crate::StoreError;
 
 /// A held writers' lock; released when dropped (or when the process ends).
@@ -48,8 +49,8 @@ impl WriterLock {
         let file = open(store)?;
         match flock(&file, FlockOperation::NonBlockingLockShared) {
             Ok(()) => Ok(Self { _file: file }),
-            Err(Errno::WOULDBLOCK) => Err(StoreError::Restoring),
-            Err(err) => Err(StoreError::Lock { path: lock_path(store), source: err.into() }),
+            Err(Errno::WOULDBLOCK) => Err(SqliteError::Restoring.into()),
+            Err(err) => Err(SqliteError::Lock { path: lock_path(store), source: err.into() }.into()),
         }
     }
 
@@ -62,26 +63,26 @@ impl WriterLock {
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => return Ok((Self { _file: file }, true)),
             Err(Errno::WOULDBLOCK) => {}
-            Err(err) => return Err(StoreError::Lock { path: lock_path(store), source: err.into() }),
+            Err(err) => return Err(SqliteError::Lock { path: lock_path(store), source: err.into() }.into()),
         }
         for _ in 0..START_WAITS {
             match flock(&file, FlockOperation::NonBlockingLockShared) {
                 Ok(()) => return Ok((Self { _file: file }, false)),
                 Err(Errno::WOULDBLOCK) => std::thread::sleep(START_WAIT),
-                Err(err) => return Err(StoreError::Lock { path: lock_path(store), source: err.into() }),
+                Err(err) => return Err(SqliteError::Lock { path: lock_path(store), source: err.into() }.into()),
             }
         }
-        Err(StoreError::Restoring)
+        Err(SqliteError::Restoring.into())
     }
 
     /// Turns the exclusive lock of [`Self::writer`] into a shared one. flock does not
     /// convert atomically: a restore that takes the lock in between makes this fail with
-    /// [`StoreError::Restoring`], as opening during the restore would.
+    /// [`SqliteError::Restoring`], as opening during the restore would.
     pub(crate) fn share(&self, store: &Path) -> Result<(), StoreError> {
         match flock(&self._file, FlockOperation::NonBlockingLockShared) {
             Ok(()) => Ok(()),
-            Err(Errno::WOULDBLOCK) => Err(StoreError::Restoring),
-            Err(err) => Err(StoreError::Lock { path: lock_path(store), source: err.into() }),
+            Err(Errno::WOULDBLOCK) => Err(SqliteError::Restoring.into()),
+            Err(err) => Err(SqliteError::Lock { path: lock_path(store), source: err.into() }.into()),
         }
     }
 
@@ -90,8 +91,8 @@ impl WriterLock {
         let file = open(store)?;
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => Ok(Self { _file: file }),
-            Err(Errno::WOULDBLOCK) => Err(StoreError::InUse(Holders(holders(&file)))),
-            Err(err) => Err(StoreError::Lock { path: lock_path(store), source: err.into() }),
+            Err(Errno::WOULDBLOCK) => Err(SqliteError::InUse(Holders(holders(&file))).into()),
+            Err(err) => Err(SqliteError::Lock { path: lock_path(store), source: err.into() }.into()),
         }
     }
 }
@@ -111,7 +112,7 @@ fn open(store: &Path) -> Result<File, StoreError> {
         // Like the store beside it (`create_private`): its owner's alone.
         .mode(0o600)
         .open(&path)
-        .map_err(|source| StoreError::Lock { path, source })
+        .map_err(|source| SqliteError::Lock { path, source }.into())
 }
 
 /// The processes holding a lock on `file`, from Linux's `/proc/locks` (empty elsewhere).

@@ -13,7 +13,8 @@ use idemgate_core::UnixTime;
 use rusqlite::{Connection, params};
 
 use super::{
-    StoreOptions, create_private, lock::WriterLock, migrations, new_private, open_connection, receive::INSERT_RECEIPT,
+    SqliteError, StoreOptions, create_private, lock::WriterLock, migrations, new_private, open_connection,
+    receive::INSERT_RECEIPT,
 };
 use crate::{
     StoreError,
@@ -128,7 +129,7 @@ pub fn backup(path: &Path, to: &Path) -> Result<BackupSummary, StoreError> {
 
 fn summary(path: &Path) -> Result<BackupSummary, StoreError> {
     let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|cause| StoreError::Open { path: path.to_owned(), cause })?;
+        .map_err(|cause| SqliteError::Open { path: path.to_owned(), cause })?;
     let count = |table: &str| conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |row| row.get::<_, u64>(0));
     Ok(BackupSummary { receipts: count("receipts")?, events: count("events")?, jobs: count("jobs")? })
 }
@@ -143,7 +144,7 @@ pub struct Restored {
 }
 
 /// Replaces the store at `to` with the backup `from`. Refused while any process has `to`
-/// open for writing ([`StoreError::InUse`]); while it runs, no writer can open `to`.
+/// open for writing ([`SqliteError::InUse`]); while it runs, no writer can open `to`.
 ///
 /// The store it replaces is first copied, WAL included, to a new file
 /// `<name>.before-restore-<UTC time>`, the time being `now` (the caller's clock), that
@@ -170,7 +171,7 @@ pub fn restore(from: &Path, to: &Path, now: UnixTime) -> Result<Restored, StoreE
 
 fn check_backup(from: &Path) -> Result<(), StoreError> {
     let checked = Connection::open_with_flags(from, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(|cause| StoreError::Open { path: from.to_owned(), cause })?;
+        .map_err(|cause| SqliteError::Open { path: from.to_owned(), cause })?;
     migrations::check_current(&checked)?;
     let integrity: String = checked.query_row("PRAGMA integrity_check", [], |row| row.get(0))?;
     if integrity != "ok" {
@@ -241,13 +242,17 @@ fn io_reason(err: &std::io::Error) -> &'static str {
 
 impl super::SqliteStore {
     /// [`purge`] on the writer, committed.
-    pub async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+    pub(crate) async fn purge(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
         self.write(move |conn| purge(conn, now, &policies)).await
     }
 
     /// What [`Self::purge`] would remove, counted on a connection of its own ([`purge_file`],
     /// dry run) and rolled back.
-    pub async fn purge_dry_run(&self, now: UnixTime, policies: Vec<Retention>) -> Result<PurgeReport, StoreError> {
+    pub(crate) async fn purge_dry_run(
+        &self,
+        now: UnixTime,
+        policies: Vec<Retention>,
+    ) -> Result<PurgeReport, StoreError> {
         let path = self.path().to_owned();
         tokio::task::spawn_blocking(move || purge_file(&path, now, &policies, true))
             .await

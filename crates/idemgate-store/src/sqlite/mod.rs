@@ -8,9 +8,20 @@
 //! connection itself: a handler's outbox ([`inbox::accept_event`]), file maintenance
 //! ([`maintenance`]: backup, restore, purge, seeding), and the queue, idempotency and view
 //! queries on a given connection. Everything else goes through [`crate::Store`].
+//!
+//! Of [`SqliteStore`] itself only what is SQLite's own is public, because callers outside
+//! need it and [`crate::Store`] cannot offer it: [`SqliteStore::open`] (a file and its
+//! [`StoreOptions`]), the handler contract of an application that brings its own SQL
+//! effect ([`SqliteStore::receive`], [`SqliteStore::write`] for its tables, [`Handler`]:
+//! the counter example, the binary's tests), [`SqliteStore::path`] and
+//! [`SqliteStore::close`]. Its operations, one form each, are `pub(crate)`: callers reach
+//! them through [`crate::Store`] (`Store::from(Arc<SqliteStore>)`). [`SqliteReader`]
+//! stays public for reading a file without opening a writer (`idemgate events`' check of a
+//! foreign file, the counter example's state).
 
 mod alerts;
 pub mod audit;
+mod error;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;
@@ -29,6 +40,7 @@ use std::{os::unix::fs::OpenOptionsExt, path::Path, time::Duration};
 use rusqlite::{Connection, OpenFlags};
 
 pub use self::{
+    error::SqliteError,
     lock::{Holders, lock_path},
     migrations::CURRENT_VERSION,
     reader::{SqliteReader, receipt, receipts},
@@ -60,7 +72,7 @@ impl Default for StoreOptions {
 ///
 /// `create` decides whether a missing file is created; readers pass `false`.
 pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Result<Connection, StoreError> {
-    let open_error = |cause| StoreError::Open { path: path.to_owned(), cause };
+    let open_error = |cause| StoreError::from(SqliteError::Open { path: path.to_owned(), cause });
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         // Failing here (a folder not writable) is SQLite's to report, in its own words.
@@ -71,7 +83,7 @@ pub fn open_connection(path: &Path, create: bool, options: &StoreOptions) -> Res
     conn.busy_timeout(options.busy_timeout).map_err(open_error)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)).map_err(open_error)?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError::NoWal(mode));
+        return Err(SqliteError::NoWal(mode).into());
     }
     // FULL syncs the WAL on every commit: NORMAL could lose the last commits on power loss,
     // and a 2xx promises the commit survives that.

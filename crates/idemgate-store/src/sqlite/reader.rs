@@ -114,42 +114,42 @@ impl SqliteReader {
 /// The reads of [`crate::Store`], each on a fresh read connection off the async threads.
 impl SqliteStore {
     /// The receipt for `key`, if any.
-    pub async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
+    pub(crate) async fn receipt(&self, key: ReceiptKey) -> Result<Option<Receipt>, StoreError> {
         self.read(move |r| r.receipt(&key)).await
     }
 
     /// Every receipt of `source`, ordered by identity.
-    pub async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
+    pub(crate) async fn receipts(&self, source: SourceName) -> Result<Vec<Receipt>, StoreError> {
         self.read(move |r| r.receipts(&source)).await
     }
 
     /// Every recorded conflict of `source`, ordered by identity.
-    pub async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
+    pub(crate) async fn conflicts(&self, source: SourceName) -> Result<Vec<ConflictRecord>, StoreError> {
         self.read(move |r| r.conflicts(&source)).await
     }
 
     /// The event stored under `key`, if any.
-    pub async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
+    pub(crate) async fn event(&self, key: ReceiptKey) -> Result<Option<StoredEvent>, StoreError> {
         self.read(move |r| r.event(&key)).await
     }
 
     /// The body of the event stored under `key`, unless its payload was purged.
-    pub async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
+    pub(crate) async fn event_body(&self, key: ReceiptKey) -> Result<Option<Vec<u8>>, StoreError> {
         self.read(move |r| r.event_body(&key)).await
     }
 
     /// The jobs of the event stored under `key`, by destination.
-    pub async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
+    pub(crate) async fn jobs(&self, key: ReceiptKey) -> Result<Vec<JobRecord>, StoreError> {
         self.read(move |r| r.jobs(&key)).await
     }
 
     /// How many jobs are in each state.
-    pub async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+    pub(crate) async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
         self.read(SqliteReader::job_states).await
     }
 
     /// When the oldest job still waiting to be delivered was created.
-    pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
+    pub(crate) async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
         self.read(SqliteReader::oldest_waiting_job).await
     }
 }

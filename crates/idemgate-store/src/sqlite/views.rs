@@ -351,62 +351,62 @@ pub fn conflict_series(conn: &Connection, since: UnixTime, width: i64) -> Result
 /// The views of [`crate::Store`], each on a fresh read connection off the async threads.
 impl SqliteStore {
     /// [`list_events`] on a read connection.
-    pub async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
+    pub(crate) async fn list_events(&self, filter: EventFilter) -> Result<Vec<EventRow>, StoreError> {
         self.read(move |r| list_events(r.connection(), &filter)).await
     }
 
     /// [`attempts`] on a read connection.
-    pub async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
+    pub(crate) async fn attempts(&self, source: String, identity: String) -> Result<Vec<AttemptRow>, StoreError> {
         self.read(move |r| attempts(r.connection(), &source, &identity)).await
     }
 
     /// [`dead_jobs`] on a read connection.
-    pub async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
+    pub(crate) async fn dead_jobs(&self, limit: usize) -> Result<Vec<DeadJob>, StoreError> {
         self.read(move |r| dead_jobs(r.connection(), limit)).await
     }
 
     /// [`recent_conflicts`] on a read connection.
-    pub async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
+    pub(crate) async fn recent_conflicts(&self, limit: usize) -> Result<Vec<RecentConflict>, StoreError> {
         self.read(move |r| recent_conflicts(r.connection(), limit)).await
     }
 
     /// [`list_conflicts`] on a read connection.
-    pub async fn list_conflicts(&self, filter: ConflictFilter) -> Result<Vec<ConflictRow>, StoreError> {
+    pub(crate) async fn list_conflicts(&self, filter: ConflictFilter) -> Result<Vec<ConflictRow>, StoreError> {
         self.read(move |r| list_conflicts(r.connection(), &filter)).await
     }
 
     /// [`destinations`] on a read connection.
-    pub async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
+    pub(crate) async fn destinations(&self) -> Result<Vec<DestinationHealth>, StoreError> {
         self.read(|r| destinations(r.connection())).await
     }
 
     /// [`breakers`] on a read connection.
-    pub async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
+    pub(crate) async fn breakers(&self) -> Result<Vec<(String, BreakerView)>, StoreError> {
         self.read(|r| breakers(r.connection())).await
     }
 
     /// [`stats`] on a read connection.
-    pub async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
+    pub(crate) async fn source_stats(&self, since: Option<UnixTime>) -> Result<Vec<SourceStats>, StoreError> {
         self.read(move |r| stats(r.connection(), since)).await
     }
 
     /// [`event_payload`] on a read connection.
-    pub async fn event_payload(&self, id: i64) -> Result<Option<EventPayload>, StoreError> {
+    pub(crate) async fn event_payload(&self, id: i64) -> Result<Option<EventPayload>, StoreError> {
         self.read(move |r| event_payload(r.connection(), id)).await
     }
 
     /// [`attempt_series`] on a read connection.
-    pub async fn attempt_series(&self, since: UnixTime, width: i64) -> Result<Vec<AttemptBucket>, StoreError> {
+    pub(crate) async fn attempt_series(&self, since: UnixTime, width: i64) -> Result<Vec<AttemptBucket>, StoreError> {
         self.read(move |r| attempt_series(r.connection(), since, width)).await
     }
 
     /// [`waiting_queues`] on a read connection.
-    pub async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
+    pub(crate) async fn waiting_queues(&self) -> Result<Vec<WaitingQueue>, StoreError> {
         self.read(|r| waiting_queues(r.connection())).await
     }
 
     /// [`conflict_series`] on a read connection.
-    pub async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
+    pub(crate) async fn conflict_series(&self, since: UnixTime, width: i64) -> Result<Vec<ConflictBucket>, StoreError> {
         self.read(move |r| conflict_series(r.connection(), since, width)).await
     }
 }

@@ -28,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    SqliteReader, StoreOptions, jobs,
+    SqliteError, SqliteReader, StoreOptions, jobs,
     lock::WriterLock,
     migrations, open_connection,
     pool::ReadPool,
@@ -132,7 +132,7 @@ impl SqliteStore {
     ///
     /// It holds the writers' lock beside the file until the writer has stopped, so that a
     /// restore cannot replace the file under it; while a restore runs, this fails with
-    /// [`StoreError::Restoring`] (unavailable: try again). Opened by the only writer, the
+    /// [`SqliteError::Restoring`] (unavailable: try again). Opened by the only writer, the
     /// store first makes the jobs that a gone process held under a lease due again.
     pub fn open(path: &Path, options: StoreOptions) -> Result<Self, StoreError> {
         let (lock, alone) = WriterLock::writer(path)?;
@@ -145,7 +145,7 @@ impl SqliteStore {
             }
             lock.share(path)?;
         }
-        tune_writer(&conn).map_err(|cause| StoreError::Open { path: path.to_owned(), cause })?;
+        tune_writer(&conn).map_err(|cause| SqliteError::Open { path: path.to_owned(), cause })?;
         let (queue, submitted) = mpsc::channel(options.queue_capacity.max(1));
         let stats = Arc::new(WriterStats::default());
         let writer_stats = Arc::clone(&stats);
@@ -160,13 +160,17 @@ impl SqliteStore {
         Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats, readers })
     }
 
-    /// Submissions (deliveries and writes) waiting for the writer right now.
+    /// Submissions (deliveries and writes) waiting for the writer right now. A test hook
+    /// (the batching tests wait for a queue to fill), not part of the store's surface.
+    #[doc(hidden)]
     #[must_use]
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
     }
 
-    /// What the writer has committed so far.
+    /// What the writer has committed so far. A test hook (the batching tests count
+    /// commits), not part of the store's surface.
+    #[doc(hidden)]
     #[must_use]
     pub fn stats(&self) -> &WriterStats {
         &self.stats
@@ -219,13 +223,8 @@ impl SqliteStore {
 
     /// Whether the store can take its write lock now: the writer is running and no other
     /// process holds the database past `busy_timeout`. Used by readiness checks.
-    pub async fn ping(&self) -> Result<(), StoreError> {
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         self.write(|_| Ok::<_, StoreError>(())).await
-    }
-
-    /// Opens a read connection to the same file.
-    pub fn reader(&self) -> Result<SqliteReader, StoreError> {
-        SqliteReader::open_with(&self.path, &self.options)
     }
 
     /// Runs `read` on a fresh read connection, off the async threads.

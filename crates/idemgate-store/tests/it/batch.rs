@@ -182,13 +182,13 @@ async fn a_replay_of_a_completed_key_is_answered_while_the_writer_is_busy() {
     let record = RecordKey { scope: "caller".to_owned(), key: "k".to_owned() };
     let now = 1_700_000_000_000;
     let response = StoredResponse { status: 201, headers: vec![], body: b"{}".to_vec(), body_omitted: false };
-    t.store.begin_idempotent(record.clone(), Fingerprint([1; 32]), now, lifetimes).await.unwrap();
-    t.store.complete_idempotent(record.clone(), 1, response.clone()).await.unwrap();
+    t.shared().begin_idempotent(record.clone(), Fingerprint([1; 32]), now, lifetimes).await.unwrap();
+    t.shared().complete_idempotent(record.clone(), 1, response.clone()).await.unwrap();
 
     let (release, holder) = hold_writer(&t.store).await;
     // With the writer held, only a read can answer; a lookup on the writer would wait for
     // the release below, which comes only after the answer.
-    let completed = t.store.completed_idempotent(record, now + 1).await.unwrap().expect("completed");
+    let completed = t.shared().completed_idempotent(record, now + 1).await.unwrap().expect("completed");
     assert_eq!(completed.answer(&Fingerprint([1; 32]), now + 1), Some(Begin::Replay(response)));
     assert_eq!(completed.answer(&Fingerprint([2; 32]), now + 1), Some(Begin::Mismatch));
     release.send(()).unwrap();

@@ -40,7 +40,7 @@ async fn an_accepted_event_has_one_pending_job_per_destination() {
     assert_eq!(outcome, Outcome::Applied { result: json!({"event": "e1"}) });
     let repeat = t.store.receive(req.clone(), accept(&req, &["app", "audit"])).await;
     assert!(matches!(repeat, Outcome::Duplicate { .. }));
-    let reader = t.store.reader().unwrap();
+    let reader = t.reader();
     let jobs = reader.jobs(&req.key).unwrap();
     let states: Vec<_> = jobs.iter().map(|j| (j.destination.as_str(), j.state.as_str())).collect();
     assert_eq!(states, [("app", "pending"), ("audit", "pending")]);
@@ -58,7 +58,7 @@ async fn a_refusal_after_the_insert_leaves_neither_event_nor_jobs() {
     };
     let outcome = t.store.receive(req.clone(), refusing).await;
     assert_eq!(outcome, Outcome::Refused { reason: "type not allowed" });
-    let reader = t.store.reader().unwrap();
+    let reader = t.reader();
     assert_eq!(reader.event(&req.key).unwrap(), None);
     assert!(reader.jobs(&req.key).unwrap().is_empty());
     assert_eq!(reader.receipt(&req.key).unwrap(), None);

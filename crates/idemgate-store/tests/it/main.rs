@@ -12,12 +12,25 @@ mod schema;
 use std::{path::PathBuf, sync::Arc};
 
 use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, UnixTime};
-use idemgate_store::{ReceiveRequest, SqliteStore, StoreOptions};
+use idemgate_store::{ReceiveRequest, SqliteReader, SqliteStore, Store, StoreOptions};
 
 pub struct TestStore {
     pub store: Arc<SqliteStore>,
     pub path: PathBuf,
     _dir: tempfile::TempDir,
+}
+
+impl TestStore {
+    /// The store's one door, [`Store`], over this SQLite store: every operation but a
+    /// handler's delivery goes through it.
+    pub fn shared(&self) -> Store {
+        Store::from(Arc::clone(&self.store))
+    }
+
+    /// A read connection to the store's file.
+    pub fn reader(&self) -> SqliteReader {
+        SqliteReader::open(&self.path).unwrap()
+    }
 }
 
 pub fn open_store() -> TestStore {

@@ -83,7 +83,7 @@ async fn purge_keeps_young_receipts_and_unfinished_work() {
     assert_eq!((dry.receipts, dry.events, dry.payloads), (1, 1, 2));
     assert_eq!(identities(&t.path, "receipts").len(), 3, "a dry run changes nothing");
 
-    let done = t.store.purge(now, policy(30, 7)).await.unwrap();
+    let done = t.shared().purge(now, policy(30, 7)).await.unwrap();
     assert_eq!(done, dry, "the dry run said what would go");
     assert_eq!(identities(&t.path, "receipts"), ["old_pending", "young_done"]);
     let conn = rusqlite::Connection::open(&t.path).unwrap();
@@ -95,7 +95,7 @@ async fn purge_keeps_young_receipts_and_unfinished_work() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(purged, [("old_pending".into(), 0), ("young_done".into(), 1)], "payloads of finished events only");
-    let young_too_early = t.store.purge(UnixTime(T0 + 49 * DAY), policy(30, 7)).await.unwrap();
+    let young_too_early = t.shared().purge(UnixTime(T0 + 49 * DAY), policy(30, 7)).await.unwrap();
     assert_eq!(young_too_early.receipts, 0, "29 days old is younger than 30");
 }
 
@@ -126,7 +126,7 @@ async fn a_backup_during_writes_holds_every_receipt_with_its_event_and_jobs() {
     assert!(maintenance::backup(&t.path, &copy).is_err(), "an existing backup is never overwritten");
 
     let in_use = maintenance::restore(&copy, &t.path, UnixTime(T0)).unwrap_err();
-    assert!(matches!(in_use, idemgate_store::StoreError::InUse(_)), "{in_use}");
+    assert!(matches!(in_use, idemgate_store::StoreError::Sqlite(idemgate_store::SqliteError::InUse(_))), "{in_use}");
     let restored = t.path.with_file_name("restored.sqlite3");
     let restored_summary = maintenance::restore(&copy, &restored, UnixTime(T0)).unwrap();
     assert_eq!((restored_summary.summary, restored_summary.kept), (summary, None));
@@ -168,7 +168,10 @@ async fn restore_names_the_process_holding_the_store_and_a_store_under_restore_i
 
     let mut restoring = lock_holder(&path, "-x");
     let unavailable = SqliteStore::open(&path, Default::default()).unwrap_err();
-    assert!(matches!(unavailable, idemgate_store::StoreError::Restoring), "{unavailable}");
+    assert!(
+        matches!(unavailable, idemgate_store::StoreError::Sqlite(idemgate_store::SqliteError::Restoring)),
+        "{unavailable}"
+    );
     assert_eq!(unavailable.kind(), idemgate_store::ErrorKind::Unavailable);
     restoring.kill().unwrap();
     restoring.wait().unwrap();

@@ -51,7 +51,7 @@ async fn other_bytes_under_the_same_identity_conflict_and_are_recorded() {
         let outcome = t.store.receive(request("e1", b"two"), |_| Ok(json!(2))).await;
         assert_eq!(outcome, Outcome::Conflict);
     }
-    let reader = t.store.reader().unwrap();
+    let reader = t.reader();
     let receipt = reader.receipt(&request("e1", b"").key).unwrap().unwrap();
     assert_eq!((receipt.result, receipt.body_hash), (json!(1), request("e1", b"one").body_hash));
     let conflicts = reader.conflicts(&request("e1", b"").key.source).unwrap();

@@ -1,6 +1,8 @@
 //! Migrations and readers.
 
-use idemgate_store::{SqliteReader, SqliteStore, StoreError, StoreOptions};
+use std::sync::Arc;
+
+use idemgate_store::{SqliteError, SqliteReader, SqliteStore, Store, StoreError, StoreOptions};
 
 #[test]
 fn opening_twice_applies_migrations_once() {
@@ -27,7 +29,7 @@ fn a_file_from_a_newer_build_is_refused_and_left_alone() {
 fn a_reader_needs_an_existing_initialised_file() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.sqlite3");
-    assert!(matches!(SqliteReader::open(&missing).unwrap_err(), StoreError::Open { .. }));
+    assert!(matches!(SqliteReader::open(&missing).unwrap_err(), StoreError::Sqlite(SqliteError::Open { .. })));
     assert!(!missing.exists(), "a reader must not create the file");
     let blank = dir.path().join("blank.sqlite3");
     rusqlite::Connection::open(&blank).unwrap().execute_batch("CREATE TABLE t (x)").unwrap();
@@ -65,7 +67,7 @@ async fn jobs_stored_with_due_times_in_seconds_keep_their_time_after_the_upgrade
              VALUES (1, 'app', 'retrying', 1700000060, 1700000000, 1700000000);",
         )
         .unwrap();
-    let store = SqliteStore::open(&path, StoreOptions::default()).unwrap();
+    let store: Store = Arc::new(SqliteStore::open(&path, StoreOptions::default()).unwrap()).into();
     let lease = std::time::Duration::from_secs(30);
     assert!(store.claim_jobs(1_700_000_059_999, lease, 10, Vec::new()).await.unwrap().is_empty());
     assert_eq!(store.claim_jobs(1_700_000_060_000, lease, 10, Vec::new()).await.unwrap().len(), 1);

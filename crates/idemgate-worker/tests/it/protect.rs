@@ -46,7 +46,7 @@ fn rig(destination: &Destination, protection: Protection, events: usize) -> impl
 }
 
 fn states(rig: &Rig, events: usize) -> Vec<JobState> {
-    let reader = rig.store.reader().unwrap();
+    let reader = crate::delivery::reader(&rig.store);
     (0..events).map(|n| reader.jobs(&key(&format!("evt_{n}"))).unwrap()[0].state.parse().unwrap()).collect()
 }
 
@@ -154,7 +154,13 @@ async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_
 }
 
 async fn throttled_since(rig: &Rig) -> Option<idemgate_core::UnixTime> {
-    rig.store.destinations().await.unwrap().into_iter().find(|d| d.name == "app").and_then(|d| d.throttled_since)
+    Store::from(Arc::clone(&rig.store))
+        .destinations()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|d| d.name == "app")
+        .and_then(|d| d.throttled_since)
 }
 
 #[tokio::test]

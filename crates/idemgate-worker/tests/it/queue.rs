@@ -29,18 +29,19 @@ async fn a_completion_after_its_lease_was_taken_over_changes_nothing() {
     let destination = Destination::start(&[]);
     let rig = rig_with(&destination, &[5], Duration::from_secs(1));
     enqueue(&rig.store, "evt_1").await;
-    let first = rig.store.claim_jobs(ms(T0), Duration::from_secs(10), 10, vec![]).await.unwrap();
+    let first = rig.shared().claim_jobs(ms(T0), Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert_eq!(first.len(), 1);
-    let not_yet = rig.store.claim_jobs(ms(UnixTime(T0.0 + 9)), Duration::from_secs(10), 10, vec![]).await.unwrap();
+    let not_yet = rig.shared().claim_jobs(ms(UnixTime(T0.0 + 9)), Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert!(not_yet.is_empty(), "the lease still holds");
-    let second = rig.store.claim_jobs(ms(UnixTime(T0.0 + 10)), Duration::from_secs(10), 10, vec![]).await.unwrap();
+    let second = rig.shared().claim_jobs(ms(UnixTime(T0.0 + 10)), Duration::from_secs(10), 10, vec![]).await.unwrap();
     assert_eq!(second.len(), 1, "an expired lease is taken over");
     assert_eq!(second[0].attempt, 2);
 
-    let newer = rig.store.complete_job(second[0].clone(), record(), Decision::Succeeded, ms(UnixTime(T0.0 + 11))).await;
+    let newer =
+        rig.shared().complete_job(second[0].clone(), record(), Decision::Succeeded, ms(UnixTime(T0.0 + 11))).await;
     assert_eq!(newer.unwrap(), Completion::Recorded);
     let late = rig
-        .store
+        .shared()
         .complete_job(
             first[0].clone(),
             record(),
