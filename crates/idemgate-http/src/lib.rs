@@ -30,6 +30,7 @@ pub mod gateway;
 pub mod idempotency;
 pub mod inbound;
 mod openapi;
+mod outbound;
 pub mod proxy;
 pub mod scrape;
 pub mod server;
