@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use idemgate_core::{
     UnixTime,
-    outbound::{field::FieldError, status::MessageStatus},
+    outbound::{field::FieldError, headers, status::MessageStatus},
     time::TimeSpec,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -67,15 +67,34 @@ impl<'de> Deserialize<'de> for WireTime {
     }
 }
 
-/// A message's payload: any JSON object, kept as the bytes the caller sent.
+/// A message's payload: any JSON object, kept as the bytes the caller sent; or, in an
+/// answer, `{}` for a message read without its content (`with_content=false`) and
+/// `{"expired":true}` for one whose payload was purged or expunged, as Svix shows them.
 #[derive(Debug)]
-pub(crate) struct Payload(pub(crate) Box<RawValue>);
+pub(crate) enum Payload {
+    /// The caller's JSON object, byte for byte.
+    Raw(Box<RawValue>),
+    /// `{}`.
+    WithoutContent,
+    /// `{"expired":true}`.
+    Expired,
+}
+
+impl Payload {
+    /// The raw JSON text, if this is a caller's payload.
+    pub(crate) fn raw(&self) -> Option<&str> {
+        match self {
+            Self::Raw(raw) => Some(raw.get()),
+            Self::WithoutContent | Self::Expired => None,
+        }
+    }
+}
 
 impl<'de> Deserialize<'de> for Payload {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Box::<RawValue>::deserialize(deserializer)?;
         if raw.get().trim_start().starts_with('{') {
-            Ok(Self(raw))
+            Ok(Self::Raw(raw))
         } else {
             Err(serde::de::Error::custom("payload must be a JSON object"))
         }
@@ -84,7 +103,16 @@ impl<'de> Deserialize<'de> for Payload {
 
 impl Serialize for Payload {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        use serde::ser::SerializeMap;
+        match self {
+            Self::Raw(raw) => raw.serialize(serializer),
+            Self::WithoutContent => serializer.serialize_map(Some(0))?.end(),
+            Self::Expired => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("expired", &true)?;
+                map.end()
+            }
+        }
     }
 }
 
@@ -250,6 +278,17 @@ pub(crate) struct EndpointHeadersPatchIn {
 pub(crate) struct EndpointHeadersOut {
     pub(crate) headers: BTreeMap<String, String>,
     pub(crate) sensitive: Vec<String>,
+}
+
+impl EndpointHeadersOut {
+    /// An endpoint's stored headers as the API shows them: the values of sensitive ones
+    /// (`authorization`, …; `idemgate_core::outbound::headers::is_sensitive`) left out and
+    /// their names listed in `sensitive`, as Svix's `From<EndpointHeaders>` does.
+    pub(crate) fn from_stored(stored: BTreeMap<String, String>) -> Self {
+        let (hidden, headers): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            stored.into_iter().partition(|(name, _)| headers::is_sensitive(name));
+        Self { headers, sensitive: hidden.into_keys().collect() }
+    }
 }
 
 /// `EndpointSecretOut`. Only `GET …/secret` and rotate's answer carry it.

@@ -135,7 +135,7 @@ fn check(schema: &str, value: &impl Serialize, examples: Value) {
 }
 
 fn payload(text: &str) -> Payload {
-    Payload(RawValue::from_string(text.to_owned()).unwrap())
+    Payload::Raw(RawValue::from_string(text.to_owned()).unwrap())
 }
 
 fn message_out() -> MessageOut {
@@ -349,7 +349,7 @@ fn inputs_read_the_spec_examples_and_ignore_hosted_only_members() {
 fn a_payload_keeps_its_bytes_is_an_object_and_may_be_called_data() {
     let text = r#"{"eventType":"a","data":{"n": 1.0000000000000000000001, "z":1e400}}"#;
     let message: MessageIn = serde_json::from_str(text).unwrap();
-    assert_eq!(message.payload.0.get(), r#"{"n": 1.0000000000000000000001, "z":1e400}"#);
+    assert_eq!(message.payload.raw().unwrap(), r#"{"n": 1.0000000000000000000001, "z":1e400}"#);
     assert_eq!(serde_json::to_string(&message.payload).unwrap(), r#"{"n": 1.0000000000000000000001, "z":1e400}"#);
     for payload in ["[1]", "\"text\"", "1", "null"] {
         let text = format!(r#"{{"eventType":"a","payload":{payload}}}"#);
@@ -380,4 +380,18 @@ fn times_are_rfc3339_with_milliseconds() {
     for bad in ["2021-05-21", "30m", "yesterday", ""] {
         assert!(serde_json::from_value::<RecoverIn>(json!({ "since": bad })).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn sensitive_header_values_are_never_shown_only_named() {
+    let stored = [("foo", "1"), ("authorization", "Bearer s3cret"), ("X-Auth-Token", "t0ken")]
+        .map(|(name, value)| (name.to_owned(), value.to_owned()));
+    let out = serde_json::to_string(&EndpointHeadersOut::from_stored(stored.into())).unwrap();
+    assert_eq!(out, r#"{"headers":{"foo":"1"},"sensitive":["X-Auth-Token","authorization"]}"#);
+}
+
+#[test]
+fn a_payload_without_content_or_expired_reads_as_svix_shows_it() {
+    assert_eq!(serde_json::to_string(&Payload::WithoutContent).unwrap(), "{}");
+    assert_eq!(serde_json::to_value(Payload::Expired).unwrap(), json!({"expired": true}));
 }
