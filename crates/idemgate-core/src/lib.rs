@@ -13,6 +13,7 @@ pub mod job;
 
 pub mod json;
 pub mod mail;
+pub mod outbound;
 pub mod outcome;
 pub mod receipt;
 pub mod retry;

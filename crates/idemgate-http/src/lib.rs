@@ -27,6 +27,7 @@ pub mod current;
 pub mod gateway;
 pub mod idempotency;
 pub mod inbound;
+mod outbound;
 pub mod proxy;
 pub mod scrape;
 pub mod server;
