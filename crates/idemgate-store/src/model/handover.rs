@@ -48,6 +48,9 @@ pub type Hold = Arc<dyn Fn(&str) -> Option<Ticket> + Send + Sync>;
 /// A handed-over job and the ticket the worker took for it.
 type Handed = (ClaimedJob, Ticket);
 
+/// The jobs an accept stored leased to this process's worker: (destination, job id).
+pub(crate) type Leased = Vec<(String, i64)>;
+
 /// The accepting side: offers room for the jobs of one event at a time.
 #[derive(Clone)]
 pub struct Handover {
@@ -139,7 +142,7 @@ impl Offer {
 
     /// Passes the jobs stored leased (destination, job id) to the worker, built from
     /// `event` as a claim would read them back. Call it only once their commit is durable.
-    pub(crate) fn hand_over(self, key: &ReceiptKey, event: &HandedEvent, leased: Vec<(String, i64)>) {
+    pub(crate) fn hand_over(self, key: &ReceiptKey, event: &HandedEvent, leased: Leased) {
         let mut reserved = self.reserved;
         for (destination, id) in leased {
             let Some(at) = reserved.iter().position(|(name, _, _)| *name == destination) else { continue };
