@@ -26,13 +26,12 @@ use idemgate_core::{
 use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     audit::{Audit, AuditFilter, AuditRecord},
-    handover::Handover,
     idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
-    sqlite::Handler,
+    sqlite::{Handler, handover::Handover},
     views::{
         AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
         DestinationHealth, EventFilter, EventPayload, EventRow, RecentConflict, SourceStats, WaitingQueue,

@@ -55,8 +55,8 @@ use idemgate_core::{
 use idemgate_jq::Program;
 use idemgate_store::{
     Store, StoreError,
-    handover::{HandedOver, Handover, Ticket},
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
+    sqlite::handover::{Eligible, HandedOver, Handover},
 };
 use opentelemetry::{
     KeyValue,
@@ -253,11 +253,20 @@ impl Room {
         Arc::clone(shares.entry(name.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(self.share))))
     }
 
-    /// Room for one attempt of `name` (uncapped) now, or `None` when there is none.
-    fn hold(&self, name: &str) -> Option<Held> {
+    /// Room for one attempt of `name` (uncapped; its share when `routed`) now, or `None`
+    /// when there is none.
+    fn hold(&self, name: &str, routed: bool) -> Option<Held> {
+        let own = if routed { Some(self.share_of(name).try_acquire_owned().ok()?) } else { None };
         let overall = Arc::clone(&self.overall).try_acquire_owned().ok()?;
-        let own = self.share_of(name).try_acquire_owned().ok()?;
-        Some(Held { _overall: overall, _own: Some(own) })
+        Some(Held { _overall: overall, _own: own })
+    }
+
+    /// [`Self::hold`], waiting for the room: first the destination's share, then the
+    /// overall place, so that a job waiting for its destination holds no place of others.
+    async fn wait_for(&self, name: &str, routed: bool) -> Option<Held> {
+        let own = if routed { Some(self.share_of(name).acquire_owned().await.ok()?) } else { None };
+        let overall = Arc::clone(&self.overall).acquire_owned().await.ok()?;
+        Some(Held { _overall: overall, _own: own })
     }
 
     /// Remembers what held the last claim back.
@@ -309,26 +318,66 @@ impl Throttles {
     }
 }
 
-/// The worker's destinations by name, replaceable while it runs. Clones share one table.
+/// The worker's destinations by name, replaceable while it runs, and the set of those
+/// whose jobs the store may hand over ([`Eligible`]), kept in step with them. Clones share
+/// one table.
 #[derive(Clone, Default)]
-pub struct RouteTable(Arc<ArcSwap<HashMap<String, Route>>>);
+pub struct RouteTable(Arc<Table>);
+
+#[derive(Default)]
+struct Table {
+    routes: ArcSwap<HashMap<String, Route>>,
+    /// The routes that start at once, less those held back.
+    eligible: Eligible,
+    /// Destinations the hand-over offers nothing for now: a job of theirs waits for room.
+    held_back: Mutex<HashSet<String>>,
+}
 
 impl RouteTable {
     /// A table of `routes`.
     #[must_use]
     pub fn new(routes: HashMap<String, Route>) -> Self {
-        Self(Arc::new(ArcSwap::from_pointee(routes)))
+        let table = Self::default();
+        table.replace(routes);
+        table
     }
 
-    /// Replaces the routes: the next claim batch uses them, the batches in hand keep theirs.
+    /// Replaces the routes: the next claim batch (and hand-over) uses them, the batches in
+    /// hand keep theirs.
     pub fn replace(&self, routes: HashMap<String, Route>) {
-        self.0.store(Arc::new(routes));
+        let held_back = self.0.held_back.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.0.routes.store(Arc::new(routes));
+        self.publish(&held_back);
     }
 
     /// The routes now, unchanged for as long as the snapshot is held.
     #[must_use]
     pub fn snapshot(&self) -> Arc<HashMap<String, Route>> {
-        self.0.load_full()
+        self.0.routes.load_full()
+    }
+
+    /// The destinations the store may hand jobs over for, as this table keeps them.
+    fn eligible(&self) -> Eligible {
+        self.0.eligible.clone()
+    }
+
+    /// Holds `name` back from the hand-over (`true`) or lets it be offered again.
+    fn hold_back(&self, name: &str, held: bool) {
+        let mut held_back = self.0.held_back.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let changed = if held { held_back.insert(name.to_owned()) } else { held_back.remove(name) };
+        if changed {
+            self.publish(&held_back);
+        }
+    }
+
+    /// Writes the eligible set: the routes that start at once, less those `held_back`.
+    fn publish(&self, held_back: &HashSet<String>) {
+        let routes = self.0.routes.load();
+        let eligible = routes
+            .iter()
+            .filter(|(name, route)| route.starts_at_once() && !held_back.contains(name.as_str()))
+            .map(|(name, _)| name.clone());
+        self.0.eligible.replace(eligible.collect());
     }
 }
 
@@ -605,9 +654,9 @@ impl Worker {
         }
     }
 
-    /// Delivers the jobs this process's store hands over, each with the room reserved for
-    /// it when it was offered, until `stop`: then it takes no more offers, and returns once
-    /// the jobs of offers already made are started.
+    /// Delivers the jobs this process's store hands over, until `stop`: then it takes no
+    /// more offers, and returns once the jobs of offers already made are started (or wait
+    /// for room in tasks of their own).
     async fn deliver_handed(&self, mut handed: HandedOver, mut stop: watch::Receiver<bool>, sink: Sink) {
         let mut stopping = false;
         loop {
@@ -615,8 +664,8 @@ impl Worker {
                 handed.close();
                 stopping = true;
             }
-            let (job, ticket) = tokio::select! {
-                job = handed.recv_held() => match job {
+            let job = tokio::select! {
+                job = handed.recv() => match job {
                     Some(job) => job,
                     None => return,
                 },
@@ -632,21 +681,35 @@ impl Worker {
             // The job was leased in its accept's transaction; the `claim` span is its arrival.
             let started = SystemTime::now();
             let claim = Claim { started, ended: started };
-            self.start(job, &self.routes.snapshot(), claim, ticket, &sink);
+            let routes = self.routes.snapshot();
+            let routed = routes.contains_key(&job.destination);
+            if let Some(held) = self.room.hold(&job.destination, routed) {
+                self.start(job, &routes, claim, held, &sink);
+                continue;
+            }
+            // No room now (the destination is at its share, or the worker at its bound):
+            // the job waits for it, and its destination is offered nothing more meanwhile.
+            self.routes.hold_back(&job.destination, true);
+            let (worker, sink) = (self.clone(), sink.clone());
+            tokio::spawn(async move {
+                let held = worker.room.wait_for(&job.destination, routed).await;
+                worker.routes.hold_back(&job.destination, false);
+                match held {
+                    Some(held) => worker.start(job, &worker.routes.snapshot(), claim, held, &sink),
+                    // The worker's room never closes; were it closed, the lease expires
+                    // and a claim delivers the job.
+                    None => tracing::warn!(job = job.id, "no room for a handed-over job; it waits for its lease"),
+                }
+            });
         }
     }
 
-    /// A hand-over from this process's store to this worker: for the destinations whose
-    /// jobs it can start the moment it gets them (no FIFO order, no rate limit or in-flight
-    /// cap, no breaker), as its routes say at each accept, while it has room for them
-    /// (reserved with the offer, and handed over with the job). Room for two batches.
+    /// A hand-over from this process's store to this worker, for the destinations its
+    /// route table holds eligible: those whose jobs it can start the moment it gets them
+    /// (no FIFO order, no rate limit or in-flight cap, no breaker) and that no job waits
+    /// for room for. Room for two batches.
     fn handover(&self) -> (Handover, HandedOver) {
-        let (routes, room) = (self.routes.clone(), Arc::clone(&self.room));
-        let hold = Arc::new(move |name: &str| {
-            let starts = routes.snapshot().get(name).is_some_and(Route::starts_at_once);
-            starts.then(|| room.hold(name)).flatten().map(|held| Box::new(held) as Ticket)
-        });
-        Handover::holding(2 * self.options.batch, self.options.lease, hold)
+        Handover::new(2 * self.options.batch, self.options.lease, self.routes.eligible())
     }
 
     /// The destinations whose last claim was cut short by their rate limit or in-flight

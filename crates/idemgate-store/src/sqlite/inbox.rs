@@ -6,13 +6,13 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
     SqliteStore,
+    handover::{HandedEvent, Leased, Offer},
     receive::{Effect, Produced, Received},
 };
 use crate::{
     HandlerError, ReceiveRequest, StoreError,
     inbox::{IncomingEvent, JobRecord, Ordering, StoredEvent, Version},
     model::{
-        handover::{HandedEvent, Leased, Offer},
         inbox::{log_superseded, outgoing_id, stored_headers},
         jobs::bounded,
     },

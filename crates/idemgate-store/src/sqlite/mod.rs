@@ -11,6 +11,7 @@
 
 mod alerts;
 pub mod audit;
+pub mod handover;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;

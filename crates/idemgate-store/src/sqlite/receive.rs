@@ -10,15 +10,13 @@ use serde_json::Value;
 
 use super::{
     Handler,
+    handover::Leased,
     inbox::{EventEffect, store_event},
     savepoint::Savepoint,
 };
 use crate::{
     HandlerError, ReceiveRequest, StoreError,
-    model::{
-        handover::Leased,
-        receive::{conflict_not_recorded, conflict_refused, duplicate_of, parse_result},
-    },
+    model::receive::{conflict_not_recorded, conflict_refused, duplicate_of, parse_result},
 };
 
 /// What a first delivery does inside the receipt's transaction: an application's handler,
