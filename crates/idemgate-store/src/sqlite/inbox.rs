@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
     SqliteStore,
-    handover::{HandedEvent, Leased, Offer},
+    handover::{HandedEvent, Leased},
     receive::{Effect, Produced, Received},
 };
 use crate::{
@@ -148,10 +148,11 @@ impl SqliteStore {
     /// Offers one gateway delivery: the receipt, the event and one job per destination,
     /// or the receipt found (duplicate or conflict); see [`crate::Store::accept`].
     ///
-    /// With an `offer` from the worker's hand-over, the jobs of its destinations are stored
-    /// leased and, once the commit is durable, handed to the worker.
-    pub(crate) async fn accept(&self, request: ReceiveRequest, event: IncomingEvent, offer: Option<Offer>) -> Outcome {
-        let Some(offer) = offer else {
+    /// While a worker takes hand-overs ([`crate::Store::hand_over_to`]), the jobs of the
+    /// destinations it has room for are stored leased and, once the commit is durable,
+    /// handed to it.
+    pub(crate) async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        let Some(offer) = self.offer(&event.destinations) else {
             return self.submit(request, Effect::Event(Box::new(EventEffect { event, leases: None }))).await.outcome;
         };
         let key = request.key.clone();

@@ -15,7 +15,7 @@ use std::{
     panic::{AssertUnwindSafe, catch_unwind},
     path::{Path, PathBuf},
     sync::{
-        Arc,
+        Arc, PoisonError, RwLock,
         atomic::{AtomicU64, Ordering},
     },
     thread,
@@ -28,7 +28,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    SqliteReader, StoreOptions, jobs,
+    SqliteReader, StoreOptions,
+    handover::{Handover, Offer},
+    jobs,
     lock::WriterLock,
     migrations, open_connection,
     pool::ReadPool,
@@ -125,6 +127,8 @@ pub struct SqliteStore {
     options: StoreOptions,
     stats: Arc<WriterStats>,
     readers: Arc<ReadPool>,
+    /// Where accepted jobs go at once, when this process's worker takes them.
+    handover: RwLock<Option<Handover>>,
 }
 
 impl SqliteStore {
@@ -158,7 +162,19 @@ impl SqliteStore {
             })
             .map_err(|_| StoreError::Unavailable)?;
         let readers = Arc::new(ReadPool::new(path.to_owned(), options));
-        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats, readers })
+        let handover = RwLock::default();
+        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats, readers, handover })
+    }
+
+    /// From now on, jobs this store accepts go to `handover` (a worker's), or again wait for
+    /// a claim (`None`).
+    pub(crate) fn hand_over_to(&self, handover: Option<Handover>) {
+        *self.handover.write().unwrap_or_else(PoisonError::into_inner) = handover;
+    }
+
+    /// Room in the hand-over for the jobs of `destinations` its worker can start at once.
+    pub(super) fn offer(&self, destinations: &[String]) -> Option<Offer> {
+        self.handover.read().unwrap_or_else(PoisonError::into_inner).as_ref()?.offer(destinations)
     }
 
     /// Submissions (deliveries and writes) waiting for the writer right now.
