@@ -39,5 +39,5 @@ pub mod trace;
 pub mod views;
 
 pub use answer::DeliveryAnswer;
-pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts};
+pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts, Verified};
 pub use server::{CloseWithoutResponse, Peer, ServeOptions, serve, termination_signal};
