@@ -10,10 +10,8 @@
 //! destination that hangs or times out holds only its own share, and the others' jobs
 //! are claimed and started as if it were not there.
 //!
-//! The destinations are a [`RouteTable`] that a configuration reload replaces while the
-//! worker runs. Each claim (or hand-over) reads one snapshot of it, and every job it brings is
-//! delivered and decided on that snapshot: an attempt in flight finishes on the
-//! destination (URL, secret, retry schedule) it started with.
+//! The destinations are a [`RouteTable`] (`route.rs`) that a configuration reload replaces
+//! while the worker runs; the room is `room.rs`, the limits `throttle.rs`.
 //!
 //! Each route may be protected ([`Protection`]): a rate limit and a cap on attempts in
 //! flight, kept per destination name by the worker (not per batch, and across a reload
@@ -26,8 +24,8 @@
 //! share over by what that claim found). It asks the store for at most that many jobs,
 //! naming each destination short of room with what it has left: a claimed job starts at
 //! once, and never waits under its lease for its turn. A job handed over by the store
-//! (`deliver_handed`) comes with the room the worker took for it when the accept offered
-//! it. (A reserved token whose job the claim did not find is spent: a destination below
+//! (`deliver_handed`) takes its room when the worker receives it; without room, it waits
+//! for it, and its destination is offered no more until then. (A reserved token whose job the claim did not find is spent: a destination below
 //! its rate loses some of its burst, never its rate.)
 //!
 //! Whether a destination is throttled is worker state, but the CLI and the admin API run
@@ -39,33 +37,31 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, AtomicU8, Ordering},
-    },
+    sync::{Arc, atomic::Ordering},
     time::{Duration, SystemTime},
 };
 
-use arc_swap::ArcSwap;
-
 use idemgate_core::{
     breaker::BreakerPolicy,
-    retry::{AttemptResult, DeadReason, Decision, RetryPolicy},
+    retry::{AttemptResult, DeadReason, Decision},
 };
 use idemgate_jq::Program;
 use idemgate_store::{
     Store, StoreError,
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
-    sqlite::handover::{Eligible, HandedOver, Handover},
+    sqlite::handover::{HandedOver, Handover},
 };
 use opentelemetry::{
     KeyValue,
     trace::{Span, SpanKind, Status},
 };
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 
 use crate::{
-    AttemptOutcome, Clock, Deliver, SystemClock,
+    AttemptOutcome, Clock, SystemClock,
+    room::{Held, Reserved, Room, Short},
+    route::{Route, RouteTable},
+    throttle::{Throttle, Throttles, recording, reserve},
     trace::{AttemptTrace, Claim},
 };
 
@@ -78,314 +74,6 @@ type Finished = ((Attempted, AttemptTrace), Option<BreakerPolicy>, bool);
 
 /// Where attempts send themselves when they end, to be recorded.
 type Sink = mpsc::UnboundedSender<Finished>;
-
-/// One destination as the worker sees it.
-#[derive(Debug, Clone)]
-pub struct Route {
-    /// Performs the attempts.
-    pub deliver: Arc<dyn Deliver>,
-    /// Decides what follows a failed attempt.
-    pub policy: RetryPolicy,
-    /// Deliver events of one ordering key strictly one after the other.
-    pub fifo: bool,
-    /// The body the destination gets instead of the stored original: this jq program's one
-    /// output as compact JSON (`application/json`), made before `deliver` is called, so
-    /// every kind of destination gets it and signs what it sends. A transform that fails
-    /// on an event makes its job dead (a permanent refusal) with the reason.
-    pub transform: Option<Program>,
-    /// How the destination is protected from too many attempts.
-    pub protection: Protection,
-}
-
-impl Route {
-    /// Whether a job of this route can start the moment the worker has it: it waits for
-    /// no earlier event (FIFO) and for no limit or breaker.
-    fn starts_at_once(&self) -> bool {
-        !self.fifo && self.protection == Protection::default()
-    }
-}
-
-/// How a destination is protected: a rate limit and a cap on attempts in flight (held by
-/// this worker), and a circuit breaker (kept in the store, shared by every instance).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Protection {
-    /// Most attempts started per second, with a burst.
-    pub rate_limit: Option<RateLimit>,
-    /// Most attempts in flight at once.
-    pub max_in_flight: Option<usize>,
-    /// When to pause the destination, and how often to probe it then.
-    pub breaker: Option<BreakerPolicy>,
-}
-
-/// Attempts per second, and how many may start at once after a quiet spell.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateLimit {
-    /// Attempts started per second, on average; more than zero.
-    pub per_second: f64,
-    /// Attempts that may start at once; at least 1.
-    pub burst: u32,
-}
-
-/// The rate limiter: governor's GCRA (well kept, lock-free, and driven by the worker's
-/// clock here, so that tests move time instead of sleeping).
-type Limiter = governor::RateLimiter<
-    governor::state::NotKeyed,
-    governor::state::InMemoryState,
-    LimiterClock,
-    governor::middleware::NoOpMiddleware<Duration>,
->;
-
-/// The worker's clock as governor's clock, to the millisecond.
-#[derive(Clone)]
-struct LimiterClock(Arc<dyn Clock>);
-
-impl governor::clock::Clock for LimiterClock {
-    type Instant = Duration;
-
-    fn now(&self) -> Duration {
-        Duration::from_millis(u64::try_from(self.0.now_ms()).unwrap_or(0))
-    }
-}
-
-/// One destination's limiter and in-flight permits, kept across batches and reloads.
-struct Throttle {
-    /// The settings they were made for; other settings make a new throttle.
-    settings: (Option<RateLimit>, Option<usize>),
-    limiter: Option<Limiter>,
-    in_flight: Option<Arc<Semaphore>>,
-    /// Whether the last claim was cut short by the limits.
-    throttled: AtomicBool,
-    /// What the store was last told: [`UNRECORDED`], [`RECORDED_CLEAR`] or [`RECORDED_THROTTLED`].
-    recorded: AtomicU8,
-}
-
-/// A throttle whose state the store has not been told yet.
-const UNRECORDED: u8 = 0;
-/// The store was told the destination is not throttled.
-const RECORDED_CLEAR: u8 = 1;
-/// The store was told the destination is throttled.
-const RECORDED_THROTTLED: u8 = 2;
-
-/// What to tell the store, given what it was told last: `None` when nothing changed.
-fn recording(recorded: u8, throttled: bool) -> Option<u8> {
-    let now = if throttled { RECORDED_THROTTLED } else { RECORDED_CLEAR };
-    (recorded != now).then_some(now)
-}
-
-impl Throttle {
-    fn new(settings: (Option<RateLimit>, Option<usize>), clock: &Arc<dyn Clock>) -> Self {
-        let limiter = settings.0.and_then(|rate| {
-            let period = Duration::try_from_secs_f64(1.0 / rate.per_second)
-                .unwrap_or(Duration::MAX)
-                .max(Duration::from_nanos(1));
-            let burst = std::num::NonZeroU32::new(rate.burst.max(1))?;
-            let quota = governor::Quota::with_period(period)?.allow_burst(burst);
-            Some(governor::RateLimiter::direct_with_clock(quota, LimiterClock(Arc::clone(clock))))
-        });
-        let in_flight = settings.1.map(|cap| Arc::new(Semaphore::new(cap)));
-        Self { settings, limiter, in_flight, throttled: AtomicBool::new(false), recorded: AtomicU8::new(UNRECORDED) }
-    }
-}
-
-/// Reserves what `most` jobs need to start now: as many permits of `cap` (the
-/// destination's own in-flight cap) as are free, and as many of `limiter`'s tokens as there
-/// are permits. Returns a permit per job that may start.
-fn reserve(cap: &Arc<Semaphore>, limiter: Option<&Limiter>, most: usize) -> Vec<OwnedSemaphorePermit> {
-    let mut permits: Vec<_> = std::iter::from_fn(|| Arc::clone(cap).try_acquire_owned().ok()).take(most).collect();
-    if let Some(limiter) = limiter {
-        let allowed = (0..permits.len()).take_while(|_| limiter.check().is_ok()).count();
-        permits.truncate(allowed);
-    }
-    permits
-}
-
-/// The worker's room for attempts in flight: the overall bound, and the share of it each
-/// destination without an in-flight cap of its own may hold, kept across claims and
-/// reloads. Clones of a worker share it.
-struct Room {
-    overall: Arc<Semaphore>,
-    share: usize,
-    shares: Mutex<HashMap<String, Arc<Semaphore>>>,
-    /// What held the last claim back; the end of an attempt it waits for wakes the loop.
-    short: Mutex<Short>,
-    /// Wakes the claim loop: an attempt it waits for was recorded.
-    freed: Notify,
-}
-
-/// What held a claim back: the overall bound (so any attempt's end makes room), or these
-/// destinations' own room or rate.
-#[derive(Default)]
-struct Short {
-    overall: bool,
-    destinations: HashSet<String>,
-}
-
-/// The room reserved before a claim: the limits to claim with by destination, the permits
-/// of the destinations with an in-flight cap, and the destinations held back by their room
-/// or rate.
-struct Reserved {
-    limits: HashMap<String, usize>,
-    permits: HashMap<String, Vec<OwnedSemaphorePermit>>,
-    short: HashSet<String>,
-}
-
-/// The room one attempt holds until it ends: a place in the overall bound and, for a route
-/// it knows, one in its destination's cap or share.
-struct Held {
-    _overall: OwnedSemaphorePermit,
-    _own: Option<OwnedSemaphorePermit>,
-}
-
-impl Room {
-    fn new(options: &WorkerOptions) -> Self {
-        Self {
-            overall: Arc::new(Semaphore::new(options.max_in_flight.max(1))),
-            share: options.destination_max_in_flight.max(1),
-            shares: Mutex::default(),
-            short: Mutex::default(),
-            freed: Notify::new(),
-        }
-    }
-
-    /// Destination `name`'s share of the room (for a destination without a cap of its own).
-    fn share_of(&self, name: &str) -> Arc<Semaphore> {
-        let mut shares = self.shares.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(shares.entry(name.to_owned()).or_insert_with(|| Arc::new(Semaphore::new(self.share))))
-    }
-
-    /// Room for one attempt of `name` (uncapped; its share when `routed`) now, or `None`
-    /// when there is none.
-    fn hold(&self, name: &str, routed: bool) -> Option<Held> {
-        let own = if routed { Some(self.share_of(name).try_acquire_owned().ok()?) } else { None };
-        let overall = Arc::clone(&self.overall).try_acquire_owned().ok()?;
-        Some(Held { _overall: overall, _own: own })
-    }
-
-    /// [`Self::hold`], waiting for the room: first the destination's share, then the
-    /// overall place, so that a job waiting for its destination holds no place of others.
-    async fn wait_for(&self, name: &str, routed: bool) -> Option<Held> {
-        let own = if routed { Some(self.share_of(name).acquire_owned().await.ok()?) } else { None };
-        let overall = Arc::clone(&self.overall).acquire_owned().await.ok()?;
-        Some(Held { _overall: overall, _own: own })
-    }
-
-    /// Remembers what held the last claim back.
-    fn held_back(&self, short: Short) {
-        *self.short.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = short;
-    }
-
-    /// Whether the claim loop waits for the end of an attempt of `destination`.
-    fn waits_for(&self, destination: &str) -> bool {
-        let short = self.short.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        short.overall || short.destinations.contains(destination)
-    }
-}
-
-/// The worker's throttles by destination name.
-#[derive(Clone, Default)]
-struct Throttles(Arc<Mutex<HashMap<String, Arc<Throttle>>>>);
-
-impl Throttles {
-    /// The throttles of `routes` that need one, made or kept; those of destinations gone or
-    /// unthrottled are dropped. Also returns the names of dropped throttles the store was
-    /// told were throttled, to be cleared there.
-    fn for_routes(
-        &self,
-        routes: &HashMap<String, Route>,
-        clock: &Arc<dyn Clock>,
-    ) -> (Vec<(String, Arc<Throttle>)>, Vec<String>) {
-        let mut all = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut dropped = Vec::new();
-        all.retain(|name, throttle| {
-            let keep = routes
-                .get(name)
-                .is_some_and(|r| (r.protection.rate_limit, r.protection.max_in_flight) == throttle.settings);
-            if !keep && throttle.recorded.load(Ordering::Relaxed) == RECORDED_THROTTLED {
-                dropped.push(name.clone());
-            }
-            keep
-        });
-        let kept = routes
-            .iter()
-            .filter(|(_, route)| route.protection.rate_limit.is_some() || route.protection.max_in_flight.is_some())
-            .map(|(name, route)| {
-                let settings = (route.protection.rate_limit, route.protection.max_in_flight);
-                let throttle = all.entry(name.clone()).or_insert_with(|| Arc::new(Throttle::new(settings, clock)));
-                (name.clone(), Arc::clone(throttle))
-            })
-            .collect();
-        (kept, dropped)
-    }
-}
-
-/// The worker's destinations by name, replaceable while it runs, and the set of those
-/// whose jobs the store may hand over ([`Eligible`]), kept in step with them. Clones share
-/// one table.
-#[derive(Clone, Default)]
-pub struct RouteTable(Arc<Table>);
-
-#[derive(Default)]
-struct Table {
-    routes: ArcSwap<HashMap<String, Route>>,
-    /// The routes that start at once, less those held back.
-    eligible: Eligible,
-    /// Destinations the hand-over offers nothing for now: a job of theirs waits for room.
-    held_back: Mutex<HashSet<String>>,
-}
-
-impl RouteTable {
-    /// A table of `routes`.
-    #[must_use]
-    pub fn new(routes: HashMap<String, Route>) -> Self {
-        let table = Self::default();
-        table.replace(routes);
-        table
-    }
-
-    /// Replaces the routes: the next claim batch (and hand-over) uses them, the batches in
-    /// hand keep theirs.
-    pub fn replace(&self, routes: HashMap<String, Route>) {
-        let held_back = self.0.held_back.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.0.routes.store(Arc::new(routes));
-        self.publish(&held_back);
-    }
-
-    /// The routes now, unchanged for as long as the snapshot is held.
-    #[must_use]
-    pub fn snapshot(&self) -> Arc<HashMap<String, Route>> {
-        self.0.routes.load_full()
-    }
-
-    /// The destinations the store may hand jobs over for, as this table keeps them.
-    fn eligible(&self) -> Eligible {
-        self.0.eligible.clone()
-    }
-
-    /// Holds `name` back from the hand-over (`true`) or lets it be offered again.
-    fn hold_back(&self, name: &str, held: bool) {
-        let mut held_back = self.0.held_back.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let changed = if held { held_back.insert(name.to_owned()) } else { held_back.remove(name) };
-        if changed {
-            self.publish(&held_back);
-        }
-    }
-
-    /// Writes the eligible set: the routes that start at once, less those `held_back`.
-    fn publish(&self, held_back: &HashSet<String>) {
-        let routes = self.0.routes.load();
-        let eligible = routes
-            .iter()
-            .filter(|(name, route)| route.starts_at_once() && !held_back.contains(name.as_str()))
-            .map(|(name, _)| name.clone());
-        self.0.eligible.replace(eligible.collect());
-    }
-}
-
-impl std::fmt::Debug for RouteTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_set().entries(self.snapshot().keys()).finish()
-    }
-}
 
 /// How the worker claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -716,11 +404,7 @@ impl Worker {
     /// cap, by name (this worker's view: each instance throttles on its own).
     #[must_use]
     pub fn throttled(&self) -> Vec<String> {
-        let all = self.throttles.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut names: Vec<_> =
-            all.iter().filter(|(_, t)| t.throttled.load(Ordering::Relaxed)).map(|(name, _)| name.clone()).collect();
-        names.sort();
-        names
+        self.throttles.throttled()
     }
 
     /// Delivers one job on its batch's `routes` and decides what follows; recording is
@@ -929,20 +613,5 @@ fn transformed(job: &ClaimedJob, transform: &Program) -> Result<ClaimedJob, Atte
             error: Some(err.to_string()),
             response_prefix: None,
         }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{RECORDED_CLEAR, RECORDED_THROTTLED, UNRECORDED, recording};
-
-    #[test]
-    fn the_store_hears_of_a_throttle_once_and_then_only_of_changes() {
-        assert_eq!(recording(UNRECORDED, false), Some(RECORDED_CLEAR), "a new throttle corrects a stale row");
-        assert_eq!(recording(UNRECORDED, true), Some(RECORDED_THROTTLED));
-        assert_eq!(recording(RECORDED_CLEAR, false), None);
-        assert_eq!(recording(RECORDED_THROTTLED, true), None);
-        assert_eq!(recording(RECORDED_CLEAR, true), Some(RECORDED_THROTTLED));
-        assert_eq!(recording(RECORDED_THROTTLED, false), Some(RECORDED_CLEAR));
     }
 }
