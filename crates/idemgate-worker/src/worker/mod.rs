@@ -11,7 +11,8 @@
 //! are claimed and started as if it were not there.
 //!
 //! The destinations are a [`RouteTable`] (`route.rs`) that a configuration reload replaces
-//! while the worker runs; the room is `room.rs`, the limits `throttle.rs`.
+//! while the worker runs; the room is `room.rs`, the limits `throttle.rs`; one attempt is
+//! `worker/attempt.rs`, and its recording `worker/record.rs`.
 //!
 //! Each route may be protected ([`Protection`]): a rate limit and a cap on attempts in
 //! flight, kept per destination name by the worker (not per batch, and across a reload
@@ -35,30 +36,25 @@
 //!
 //! Each attempt is a span (`crate::trace`), the child of the delivery that stored its event.
 
+mod attempt;
+mod record;
+
 use std::{
     collections::{HashMap, HashSet},
     sync::{Arc, atomic::Ordering},
     time::{Duration, SystemTime},
 };
 
-use idemgate_core::{
-    breaker::BreakerPolicy,
-    retry::{AttemptResult, DeadReason, Decision},
-};
-use idemgate_jq::Program;
+use idemgate_core::{breaker::BreakerPolicy, retry::Decision};
 use idemgate_store::{
     Store, StoreError,
-    jobs::{AttemptRecord, Breakers, ClaimedJob, Completion},
+    jobs::{AttemptRecord, ClaimedJob},
     sqlite::handover::{HandedOver, Handover},
-};
-use opentelemetry::{
-    KeyValue,
-    trace::{Span, SpanKind, Status},
 };
 use tokio::sync::{mpsc, watch};
 
 use crate::{
-    AttemptOutcome, Clock, SystemClock,
+    Clock, SystemClock,
     room::{Held, Reserved, Room, Short},
     route::{Route, RouteTable},
     throttle::{Throttle, Throttles, recording, reserve},
@@ -309,39 +305,6 @@ impl Worker {
         });
     }
 
-    /// Records the attempts arriving on `finished` in groups (whatever has arrived by the
-    /// time the previous group is recorded), until every attempt that could send one has.
-    /// A group with an attempt the claim loop waits for (one of a destination its last
-    /// claim was short of room for, or of a FIFO destination, whose next event is due once
-    /// this one is recorded) wakes the loop.
-    async fn record_all(&self, mut finished: mpsc::UnboundedReceiver<Finished>) {
-        while let Some(first) = finished.recv().await {
-            let mut group = vec![first];
-            while let Ok(more) = finished.try_recv() {
-                group.push(more);
-            }
-            let mut breakers = Breakers::new();
-            let mut wake = false;
-            let attempts: Vec<_> = group
-                .into_iter()
-                .map(|(done, breaker, fifo)| {
-                    let destination = &done.0.0.destination;
-                    if let Some(breaker) = breaker {
-                        breakers.insert(destination.clone(), breaker);
-                    }
-                    wake |= fifo || self.room.waits_for(destination);
-                    done
-                })
-                .collect();
-            if let Err(err) = self.record(attempts, &breakers).await {
-                tracing::warn!(error = %err, "could not record delivery attempts; their leases expire and they are retried");
-            }
-            if wake {
-                self.room.freed.notify_one();
-            }
-        }
-    }
-
     /// Delivers the jobs this process's store hands over, until `stop`: then it takes no
     /// more offers, and returns once the jobs of offers already made are started (or wait
     /// for room in tasks of their own).
@@ -407,116 +370,6 @@ impl Worker {
         self.throttles.throttled()
     }
 
-    /// Delivers one job on its batch's `routes` and decides what follows; recording is
-    /// left to [`Self::record`].
-    async fn attempt(
-        &self,
-        mut job: ClaimedJob,
-        routes: &HashMap<String, Route>,
-        claim: Claim,
-    ) -> (Attempted, AttemptTrace) {
-        let trace = AttemptTrace::start(&job, claim);
-        trace.carry(&mut job);
-        let started_at = self.clock.now();
-        let timer = std::time::Instant::now();
-        let (outcome, decision) = match routes.get(&job.destination) {
-            Some(route) => {
-                let mut send = trace.child("send", SpanKind::Client);
-                let outcome = match &route.transform {
-                    None => route.deliver.deliver(&job, started_at).await,
-                    Some(transform) => match transformed(&job, transform) {
-                        Ok(job) => route.deliver.deliver(&job, started_at).await,
-                        Err(refused) => refused,
-                    },
-                };
-                send.set_attributes(result_attributes(&outcome.result));
-                send.end();
-                let decision = route.policy.decide(job.attempt, outcome.result, (self.draw)());
-                (outcome, decision)
-            }
-            None => {
-                (AttemptOutcome::failed("destination is not configured"), Decision::Dead(DeadReason::AttemptsExhausted))
-            }
-        };
-        let record = AttemptRecord {
-            started_at,
-            latency: timer.elapsed(),
-            status: match outcome.result {
-                idemgate_core::retry::AttemptResult::Status { status, .. } => Some(status),
-                _ => None,
-            },
-            error: outcome.error,
-            response_prefix: outcome.response_prefix,
-            outcome: idemgate_core::retry::Attempted::of(outcome.result),
-        };
-        let class = match outcome.result {
-            idemgate_core::retry::AttemptResult::Status { status, .. } => match status {
-                200..=299 => "2xx",
-                300..=399 => "3xx",
-                400..=499 => "4xx",
-                _ => "5xx",
-            },
-            idemgate_core::retry::AttemptResult::Timeout => "timeout",
-            idemgate_core::retry::AttemptResult::Connection => "connection",
-            idemgate_core::retry::AttemptResult::Accepted => "accepted",
-            idemgate_core::retry::AttemptResult::Refused { .. } => "refused",
-        };
-        metrics::counter!("idemgate_attempts_total", "destination" => job.destination.clone(), "result" => class)
-            .increment(1);
-        metrics::histogram!("idemgate_delivery_seconds", "destination" => job.destination.clone())
-            .record(record.latency.as_secs_f64());
-        let mut attributes = result_attributes(&outcome.result);
-        attributes.push(KeyValue::new("decision", decision_name(decision)));
-        trace.record(attributes);
-        ((job, record, decision), trace)
-    }
-
-    /// Records finished attempts in one store write, with their destinations' breakers,
-    /// and logs what became of each.
-    async fn record(&self, group: Vec<(Attempted, AttemptTrace)>, breakers: &Breakers) -> Result<(), StoreError> {
-        let (group, traces): (Vec<_>, Vec<_>) = group.into_iter().unzip();
-        let described: Vec<_> = group
-            .iter()
-            .map(|(job, _, decision)| {
-                (job.id, job.destination.clone(), job.key.identity.to_string(), job.attempt, *decision)
-            })
-            .collect();
-        let mut writes: Vec<_> = traces.iter().map(|trace| trace.child("complete", SpanKind::Internal)).collect();
-        let completed = self.store.complete_jobs_with_breakers(group, self.clock.now_ms(), breakers.clone()).await;
-        for write in &mut writes {
-            if completed.is_err() {
-                write.set_status(Status::error("the attempt could not be recorded"));
-            }
-            write.end();
-        }
-        let completions = match completed {
-            Ok(completions) => completions,
-            Err(err) => {
-                traces.into_iter().for_each(AttemptTrace::finish);
-                return Err(err);
-            }
-        };
-        for (((id, destination, identity, attempt, decision), completion), trace) in
-            described.into_iter().zip(completions).zip(traces)
-        {
-            let recorded = if matches!(completion, Completion::Stale) { "stale" } else { "recorded" };
-            trace.record(vec![KeyValue::new("completion", recorded)]);
-            trace.finish();
-            match completion {
-                Completion::Recorded if decision == Decision::Succeeded => {
-                    tracing::debug!(job = id, %destination, %identity, attempt, "delivered");
-                }
-                Completion::Recorded => {
-                    tracing::info!(job = id, %destination, %identity, attempt, decision = ?decision, "delivery attempt failed");
-                }
-                Completion::Stale => {
-                    tracing::warn!(job = id, %destination, attempt, "lease was taken over; this attempt's result is not applied");
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Runs until `stop` turns true: then it stops claiming and returns once the jobs in
     /// hand are completed.
     ///
@@ -524,7 +377,7 @@ impl Worker {
     /// when it differs from the previous one, and the recovery once, not every poll.
     ///
     /// While it runs, the jobs its store accepts in this process for destinations it can
-    /// start at once are handed to it already leased (`idemgate_store::handover`), and
+    /// start at once are handed to it already leased (`idemgate_store::sqlite::handover`), and
     /// delivered beside the claimed ones.
     pub async fn run(&self, stop: watch::Receiver<bool>) {
         let (handover, handed) = self.handover();
@@ -573,45 +426,5 @@ impl Worker {
                 }
             }
         }
-    }
-}
-
-/// What an attempt came to, as span attributes: the status when there is one, and the
-/// kind of result.
-fn result_attributes(result: &AttemptResult) -> Vec<KeyValue> {
-    let (kind, status) = match result {
-        AttemptResult::Status { status, .. } => ("status", Some(*status)),
-        AttemptResult::Timeout => ("timeout", None),
-        AttemptResult::Connection => ("connection", None),
-        AttemptResult::Accepted => ("accepted", None),
-        AttemptResult::Refused { .. } => ("refused", None),
-    };
-    let mut attributes = vec![KeyValue::new("result", kind)];
-    attributes.extend(status.map(|status| KeyValue::new("http.response.status_code", i64::from(status))));
-    attributes
-}
-
-/// The decision's name, without its delay or reason's details.
-fn decision_name(decision: Decision) -> &'static str {
-    match decision {
-        Decision::Succeeded => "succeeded",
-        Decision::RetryAfter(_) => "retry",
-        Decision::Dead(_) => "dead",
-        Decision::DisableDestination => "disable_destination",
-    }
-}
-
-/// `job` with the body `transform` makes of its stored one, or the attempt's permanent
-/// refusal saying why there is none (the error names the kind, never the event's values).
-fn transformed(job: &ClaimedJob, transform: &Program) -> Result<ClaimedJob, AttemptOutcome> {
-    match transform.transform(&job.body) {
-        Ok(body) => {
-            Ok(ClaimedJob { body: body.into(), content_type: Some("application/json".to_owned()), ..job.clone() })
-        }
-        Err(err) => Err(AttemptOutcome {
-            result: AttemptResult::Refused { permanent: true },
-            error: Some(err.to_string()),
-            response_prefix: None,
-        }),
     }
 }
