@@ -340,16 +340,29 @@ impl Worker {
             }
             // No room now (the destination is at its share, or the worker at its bound):
             // the job waits for it, and its destination is offered nothing more meanwhile.
+            // It waits at most half its lease: an attempt started later could still be
+            // running when the lease expires and a claim takes the job over, and the event
+            // would reach the destination twice. A job given up is left to its lease, and
+            // the claim that takes it when it expires delivers it once.
             self.routes.hold_back(&job.destination, true);
             let (worker, sink) = (self.clone(), sink.clone());
+            let patience = self.options.lease / 2;
+            let given_up_at =
+                self.clock.now_ms().saturating_add(i64::try_from(patience.as_millis()).unwrap_or(i64::MAX));
             tokio::spawn(async move {
-                let held = worker.room.wait_for(&job.destination, routed).await;
+                let held = tokio::time::timeout(patience, worker.room.wait_for(&job.destination, routed)).await;
                 worker.routes.hold_back(&job.destination, false);
                 match held {
-                    Some(held) => worker.start(job, &worker.routes.snapshot(), claim, held, &sink),
+                    Ok(Some(held)) if worker.clock.now_ms() < given_up_at => {
+                        worker.start(job, &worker.routes.snapshot(), claim, held, &sink);
+                    }
                     // The worker's room never closes; were it closed, the lease expires
                     // and a claim delivers the job.
-                    None => tracing::warn!(job = job.id, "no room for a handed-over job; it waits for its lease"),
+                    _ => tracing::info!(
+                        job = job.id,
+                        destination = %job.destination,
+                        "no room for a handed-over job within half its lease; a claim delivers it once the lease expires"
+                    ),
                 }
             });
         }
