@@ -22,6 +22,7 @@ use std::{
 
 use axum::{
     Router,
+    body::Body,
     extract::{Path, Request, State},
     response::{IntoResponse, Response},
     routing::{MethodRouter, get, post},
@@ -29,7 +30,7 @@ use axum::{
 use http::{HeaderMap, HeaderName, header::CONTENT_TYPE};
 use idemgate_clock::Clock;
 use idemgate_core::{
-    Outcome, Rejection, Scheme, SecretSet, SourceName, json,
+    Outcome, Rejection, Scheme, SecretSet, SourceName, UnixTime, json,
     outcome::{Field, Location},
     routing::{self, TypePattern},
     scheme::IdentityLocation,
@@ -266,25 +267,53 @@ async fn deliver(State(gateway): State<Arc<Gateway>>, Path(route): Path<String>,
     let (parts, body) = request.into_parts();
     let span = trace::delivery_span(&source.source.id, &parts.headers);
     let traced = trace::traceparent_of(&span);
-    let delivered = source
-        .inbound
-        .deliver(&parts.headers, body, gateway.clock.now(), |checked| source.accept(checked, traced))
-        .instrument(span.clone())
-        .await;
-    let answer = source.named_refusal(delivered.answer, &parts.headers);
+    let answer = source.deliver(&parts.headers, body, gateway.clock.now(), traced).instrument(span.clone()).await;
     let response = info_span!(parent: &span, "answer").in_scope(|| answer.into_response());
     span.record("http.response.status_code", response.status().as_u16());
     response
 }
 
+/// What the source's rules make of a delivery: the identity and event to offer the store,
+/// and the refusal the store applies to a first delivery, as its answer names it.
+struct Ruled {
+    accepted: Accepted<IncomingEvent>,
+    refusal: Option<Rejection>,
+}
+
 impl SourceRoute {
-    /// Resolves the identity now. The event-type check is decided here but applied by the
-    /// store only to a first delivery, after the receipt lookup, so that a repeat of an
-    /// event accepted under an older allowlist is still answered as a duplicate.
+    /// One delivery, top-down: read, verify and parse; the source's rules; the store.
+    async fn deliver(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+        now: UnixTime,
+        traced: Option<Traceparent>,
+    ) -> DeliveryAnswer {
+        let verified = match self.inbound.verify(headers, body, now).await {
+            Ok(verified) => verified,
+            Err(rejected) => return rejected.answer,
+        };
+        let Ruled { accepted, refusal } = match self.rules(verified.checked(headers), traced) {
+            Ok(ruled) => ruled,
+            Err(rejection) => return self.inbound.reject(rejection, now).answer,
+        };
+        match (self.inbound.commit(&verified, accepted).await.answer, refusal) {
+            // The store refused the first delivery by the rules' refusal: answered as the
+            // contract refusal it is.
+            (DeliveryAnswer::Queued(Outcome::Refused { .. }), Some(refusal)) => DeliveryAnswer::Rejected(refusal),
+            (answer, _) => answer,
+        }
+    }
+
+    /// The source's rules, as a step between the parse and the store: resolves the
+    /// identity, routes the event to its destinations and decides the event-type check,
+    /// which the store applies only to a first delivery, after the receipt lookup, so that
+    /// a repeat of an event accepted under an older allowlist is still answered as a
+    /// duplicate.
     ///
     /// `traced` is the delivery's own span when it is traced: it is stored with the
     /// event's headers as its `traceparent`, the parent of every attempt to deliver it.
-    fn accept(&self, checked: Checked<'_>, traced: Option<Traceparent>) -> Result<Accepted<IncomingEvent>, Rejection> {
+    fn rules(&self, checked: Checked<'_>, traced: Option<Traceparent>) -> Result<Ruled, Rejection> {
         let identity = self.source.identity.resolve(
             self.source.scheme.as_ref(),
             checked.headers,
@@ -292,11 +321,12 @@ impl SourceRoute {
             checked.event,
         )?;
         let event_type = self.event_type(checked);
+        // Named where the type was read (never the type itself).
         let refusal = self
             .allowed_types
             .as_ref()
             .filter(|allowed| !event_type.as_ref().is_some_and(|t| allowed.contains(t)))
-            .map(|_| TYPE_NOT_ACCEPTED);
+            .map(|_| Rejection::Contract { reason: TYPE_NOT_ACCEPTED, field: self.event_type_field(checked.headers) });
         let (destinations, dead) = self.route(event_type.as_deref(), checked.raw);
         let event = IncomingEvent {
             result: json!({ "event": identity.as_str() }),
@@ -308,20 +338,9 @@ impl SourceRoute {
             body: checked.raw.clone(),
             destinations: destinations.into(),
             dead,
-            refusal,
+            refusal: refusal.as_ref().map(|_| TYPE_NOT_ACCEPTED),
         };
-        Ok(Accepted { identity, effect: event })
-    }
-
-    /// The store's refusal of an event type, answered as the contract refusal it is, naming
-    /// where the type was read (never the type itself).
-    fn named_refusal(&self, answer: DeliveryAnswer, headers: &HeaderMap) -> DeliveryAnswer {
-        match answer {
-            DeliveryAnswer::Queued(Outcome::Refused { reason }) if reason == TYPE_NOT_ACCEPTED => {
-                DeliveryAnswer::Rejected(Rejection::Contract { reason, field: self.event_type_field(headers) })
-            }
-            other => other,
-        }
+        Ok(Ruled { accepted: Accepted { identity, effect: event }, refusal })
     }
 
     /// Where this delivery's type was looked for: the configured header when the delivery

@@ -3,6 +3,11 @@
 //! contract, then the store's receipt transaction. Nothing is parsed before the signature
 //! holds, and nothing is stored for a delivery refused on the way.
 //!
+//! The caller walks the steps in that order: [`Inbound::verify`] (read, verify, parse),
+//! its own contract on the [`Checked`] delivery (the gateway's rules, an application's
+//! contract), then [`Inbound::commit`] with what the contract accepted, or
+//! [`Inbound::reject`] with what it refused.
+//!
 //! Each step runs in a span of its own (`read`, `verify`, `parse`, `commit`) under the
 //! caller's span, which gets the identity and the outcome as fields when it declares them
 //! (the gateway's `delivery` span, [`crate::trace`]).
@@ -47,6 +52,24 @@ pub struct Checked<'a> {
     pub event: &'a Json,
     /// The time the delivery is being judged at.
     pub now: UnixTime,
+}
+
+/// A delivery read under its limit, verified and strictly parsed: what its source's
+/// contract looks at next ([`Self::checked`]).
+#[derive(Debug)]
+pub struct Verified {
+    raw: Bytes,
+    delivery: VerifiedDelivery,
+    event: Json,
+    now: UnixTime,
+}
+
+impl Verified {
+    /// The delivery as the contract sees it, with its request's `headers`.
+    #[must_use]
+    pub fn checked<'a>(&'a self, headers: &'a HeaderMap) -> Checked<'a> {
+        Checked { headers, raw: &self.raw, delivery: &self.delivery, event: &self.event, now: self.now }
+    }
 }
 
 /// The answer to one delivery, and the identity it was filed under when it got that far.
@@ -149,28 +172,35 @@ pub struct Inbound<R> {
 }
 
 impl<R: Receiver> Inbound<R> {
-    /// Handles one delivery. `contract` sees the [`Checked`] delivery and either accepts
-    /// it (identity and effect) or refuses it.
-    pub async fn deliver<C>(&self, headers: &HeaderMap, body: Body, now: UnixTime, contract: C) -> Delivered
-    where
-        C: FnOnce(Checked<'_>) -> Result<Accepted<R::Effect>, Rejection>,
-    {
+    /// The steps before the contract: reads the body under the limit, verifies the
+    /// signature on the raw bytes, then parses them strictly. `Err` is the answer to a
+    /// delivery rejected on the way (counted).
+    pub async fn verify(&self, headers: &HeaderMap, body: Body, now: UnixTime) -> Result<Verified, Delivered> {
         let read = read_limited(headers, body, self.body_limit, self.body_timeout).instrument(info_span!("read"));
         let raw = match read.await {
             Ok(raw) => raw,
-            Err(err) => return self.refused(err.into(), now),
+            Err(err) => return Err(self.refused(err.into(), now)),
         };
-        let accepted = self.check(headers, &raw, now).and_then(|(delivery, event)| {
-            contract(Checked { headers, raw: &raw, delivery: &delivery, event: &event, now })
-        });
-        let Accepted { identity, effect } = match accepted {
-            Ok(accepted) => accepted,
-            Err(rejection) => return self.refused(DeliveryAnswer::Rejected(rejection), now),
-        };
+        match self.check(headers, &raw, now) {
+            Ok((delivery, event)) => Ok(Verified { raw, delivery, event, now }),
+            Err(rejection) => Err(self.reject(rejection, now)),
+        }
+    }
+
+    /// The answer to a delivery its contract refused (counted).
+    pub fn reject(&self, rejection: Rejection, now: UnixTime) -> Delivered {
+        self.refused(DeliveryAnswer::Rejected(rejection), now)
+    }
+
+    /// The step after the contract: offers the `verified` delivery, under the identity and
+    /// with the effect its contract `accepted`, to the store, and answers its outcome.
+    pub async fn commit(&self, verified: &Verified, accepted: Accepted<R::Effect>) -> Delivered {
+        let Accepted { identity, effect } = accepted;
+        let now = verified.now;
         Span::current().record("identity", identity.as_str());
         let request = ReceiveRequest {
             key: ReceiptKey { source: self.source.clone(), identity: identity.clone() },
-            body_hash: BodyHash::of(&raw),
+            body_hash: BodyHash::of(&verified.raw),
             received_at: now,
             dedupe_body: self.dedupe_body,
         };

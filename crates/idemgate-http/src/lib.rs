@@ -35,5 +35,5 @@ pub mod tls;
 pub mod trace;
 
 pub use answer::DeliveryAnswer;
-pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts};
+pub use inbound::{Accepted, AnswerStyle, Checked, Delivered, Inbound, RejectionCounts, Verified};
 pub use server::{CloseWithoutResponse, Peer, ServeOptions, serve, termination_signal};

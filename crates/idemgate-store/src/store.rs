@@ -11,7 +11,7 @@
 use std::{
     collections::HashMap,
     future::Future,
-    sync::{Arc, OnceLock, PoisonError, RwLock},
+    sync::{Arc, OnceLock},
     time::Duration,
 };
 
@@ -26,13 +26,12 @@ use idemgate_core::{
 use crate::{
     ConflictRecord, Receipt, ReceiveRequest, SqliteStore, StoreError,
     audit::{Audit, AuditFilter, AuditRecord},
-    handover::Handover,
     idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
     jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
-    sqlite::Handler,
+    sqlite::{Handler, handover::Handover},
     views::{
         AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
         DestinationHealth, EventFilter, EventPayload, EventRow, RecentConflict, SourceStats, WaitingQueue,
@@ -45,9 +44,6 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct Store {
     backend: Arc<OnceLock<Backend>>,
-    /// Where accepted jobs go at once, when this process's worker takes them
-    /// ([`Store::hand_over_to`]).
-    handover: Arc<RwLock<Option<Handover>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -114,7 +110,7 @@ macro_rules! on_backend {
 
 impl Store {
     fn opened(backend: Backend) -> Self {
-        Self { backend: Arc::new(OnceLock::from(backend)), handover: Arc::default() }
+        Self { backend: Arc::new(OnceLock::from(backend)) }
     }
 
     /// A store that is not open yet, for a server that starts while its database cannot be
@@ -122,7 +118,7 @@ impl Store {
     /// [`Outcome::Failed`]) until [`Self::make_available`] gives it the opened backend.
     #[must_use]
     pub fn unavailable() -> Self {
-        Self { backend: Arc::new(OnceLock::new()), handover: Arc::default() }
+        Self { backend: Arc::new(OnceLock::new()) }
     }
 
     /// Gives a store made by [`Self::unavailable`] (and all its clones) the backend of
@@ -172,25 +168,19 @@ impl Store {
     /// already leased, when it takes them ([`Self::hand_over_to`]).
     pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
         match self.open_backend() {
-            Ok(Backend::Sqlite(store)) => {
-                let offer = self
-                    .handover
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .as_ref()
-                    .and_then(|handover| handover.offer(&event.destinations));
-                store.accept(request, event, offer).await
-            }
+            Ok(Backend::Sqlite(store)) => store.accept(request, event).await,
             Ok(Backend::Postgres(store)) => store.accept(request, event).await,
             Err(_) => Outcome::Failed { cause: FailureCause::Store },
         }
     }
 
     /// From now on, jobs this process accepts go to `handover` (a worker's), or again wait
-    /// for a claim (`None`). Every clone of this store sees it. PostgreSQL ignores it: there
-    /// every job waits for a claim.
+    /// for a claim (`None`). Every clone of this store sees it. Only an open SQLite store
+    /// hands over: on PostgreSQL every job waits for a claim.
     pub fn hand_over_to(&self, handover: Option<Handover>) {
-        *self.handover.write().unwrap_or_else(PoisonError::into_inner) = handover;
+        if let Some(Backend::Sqlite(store)) = self.backend.get() {
+            store.hand_over_to(handover);
+        }
     }
 
     /// Whether the store can take writes now. Used by readiness checks.

@@ -188,7 +188,14 @@ async fn webhook(State(app): State<Arc<App>>, request: axum::extract::Request) -
         let effect: Handler = Box::new(move |conn: &Connection| increment(conn, value, fail));
         Ok(Accepted { identity, effect })
     };
-    let Delivered { answer, identity } = app.inbound.deliver(&parts.headers, body, app.clock.now(), contract).await;
+    let now = app.clock.now();
+    let Delivered { answer, identity } = match app.inbound.verify(&parts.headers, body, now).await {
+        Err(rejected) => rejected,
+        Ok(verified) => match contract(verified.checked(&parts.headers)) {
+            Ok(accepted) => app.inbound.commit(&verified, accepted).await,
+            Err(rejection) => app.inbound.reject(rejection, now),
+        },
+    };
     let applied = matches!(answer, DeliveryAnswer::Settled(idemgate::core::Outcome::Applied { .. }));
     if let Some(identity) = identity.filter(|_| applied)
         && app.faults.take(&app.faults.drop_after_commit, &identity)

@@ -7,7 +7,6 @@
 
 pub(crate) mod alerts;
 pub mod audit;
-pub mod handover;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;

@@ -3,14 +3,16 @@
 
 use idemgate_core::{Outcome, ReceiptKey, UnixTime, job::JobState};
 use rusqlite::{Connection, OptionalExtension, params};
-use serde_json::Value;
 
-use super::SqliteStore;
+use super::{
+    SqliteStore,
+    handover::{HandedEvent, Leased},
+    receive::{Effect, Produced, Received},
+};
 use crate::{
     HandlerError, ReceiveRequest, StoreError,
     inbox::{IncomingEvent, JobRecord, Ordering, StoredEvent, Version},
     model::{
-        handover::{HandedEvent, Offer},
         inbox::{log_superseded, outgoing_id, stored_headers},
         jobs::bounded,
     },
@@ -60,9 +62,15 @@ pub fn accept_event(
 
 /// The jobs to store already leased to this process's worker (a hand-over's offer): their
 /// destinations, and the lease's end in seconds.
-struct Leases<'a> {
-    destinations: &'a [String],
+pub(super) struct Leases {
+    destinations: Vec<String>,
     until: i64,
+}
+
+/// The gateway's effect as the writer runs it: the event, and the jobs to store leased.
+pub(super) struct EventEffect {
+    event: IncomingEvent,
+    leases: Option<Leases>,
 }
 
 /// [`accept_event`], storing the jobs of `leases`' destinations already leased (unless
@@ -71,8 +79,8 @@ fn accept_leasing(
     conn: &Connection,
     event: &NewEvent<'_>,
     destinations: &[&str],
-    leases: Option<&Leases<'_>>,
-) -> Result<(AcceptedEvent, Vec<(String, i64)>), rusqlite::Error> {
+    leases: Option<&Leases>,
+) -> Result<(AcceptedEvent, Leased), rusqlite::Error> {
     let headers = stored_headers(event.headers);
     // Cached: the writer runs this for every event, so it is parsed once per connection.
     conn.prepare_cached(
@@ -140,47 +148,39 @@ impl SqliteStore {
     /// Offers one gateway delivery: the receipt, the event and one job per destination,
     /// or the receipt found (duplicate or conflict); see [`crate::Store::accept`].
     ///
-    /// With an `offer` from the worker's hand-over, the jobs of its destinations are stored
-    /// leased and, once the commit is durable, handed to the worker.
-    pub(crate) async fn accept(&self, request: ReceiveRequest, event: IncomingEvent, offer: Option<Offer>) -> Outcome {
-        let key = request.key.clone();
-        let received_at = request.received_at;
-        let Some(offer) = offer else {
-            return self
-                .receive(request, move |conn| {
-                    store_event(conn, &key, received_at, event, None).map(|(result, _)| result)
-                })
-                .await;
+    /// While a worker takes hand-overs ([`crate::Store::hand_over_to`]), the jobs of the
+    /// destinations it has room for are stored leased and, once the commit is durable,
+    /// handed to it.
+    pub(crate) async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+        let Some(offer) = self.offer(&event.destinations) else {
+            return self.submit(request, Effect::Event(Box::new(EventEffect { event, leases: None }))).await.outcome;
         };
+        let key = request.key.clone();
         let handed = HandedEvent::of(&event);
-        let destinations: Vec<String> = offer.destinations().map(str::to_owned).collect();
-        let until = offer.lease_until(received_at);
-        let (leased_tx, leased_rx) = std::sync::mpsc::channel();
-        let stored_key = key.clone();
-        let outcome = self
-            .receive(request, move |conn| {
-                let leases = Leases { destinations: &destinations, until };
-                let (result, leased) = store_event(conn, &stored_key, received_at, event, Some(&leases))?;
-                let _ = leased_tx.send(leased);
-                Ok(result)
-            })
-            .await;
+        let leases = Leases {
+            destinations: offer.destinations().map(str::to_owned).collect(),
+            until: offer.lease_until(request.received_at),
+        };
+        let Received { outcome, leased } =
+            self.submit(request, Effect::Event(Box::new(EventEffect { event, leases: Some(leases) }))).await;
         // Applied means this delivery's savepoint was committed, durably: the jobs exist.
         if matches!(outcome, Outcome::Applied { .. }) {
-            offer.hand_over(&key, &handed, leased_rx.try_recv().unwrap_or_default());
+            offer.hand_over(&key, &handed, leased);
         }
         outcome
     }
 }
 
-/// The gateway's effect, on the writer thread inside the receipt's savepoint.
-fn store_event(
+/// The gateway's effect, on the writer thread inside the receipt's savepoint: the event,
+/// its jobs (those of `effect`'s leases stored leased) and its dead jobs. Returns the
+/// receipt's result and the jobs leased.
+pub(super) fn store_event(
     conn: &Connection,
-    key: &ReceiptKey,
-    received_at: UnixTime,
-    event: IncomingEvent,
-    leases: Option<&Leases<'_>>,
-) -> Result<(Value, Vec<(String, i64)>), HandlerError> {
+    request: &ReceiveRequest,
+    effect: EventEffect,
+) -> Result<Produced, HandlerError> {
+    let EventEffect { event, leases } = effect;
+    let (key, received_at) = (&request.key, request.received_at);
     if let Some(reason) = event.refusal {
         return Err(HandlerError::Refused(reason));
     }
@@ -197,7 +197,7 @@ fn store_event(
     let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
     // Only the rare superseded case is logged here, on the writer thread; every outcome is
     // logged and counted by the inbound pipeline once the commit has returned.
-    let (accepted, leased) = accept_leasing(conn, &new, &destinations, leases)?;
+    let (accepted, leased) = accept_leasing(conn, &new, &destinations, leases.as_ref())?;
     if accepted.superseded {
         log_superseded(key);
     }
@@ -210,7 +210,7 @@ fn store_event(
             insert.execute(params![accepted.event_id, destination, received_at.0, bounded(Some(reason))])?;
         }
     }
-    Ok((event.result, leased))
+    Ok(Produced { result: event.result, leased })
 }
 
 /// Records `ordering` as the newest version of its key unless a newer one was seen;

@@ -22,6 +22,7 @@
 mod alerts;
 pub mod audit;
 mod error;
+pub mod handover;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;

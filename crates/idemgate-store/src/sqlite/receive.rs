@@ -6,12 +6,56 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use idemgate_core::{Outcome, ReceiptKey, outcome::FailureCause};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use serde_json::Value;
 
-use super::{Handler, savepoint::Savepoint};
+use super::{
+    Handler,
+    handover::Leased,
+    inbox::{EventEffect, store_event},
+    savepoint::Savepoint,
+};
 use crate::{
     HandlerError, ReceiveRequest, StoreError,
     model::receive::{conflict_not_recorded, conflict_refused, duplicate_of, parse_result},
 };
+
+/// What a first delivery does inside the receipt's transaction: an application's handler,
+/// or the gateway's event, stored with its jobs (some leased to this process's worker).
+pub(super) enum Effect {
+    /// An application's own effect.
+    Handler(Handler),
+    /// The gateway's event (boxed as a handler is: a queue slot stays small).
+    Event(Box<EventEffect>),
+}
+
+/// What a first delivery's effect produced: the receipt's result, and the jobs it stored
+/// leased to this process's worker.
+pub(super) struct Produced {
+    pub(super) result: Value,
+    pub(super) leased: Leased,
+}
+
+impl Effect {
+    fn run(self, conn: &Connection, request: &ReceiveRequest) -> Result<Produced, HandlerError> {
+        match self {
+            Self::Handler(handler) => Ok(Produced { result: handler(conn)?, leased: Leased::new() }),
+            Self::Event(event) => store_event(conn, request, *event),
+        }
+    }
+}
+
+/// What became of one delivery on the writer: its outcome, and the jobs its effect stored
+/// leased (none unless it was applied), to hand over once the commit is durable.
+pub(super) struct Received {
+    pub(super) outcome: Outcome,
+    pub(super) leased: Leased,
+}
+
+impl From<Outcome> for Received {
+    fn from(outcome: Outcome) -> Self {
+        Self { outcome, leased: Leased::new() }
+    }
+}
 
 /// The one statement that writes a receipt on SQLite: ?1 source, ?2 identity, ?3 body
 /// hash, ?4 result, ?5 time received. The writer runs it after finding no receipt in the
@@ -27,54 +71,54 @@ pub(super) fn failed() -> Outcome {
 
 /// One delivery inside the batch's transaction. Errors become `Failed { Store }`: the
 /// savepoint was dropped, so SQLite rolled this delivery back.
-pub(super) fn receive_in_savepoint(tx: &Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Outcome {
+pub(super) fn receive_in_savepoint(tx: &Transaction<'_>, request: &ReceiveRequest, effect: Effect) -> Received {
     // Some errors (a full disk, an I/O error) end the whole transaction. Running the rest
     // would then commit them one by one outside the batch; they fail instead.
     if tx.is_autocommit() {
-        return failed();
+        return failed().into();
     }
-    match try_receive(tx, request, handler) {
-        Ok(outcome) => outcome,
+    match try_receive(tx, request, effect) {
+        Ok(received) => received,
         Err(err) => {
             tracing::warn!(source = %request.key.source, identity = %request.key.identity, error = %err, "receipt savepoint failed");
-            failed()
+            failed().into()
         }
     }
 }
 
-fn try_receive(tx: &Transaction<'_>, request: &ReceiveRequest, handler: Handler) -> Result<Outcome, StoreError> {
+fn try_receive(tx: &Transaction<'_>, request: &ReceiveRequest, effect: Effect) -> Result<Received, StoreError> {
     let key = &request.key;
     // A lookup changes nothing, so a repeat (a duplicate) is answered without a savepoint:
     // one statement instead of four.
     if let Some((hash, result)) = existing_receipt(tx, key)? {
         if let Some(duplicate) = duplicate_of(&hash, &result, &request.body_hash)? {
-            return Ok(duplicate);
+            return Ok(duplicate.into());
         }
         let savepoint = Savepoint::open(tx)?;
         conflict_refused(key, record_conflict(&savepoint, request));
         if let Err(err) = savepoint.release() {
             conflict_not_recorded(key, &err);
         }
-        return Ok(Outcome::Conflict);
+        return Ok(Outcome::Conflict.into());
     }
     let savepoint = Savepoint::open(tx)?;
     if request.dedupe_body && !insert_body_receipt(&savepoint, request)? {
         // The savepoint is dropped: nothing of this delivery is kept.
-        return Ok(Outcome::Duplicate { result: parse_result(&body_receipt_result(&savepoint, request)?)? });
+        return Ok(Outcome::Duplicate { result: parse_result(&body_receipt_result(&savepoint, request)?)? }.into());
     }
-    let result = match catch_unwind(AssertUnwindSafe(|| handler(&savepoint))) {
-        Ok(Ok(result)) => result,
+    let Produced { result, leased } = match catch_unwind(AssertUnwindSafe(|| effect.run(&savepoint, request))) {
+        Ok(Ok(produced)) => produced,
         Ok(Err(HandlerError::Refused(reason))) => {
             tracing::info!(source = %key.source, identity = %key.identity, reason, "handler refused the event; rolled back");
-            return Ok(Outcome::Refused { reason });
+            return Ok(Outcome::Refused { reason }.into());
         }
         Ok(Err(err)) => {
             tracing::warn!(source = %key.source, identity = %key.identity, error = %err, "handler failed; rolled back");
-            return Ok(Outcome::Failed { cause: FailureCause::Handler });
+            return Ok(Outcome::Failed { cause: FailureCause::Handler }.into());
         }
         Err(_) => {
             tracing::error!(source = %key.source, identity = %key.identity, "handler panicked; rolled back");
-            return Ok(Outcome::Failed { cause: FailureCause::Handler });
+            return Ok(Outcome::Failed { cause: FailureCause::Handler }.into());
         }
     };
     // Cached statements: the writer runs these for every delivery, so they are parsed once.
@@ -86,7 +130,7 @@ fn try_receive(tx: &Transaction<'_>, request: &ReceiveRequest, handler: Handler)
         request.received_at.0
     ])?;
     savepoint.release()?;
-    Ok(Outcome::Applied { result })
+    Ok(Received { outcome: Outcome::Applied { result }, leased })
 }
 
 fn existing_receipt(conn: &Connection, key: &ReceiptKey) -> Result<Option<(Vec<u8>, String)>, StoreError> {

@@ -6,7 +6,7 @@
 //! and one flush (group commit). Across processes, `BEGIN IMMEDIATE` and the primary key
 //! keep the same guarantee.
 //!
-//! A caller's [`Submission`] is either a [`QueuedDelivery`] (a delivery and its handler)
+//! A caller's [`Submission`] is either a [`QueuedDelivery`] (a delivery and its effect)
 //! or a [`QueuedWrite`] (any other write, such as a queue move). The writer takes what is
 //! waiting as one [`Batch`], runs each member on its own savepoint, holds each member's
 //! [`HeldAnswer`] until the commit has returned, and only then answers them all.
@@ -15,7 +15,7 @@ use std::{
     panic::{AssertUnwindSafe, catch_unwind},
     path::{Path, PathBuf},
     sync::{
-        Arc,
+        Arc, PoisonError, RwLock,
         atomic::{AtomicU64, Ordering},
     },
     thread,
@@ -28,11 +28,13 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    SqliteError, SqliteReader, StoreOptions, jobs,
+    SqliteError, SqliteReader, StoreOptions,
+    handover::{Handover, Offer},
+    jobs,
     lock::WriterLock,
     migrations, open_connection,
     pool::ReadPool,
-    receive::{failed, receive_in_savepoint},
+    receive::{Effect, Received, failed, receive_in_savepoint},
     savepoint::Savepoint,
 };
 use crate::{HandlerError, ReceiveRequest, StoreError, model::receive::conflict_not_recorded};
@@ -49,12 +51,12 @@ enum Submission {
     Write(Box<dyn QueuedWrite>),
 }
 
-/// A delivery waiting for its batch: the request, the handler of its first delivery, and
-/// where its outcome goes.
+/// A delivery waiting for its batch: the request, the effect of its first delivery, and
+/// where what became of it goes.
 struct QueuedDelivery {
     request: ReceiveRequest,
-    handler: Handler,
-    reply: oneshot::Sender<Outcome>,
+    effect: Effect,
+    reply: oneshot::Sender<Received>,
 }
 
 /// A write waiting for its batch (queue moves, idempotency records, an application's own
@@ -108,8 +110,9 @@ type Batch = Vec<Submission>;
 
 /// A batch member's answer, held until the batch's commit has returned.
 enum HeldAnswer {
-    /// A delivery's outcome as its savepoint left it, for the delivery of `key`.
-    Delivery { reply: oneshot::Sender<Outcome>, outcome: Outcome, key: ReceiptKey },
+    /// A delivery's outcome (and the jobs it leased) as its savepoint left it, for the
+    /// delivery of `key`.
+    Delivery { reply: oneshot::Sender<Received>, received: Received, key: ReceiptKey },
     /// A write's reply, and whether its savepoint was released into the transaction.
     Write { reply: WriteReply, released: bool },
 }
@@ -124,6 +127,8 @@ pub struct SqliteStore {
     options: StoreOptions,
     stats: Arc<WriterStats>,
     readers: Arc<ReadPool>,
+    /// Where accepted jobs go at once, when this process's worker takes them.
+    handover: RwLock<Option<Handover>>,
 }
 
 impl SqliteStore {
@@ -157,7 +162,19 @@ impl SqliteStore {
             })
             .map_err(|_| StoreError::Unavailable)?;
         let readers = Arc::new(ReadPool::new(path.to_owned(), options));
-        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats, readers })
+        let handover = RwLock::default();
+        Ok(Self { queue, writer: Some(writer), path: path.to_owned(), options, stats, readers, handover })
+    }
+
+    /// From now on, jobs this store accepts go to `handover` (a worker's), or again wait for
+    /// a claim (`None`).
+    pub(crate) fn hand_over_to(&self, handover: Option<Handover>) {
+        *self.handover.write().unwrap_or_else(PoisonError::into_inner) = handover;
+    }
+
+    /// Room in the hand-over for the jobs of `destinations` its worker can start at once.
+    pub(super) fn offer(&self, destinations: &[String]) -> Option<Offer> {
+        self.handover.read().unwrap_or_else(PoisonError::into_inner).as_ref()?.offer(destinations)
     }
 
     /// Submissions (deliveries and writes) waiting for the writer right now. A test hook
@@ -197,13 +214,19 @@ impl SqliteStore {
 
     /// [`Self::receive`] for a handler that is already boxed (no second box).
     pub(crate) async fn receive_boxed(&self, request: ReceiveRequest, handler: Handler) -> Outcome {
+        self.submit(request, Effect::Handler(handler)).await.outcome
+    }
+
+    /// Queues one delivery for the writer; returns what became of it once its batch's
+    /// commit has returned.
+    pub(super) async fn submit(&self, request: ReceiveRequest, effect: Effect) -> Received {
         let (reply, answer) = oneshot::channel();
-        let delivery = Submission::Delivery(QueuedDelivery { request, handler, reply });
-        let unavailable = Outcome::Failed { cause: FailureCause::Unavailable };
+        let delivery = Submission::Delivery(QueuedDelivery { request, effect, reply });
+        let unavailable = || Outcome::Failed { cause: FailureCause::Unavailable }.into();
         if self.queue.send(delivery).await.is_err() {
-            return unavailable;
+            return unavailable();
         }
-        answer.await.unwrap_or(unavailable)
+        answer.await.unwrap_or_else(|_| unavailable())
     }
 
     /// Runs `write` on the writer connection, e.g. to create an application's tables at
@@ -343,9 +366,9 @@ fn commit_batch(conn: &mut Connection, batch: Batch, stats: &WriterStats) {
         Ok(tx) => {
             for submission in batch {
                 held.push(match submission {
-                    Submission::Delivery(QueuedDelivery { request, handler, reply }) => {
-                        let outcome = receive_in_savepoint(&tx, &request, handler);
-                        HeldAnswer::Delivery { reply, outcome, key: request.key }
+                    Submission::Delivery(QueuedDelivery { request, effect, reply }) => {
+                        let received = receive_in_savepoint(&tx, &request, effect);
+                        HeldAnswer::Delivery { reply, received, key: request.key }
                     }
                     Submission::Write(write) => write_in_savepoint(&tx, write),
                 });
@@ -357,7 +380,7 @@ fn commit_batch(conn: &mut Connection, batch: Batch, stats: &WriterStats) {
             for submission in batch {
                 match submission {
                     Submission::Delivery(QueuedDelivery { request, reply, .. }) => {
-                        held.push(HeldAnswer::Delivery { reply, outcome: failed(), key: request.key });
+                        held.push(HeldAnswer::Delivery { reply, received: failed().into(), key: request.key });
                     }
                     Submission::Write(write) => write.abort(),
                 }
@@ -379,8 +402,9 @@ fn commit_batch(conn: &mut Connection, batch: Batch, stats: &WriterStats) {
     };
     for (i, member) in held.into_iter().enumerate() {
         match member {
-            HeldAnswer::Delivery { reply, outcome, .. } => {
-                let _ = reply.send(if committed.is_ok() || stands[i] { outcome } else { failed() });
+            HeldAnswer::Delivery { reply, received, .. } => {
+                // A conflict that stands leased nothing: only an applied delivery does.
+                let _ = reply.send(if committed.is_ok() || stands[i] { received } else { failed().into() });
             }
             HeldAnswer::Write { reply, released } => reply(committed.is_ok() && released),
         }
@@ -394,10 +418,12 @@ fn commit_batch(conn: &mut Connection, batch: Batch, stats: &WriterStats) {
 /// with a receipt applied earlier in the same batch fails with it: that receipt was never
 /// stored.
 fn conflict_stands(member: &HeldAnswer, batch: &[HeldAnswer]) -> bool {
-    let HeldAnswer::Delivery { outcome: Outcome::Conflict, key, .. } = member else { return false };
-    let applied_in_batch = batch.iter().any(
-        |other| matches!(other, HeldAnswer::Delivery { outcome: Outcome::Applied { .. }, key: k, .. } if k == key),
-    );
+    let HeldAnswer::Delivery { received: Received { outcome: Outcome::Conflict, .. }, key, .. } = member else {
+        return false;
+    };
+    let applied_in_batch = batch.iter().any(|other| {
+        matches!(other, HeldAnswer::Delivery { received: Received { outcome: Outcome::Applied { .. }, .. }, key: k, .. } if k == key)
+    });
     if !applied_in_batch {
         conflict_not_recorded(key, &"the batch's commit failed");
     }

@@ -7,8 +7,8 @@ use std::{sync::Arc, time::Duration};
 use idemgate_core::{Outcome, UnixTime, retry::Decision};
 use idemgate_store::{
     Store,
-    handover::{HandedOver, Handover},
     jobs::{AttemptRecord, ClaimedJob, Completion},
+    sqlite::handover::{Eligible, HandedOver, Handover},
 };
 
 use crate::{T0, accept_at, event, key, ms, postgres, request, sqlite};
@@ -17,7 +17,7 @@ const LEASE: Duration = Duration::from_secs(30);
 
 /// A hand-over with room for `room` jobs, for the destination `app` only, attached to `store`.
 fn hand_over(store: &Store, room: usize) -> HandedOver {
-    let (handover, handed) = Handover::new(room, LEASE, Arc::new(|name: &str| name == "app"));
+    let (handover, handed) = Handover::new(room, LEASE, Eligible::of(["app"]));
     store.hand_over_to(Some(handover));
     handed
 }
@@ -65,7 +65,7 @@ async fn a_job_handed_over_is_leased_as_its_first_claim_would_leave_it_and_not_c
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_jobs_handed_over_for_one_event_share_one_copy_of_its_body() {
     let t = sqlite().await;
-    let (handover, mut handed) = Handover::new(4, LEASE, Arc::new(|name: &str| name != "audit"));
+    let (handover, mut handed) = Handover::new(4, LEASE, Eligible::of(["app", "billing"]));
     t.hand_over_to(Some(handover));
     accept_at(&t, "e1", &["app", "billing"], T0).await;
     let (first, second) = (handed.try_recv().unwrap(), handed.try_recv().unwrap());

@@ -98,28 +98,7 @@ fn body(identity: &str) -> Vec<u8> {
 
 /// Accepts `identity` for both destinations, as the gateway would.
 async fn accept(store: &Store, identity: &str) {
-    let body = body(identity);
-    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
-    let request = ReceiveRequest {
-        key: key(identity),
-        body_hash: BodyHash::of(&body),
-        received_at: UnixTime(i64::try_from(now).unwrap()),
-        dedupe_body: false,
-    };
-    let event = IncomingEvent {
-        result: serde_json::json!({ "event": identity }),
-        outgoing_id: None,
-        event_type: None,
-        content_type: Some("application/json".to_owned()),
-        headers: Vec::new(),
-        body: body.into(),
-        ordering: None,
-        destinations: vec!["down".to_owned(), "app".to_owned()].into(),
-        dead: Vec::new(),
-        refusal: None,
-    };
-    let outcome = store.accept(request, event).await;
-    assert!(matches!(outcome, Outcome::Applied { .. }), "{identity}: {outcome:?}");
+    accept_for(store, identity, &["down", "app"]).await;
 }
 
 fn route(url: &str, timeout: Duration) -> Route {
@@ -243,4 +222,87 @@ async fn a_refusing_destination_holds_up_no_other_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusing_destination_holds_up_no_other_on_postgres() {
     the_healthy_destination_is_not_held_up(postgres().await, Down::refusing()).await;
+}
+
+/// A job the store hands over while its destination has no room waits at most half its
+/// lease. Started later, its attempt could still run when the lease expires, and a claim
+/// racing for the room it frees could take the job over and send it again. Here the
+/// destination's share is one and its first attempt takes three quarters of the lease, so
+/// the second job, handed over behind it, is given up unsent and left to its lease: the
+/// claim that takes it afterwards delivers it, and each event arrives exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handed_over_job_that_waits_for_room_past_half_its_lease_is_left_to_a_claim_and_sent_once() {
+    const LEASE: Duration = Duration::from_secs(4);
+    let (store, _dir) = sqlite().await;
+    let slow = Destination::start(&[]);
+    slow.delay(LEASE * 3 / 4);
+    let routes = HashMap::from([("slow".to_owned(), route(&slow.url(), LEASE))]);
+    let options = WorkerOptions {
+        lease: LEASE,
+        poll_interval: POLL,
+        max_in_flight: ROOM,
+        destination_max_in_flight: 1,
+        ..WorkerOptions::default()
+    };
+    let worker = Worker::new(store.clone(), routes, options);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn({
+        let worker = worker.clone();
+        async move { worker.run(stopped).await }
+    });
+    // Let the worker offer its hand-over before the events arrive.
+    tokio::time::sleep(POLL).await;
+    for identity in ["first", "second"] {
+        accept_for(&store, identity, &["slow"]).await;
+    }
+    let waiting = slow.clone();
+    tokio::task::spawn_blocking(move || {
+        waiting.wait_until("both events", |received| received.len() >= 2);
+    })
+    .await
+    .unwrap();
+    // Long enough for a second copy of either to arrive, had one been sent.
+    tokio::time::sleep(LEASE * 2).await;
+    let _ = stop.send(true);
+    running.await.unwrap();
+    let mut counts = BTreeMap::new();
+    for received in slow.received() {
+        *counts.entry(String::from_utf8(received.body).unwrap()).or_insert(0) += 1;
+    }
+    let expected: BTreeMap<_, _> =
+        ["first", "second"].iter().map(|id| (String::from_utf8(body(id)).unwrap(), 1)).collect();
+    assert_eq!(counts, expected, "each event reached the destination exactly once");
+    let second = store.jobs(key("second")).await.unwrap();
+    assert_eq!(
+        second.iter().map(|job| (job.state.as_str(), job.attempts)).collect::<Vec<_>>(),
+        [("succeeded", 2)],
+        "the second job's hand-over was given up unsent (its lease counts as attempt 1) and the claim after \
+         its lease delivered it: {second:?}"
+    );
+}
+
+/// Accepts `identity` for the destinations `to`.
+async fn accept_for(store: &Store, identity: &str, to: &[&str]) {
+    let body = body(identity);
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+    let request = ReceiveRequest {
+        key: key(identity),
+        body_hash: BodyHash::of(&body),
+        received_at: UnixTime(i64::try_from(now).unwrap()),
+        dedupe_body: false,
+    };
+    let event = IncomingEvent {
+        result: serde_json::json!({ "event": identity }),
+        outgoing_id: None,
+        event_type: None,
+        content_type: Some("application/json".to_owned()),
+        headers: Vec::new(),
+        body: body.into(),
+        ordering: None,
+        destinations: to.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>().into(),
+        dead: Vec::new(),
+        refusal: None,
+    };
+    let outcome = store.accept(request, event).await;
+    assert!(matches!(outcome, Outcome::Applied { .. }), "{identity}: {outcome:?}");
 }

@@ -11,20 +11,25 @@
 //! lease, exactly as a claim leaves it. If the process dies before the attempt is
 //! recorded, the lease expires and any worker claims the job again, as for a claimed job
 //! whose worker died (on SQLite at once, when the restarted writer opens the store alone:
-//! `sqlite/lock.rs`). A hand-over is only *offered*: for the destinations the worker says
-//! it can start at once ([`Handover::new`]'s `eligible`: not FIFO, not throttled, no
-//! breaker), and only while its channel has room, reserved before the accept and used or
-//! dropped after it. The store also leases a job only when its destination is neither
-//! disabled nor paused. Everything else is stored `pending` and claimed as before.
+//! `sqlite/lock.rs`).
 //!
-//! Eligibility is read at each accept: a reload that makes a destination FIFO or
-//! throttled applies to the jobs accepted after it, while those already handed over are
-//! delivered, as the jobs of a claim batch in hand are.
+//! A hand-over is only *offered*: for the destinations in the worker's [`Eligible`] set
+//! (those it can start at once: not FIFO, not throttled, no breaker, and not waiting for
+//! room), and only while the channel has room, reserved before the accept and used or
+//! dropped after it. The store also leases a job only when its destination is neither
+//! disabled nor paused. Everything else is stored `pending` and claimed as before. The
+//! worker takes its room for a job (its place in flight) when it receives it.
+//!
+//! The set is plain data the worker replaces (on start, on a reload, and while a
+//! destination waits for room), read at each accept: a reload that makes a destination
+//! FIFO or throttled applies to the jobs accepted after it, while those already handed
+//! over are delivered, as the jobs of a claim batch in hand are.
 //!
 //! Only the SQLite store hands over; on PostgreSQL every job waits for a claim.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
+use arc_swap::ArcSwap;
 use idemgate_core::{ReceiptKey, UnixTime};
 use tokio::sync::mpsc;
 
@@ -34,64 +39,65 @@ use crate::{
     model::{inbox::outgoing_id, jobs::lease_until},
 };
 
-/// Whether the worker can start a destination's job the moment it gets it.
-pub type Eligible = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+/// The destinations whose jobs the worker can start the moment it gets them, by name: a
+/// set the worker replaces when that changes, read by the store at each accept. Clones
+/// share one set.
+#[derive(Clone, Default)]
+pub struct Eligible(Arc<ArcSwap<HashSet<String>>>);
 
-/// What the worker holds for a job offered to it (its room in flight, say): kept by the
-/// offer, then handed over with the job, or dropped with the offer when there is no job.
-pub type Ticket = Box<dyn Send + Sync>;
+impl Eligible {
+    /// A set of `names`.
+    #[must_use]
+    pub fn of<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
+        let eligible = Self::default();
+        eligible.replace(names.into_iter().map(Into::into).collect());
+        eligible
+    }
 
-/// [`Eligible`] with the ticket the worker holds for the job: `None` when it cannot start
-/// one of the destination's jobs the moment it gets it.
-pub type Hold = Arc<dyn Fn(&str) -> Option<Ticket> + Send + Sync>;
-
-/// A handed-over job and the ticket the worker took for it.
-type Handed = (ClaimedJob, Ticket);
-
-/// The accepting side: offers room for the jobs of one event at a time.
-#[derive(Clone)]
-pub struct Handover {
-    sender: mpsc::Sender<Handed>,
-    hold: Hold,
-    lease: Duration,
+    /// Replaces the set: the accepts that start from now on read `names`.
+    pub fn replace(&self, names: HashSet<String>) {
+        self.0.store(Arc::new(names));
+    }
 }
 
-impl std::fmt::Debug for Handover {
+impl std::fmt::Debug for Eligible {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Handover").field("room", &self.sender.capacity()).field("lease", &self.lease).finish()
+        f.debug_set().entries(self.0.load().iter()).finish()
     }
+}
+
+/// The jobs an accept stored leased to this process's worker: (destination, job id).
+pub(crate) type Leased = Vec<(String, i64)>;
+
+/// The accepting side: offers room for the jobs of one event at a time.
+#[derive(Debug, Clone)]
+pub struct Handover {
+    sender: mpsc::Sender<ClaimedJob>,
+    eligible: Eligible,
+    lease: Duration,
 }
 
 /// The worker's side: the handed-over jobs, each leased for the hand-over's lease.
 #[derive(Debug)]
-pub struct HandedOver(mpsc::Receiver<Handed>);
+pub struct HandedOver(mpsc::Receiver<ClaimedJob>);
 
 impl Handover {
     /// A hand-over holding at most `room` jobs not yet taken, leasing each for `lease` (the
-    /// worker's own lease), for the destinations `eligible` accepts.
+    /// worker's own lease), for the destinations in `eligible` at each accept.
     #[must_use]
     pub fn new(room: usize, lease: Duration, eligible: Eligible) -> (Self, HandedOver) {
-        Self::holding(room, lease, Arc::new(move |name: &str| eligible(name).then(|| Box::new(()) as Ticket)))
-    }
-
-    /// [`Self::new`] for the destinations `hold` gives a ticket for, each job handed over
-    /// with its ticket ([`HandedOver::recv_held`]).
-    #[must_use]
-    pub fn holding(room: usize, lease: Duration, hold: Hold) -> (Self, HandedOver) {
         let (sender, receiver) = mpsc::channel(room.max(1));
-        (Self { sender, hold, lease }, HandedOver(receiver))
+        (Self { sender, eligible, lease }, HandedOver(receiver))
     }
 
-    /// Reserves room, and takes a ticket, for the eligible ones among `destinations`;
-    /// `None` when there are none or there is no room (or the worker has stopped taking jobs).
+    /// Reserves room for the eligible ones among `destinations`; `None` when there are none
+    /// or there is no room (or the worker has stopped taking jobs).
     pub(crate) fn offer(&self, destinations: &[String]) -> Option<Offer> {
+        let eligible = self.eligible.0.load();
         let mut reserved = Vec::new();
-        for name in destinations {
-            // Room first: a ticket taken for a job with no room would be held for nothing.
+        for name in destinations.iter().filter(|name| eligible.contains(name.as_str())) {
             let Ok(room) = self.sender.clone().try_reserve_owned() else { break };
-            if let Some(ticket) = (self.hold)(name) {
-                reserved.push((name.clone(), room, ticket));
-            }
+            reserved.push((name.clone(), room));
         }
         (!reserved.is_empty()).then_some(Offer { reserved, lease: self.lease })
     }
@@ -101,17 +107,12 @@ impl HandedOver {
     /// The next handed-over job; `None` once [`Self::close`] was called and every job
     /// reserved before it has been taken (or its accept ended without it).
     pub async fn recv(&mut self) -> Option<ClaimedJob> {
-        self.recv_held().await.map(|(job, _)| job)
-    }
-
-    /// [`Self::recv`] with the job's ticket.
-    pub async fn recv_held(&mut self) -> Option<(ClaimedJob, Ticket)> {
         self.0.recv().await
     }
 
     /// A job already waiting, without waiting for one.
     pub fn try_recv(&mut self) -> Option<ClaimedJob> {
-        self.0.try_recv().ok().map(|(job, _)| job)
+        self.0.try_recv().ok()
     }
 
     /// Takes no more offers; the jobs of offers already made still arrive.
@@ -122,14 +123,14 @@ impl HandedOver {
 
 /// Room reserved for one event's jobs: the destinations to lease, and the lease.
 pub(crate) struct Offer {
-    reserved: Vec<(String, mpsc::OwnedPermit<Handed>, Ticket)>,
+    reserved: Vec<(String, mpsc::OwnedPermit<ClaimedJob>)>,
     lease: Duration,
 }
 
 impl Offer {
     /// The destinations whose jobs may be stored leased.
     pub(crate) fn destinations(&self) -> impl Iterator<Item = &str> {
-        self.reserved.iter().map(|(name, _, _)| name.as_str())
+        self.reserved.iter().map(|(name, _)| name.as_str())
     }
 
     /// The lease's end (in seconds, as the queue keeps it) for an event received at `received_at`.
@@ -139,12 +140,12 @@ impl Offer {
 
     /// Passes the jobs stored leased (destination, job id) to the worker, built from
     /// `event` as a claim would read them back. Call it only once their commit is durable.
-    pub(crate) fn hand_over(self, key: &ReceiptKey, event: &HandedEvent, leased: Vec<(String, i64)>) {
+    pub(crate) fn hand_over(self, key: &ReceiptKey, event: &HandedEvent, leased: Leased) {
         let mut reserved = self.reserved;
         for (destination, id) in leased {
-            let Some(at) = reserved.iter().position(|(name, _, _)| *name == destination) else { continue };
-            let (destination, permit, ticket) = reserved.swap_remove(at);
-            permit.send((event.job(key, id, destination), ticket));
+            let Some(at) = reserved.iter().position(|(name, _)| *name == destination) else { continue };
+            let (destination, permit) = reserved.swap_remove(at);
+            permit.send(event.job(key, id, destination));
             metrics::counter!("idemgate_jobs_handed_over_total").increment(1);
         }
     }
