@@ -10,8 +10,7 @@
 //!
 //! Of [`PgStore`] only [`PgStore::connect`] (and [`create_schema`]) are meant to be
 //! public: every operation, one form each, is `pub(crate)` and reached through
-//! [`crate::Store`] (`Store::from(PgStore)`). `accept` is still `pub` until the hand-over
-//! work settles its shape.
+//! [`crate::Store`] (`Store::from(PgStore)`).
 //!
 //! Each operation is one transaction on a pooled connection, except that deliveries
 //! arriving together share one (`group.rs`, group commit). `synchronous_commit` must be

@@ -30,7 +30,7 @@ impl PgStore {
     /// conflict / refused / failed, known once the commit is durable. A delivery of the
     /// common case waits for the next group commit (`group.rs`); the others, and any
     /// whose batch was rolled back, run in a transaction of their own.
-    pub async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
+    pub(crate) async fn accept(&self, request: ReceiveRequest, event: IncomingEvent) -> Outcome {
         let (request, event) = if groupable(&request, &event) {
             match self.group.offer(request, event).await {
                 Some(Reply::Done(outcome)) => return outcome,
