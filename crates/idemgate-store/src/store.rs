@@ -2,9 +2,10 @@
 //! the operator's tools use, whichever backend holds the data.
 //!
 //! An enum rather than a trait object: there are exactly two backends, each method is a
-//! plain `async fn`, and each method is one match whose two arms are the same call (`on_backend!`),
-//! so a backend that lacks an operation, or takes other arguments for it,
-//! does not compile. Both backends take every operation's arguments **by value**: the
+//! plain `async fn`, and each operation is one match whose two arms are the same call
+//! (`on_backend!`), so a backend that lacks an operation, or takes other arguments for it,
+//! does not compile. The conveniences (`claim_jobs` without limits, `complete_job` for one
+//! job, the [`Audited`] view) are calls of `Store`'s own full forms, never a backend's. Both backends take every operation's arguments **by value**: the
 //! SQLite store moves them onto its writer thread or into a blocking read, and the
 //! PostgreSQL store borrows from them for its statements.
 
