@@ -14,7 +14,7 @@ use idemgate_core::{
     Secret, SourceName,
     outbound::{address::UrlPolicy, sealing::SecretsKey},
 };
-use idemgate_http::outbound::{Api, ApiRole, ApiToken};
+use idemgate_http::outbound::{Api, ApiRole, ApiToken, PREFIX};
 use ipnet::IpNet;
 
 use super::{
@@ -60,7 +60,13 @@ impl ApiConfig {
 const MIN_TOKEN_LEN: usize = 16;
 
 /// `[api]`: `None` when it is absent or not enabled, or for a command that does not serve it.
-pub(super) fn api(raw: Option<RawApi>, r: &mut Reading<'_>, serves: bool) -> Result<Option<ApiConfig>, ConfigError> {
+/// `proxies` are the `[[proxy]]` prefixes: none may be the API's own.
+pub(super) fn api(
+    raw: Option<RawApi>,
+    proxies: &[&str],
+    r: &mut Reading<'_>,
+    serves: bool,
+) -> Result<Option<ApiConfig>, ConfigError> {
     let Some(raw) = raw else {
         r.show("api.enabled", Shown::Note("(not set: the outbound API is off)"));
         return Ok(None);
@@ -106,6 +112,12 @@ pub(super) fn api(raw: Option<RawApi>, r: &mut Reading<'_>, serves: bool) -> Res
         let key = format!("{table}.token");
         r.show(&key, Shown::Value(effective::reference(&token.token)));
         named.push((key, name, role, token.token));
+    }
+    if let Some(i) = proxies.iter().position(|prefix| enabled && *prefix == PREFIX) {
+        return Err(ConfigError::new(
+            "api.enabled",
+            format!("the outbound API is served at {PREFIX}, which is already the prefix of proxy[{i}]"),
+        ));
     }
     if enabled && named.is_empty() {
         return Err(ConfigError::new("api.tokens", "the API is enabled without a token: add [api.tokens.<name>]"));
@@ -215,6 +227,12 @@ mod tests {
         let token = "[api.tokens.ci]\ntoken = \"publish-token-0123456789\"\n";
         let cases = [
             ("[api]\nenabled = true\n".to_owned(), "api.tokens"),
+            (
+                format!(
+                    "[[proxy]]\nprefix = \"/api/v1\"\nupstream = \"http://127.0.0.1:1\"\n[api]\nenabled = true\n{token}"
+                ),
+                "api.enabled",
+            ),
             (format!("[api]\nenabled = true\nallow_networks = [\"10.0.0.0/33\"]\n{token}"), "api.allow_networks[0]"),
             (format!("[api]\nenabled = true\nsecrets_key = \"abcd\"\n{token}"), "api.secrets_key"),
             (format!("[api]\nenabled = true\npublic_url = \"ftp://x\"\n{token}"), "api.public_url"),

@@ -269,7 +269,8 @@ fn parts<'a, S>(
             None
         }
     };
-    let api = super::api::api(api, r, resolves.listeners)?;
+    let prefixes: Vec<&str> = proxies.iter().map(|proxy| proxy.prefix.as_str()).collect();
+    let api = super::api::api(api, &prefixes, r, resolves.listeners)?;
     let metrics = super::metrics::metrics(metrics, has_admin, r)?;
     let alerts = super::alerts::alerts(alerts, &destinations.names, r)?;
     let traces = super::traces::traces(traces, r)?;
