@@ -114,22 +114,29 @@ pub struct Principal {
 /// time does not depend on which token matched or on how long any of them is.
 #[must_use]
 pub fn identify(tokens: &[NamedToken], given: &[u8]) -> Option<Principal> {
+    let token = tokens.get(position(tokens.iter().map(|token| &token.secret), given)?)?;
+    Some(Principal { name: token.name.clone(), role: token.role })
+}
+
+/// Where `given` is among `secrets`, compared as [`identify`] does: every secret, digest
+/// against digest, in constant time, the match selected without a branch. Also the outbound
+/// API's token check (`outbound::auth`).
+pub(crate) fn position<'a>(secrets: impl IntoIterator<Item = &'a Secret>, given: &[u8]) -> Option<usize> {
     let given = digest(given);
     let mut found = subtle::Choice::from(0);
     let mut index = 0u32;
-    for (i, token) in tokens.iter().enumerate() {
-        let matches = digest(token.secret.expose()).ct_eq(&given);
+    for (i, secret) in secrets.into_iter().enumerate() {
+        let matches = digest(secret.expose()).ct_eq(&given);
         index = u32::conditional_select(&index, &u32::try_from(i).unwrap_or(u32::MAX), matches);
         found |= matches;
     }
     if !bool::from(found) {
         return None;
     }
-    let token = tokens.get(usize::try_from(index).ok()?)?;
-    Some(Principal { name: token.name.clone(), role: token.role })
+    usize::try_from(index).ok()
 }
 
-fn digest(bytes: &[u8]) -> [u8; 32] {
+pub(crate) fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 

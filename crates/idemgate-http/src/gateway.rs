@@ -47,6 +47,7 @@ use tracing::{Instrument, info_span};
 use crate::{
     Accepted, AnswerStyle, Checked, DeliveryAnswer, Inbound, RejectionCounts,
     answer::{healthy, method_not_allowed, not_found, readiness},
+    outbound,
     proxy::{self, ProxyRoute},
     scrape::Render,
     trace,
@@ -68,6 +69,8 @@ pub struct Routes {
     pub proxies: Vec<ProxyRoute>,
     /// How long a sender may take to send a delivery's whole body.
     pub body_timeout: Duration,
+    /// The outbound API on `/api/v1`, when `[api]` enables it.
+    pub api: Option<outbound::Api>,
 }
 
 /// One source's route: how its deliveries are verified, identified and stored.
@@ -205,6 +208,9 @@ pub fn router(
     }
     for proxy in &routes.proxies {
         router = router.nest_service(&proxy.prefix, proxy::router(proxy, store, Arc::clone(&clock))?);
+    }
+    if let Some(api) = &routes.api {
+        router = router.nest_service(outbound::PREFIX, outbound::router(api, store, Arc::clone(&clock)));
     }
     Ok(router.fallback(not_found).with_state(gateway))
 }

@@ -8,6 +8,7 @@
 //! - [`gateway`]: the gateway's router (sources, health, metrics, proxies) from plain settings;
 //! - [`proxy`]: one `[[proxy]]`'s forwarding routes behind the layer;
 //! - [`scrape`]: `/metrics`, and the queue's gauges refreshed on an interval;
+//! - [`outbound`]: the outbound API on `/api/v1` (Svix-compatible), its tokens and pages;
 //! - [`console`]: the operator console on its own listener: the admin API (`admin/`, one
 //!   module per resource, with its extractors and its OpenAPI document) and the dashboard
 //!   (`dashboard/`, one module per page), the state they share, the dashboard's sessions
@@ -27,7 +28,7 @@ pub mod current;
 pub mod gateway;
 pub mod idempotency;
 pub mod inbound;
-mod outbound;
+pub mod outbound;
 pub mod proxy;
 pub mod scrape;
 pub mod server;

@@ -16,6 +16,7 @@ pub fn routes(config: &Config) -> Routes {
         sources: config.sources.iter().map(source).collect(),
         proxies: config.proxies.iter().map(proxy).collect(),
         body_timeout: config.server.body_timeout,
+        api: config.api.as_ref().map(crate::config::ApiConfig::routes),
     }
 }
 

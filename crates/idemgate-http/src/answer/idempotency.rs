@@ -24,7 +24,7 @@ use idemgate_store::idempotency::StoredResponse;
 use super::{RETRY_AFTER_SECS, problem};
 use crate::{
     body::BodyError,
-    idempotency::{IDEMPOTENCY_REPLAY, Refusal},
+    idempotency::{IDEMPOTENCY_REPLAY, Refusal, RefusalStyle},
 };
 
 /// The `Idempotency-Key` layer's own answers, as `application/problem+json` (RFC 9457).
@@ -63,6 +63,15 @@ impl IntoResponse for Refusal {
             _ => {}
         }
         response
+    }
+}
+
+/// The layer's refusal in the answer style of its mount: problem+json, or Svix's shapes
+/// on the outbound API.
+pub(crate) fn refused(refusal: Refusal, style: RefusalStyle) -> Response {
+    match style {
+        RefusalStyle::Problem => refusal.into_response(),
+        RefusalStyle::Svix => super::OutboundAnswer::from(refusal).into_response(),
     }
 }
 

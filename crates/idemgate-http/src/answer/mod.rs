@@ -10,7 +10,8 @@
 //!   layer's refusals, and its replays of stored answers;
 //! - [`ProxyAnswer`]: proxy mode's own answers;
 //! - [`AdminError`]: the admin API's refusals and failures;
-//! - [`DashboardAnswer`]: the dashboard's.
+//! - [`DashboardAnswer`]: the dashboard's;
+//! - `OutboundAnswer` (`outbound.rs`): the outbound API's (`/api/v1`), in Svix's shapes.
 //!
 //! A delivery's answers:
 //!
@@ -52,12 +53,14 @@ use crate::body::BodyError;
 mod admin;
 mod dashboard;
 mod idempotency;
+mod outbound;
 mod proxy;
 
 pub use admin::{AdminError, Part};
 pub(crate) use admin::{no_route, wrong_method};
 pub use dashboard::DashboardAnswer;
-pub(crate) use idempotency::{Replay, replayed};
+pub(crate) use idempotency::{Replay, refused, replayed};
+pub(crate) use outbound::{OutboundAnswer, api_not_found};
 pub use proxy::ProxyAnswer;
 
 /// Seconds a sender is asked to wait before retrying a failed delivery.

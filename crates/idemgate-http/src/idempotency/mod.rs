@@ -106,6 +106,18 @@ pub struct IdempotencyConfig {
     /// Bytes of completed records kept in memory to answer repeats without reading the
     /// store (`0`: every repeat reads it).
     pub replay_cache_bytes: usize,
+    /// The shape of the layer's own refusals on this mount.
+    pub refusals: RefusalStyle,
+}
+
+/// The shape of the layer's own refusals, by where it is mounted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RefusalStyle {
+    /// `application/problem+json` (RFC 9457): proxies and applications embedding the layer.
+    #[default]
+    Problem,
+    /// Svix's `HttpErrorOut` / `HTTPValidationError`, on the outbound API (`/api/v1`).
+    Svix,
 }
 
 impl Default for IdempotencyConfig {
@@ -123,6 +135,7 @@ impl Default for IdempotencyConfig {
             when_unavailable: WhenUnavailable::Refuse,
             scope: Scope::HeaderHash(header::AUTHORIZATION),
             replay_cache_bytes: 32 << 20,
+            refusals: RefusalStyle::Problem,
         }
     }
 }

@@ -12,10 +12,7 @@ use std::{
     task::{Context, Poll},
 };
 
-use axum::{
-    body::Body,
-    response::{IntoResponse, Response},
-};
+use axum::{body::Body, response::Response};
 use bytes::{Bytes, BytesMut};
 use http::{Request, request::Parts};
 use http_body_util::BodyExt;
@@ -75,14 +72,14 @@ impl Shared {
         // answered from memory copies neither the key nor the scope.
         let key = match parts.headers.get(IDEMPOTENCY_KEY).map(|v| parse_key(v.as_bytes())) {
             Some(Ok(key)) => key,
-            Some(Err(err)) => return Refusal::BadKey(err).into_response(),
-            None if self.config.require_key => return Refusal::MissingKey.into_response(),
+            Some(Err(err)) => return self.refused(Refusal::BadKey(err)),
+            None if self.config.require_key => return self.refused(Refusal::MissingKey),
             None => return run(inner, Request::from_parts(parts, body)).await,
         };
         let limit = self.config.max_request_body;
         let body = match read_limited(&parts.headers, body, limit, self.config.body_timeout).await {
             Ok(body) => body,
-            Err(err) => return Refusal::from(err).into_response(),
+            Err(err) => return self.refused(Refusal::from(err)),
         };
         let fingerprint =
             Fingerprint::of(parts.method.as_str(), parts.uri.path(), parts.uri.query().unwrap_or(""), &body);
@@ -94,7 +91,7 @@ impl Shared {
                     replay_counted(Found::Memory);
                     response
                 }
-                Cached::Mismatch => Refusal::Mismatch.into_response(),
+                Cached::Mismatch => self.refused(Refusal::Mismatch),
             };
         }
         let record = RecordKey { scope: scope.into_owned(), key: key.into_owned() };
@@ -112,8 +109,8 @@ impl Shared {
         match begun {
             Ok(Begin::Proceed { token }) => self.run_once(inner, request, record, fingerprint, token).await,
             Ok(Begin::Replay(stored)) => answer::replayed(stored),
-            Ok(Begin::InFlight { retry_after }) => Refusal::InFlight { retry_after }.into_response(),
-            Ok(Begin::Mismatch) => Refusal::Mismatch.into_response(),
+            Ok(Begin::InFlight { retry_after }) => self.refused(Refusal::InFlight { retry_after }),
+            Ok(Begin::Mismatch) => self.refused(Refusal::Mismatch),
             Err(err) => self.unavailable(inner, request, &err).await,
         }
     }
@@ -126,6 +123,10 @@ impl Shared {
         let answered = completed.answer(fingerprint, now_ms);
         self.replays.keep(record.clone(), completed);
         answered.map(|answered| counted(answered, Found::Read))
+    }
+
+    fn refused(&self, refusal: Refusal) -> Response {
+        answer::refused(refusal, self.config.refusals)
     }
 
     fn scope(&self, parts: &Parts) -> Cow<'static, str> {
@@ -202,7 +203,7 @@ impl Shared {
         match self.config.when_unavailable {
             WhenUnavailable::Refuse => {
                 tracing::warn!(error = %err, "idempotency store unavailable; request refused");
-                Refusal::StoreUnavailable.into_response()
+                self.refused(Refusal::StoreUnavailable)
             }
             WhenUnavailable::PassThrough => {
                 let count = self.unprotected.fetch_add(1, Ordering::Relaxed) + 1;

@@ -1,6 +1,135 @@
-//! The outbound API (`/api/v1`, Svix-compatible; `docs/design/outbound-api.md`). For now
-//! its wire shapes only; the routes come next.
+//! The outbound API (`/api/v1`, Svix-compatible; `docs/design/outbound-api.md`): sending
+//! webhooks to one's customers through the API of Svix's open-source server.
+//!
+//! Built so far: the edge without data. [`router`] serves `GET`/`HEAD /api/v1/health` and
+//! `/api/v1/health/ping` (204, no token needed) and answers every other path `404` in
+//! Svix's `HttpErrorOut` shape, after the bearer token is checked ([`auth`]) and behind
+//! the `Idempotency-Key` layer in Svix's answer style, scoped to the token and the
+//! application in the path. The resources' routes come with their store operations.
+//!
+//! - [`auth`]: tokens, roles and what each request needs;
+//! - `pagination`: `limit`, `iterator`, `order`;
+//! - `wire`: every JSON shape of Svix's spec.
+//!
+//! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
 
-// Nothing uses the shapes until the API's routes are added (the plan's step 3).
+pub mod auth;
+// Nothing lists anything until the resources' routes are added (the plan's step 3).
+#[allow(dead_code)]
+mod pagination;
+// Nothing uses most shapes until the resources' routes are added (the plan's step 3).
 #[allow(dead_code)]
 pub(crate) mod wire;
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::{Request, State},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::{any, get},
+};
+use idemgate_clock::Clock;
+use idemgate_store::Store;
+
+pub use self::auth::{ApiRole, ApiToken, Caller};
+use crate::{
+    answer::{OutboundAnswer, api_not_found},
+    idempotency::{IdempotencyConfig, IdempotencyLayer, RefusalStyle, Scope},
+};
+
+/// Where the API is mounted on the public listener.
+pub const PREFIX: &str = "/api/v1";
+
+/// What `/api/v1` serves: the plain settings the binary makes from `[api]`.
+#[derive(Debug, Clone, Default)]
+pub struct Api {
+    /// The API's bearer tokens and their roles.
+    pub tokens: Vec<ApiToken>,
+}
+
+/// The router of `/api/v1` (mounted there: its paths are below it), keeping its
+/// `Idempotency-Key` records in `store` on `clock`.
+pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router {
+    let tokens: Arc<[ApiToken]> = api.tokens.clone().into();
+    let config = IdempotencyConfig {
+        scope: Scope::Custom(Arc::new(key_scope)),
+        refusals: RefusalStyle::Svix,
+        ..IdempotencyConfig::default()
+    };
+    let keys = IdempotencyLayer::with_clock(store.clone(), config, clock);
+    // The layers run outside in: the token first, then the key, then the route.
+    let authorized = Router::new()
+        .route("/{*rest}", any(api_not_found))
+        .layer(keys)
+        .layer(middleware::from_fn_with_state(tokens, authorize));
+    Router::new()
+        .route("/health", get(health).fallback(api_not_found))
+        .route("/health/ping", get(health).fallback(api_not_found))
+        .merge(authorized)
+        .fallback(api_not_found)
+}
+
+/// `GET`/`HEAD /health` and `/health/ping`: 204 while the process answers (the spec's
+/// status; Svix's own server answers 200 with a report, and the SDK takes any 2xx).
+async fn health() -> OutboundAnswer {
+    OutboundAnswer::NoContent
+}
+
+/// Lets through a request whose token allows it, with its [`Caller`]; answers 401 or 403.
+async fn authorize(State(tokens): State<Arc<[ApiToken]>>, mut request: Request, next: Next) -> Response {
+    let need = auth::need_of(request.method(), request.uri().path());
+    match auth::authorize(&tokens, request.headers(), need) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// An `Idempotency-Key`'s scope on `/api/v1`: the token's digest and the application in
+/// the path, so one key is used once per token and application
+/// (`docs/design/outbound-api.md` §3.4). The token was checked before the layer runs.
+fn key_scope(parts: &http::request::Parts) -> String {
+    let token = parts.extensions.get::<Caller>().map_or_else(String::new, |caller| hex::encode(caller.digest));
+    let app = app_in_path(parts.uri.path()).unwrap_or("");
+    format!("api:{token}:{app}")
+}
+
+/// The application a path below `/api/v1` names (by id or uid), if any.
+fn app_in_path(path: &str) -> Option<&str> {
+    let mut segments = path.trim_start_matches('/').split('/');
+    match (segments.next(), segments.next(), segments.next()) {
+        (Some("app"), Some(app), _) if !app.is_empty() => Some(app),
+        (Some("auth"), Some("app-portal-access"), Some(app)) if !app.is_empty() => Some(app),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_scope_names_the_application_of_the_path() {
+        assert_eq!(app_in_path("/app/app_1/msg"), Some("app_1"));
+        assert_eq!(app_in_path("/app/my-uid"), Some("my-uid"));
+        assert_eq!(app_in_path("/auth/app-portal-access/app_2"), Some("app_2"));
+        assert_eq!(app_in_path("/app"), None);
+        assert_eq!(app_in_path("/event-type"), None);
+        let request = |path: &str, token: &[u8]| {
+            let (mut parts, ()) = http::Request::post(path).body(()).unwrap_or_else(|_| unreachable!()).into_parts();
+            let caller =
+                Caller { name: "a".into(), role: ApiRole::Admin, app: None, digest: crate::access::digest(token) };
+            parts.extensions.insert(caller);
+            parts
+        };
+        let one = key_scope(&request("/app/app_1/msg", b"token-one"));
+        assert_eq!(one, key_scope(&request("/app/app_1/endpoint", b"token-one")));
+        assert_ne!(one, key_scope(&request("/app/app_2/msg", b"token-one")));
+        assert_ne!(one, key_scope(&request("/app/app_1/msg", b"token-two")));
+        assert!(!one.contains("token-one"), "{one}");
+    }
+}

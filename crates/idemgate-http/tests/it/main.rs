@@ -19,7 +19,7 @@ use axum::{Router, extract::State, routing::post};
 use idemgate_clock::{ManualClock, UnixTime};
 use idemgate_http::{
     ServeOptions,
-    idempotency::{IdempotencyConfig, IdempotencyLayer},
+    idempotency::{IdempotencyConfig, IdempotencyLayer, RefusalStyle},
     serve,
 };
 use idemgate_store::{SqliteStore, StoreOptions};
@@ -168,6 +168,21 @@ async fn a_route_that_requires_a_key_refuses_a_request_without_one() {
     assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
     assert!(refused.contains("application/problem+json"), "{refused}");
     assert!(post_to(addr, "/orders", Some("k")).await.starts_with("HTTP/1.1 200"));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn mounted_in_svix_style_a_key_used_for_another_request_is_a_validation_error_on_the_header() {
+    let config = IdempotencyConfig { refusals: RefusalStyle::Svix, ..IdempotencyConfig::default() };
+    let (addr, calls, _store, _dir) = start_with(clock(), config).await;
+    assert!(post_with_key(addr, "k").await.starts_with("HTTP/1.1 200"));
+    let other =
+        "POST /orders HTTP/1.1\r\nHost: x\r\nConnection: close\r\nIdempotency-Key: k\r\nContent-Length: 3\r\n\r\n{ }";
+    let refused = exchange(addr, other.to_owned()).await;
+    assert!(refused.starts_with("HTTP/1.1 422"), "{refused}");
+    let body: serde_json::Value = serde_json::from_str(refused.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert_eq!(body["detail"][0]["loc"], serde_json::json!(["header", "idempotency-key"]), "{body}");
+    assert!(!refused.contains("problem+json"), "{refused}");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 

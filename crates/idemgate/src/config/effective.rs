@@ -56,7 +56,7 @@ pub fn reference(reference: &str) -> toml::Value {
 }
 
 /// The order of the sections in the listing, as in the sample file.
-const SECTIONS: [&str; 7] = ["server", "store", "sources", "destinations", "worker", "proxy", "admin"];
+const SECTIONS: [&str; 8] = ["server", "store", "sources", "destinations", "worker", "proxy", "admin", "api"];
 
 fn section(key: &str) -> usize {
     let first = key.split(['.', '[']).next().unwrap_or(key);

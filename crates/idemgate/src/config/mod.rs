@@ -8,6 +8,7 @@
 //! `idemgate config check`.
 
 mod alerts;
+mod api;
 mod destinations;
 pub mod effective;
 mod listeners;
@@ -30,9 +31,9 @@ use std::path::{Path, PathBuf};
 pub use destinations::{Encryption, SmtpRelay};
 pub use traces::TracesConfig;
 pub use validated::{
-    AdminConfig, AlertsConfig, Config, DestinationConfig, DestinationUrl, MetricsConfig, MetricsListen, OrderingConfig,
-    PostgresConfig, ProxyConfig, ServerConfig, SmtpConfig, SourceConfig, StoreConfig, Target, TlsConfig, Uses,
-    WorkerConfig,
+    AdminConfig, AlertsConfig, ApiConfig, Config, DestinationConfig, DestinationUrl, MetricsConfig, MetricsListen,
+    OrderingConfig, PostgresConfig, ProxyConfig, ServerConfig, SmtpConfig, SourceConfig, StoreConfig, Target,
+    TlsConfig, Uses, WorkerConfig,
 };
 
 /// A configuration problem, located by its dotted key. Never contains a secret.

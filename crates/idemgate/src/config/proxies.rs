@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use idemgate_http::{
     gateway::reserved_prefixes,
-    idempotency::{IdempotencyConfig, Scope, WhenUnavailable},
+    idempotency::{IdempotencyConfig, RefusalStyle, Scope, WhenUnavailable},
 };
 
 use super::{
@@ -145,6 +145,7 @@ fn proxy(
         when_unavailable,
         scope,
         replay_cache_bytes,
+        refusals: RefusalStyle::Problem,
     };
     Ok(ProxyConfig { prefix: raw.prefix, upstream, timeout, idempotency })
 }

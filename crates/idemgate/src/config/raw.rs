@@ -32,6 +32,8 @@ pub struct RawConfig {
     pub worker: RawWorker,
     /// `[admin]`.
     pub admin: Option<RawAdmin>,
+    /// `[api]`: the outbound API on `/api/v1`.
+    pub api: Option<RawApi>,
     /// `[[proxy]]`: idempotency in front of HTTP APIs.
     #[serde(default)]
     pub proxy: Vec<RawProxy>,
@@ -80,6 +82,36 @@ pub struct RawAdminToken {
     /// `env:NAME`, `file:PATH` or a literal.
     pub token: String,
     /// `read` or `operate`; `read` when absent.
+    pub role: Option<String>,
+}
+
+/// `[api]`: the outbound API (Svix-compatible) on `/api/v1` of the public listener.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawApi {
+    /// Serve it; off unless `true`.
+    pub enabled: Option<bool>,
+    /// `[api.tokens.<name>]`: its bearer tokens, each with its role.
+    #[serde(default)]
+    pub tokens: BTreeMap<String, RawApiToken>,
+    /// The key sealing endpoint secrets: `env:NAME` or `file:PATH` (32 bytes, hex or base64).
+    pub secrets_key: Option<String>,
+    /// Accept plain `http` endpoint URLs.
+    pub allow_http: Option<bool>,
+    /// Networks endpoints may reach although they are not public, as CIDRs.
+    #[serde(default)]
+    pub allow_networks: Vec<String>,
+    /// The base URL of the links the API hands out.
+    pub public_url: Option<String>,
+}
+
+/// `[api.tokens.<name>]`: one API token.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawApiToken {
+    /// `env:NAME`, `file:PATH` or a literal.
+    pub token: String,
+    /// `admin`, `publish` or `read`; `read` when absent.
     pub role: Option<String>,
 }
 
@@ -439,9 +471,11 @@ pub struct RawBreaker {
 
 /// The keys whose values are secrets or references to them (`*` is any table name). An
 /// environment override of one stays a string, and an error about one never shows its value.
-const SECRET_KEYS: [&[&str]; 7] = [
+const SECRET_KEYS: [&[&str]; 9] = [
     &["admin", "token"],
     &["admin", "tokens", "*", "token"],
+    &["api", "tokens", "*", "token"],
+    &["api", "secrets_key"],
     &["store", "url"],
     &["sources", "*", "secrets"],
     &["destinations", "*", "secret"],

@@ -24,6 +24,7 @@ use super::{
 };
 pub use super::{
     alerts::AlertsConfig,
+    api::ApiConfig,
     destinations::{DestinationConfig, DestinationUrl, Target},
     listeners::{AdminConfig, ServerConfig, TlsConfig},
     metrics::{MetricsConfig, MetricsListen},
@@ -87,6 +88,8 @@ pub struct Config {
     pub proxies: Vec<ProxyConfig>,
     /// `[admin]`, when a token is configured and this command serves the admin API (`serve`).
     pub admin: Option<AdminConfig>,
+    /// `[api]`, when enabled and this command serves it (`serve`).
+    pub api: Option<ApiConfig>,
     /// `[metrics]`.
     pub metrics: MetricsConfig,
     /// `[alerts]`, when configured.
@@ -158,6 +161,7 @@ struct Parts<S> {
     worker: WorkerConfig,
     proxies: Vec<ProxyConfig>,
     admin: Option<AdminConfig>,
+    api: Option<ApiConfig>,
     metrics: MetricsConfig,
     alerts: Option<AlertsConfig>,
     traces: Option<TracesConfig>,
@@ -187,6 +191,7 @@ pub fn validate_for(raw: RawConfig, base: &Path, uses: Uses) -> Result<(Config, 
         worker: parts.worker,
         proxies: parts.proxies,
         admin: parts.admin,
+        api: parts.api,
         metrics: parts.metrics,
         alerts: parts.alerts,
         traces: parts.traces,
@@ -225,6 +230,7 @@ fn parts<'a, S>(
         destinations,
         worker: raw_worker,
         admin,
+        api,
         proxy,
         metrics,
         alerts,
@@ -263,6 +269,8 @@ fn parts<'a, S>(
             None
         }
     };
+    let prefixes: Vec<&str> = proxies.iter().map(|proxy| proxy.prefix.as_str()).collect();
+    let api = super::api::api(api, &prefixes, r, resolves.listeners)?;
     let metrics = super::metrics::metrics(metrics, has_admin, r)?;
     let alerts = super::alerts::alerts(alerts, &destinations.names, r)?;
     let traces = super::traces::traces(traces, r)?;
@@ -276,6 +284,7 @@ fn parts<'a, S>(
         worker,
         proxies,
         admin,
+        api,
         metrics,
         alerts,
         traces,

@@ -356,6 +356,49 @@ fn config_check_prints_what_is_in_effect_and_where_it_came_from_but_never_a_secr
     assert!(!text(&sample.stdout).contains("aWRlbWdhdGUt"), "a sample secret was shown: {sample:?}");
 }
 
+#[test]
+fn a_bad_api_value_is_refused_at_its_key_and_its_secrets_are_never_shown() {
+    let api = "[api]\nenabled = true\nsecrets_key = \"env:API_KEY\"\nallow_networks = [\"127.0.0.0/8\"]\n\
+               [api.tokens.ci]\ntoken = \"env:API_TOKEN\"\nrole = \"publish\"\n";
+    let folder = Folder::new(&format!("{}{api}", EVERY_SECRET.replace("env:APP_SECRET", "env:HOOKS_SECRET")));
+    let hooks = Signer::Standard(KEY.to_vec()).config_secret();
+    let (token, key) = ("api-token-which-is-secret-0123", "0f".repeat(32));
+    let mut env = vec![("HOOKS_SECRET", hooks.as_str()), ("ADMIN_TOKEN", "admin-token-which-is-secret-0123")];
+    env.extend([("API_TOKEN", token), ("API_KEY", key.as_str())]);
+    let output = idemgate(&folder.elsewhere(), &folder.config(), &["config", "check"], &env);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("api.tokens.ci.token = \"env:API_TOKEN\""), "{stdout}");
+    assert!(stdout.contains("api.secrets_key = \"env:API_KEY\""), "{stdout}");
+    assert!(!stdout.contains(token) && !stdout.contains(&key), "{stdout}");
+
+    let output = idemgate(&folder.elsewhere(), &folder.config(), &["config", "check"], &env[..3]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(
+        text(&output.stderr).trim(),
+        "idemgate: config error: api.secrets_key: environment variable API_KEY is not set"
+    );
+    let short = [env[0], env[1], env[2], ("API_KEY", "0f0f")];
+    let output = idemgate(&folder.elsewhere(), &folder.config(), &["config", "check"], &short);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = text(&output.stderr);
+    assert!(stderr.starts_with("idemgate: config error: api.secrets_key: "), "{stderr}");
+    assert!(!stderr.contains("0f0f"), "{stderr}");
+
+    let bad_network = api.replace("127.0.0.0/8", "127.0.0.0/33");
+    std::fs::write(
+        folder.config(),
+        format!("{}{bad_network}", EVERY_SECRET.replace("env:APP_SECRET", "env:HOOKS_SECRET")),
+    )
+    .unwrap();
+    let output = idemgate(&folder.elsewhere(), &folder.config(), &["config", "check"], &env);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(
+        text(&output.stderr).trim(),
+        "idemgate: config error: api.allow_networks[0]: \"127.0.0.0/33\" is not a network in CIDR form (e.g. \"10.0.0.0/8\")"
+    );
+}
+
 /// `idemgate args --config config` with stdout a pipe whose reader is already gone, as
 /// after `| head -1` has read its line.
 fn idemgate_into_closed_pipe(cwd: &Path, config: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {

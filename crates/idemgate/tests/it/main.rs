@@ -28,6 +28,7 @@ mod gateway_startup;
 mod harness;
 mod hostile_clients;
 mod idempotency_suite;
+mod outbound_api;
 mod pg_cluster;
 mod postgres_instances;
 mod proxy_hardening;
