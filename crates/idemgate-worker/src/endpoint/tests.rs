@@ -197,7 +197,7 @@ async fn a_redirect_is_the_answer_and_is_not_followed() {
     let client = EndpointClient::new(loopback(), SECOND).unwrap();
     let outcome = deliver(&client, &format!("http://{addr}/"), UnixTime(1)).await;
     assert_eq!(outcome.result, AttemptResult::Status { status: 307, retry_after: None }, "{outcome:?}");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A client that followed it would have done so before answering the attempt.
     assert!(target.received().is_empty(), "the redirect was followed");
 }
 
