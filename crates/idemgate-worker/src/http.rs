@@ -14,27 +14,25 @@ use http::{
     header::InvalidHeaderValue,
     header::{
         AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, PROXY_AUTHENTICATE,
-        PROXY_AUTHORIZATION, RETRY_AFTER, TE, TRAILER, TRANSFER_ENCODING, UPGRADE, USER_AGENT,
+        PROXY_AUTHORIZATION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE, USER_AGENT,
     },
 };
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::{
-    client::legacy::{Client, connect::HttpConnector},
-    rt::{TokioExecutor, TokioTimer},
-};
+use http_body_util::Full;
+use hyper_util::client::legacy::connect::HttpConnector;
 use idemgate_core::{
     Secret, UnixTime,
     fingerprint::delivery_key,
-    retry::{AttemptResult, parse_retry_after},
     scheme::{OUTGOING, Outgoing},
 };
-use idemgate_store::jobs::{ClaimedJob, MAX_ATTEMPT_TEXT};
+use idemgate_store::jobs::ClaimedJob;
 use percent_encoding::percent_decode_str;
-use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
 
-use crate::{AttemptOutcome, Deliver, deliver::BoxFuture};
+pub use crate::exchange::ClientError;
+use crate::{
+    AttemptOutcome, Deliver,
+    deliver::BoxFuture,
+    exchange::{self, Failure, JSON, TlsClient, USER_AGENT_VALUE},
+};
 
 /// Header naming the source the event came from.
 pub const SOURCE_HEADER: &str = "idemgate-source";
@@ -44,14 +42,6 @@ pub const EVENT_ID_HEADER: &str = "idemgate-event-id";
 const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 const SOURCE: HeaderName = HeaderName::from_static(SOURCE_HEADER);
 const EVENT_ID: HeaderName = HeaderName::from_static(EVENT_ID_HEADER);
-const USER_AGENT_VALUE: HeaderValue = HeaderValue::from_static(concat!("idemgate/", env!("CARGO_PKG_VERSION")));
-const JSON: HeaderValue = HeaderValue::from_static("application/json");
-
-/// How much of an answer's body is read before the connection is given up: an answer read
-/// to its end returns the connection to the pool for the next attempt.
-const ANSWER_READ_LIMIT: usize = 64 * 1024;
-/// How long an unused connection to a destination is kept for the next attempt.
-const POOL_IDLE: Duration = Duration::from_secs(90);
 
 /// The headers [`HttpDestination`] sets on every attempt itself: its own, and every one
 /// the outgoing scheme signs with.
@@ -99,15 +89,10 @@ pub struct HttpDestination {
     /// `Authorization: Basic` for credentials given in the URL (`https://user:pw@host/`).
     authorization: Option<HeaderValue>,
     secret: Option<Secret>,
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: TlsClient<HttpConnector>,
     /// The whole attempt: connecting, sending, and reading the answer.
     total: Duration,
 }
-
-/// The destination's client could not be built (TLS set-up), or its URL does not parse.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot build the http client: {0}")]
-pub struct ClientError(String);
 
 impl HttpDestination {
     /// A destination at `url` (`http` or `https`), signing with `secret` when given, with a
@@ -120,21 +105,11 @@ impl HttpDestination {
             return Err(ClientError("the destination's URL must be http:// or https:// with a host".to_owned()));
         }
         let (uri, authorization) = without_credentials(uri)?;
-        let tls = ClientConfig::builder_with_provider(ring::default_provider().into())
-            .with_safe_default_protocol_versions()
-            .map_err(|err| ClientError(err.to_string()))?
-            .with_root_certificates(RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() })
-            .with_no_client_auth();
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(connect));
-        let connector =
-            HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE)
-            .build(connector);
+        let client = exchange::client(http)?;
         Ok(Self { uri, authorization, secret, client, total })
     }
 
@@ -173,19 +148,6 @@ impl HttpDestination {
         *request.headers_mut() = headers;
         Ok(request)
     }
-
-    /// Sends `request` and reads the answer, within the total timeout.
-    async fn attempt(&self, request: Request<Full<Bytes>>) -> AttemptOutcome {
-        let exchange = async {
-            let response = self.client.request(request).await?;
-            Ok::<_, Failure>(answered(response).await)
-        };
-        match tokio::time::timeout(self.total, exchange).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(failure)) => failure.outcome(),
-            Err(_) => Failure::TimedOut.outcome(),
-        }
-    }
 }
 
 /// `uri` without its userinfo, and the `Authorization: Basic` header it stands for (the
@@ -212,85 +174,18 @@ impl Deliver for HttpDestination {
     fn deliver<'a>(&'a self, job: &'a ClaimedJob, now: UnixTime) -> BoxFuture<'a, AttemptOutcome> {
         Box::pin(async move {
             match self.request(job, now) {
-                Ok(request) => self.attempt(request).await,
+                Ok(request) => exchange::exchange(&self.client, request, self.total).await,
                 Err(_) => Failure::Unsendable.outcome(),
             }
         })
     }
 }
 
-/// The status, `Retry-After`, and a prefix of the body for the record. The body is read
-/// on (up to [`ANSWER_READ_LIMIT`]) so that the connection can serve the next attempt.
-async fn answered(response: http::Response<Incoming>) -> AttemptOutcome {
-    let status = response.status().as_u16();
-    let retry_after = response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
-    let mut body = response.into_body();
-    let mut prefix: Option<Vec<u8>> = None;
-    let mut read = 0;
-    while read <= ANSWER_READ_LIMIT {
-        let Some(Ok(frame)) = body.frame().await else { break };
-        let Ok(data) = frame.into_data() else { continue };
-        read += data.len();
-        let kept = prefix.get_or_insert_with(Vec::new);
-        let room = MAX_ATTEMPT_TEXT.saturating_sub(kept.len());
-        kept.extend_from_slice(&data[..data.len().min(room)]);
-    }
-    let prefix = prefix.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
-    let error = (!(200..300).contains(&status)).then(|| format!("status {status}"));
-    AttemptOutcome { result: AttemptResult::Status { status, retry_after }, error, response_prefix: prefix }
-}
-
-/// Why an attempt got no answer. Its text names the kind of failure only: the client's
-/// own messages may include the URL, which may carry credentials.
-#[derive(Debug)]
-enum Failure {
-    /// The total timeout ran out.
-    TimedOut,
-    /// The request could not be made from the job.
-    Unsendable,
-    /// The client's error: connecting (its timeout too), sending, or the answer's head.
-    Client(hyper_util::client::legacy::Error),
-}
-
-impl From<hyper_util::client::legacy::Error> for Failure {
-    fn from(err: hyper_util::client::legacy::Error) -> Self {
-        Self::Client(err)
-    }
-}
-
-impl Failure {
-    fn outcome(&self) -> AttemptOutcome {
-        let (result, text) = match self {
-            Self::TimedOut => (AttemptResult::Timeout, "timed out"),
-            Self::Unsendable => (AttemptResult::Connection, "a header made from the event is not a valid HTTP header"),
-            Self::Client(err) => match io_kind(err) {
-                Some(std::io::ErrorKind::TimedOut) => (AttemptResult::Timeout, "timed out"),
-                Some(std::io::ErrorKind::ConnectionRefused) => (AttemptResult::Connection, "connection refused"),
-                Some(std::io::ErrorKind::ConnectionReset) => (AttemptResult::Connection, "connection reset"),
-                _ if err.is_connect() => (AttemptResult::Connection, "connection failed"),
-                _ => (AttemptResult::Connection, "connection broke before an answer"),
-            },
-        };
-        AttemptOutcome { result, error: Some(text.to_owned()), response_prefix: None }
-    }
-}
-
-/// The kind of the first I/O error among `err`'s causes.
-fn io_kind(err: &hyper_util::client::legacy::Error) -> Option<std::io::ErrorKind> {
-    let mut source = std::error::Error::source(err);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            return Some(io.kind());
-        }
-        source = cause.source();
-    }
-    None
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use idemgate_core::{Identity, ReceiptKey, SourceName};
+    use idemgate_core::{Identity, ReceiptKey, SourceName, retry::AttemptResult};
+    use tokio_rustls::rustls::crypto::ring;
 
     use super::*;
 

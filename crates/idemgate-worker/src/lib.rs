@@ -12,6 +12,8 @@
 pub mod amqp;
 pub mod clock;
 pub mod deliver;
+pub mod endpoint;
+mod exchange;
 pub mod http;
 pub mod message;
 pub mod nats;
@@ -26,6 +28,7 @@ mod worker;
 pub use amqp::AmqpDestination;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use deliver::{AttemptOutcome, Deliver};
+pub use endpoint::{Endpoint, EndpointClient, EndpointDelivery};
 pub use http::HttpDestination;
 pub use nats::NatsDestination;
 pub use route::{Protection, RateLimit, Route, RouteTable};
