@@ -38,7 +38,7 @@ mod store;
 
 pub use error::{ErrorKind, HandlerError, StoreError};
 pub use model::{
-    audit, idempotency, inbox, jobs, maintenance,
+    audit, idempotency, inbox, jobs, maintenance, outbound,
     receive::{ConflictRecord, Receipt, ReceiveRequest},
     views,
 };

@@ -25,6 +25,7 @@ mod idempotency;
 mod jobs;
 mod maintenance;
 mod migrations;
+mod outbound;
 mod receipt;
 mod receive;
 mod views;

@@ -15,6 +15,7 @@ mod handover;
 mod idempotency;
 mod jobs;
 mod maintenance;
+mod outbound_applications;
 mod outcome;
 mod receive;
 mod routing;
