@@ -5,6 +5,7 @@ use super::{Backend, Store};
 use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
+    event_type::{EventType, EventTypeDeletion, EventTypeIn, EventTypePatch},
 };
 
 impl Store {
@@ -49,5 +50,60 @@ impl Store {
     /// endpoints and messages are no longer served.
     pub async fn delete_application(&self, app: Lookup, deletion: Deletion, now_ms: i64) -> Result<(), OutboundError> {
         on_backend!(self, store => store.delete_application(app, deletion, now_ms).await)
+    }
+
+    /// Creates the event type `name`; one that exists (archived or not) is
+    /// [`OutboundError::EventTypeExists`].
+    pub async fn create_event_type(
+        &self,
+        name: String,
+        input: EventTypeIn,
+        now_ms: i64,
+    ) -> Result<EventType, OutboundError> {
+        on_backend!(self, store => store.create_event_type(name, input, now_ms).await)
+    }
+
+    /// The event type `name`, archived or not.
+    pub async fn event_type(&self, name: String) -> Result<Option<EventType>, OutboundError> {
+        on_backend!(self, store => store.event_type(name).await)
+    }
+
+    /// One page of the event types, by name; the archived ones only with `include_archived`.
+    pub async fn list_event_types(
+        &self,
+        query: ListQuery,
+        include_archived: bool,
+    ) -> Result<Page<EventType>, OutboundError> {
+        on_backend!(self, store => store.list_event_types(query, include_archived).await)
+    }
+
+    /// `PUT`: replaces the event type `name`, or creates it.
+    pub async fn upsert_event_type(
+        &self,
+        name: String,
+        input: EventTypeIn,
+        now_ms: i64,
+    ) -> Result<Upserted<EventType>, OutboundError> {
+        on_backend!(self, store => store.upsert_event_type(name, input, now_ms).await)
+    }
+
+    /// `PATCH`: changes the fields `patch` names.
+    pub async fn patch_event_type(
+        &self,
+        name: String,
+        patch: EventTypePatch,
+        now_ms: i64,
+    ) -> Result<EventType, OutboundError> {
+        on_backend!(self, store => store.patch_event_type(name, patch, now_ms).await)
+    }
+
+    /// Archives the event type `name`, or removes it.
+    pub async fn delete_event_type(
+        &self,
+        name: String,
+        deletion: EventTypeDeletion,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.delete_event_type(name, deletion, now_ms).await)
     }
 }

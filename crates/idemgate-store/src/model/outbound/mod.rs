@@ -8,7 +8,7 @@
 
 pub mod application;
 // pub mod endpoint;
-// pub mod event_type;
+pub mod event_type;
 // pub mod message;
 
 use std::{collections::BTreeMap, fmt};

@@ -5,7 +5,7 @@
 
 mod application;
 // mod endpoint;
-// mod event_type;
+mod event_type;
 // mod message;
 
 use deadpool_postgres::GenericClient;

@@ -4,7 +4,7 @@
 
 mod application;
 // mod endpoint;
-// mod event_type;
+mod event_type;
 // mod message;
 
 use rusqlite::{Connection, OptionalExtension, params};
