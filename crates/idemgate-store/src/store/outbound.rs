@@ -5,6 +5,9 @@ use super::{Backend, Store};
 use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
+    endpoint::{
+        ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
+    },
     event_type::{EventType, EventTypeDeletion, EventTypeIn, EventTypePatch},
 };
 
@@ -105,5 +108,112 @@ impl Store {
         now_ms: i64,
     ) -> Result<(), OutboundError> {
         on_backend!(self, store => store.delete_event_type(name, deletion, now_ms).await)
+    }
+
+    /// Creates an endpoint of the application `app` with its first secret; a uid another
+    /// live endpoint of the application has is [`OutboundError::UidTaken`]. A disabled one
+    /// also disables its destination row.
+    pub async fn create_endpoint(&self, app: Lookup, new: NewEndpoint, now_ms: i64) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.create_endpoint(app, new, now_ms).await)
+    }
+
+    /// The live endpoint `ep` (id or uid) of the live application `app`; an application
+    /// that is missing is [`OutboundError::NotFound`].
+    pub async fn endpoint(&self, app: Lookup, ep: Lookup) -> Result<Option<Endpoint>, OutboundError> {
+        on_backend!(self, store => store.endpoint(app, ep).await)
+    }
+
+    /// One page of the application's live endpoints, by id.
+    pub async fn list_endpoints(&self, app: Lookup, query: ListQuery) -> Result<Page<Endpoint>, OutboundError> {
+        on_backend!(self, store => store.list_endpoints(app, query).await)
+    }
+
+    /// `PUT`: replaces the fields of the endpoint `ep` (its headers and secrets stay), or
+    /// creates it from `new` (with the path's uid when `new` has none).
+    pub async fn upsert_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        new: NewEndpoint,
+        now_ms: i64,
+    ) -> Result<Upserted<Endpoint>, OutboundError> {
+        on_backend!(self, store => store.upsert_endpoint(app, ep, new, now_ms).await)
+    }
+
+    /// `PATCH`: changes the fields `patch` names. Disabling writes the destination row the
+    /// claim skips; enabling clears it and makes the waiting retries due.
+    pub async fn patch_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        patch: EndpointPatch,
+        now_ms: i64,
+    ) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.patch_endpoint(app, ep, patch, now_ms).await)
+    }
+
+    /// Replaces the endpoint's custom headers.
+    pub async fn set_endpoint_headers(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        headers: Headers,
+        now_ms: i64,
+    ) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.set_endpoint_headers(app, ep, headers, now_ms).await)
+    }
+
+    /// Sets the headers `patch` gives a value and removes those it gives `None`.
+    pub async fn patch_endpoint_headers(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        patch: HeadersPatch,
+        now_ms: i64,
+    ) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.patch_endpoint_headers(app, ep, patch, now_ms).await)
+    }
+
+    /// Deletes the endpoint; its `pending` and `retrying` jobs end `dead` ("endpoint
+    /// deleted") in the same transaction.
+    pub async fn delete_endpoint(&self, app: Lookup, ep: Lookup, now_ms: i64) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.delete_endpoint(app, ep, now_ms).await)
+    }
+
+    /// The endpoint's current and unexpired old secrets at `now_ms`, newest (the current) first.
+    pub async fn endpoint_secrets(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        now_ms: i64,
+    ) -> Result<Vec<StoredSecret>, OutboundError> {
+        on_backend!(self, store => store.endpoint_secrets(app, ep, now_ms).await)
+    }
+
+    /// Rotation, in one transaction: `secret` becomes the current one, the previous one
+    /// expires `grace_ms` from now, and at most [`MAX_OLD_SECRETS`] unexpired old ones are
+    /// kept. `secret.seq` must be the last one's plus one, else [`OutboundError::StaleSecret`].
+    ///
+    /// [`MAX_OLD_SECRETS`]: crate::outbound::endpoint::MAX_OLD_SECRETS
+    pub async fn rotate_endpoint_secret(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        secret: NewSecret,
+        grace_ms: i64,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.rotate_endpoint_secret(app, ep, secret, grace_ms, now_ms).await)
+    }
+
+    /// The outbound version: moved by every application, endpoint and secret change.
+    pub async fn outbound_version(&self) -> Result<i64, OutboundError> {
+        on_backend!(self, store => store.outbound_version().await)
+    }
+
+    /// The endpoints changed since `version` (deleted ones too, as not live), with their
+    /// secrets valid at `now_ms`, for the worker's endpoint cache.
+    pub async fn endpoints_changed_since(&self, version: i64, now_ms: i64) -> Result<ChangedEndpoints, OutboundError> {
+        on_backend!(self, store => store.endpoints_changed_since(version, now_ms).await)
     }
 }

@@ -3,7 +3,7 @@
 //! (a uid taken, a row not found) rolls back; reads use a read connection.
 
 mod application;
-// mod endpoint;
+mod endpoint;
 mod event_type;
 // mod message;
 
