@@ -22,7 +22,8 @@ use crate::{
 /// The one statement that writes a receipt on PostgreSQL: $1 source, $2 identity, $3 body
 /// hash, $4 result, $5 time received. Of racing first deliveries, one inserts; the others
 /// wait on its index entry and then insert nothing.
-const INSERT_RECEIPT: &str = "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+pub(super) const INSERT_RECEIPT: &str =
+    "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
      VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING";
 
 impl PgStore {
@@ -112,32 +113,7 @@ impl PgStore {
             tx.rollback().await?;
             return Ok(Outcome::Refused { reason });
         }
-        let headers = stored_headers(&event.headers);
-        let insert_event = tx
-            .prepare_cached(
-                "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
-                                     outgoing_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-            )
-            .await?;
-        let ordering_key = event.ordering.as_ref().map(|o| o.key.as_str());
-        let event_id: i64 = tx
-            .query_one(
-                &insert_event,
-                &[
-                    &source,
-                    &identity,
-                    &event.event_type,
-                    &event.content_type,
-                    &&event.body[..],
-                    &request.received_at.0,
-                    &headers,
-                    &ordering_key,
-                    &outgoing_id(event.outgoing_id.as_deref(), key),
-                ],
-            )
-            .await?
-            .try_get(0)?;
+        let event_id = insert_event(&tx, request, event).await?;
         let superseded = match &event.ordering {
             Some(ordering) => {
                 let (int, text) = ordering.version.columns();
@@ -159,14 +135,8 @@ impl PgStore {
             None => false,
         };
         let state = if superseded { "superseded" } else { "pending" };
-        let jobs = tx
-            .prepare_cached(
-                "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
-                 SELECT $1, d, $2, $3::bigint * 1000, $3, $3 FROM unnest($4::text[]) AS d",
-            )
-            .await?;
         let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
-        tx.execute(&jobs, &[&event_id, &state, &request.received_at.0, &destinations]).await?;
+        insert_jobs(&tx, event_id, state, request.received_at.0, &destinations).await?;
         if !event.dead.is_empty() {
             let dead = tx
                 .prepare_cached(
@@ -184,6 +154,60 @@ impl PgStore {
         }
         Ok(Outcome::Applied { result: event.result.clone() })
     }
+}
+
+/// Inserts the event of a first delivery (its receipt inserted in the same transaction);
+/// returns its row id. Shared with the outbound API's messages (`outbound/message.rs`).
+pub(super) async fn insert_event(
+    tx: &impl deadpool_postgres::GenericClient,
+    request: &ReceiveRequest,
+    event: &IncomingEvent,
+) -> Result<i64, StoreError> {
+    let key = &request.key;
+    let headers = stored_headers(&event.headers);
+    let insert_event = tx
+        .prepare_cached(
+            "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
+                                 outgoing_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+        )
+        .await?;
+    let ordering_key = event.ordering.as_ref().map(|o| o.key.as_str());
+    Ok(tx
+        .query_one(
+            &insert_event,
+            &[
+                &key.source.as_str(),
+                &key.identity.as_str(),
+                &event.event_type,
+                &event.content_type,
+                &&event.body[..],
+                &request.received_at.0,
+                &headers,
+                &ordering_key,
+                &outgoing_id(event.outgoing_id.as_deref(), key),
+            ],
+        )
+        .await?
+        .try_get(0)?)
+}
+
+/// Inserts one job in `state` per destination for the event `event_id`, due at `received_at`.
+pub(super) async fn insert_jobs(
+    tx: &impl deadpool_postgres::GenericClient,
+    event_id: i64,
+    state: &str,
+    received_at: i64,
+    destinations: &[&str],
+) -> Result<(), StoreError> {
+    let jobs = tx
+        .prepare_cached(
+            "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+             SELECT $1, d, $2, $3::bigint * 1000, $3, $3 FROM unnest($4::text[]) AS d",
+        )
+        .await?;
+    tx.execute(&jobs, &[&event_id, &state, &received_at, &destinations]).await?;
+    Ok(())
 }
 
 /// Whether a delivery takes the one-statement path (and so may share a group commit):

@@ -9,6 +9,7 @@ use crate::model::outbound::{
         ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
     },
     event_type::{EventType, EventTypeDeletion, EventTypeIn, EventTypePatch},
+    message::{Accepted, Message, MessageIn, MessageQuery},
 };
 
 impl Store {
@@ -215,5 +216,26 @@ impl Store {
     /// secrets valid at `now_ms`, for the worker's endpoint cache.
     pub async fn endpoints_changed_since(&self, version: i64, now_ms: i64) -> Result<ChangedEndpoints, OutboundError> {
         on_backend!(self, store => store.endpoints_changed_since(version, now_ms).await)
+    }
+
+    /// Publishes a message to the application `app`, in one transaction: the receipt on
+    /// (the application, the `eventId` or the new message id) with the message's
+    /// fingerprint, then the event, the message row and one `pending` job per enabled,
+    /// live endpoint it goes to. A repeat with the same fingerprint is the original
+    /// message and writes nothing; another fingerprint is a conflict, recorded, nothing
+    /// else. Answered only once the commit is durable (on SQLite, through the writer's
+    /// group commit, as [`Self::accept`]).
+    pub async fn accept_message(&self, app: Lookup, input: MessageIn, now_ms: i64) -> Result<Accepted, OutboundError> {
+        on_backend!(self, store => store.accept_message(app, input, now_ms).await)
+    }
+
+    /// The message `msg` (its id or `eventId`) of the live application `app`.
+    pub async fn message(&self, app: Lookup, msg: Lookup) -> Result<Option<Message>, OutboundError> {
+        on_backend!(self, store => store.message(app, msg).await)
+    }
+
+    /// One page of the application's messages, newest first, as `query` filters them.
+    pub async fn list_messages(&self, app: Lookup, query: MessageQuery) -> Result<Page<Message>, OutboundError> {
+        on_backend!(self, store => store.list_messages(app, query).await)
     }
 }

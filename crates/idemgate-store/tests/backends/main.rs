@@ -18,6 +18,7 @@ mod maintenance;
 mod outbound_applications;
 mod outbound_endpoints;
 mod outbound_event_types;
+mod outbound_messages;
 mod outcome;
 mod receive;
 mod routing;

@@ -9,7 +9,7 @@
 pub mod application;
 pub mod endpoint;
 pub mod event_type;
-// pub mod message;
+pub mod message;
 
 use std::{collections::BTreeMap, fmt};
 

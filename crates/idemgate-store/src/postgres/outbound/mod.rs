@@ -6,7 +6,7 @@
 mod application;
 mod endpoint;
 mod event_type;
-// mod message;
+mod message;
 
 use deadpool_postgres::GenericClient;
 

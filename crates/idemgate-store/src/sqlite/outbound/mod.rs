@@ -5,7 +5,7 @@
 mod application;
 mod endpoint;
 mod event_type;
-// mod message;
+pub(super) mod message;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
