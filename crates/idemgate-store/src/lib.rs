@@ -13,8 +13,8 @@
 //!   across any number of processes.
 //!
 //! The neutral root holds what both take and return, one module per concept
-//! ([`jobs`], [`inbox`], [`idempotency`], [`views`], [`maintenance`], and the receipt
-//! types re-exported here), the rules and pure helpers both use below their SQL, the
+//! ([`jobs`], [`inbox`], [`idempotency`], [`views`], [`maintenance`], the outbound API's
+//! data in [`outbound`], and the receipt types re-exported here), the rules and pure helpers both use below their SQL, the
 //! errors, and the [`Store`] facade, whose every method makes the same call on either
 //! backend: both take each operation's arguments by value. Neither backend imports the
 //! other. This is the only crate that writes SQL for idemgate's own tables.

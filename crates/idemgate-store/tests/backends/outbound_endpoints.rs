@@ -46,8 +46,12 @@ on_both! {
     async fn an_endpoint_uid_is_unique_within_its_application(t: TestStore) {
         let (app, _) = app_with_endpoint(&t, "acme").await;
         let first = t.create_endpoint(app.clone(), new_endpoint("https://a.example/", Some("main"), NOW), NOW).await.unwrap();
+        let before = t.outbound_version().await.unwrap();
         let taken = t.create_endpoint(app.clone(), new_endpoint("https://b.example/", Some("main"), NOW), NOW).await.unwrap_err();
         assert!(matches!(taken, OutboundError::UidTaken(Resource::Endpoint)), "{taken}");
+        assert_eq!(t.outbound_version().await.unwrap(), before, "a refused change writes nothing, its version bump neither");
+        let page = t.list_endpoints(app.clone(), ListQuery::first(10)).await.unwrap();
+        assert_eq!(page.data.len(), 2, "the refused endpoint was not stored");
         t.create_application(app_in("other", Some("other")), NOW).await.unwrap();
         t.create_endpoint(Lookup::application("other"), new_endpoint("https://c.example/", Some("main"), NOW), NOW)
             .await
