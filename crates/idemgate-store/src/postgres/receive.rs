@@ -22,8 +22,7 @@ use crate::{
 /// The one statement that writes a receipt on PostgreSQL: $1 source, $2 identity, $3 body
 /// hash, $4 result, $5 time received. Of racing first deliveries, one inserts; the others
 /// wait on its index entry and then insert nothing.
-pub(super) const INSERT_RECEIPT: &str =
-    "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+const INSERT_RECEIPT: &str = "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
      VALUES ($1, $2, $3, 'applied', $4, $5) ON CONFLICT DO NOTHING";
 
 impl PgStore {
@@ -89,14 +88,7 @@ impl PgStore {
         let (source, identity) = (key.source.as_str(), key.identity.as_str());
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        // A concurrent first delivery of the same identity holds the key's index entry
-        // until it commits or rolls back; this insert waits for that, then knows.
-        let insert = tx.prepare_cached(INSERT_RECEIPT).await?;
-        let result = event.result.to_string();
-        let inserted = tx
-            .execute(&insert, &[&source, &identity, &&request.body_hash.0[..], &result, &request.received_at.0])
-            .await?;
-        if inserted == 0 {
+        if !insert_receipt(&tx, request, &event.result).await? {
             // Nothing was written; the receipt is committed, and its repeat is answered
             // outside this transaction, which a failed conflict record must not abort.
             tx.rollback().await?;
@@ -154,6 +146,32 @@ impl PgStore {
         }
         Ok(Outcome::Applied { result: event.result.clone() })
     }
+}
+
+/// Inserts the receipt of a delivery with `result` in `tx`; false when there was one. A
+/// concurrent first delivery of the same identity holds the key's index entry until it
+/// commits or rolls back; this insert waits for that, then knows. Shared with the outbound
+/// API's messages (`outbound/message.rs`).
+pub(super) async fn insert_receipt(
+    tx: &impl deadpool_postgres::GenericClient,
+    request: &ReceiveRequest,
+    result: &serde_json::Value,
+) -> Result<bool, StoreError> {
+    let key = &request.key;
+    let insert = tx.prepare_cached(INSERT_RECEIPT).await?;
+    let inserted = tx
+        .execute(
+            &insert,
+            &[
+                &key.source.as_str(),
+                &key.identity.as_str(),
+                &&request.body_hash.0[..],
+                &result.to_string(),
+                &request.received_at.0,
+            ],
+        )
+        .await?;
+    Ok(inserted == 1)
 }
 
 /// Inserts the event of a first delivery (its receipt inserted in the same transaction);

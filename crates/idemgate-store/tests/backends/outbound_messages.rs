@@ -112,6 +112,21 @@ on_both! {
         assert_eq!(job_count(&t).await, 1, "enabling later makes no job for a message accepted before");
     }
 
+    async fn an_endpoint_deleted_after_a_message_finishes_its_job_dead_and_one_disabled_holds_it(t: TestStore) {
+        let app = app_with(&t, &[("kept", all), ("paused", all), ("gone", all)]).await;
+        created(t.accept_message(app.clone(), message(None, "x", b"{}"), NOW).await.unwrap());
+        let disable = EndpointPatch { disabled: Some(true), ..EndpointPatch::default() };
+        t.patch_endpoint(app.clone(), Lookup::endpoint("paused"), disable, NOW).await.unwrap();
+        t.delete_endpoint(app.clone(), Lookup::endpoint("gone"), NOW).await.unwrap();
+        assert_eq!(job_destinations(&t, &app).await, ["kept"], "the claim skips the disabled and the deleted");
+        let states = t.job_states().await.unwrap();
+        let count = |state: &str| states.iter().find(|(s, _)| s == state).map_or(0, |(_, n)| *n);
+        assert_eq!((count("dead"), count("pending"), count("running")), (1, 1, 1));
+        let enable = EndpointPatch { disabled: Some(false), ..EndpointPatch::default() };
+        t.patch_endpoint(app.clone(), Lookup::endpoint("paused"), enable, NOW).await.unwrap();
+        assert_eq!(job_destinations(&t, &app).await, ["paused"], "enabled again, its waiting job is claimed");
+    }
+
     async fn a_repeat_with_the_same_event_id_and_payload_is_the_original_and_writes_nothing(t: TestStore) {
         let app = app_with(&t, &[("a", all)]).await;
         let first = created(t.accept_message(app.clone(), message(Some("evt-1"), "x", b"{\"a\":1}"), NOW).await.unwrap());

@@ -27,7 +27,7 @@ use crate::{
     },
     postgres::{
         receipt::repeat,
-        receive::{INSERT_RECEIPT, insert_event, insert_jobs},
+        receive::{insert_event, insert_jobs, insert_receipt},
     },
 };
 
@@ -84,24 +84,7 @@ impl PgStore {
             received_at: UnixTime(second_of(now_ms)),
             dedupe_body: false,
         };
-        let key = &request.key;
-        // A concurrent first message of the same eventId holds the key's index entry until
-        // it commits or rolls back; this insert waits for that, then knows.
-        let insert = tx.prepare_cached(INSERT_RECEIPT).await?;
-        let result = receipt_result(&msg_id).to_string();
-        let inserted = tx
-            .execute(
-                &insert,
-                &[
-                    &key.source.as_str(),
-                    &key.identity.as_str(),
-                    &&request.body_hash.0[..],
-                    &result,
-                    &request.received_at.0,
-                ],
-            )
-            .await?;
-        if inserted == 0 {
+        if !insert_receipt(&tx, &request, &receipt_result(&msg_id)).await? {
             tx.rollback().await?;
             return match repeat(&client, &request).await? {
                 Outcome::Duplicate { result } => {
