@@ -13,8 +13,8 @@
 //!   across any number of processes.
 //!
 //! The neutral root holds what both take and return, one module per concept
-//! ([`jobs`], [`inbox`], [`idempotency`], [`views`], [`maintenance`], and the receipt
-//! types re-exported here), the rules and pure helpers both use below their SQL, the
+//! ([`jobs`], [`inbox`], [`idempotency`], [`views`], [`maintenance`], the outbound API's
+//! data in [`outbound`], and the receipt types re-exported here), the rules and pure helpers both use below their SQL, the
 //! errors, and the [`Store`] facade, whose every method makes the same call on either
 //! backend: both take each operation's arguments by value. Neither backend imports the
 //! other. This is the only crate that writes SQL for idemgate's own tables.
@@ -38,7 +38,7 @@ mod store;
 
 pub use error::{ErrorKind, HandlerError, StoreError};
 pub use model::{
-    audit, idempotency, inbox, jobs, maintenance,
+    audit, idempotency, inbox, jobs, maintenance, outbound,
     receive::{ConflictRecord, Receipt, ReceiveRequest},
     views,
 };

@@ -580,3 +580,6 @@ impl Audited<'_> {
         on_backend!(shared, store => store.enable_destination(destination, now, audit).await)
     }
 }
+
+/// The outbound API's operations (`docs/design/outbound-api.md` §3.2), in a file of their own.
+mod outbound;

@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod inbox;
 pub mod jobs;
 pub mod maintenance;
+pub mod outbound;
 pub(crate) mod receive;
 pub mod views;
 

@@ -194,6 +194,88 @@ const MIGRATIONS: &[&str] = &[
            AND (error IS NULL
                 OR id = (SELECT max(later.id) FROM attempts later WHERE later.job_id = attempts.job_id)));
 ",
+    // The outbound API's data, as on SQLite (its migration says what each table is).
+    r#"
+    CREATE TABLE applications (
+        id            TEXT COLLATE "C" PRIMARY KEY,
+        uid           TEXT COLLATE "C",
+        name          TEXT    NOT NULL,
+        metadata      TEXT    NOT NULL,
+        throttle_rate INTEGER,
+        created_at    BIGINT  NOT NULL,
+        updated_at    BIGINT  NOT NULL,
+        deleted_at    BIGINT
+    );
+    CREATE UNIQUE INDEX applications_uid ON applications (uid) WHERE deleted_at IS NULL;
+
+    CREATE TABLE endpoints (
+        id            TEXT COLLATE "C" PRIMARY KEY,
+        app_id        TEXT COLLATE "C" NOT NULL REFERENCES applications (id),
+        uid           TEXT COLLATE "C",
+        url           TEXT    NOT NULL,
+        description   TEXT    NOT NULL,
+        event_types   TEXT,
+        channels      TEXT,
+        metadata      TEXT    NOT NULL,
+        throttle_rate INTEGER,
+        disabled      BOOLEAN NOT NULL,
+        headers       TEXT    NOT NULL,
+        version       BIGINT  NOT NULL,
+        created_at    BIGINT  NOT NULL,
+        updated_at    BIGINT  NOT NULL,
+        deleted_at    BIGINT
+    );
+    CREATE UNIQUE INDEX endpoints_uid ON endpoints (app_id, uid) WHERE deleted_at IS NULL;
+    CREATE INDEX endpoints_app ON endpoints (app_id, id);
+    CREATE INDEX endpoints_version ON endpoints (version);
+
+    CREATE TABLE endpoint_secrets (
+        endpoint_id TEXT COLLATE "C" NOT NULL REFERENCES endpoints (id),
+        seq         BIGINT  NOT NULL,
+        sealed      BYTEA   NOT NULL,
+        key_id      BYTEA   NOT NULL,
+        expires_at  BIGINT,
+        created_at  BIGINT  NOT NULL,
+        PRIMARY KEY (endpoint_id, seq)
+    );
+
+    CREATE TABLE event_types (
+        name         TEXT COLLATE "C" PRIMARY KEY,
+        description  TEXT    NOT NULL,
+        schemas      TEXT,
+        archived     BOOLEAN NOT NULL,
+        deprecated   BOOLEAN NOT NULL,
+        feature_flag TEXT,
+        created_at   BIGINT  NOT NULL,
+        updated_at   BIGINT  NOT NULL
+    );
+
+    CREATE TABLE messages (
+        id         TEXT COLLATE "C" PRIMARY KEY,
+        app_id     TEXT COLLATE "C" NOT NULL REFERENCES applications (id),
+        event_row  BIGINT  NOT NULL,
+        event_id   TEXT COLLATE "C",
+        event_type TEXT COLLATE "C" NOT NULL,
+        channels   TEXT,
+        created_at BIGINT  NOT NULL,
+        expires_at BIGINT
+    );
+    CREATE UNIQUE INDEX messages_event_id ON messages (app_id, event_id) WHERE event_id IS NOT NULL;
+    CREATE INDEX messages_app ON messages (app_id, id);
+
+    CREATE TABLE outbound_version (
+        one     INTEGER PRIMARY KEY CHECK (one = 1),
+        version BIGINT  NOT NULL
+    );
+    INSERT INTO outbound_version (one, version) VALUES (1, 0);
+
+    CREATE TABLE api_tokens (
+        digest     BYTEA   PRIMARY KEY,
+        app_id     TEXT COLLATE "C" NOT NULL,
+        expires_at BIGINT  NOT NULL,
+        created_at BIGINT  NOT NULL
+    );
+"#,
 ];
 
 /// The schema version this build writes on PostgreSQL.

@@ -24,6 +24,7 @@ mod idempotency;
 mod jobs;
 mod maintenance;
 mod migrations;
+mod outbound;
 mod receipt;
 mod receive;
 mod views;

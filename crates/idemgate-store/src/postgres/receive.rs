@@ -88,14 +88,7 @@ impl PgStore {
         let (source, identity) = (key.source.as_str(), key.identity.as_str());
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        // A concurrent first delivery of the same identity holds the key's index entry
-        // until it commits or rolls back; this insert waits for that, then knows.
-        let insert = tx.prepare_cached(INSERT_RECEIPT).await?;
-        let result = event.result.to_string();
-        let inserted = tx
-            .execute(&insert, &[&source, &identity, &&request.body_hash.0[..], &result, &request.received_at.0])
-            .await?;
-        if inserted == 0 {
+        if !insert_receipt(&tx, request, &event.result).await? {
             // Nothing was written; the receipt is committed, and its repeat is answered
             // outside this transaction, which a failed conflict record must not abort.
             tx.rollback().await?;
@@ -112,32 +105,7 @@ impl PgStore {
             tx.rollback().await?;
             return Ok(Outcome::Refused { reason });
         }
-        let headers = stored_headers(&event.headers);
-        let insert_event = tx
-            .prepare_cached(
-                "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
-                                     outgoing_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
-            )
-            .await?;
-        let ordering_key = event.ordering.as_ref().map(|o| o.key.as_str());
-        let event_id: i64 = tx
-            .query_one(
-                &insert_event,
-                &[
-                    &source,
-                    &identity,
-                    &event.event_type,
-                    &event.content_type,
-                    &&event.body[..],
-                    &request.received_at.0,
-                    &headers,
-                    &ordering_key,
-                    &outgoing_id(event.outgoing_id.as_deref(), key),
-                ],
-            )
-            .await?
-            .try_get(0)?;
+        let event_id = insert_event(&tx, request, event).await?;
         let superseded = match &event.ordering {
             Some(ordering) => {
                 let (int, text) = ordering.version.columns();
@@ -159,14 +127,8 @@ impl PgStore {
             None => false,
         };
         let state = if superseded { "superseded" } else { "pending" };
-        let jobs = tx
-            .prepare_cached(
-                "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
-                 SELECT $1, d, $2, $3::bigint * 1000, $3, $3 FROM unnest($4::text[]) AS d",
-            )
-            .await?;
         let destinations: Vec<&str> = event.destinations.iter().map(String::as_str).collect();
-        tx.execute(&jobs, &[&event_id, &state, &request.received_at.0, &destinations]).await?;
+        insert_jobs(&tx, event_id, state, request.received_at.0, &destinations).await?;
         if !event.dead.is_empty() {
             let dead = tx
                 .prepare_cached(
@@ -184,6 +146,86 @@ impl PgStore {
         }
         Ok(Outcome::Applied { result: event.result.clone() })
     }
+}
+
+/// Inserts the receipt of a delivery with `result` in `tx`; false when there was one. A
+/// concurrent first delivery of the same identity holds the key's index entry until it
+/// commits or rolls back; this insert waits for that, then knows. Shared with the outbound
+/// API's messages (`outbound/message.rs`).
+pub(super) async fn insert_receipt(
+    tx: &impl deadpool_postgres::GenericClient,
+    request: &ReceiveRequest,
+    result: &serde_json::Value,
+) -> Result<bool, StoreError> {
+    let key = &request.key;
+    let insert = tx.prepare_cached(INSERT_RECEIPT).await?;
+    let inserted = tx
+        .execute(
+            &insert,
+            &[
+                &key.source.as_str(),
+                &key.identity.as_str(),
+                &&request.body_hash.0[..],
+                &result.to_string(),
+                &request.received_at.0,
+            ],
+        )
+        .await?;
+    Ok(inserted == 1)
+}
+
+/// Inserts the event of a first delivery (its receipt inserted in the same transaction);
+/// returns its row id. Shared with the outbound API's messages (`outbound/message.rs`).
+pub(super) async fn insert_event(
+    tx: &impl deadpool_postgres::GenericClient,
+    request: &ReceiveRequest,
+    event: &IncomingEvent,
+) -> Result<i64, StoreError> {
+    let key = &request.key;
+    let headers = stored_headers(&event.headers);
+    let insert_event = tx
+        .prepare_cached(
+            "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
+                                 outgoing_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+        )
+        .await?;
+    let ordering_key = event.ordering.as_ref().map(|o| o.key.as_str());
+    Ok(tx
+        .query_one(
+            &insert_event,
+            &[
+                &key.source.as_str(),
+                &key.identity.as_str(),
+                &event.event_type,
+                &event.content_type,
+                &&event.body[..],
+                &request.received_at.0,
+                &headers,
+                &ordering_key,
+                &outgoing_id(event.outgoing_id.as_deref(), key),
+            ],
+        )
+        .await?
+        .try_get(0)?)
+}
+
+/// Inserts one job in `state` per destination for the event `event_id`, due at `received_at`.
+pub(super) async fn insert_jobs(
+    tx: &impl deadpool_postgres::GenericClient,
+    event_id: i64,
+    state: &str,
+    received_at: i64,
+    destinations: &[&str],
+) -> Result<(), StoreError> {
+    let jobs = tx
+        .prepare_cached(
+            "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+             SELECT $1, d, $2, $3::bigint * 1000, $3, $3 FROM unnest($4::text[]) AS d",
+        )
+        .await?;
+    tx.execute(&jobs, &[&event_id, &state, &received_at, &destinations]).await?;
+    Ok(())
 }
 
 /// Whether a delivery takes the one-statement path (and so may share a group commit):

@@ -190,6 +190,91 @@ const MIGRATIONS: &[&str] = &[
            AND (error IS NULL
                 OR id = (SELECT max(later.id) FROM attempts later WHERE later.job_id = attempts.job_id)));
 ",
+    // The outbound API's data (docs/design/outbound-api.md §3.2): applications, their
+    // endpoints and sealed signing secrets, event types, messages (the Svix view of an
+    // event; the payload stays in `events.body`) and the one outbound version the worker's
+    // endpoint cache follows. Times in milliseconds; ids sort by creation time.
+    r"
+    CREATE TABLE applications (
+        id            TEXT    PRIMARY KEY,
+        uid           TEXT,
+        name          TEXT    NOT NULL,
+        metadata      TEXT    NOT NULL,
+        throttle_rate INTEGER,
+        created_at    INTEGER NOT NULL,
+        updated_at    INTEGER NOT NULL,
+        deleted_at    INTEGER
+    ) STRICT, WITHOUT ROWID;
+    CREATE UNIQUE INDEX applications_uid ON applications (uid) WHERE deleted_at IS NULL;
+
+    CREATE TABLE endpoints (
+        id            TEXT    PRIMARY KEY,
+        app_id        TEXT    NOT NULL REFERENCES applications (id),
+        uid           TEXT,
+        url           TEXT    NOT NULL,
+        description   TEXT    NOT NULL,
+        event_types   TEXT,
+        channels      TEXT,
+        metadata      TEXT    NOT NULL,
+        throttle_rate INTEGER,
+        disabled      INTEGER NOT NULL,
+        headers       TEXT    NOT NULL,
+        version       INTEGER NOT NULL,
+        created_at    INTEGER NOT NULL,
+        updated_at    INTEGER NOT NULL,
+        deleted_at    INTEGER
+    ) STRICT, WITHOUT ROWID;
+    CREATE UNIQUE INDEX endpoints_uid ON endpoints (app_id, uid) WHERE deleted_at IS NULL;
+    CREATE INDEX endpoints_app ON endpoints (app_id, id);
+    CREATE INDEX endpoints_version ON endpoints (version);
+
+    CREATE TABLE endpoint_secrets (
+        endpoint_id TEXT    NOT NULL REFERENCES endpoints (id),
+        seq         INTEGER NOT NULL,
+        sealed      BLOB    NOT NULL,
+        key_id      BLOB    NOT NULL,
+        expires_at  INTEGER,
+        created_at  INTEGER NOT NULL,
+        PRIMARY KEY (endpoint_id, seq)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE event_types (
+        name         TEXT    PRIMARY KEY,
+        description  TEXT    NOT NULL,
+        schemas      TEXT,
+        archived     INTEGER NOT NULL,
+        deprecated   INTEGER NOT NULL,
+        feature_flag TEXT,
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE messages (
+        id         TEXT    PRIMARY KEY,
+        app_id     TEXT    NOT NULL REFERENCES applications (id),
+        event_row  INTEGER NOT NULL,
+        event_id   TEXT,
+        event_type TEXT    NOT NULL,
+        channels   TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER
+    ) STRICT, WITHOUT ROWID;
+    CREATE UNIQUE INDEX messages_event_id ON messages (app_id, event_id) WHERE event_id IS NOT NULL;
+    CREATE INDEX messages_app ON messages (app_id, id);
+
+    CREATE TABLE outbound_version (
+        one     INTEGER PRIMARY KEY CHECK (one = 1),
+        version INTEGER NOT NULL
+    ) STRICT;
+    INSERT INTO outbound_version (one, version) VALUES (1, 0);
+
+    CREATE TABLE api_tokens (
+        digest     BLOB    PRIMARY KEY,
+        app_id     TEXT    NOT NULL,
+        expires_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+",
 ];
 
 /// The schema version this build writes.

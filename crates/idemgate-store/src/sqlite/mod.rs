@@ -29,6 +29,7 @@ pub mod jobs;
 mod lock;
 pub mod maintenance;
 mod migrations;
+mod outbound;
 mod pool;
 mod reader;
 mod receive;

@@ -12,6 +12,7 @@ use super::{
     Handler,
     handover::Leased,
     inbox::{EventEffect, store_event},
+    outbound::message::{MessageEffect, store_message},
     savepoint::Savepoint,
 };
 use crate::{
@@ -26,6 +27,8 @@ pub(super) enum Effect {
     Handler(Handler),
     /// The gateway's event (boxed as a handler is: a queue slot stays small).
     Event(Box<EventEffect>),
+    /// A message of the outbound API: its event, jobs and message row.
+    Message(Box<MessageEffect>),
 }
 
 /// What a first delivery's effect produced: the receipt's result, and the jobs it stored
@@ -40,6 +43,7 @@ impl Effect {
         match self {
             Self::Handler(handler) => Ok(Produced { result: handler(conn)?, leased: Leased::new() }),
             Self::Event(event) => store_event(conn, request, *event),
+            Self::Message(message) => store_message(conn, request, *message),
         }
     }
 }

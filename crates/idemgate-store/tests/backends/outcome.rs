@@ -120,6 +120,8 @@ async fn assert_outcomes_filled(store: &Store) {
 /// The schema versions before the attempts' outcome.
 const SQLITE_VERSION_BEFORE: u32 = 11;
 const POSTGRES_VERSION_BEFORE: i32 = 8;
+/// What the migrations after the attempts' outcome added (the outbound API's tables).
+pub const DROP_OUTBOUND: &str = "DROP TABLE endpoint_secrets; DROP TABLE messages; DROP TABLE endpoints; DROP TABLE applications; DROP TABLE event_types; DROP TABLE outbound_version; DROP TABLE api_tokens;";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_attempts_stored_before_their_outcome_get_it_from_their_status_and_job() {
@@ -131,7 +133,7 @@ async fn sqlite_attempts_stored_before_their_outcome_get_it_from_their_status_an
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute_batch(&format!(
-            "ALTER TABLE attempts DROP COLUMN outcome; PRAGMA user_version = {SQLITE_VERSION_BEFORE};"
+            "{DROP_OUTBOUND} ALTER TABLE attempts DROP COLUMN outcome; PRAGMA user_version = {SQLITE_VERSION_BEFORE};"
         ))
         .unwrap();
     let store: Store = Arc::new(SqliteStore::open(&path, StoreOptions::default()).unwrap()).into();
@@ -149,7 +151,7 @@ async fn postgres_attempts_stored_before_their_outcome_get_it_from_their_status_
     tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "ALTER TABLE attempts DROP COLUMN outcome; UPDATE idemgate_schema SET version = {POSTGRES_VERSION_BEFORE};"
+            "{DROP_OUTBOUND} ALTER TABLE attempts DROP COLUMN outcome; UPDATE idemgate_schema SET version = {POSTGRES_VERSION_BEFORE};"
         ))
         .await
         .unwrap();

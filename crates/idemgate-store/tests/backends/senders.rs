@@ -13,7 +13,10 @@ use idemgate_store::{
 };
 use serde_json::json;
 
-use crate::{T0, TestStore, event, key, ms, on_both, ordered, postgres_url, request, source, unique_schema};
+use crate::{
+    T0, TestStore, event, key, ms, on_both, ordered, outcome::DROP_OUTBOUND, postgres_url, request, source,
+    unique_schema,
+};
 
 /// A delivery of a source whose identity the signature does not cover.
 fn unsigned_identity(identity: &str, body: &[u8]) -> ReceiveRequest {
@@ -165,7 +168,7 @@ async fn sqlite_events_stored_before_the_outgoing_id_keep_their_identity_as_thei
     store.close().await;
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(&format!(
-        "ALTER TABLE attempts DROP COLUMN outcome; DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
+        "{DROP_OUTBOUND} ALTER TABLE attempts DROP COLUMN outcome; DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
          DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;
          ALTER TABLE destinations DROP COLUMN failures; ALTER TABLE destinations DROP COLUMN failing_since_ms;
          ALTER TABLE destinations DROP COLUMN paused_at_ms; ALTER TABLE destinations DROP COLUMN next_probe_at_ms;
@@ -191,7 +194,7 @@ async fn postgres_events_stored_before_the_outgoing_id_keep_their_identity_as_th
     tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "ALTER TABLE attempts DROP COLUMN outcome;
+            "{DROP_OUTBOUND} ALTER TABLE attempts DROP COLUMN outcome;
              DROP INDEX jobs_waiting; DROP INDEX jobs_leased; CREATE INDEX jobs_due ON jobs (state, next_attempt_at_ms);
              DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
              DROP TABLE body_receipts; ALTER TABLE events DROP COLUMN outgoing_id;

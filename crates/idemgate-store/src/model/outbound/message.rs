@@ -1,0 +1,166 @@
+//! Messages: what an application publishes, stored as a receipt on (the application's
+//! source, the `eventId` or the message id), an event holding the payload's bytes, the
+//! message row, and one job per endpoint it goes to (`docs/design/outbound-api.md` §3.3).
+
+use idemgate_core::{BodyHash, Identity, ReceiptKey, SourceName, outbound::id::ApplicationId};
+
+use super::{Cursor, ListQuery, Order};
+use crate::StoreError;
+
+/// A message as published (`MessageIn`, its payload's raw bytes as received).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageIn {
+    /// The caller's id for it, unique within the application: a repeat with the same
+    /// payload is answered with the original message.
+    pub event_id: Option<String>,
+    /// Its event type.
+    pub event_type: String,
+    /// Its channels.
+    pub channels: Option<Vec<String>>,
+    /// The payload's raw JSON bytes, never re-serialised.
+    pub payload: bytes::Bytes,
+    /// When its payload may be purged, unix milliseconds.
+    pub expires_at_ms: Option<i64>,
+}
+
+/// A stored message (`MessageOut`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// `msg_…`; also its `webhook-id`.
+    pub id: String,
+    /// The application's id.
+    pub app_id: String,
+    /// See [`MessageIn`].
+    pub event_id: Option<String>,
+    /// See [`MessageIn`].
+    pub event_type: String,
+    /// See [`MessageIn`].
+    pub channels: Option<Vec<String>>,
+    /// The payload's bytes; `None` once purged.
+    pub payload: Option<Vec<u8>>,
+    /// When it was accepted, unix milliseconds.
+    pub created_at_ms: i64,
+}
+
+/// What became of a published message, once the commit is durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Accepted {
+    /// Stored, with its jobs.
+    Created(Message),
+    /// A repeat of an `eventId` with the same fingerprint: the original message; nothing
+    /// was written.
+    Duplicate(Message),
+    /// A repeat of an `eventId` with another fingerprint: refused and recorded as a
+    /// conflict; nothing else was written.
+    Conflict,
+}
+
+/// One page of an application's messages: newest first, between `after_ms` and
+/// `before_ms`, of `event_types` (all when `None`) on `channel` (any when `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageQuery {
+    /// Most messages answered.
+    pub limit: usize,
+    /// Where the previous page ended (a message id, or `-` and one for the page before).
+    pub iterator: Option<String>,
+    /// Only messages created before this time, unix milliseconds.
+    pub before_ms: Option<i64>,
+    /// Only messages created after this time, unix milliseconds.
+    pub after_ms: Option<i64>,
+    /// Only messages of these types.
+    pub event_types: Option<Vec<String>>,
+    /// Only messages on this channel.
+    pub channel: Option<String>,
+}
+
+impl MessageQuery {
+    /// The first `limit` messages, newest first, of every type and channel.
+    #[must_use]
+    pub fn newest(limit: usize) -> Self {
+        Self { limit, iterator: None, before_ms: None, after_ms: None, event_types: None, channel: None }
+    }
+
+    /// The walk over message ids: newest first.
+    pub(crate) fn cursor(&self) -> Cursor {
+        ListQuery { limit: self.limit, iterator: self.iterator.clone(), order: Order::Descending }.cursor()
+    }
+
+    /// The ids bounding the time window: (above this id, below this id).
+    pub(crate) fn window(&self) -> (Option<String>, Option<String>) {
+        use idemgate_core::outbound::id::MessageId;
+        let above = self.after_ms.and_then(|at| MessageId::last_at(at).ok()).map(|id| id.to_string());
+        let below = self.before_ms.and_then(|at| MessageId::first_at(at).ok()).map(|id| id.to_string());
+        (above, below)
+    }
+}
+
+/// The columns both backends select for a [`Message`] (messages `m` joined with their
+/// events `e`): its fields in order, then whether the payload was purged.
+pub(crate) const COLUMNS: &str =
+    "m.id, m.app_id, m.event_id, m.event_type, m.channels, e.body, m.created_at, e.payload_purged";
+
+/// The message's fingerprint, what a repeat of its `eventId` is judged by: SHA-256 over
+/// the event type, the sorted channels and the payload's raw bytes, each part
+/// length-prefixed so that no two messages' parts read the same.
+#[must_use]
+pub fn fingerprint(event_type: &str, channels: Option<&[String]>, payload: &[u8]) -> BodyHash {
+    let mut sorted: Vec<&str> = channels.unwrap_or_default().iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut bytes = Vec::with_capacity(payload.len() + 64);
+    let mut part = |part: &[u8]| {
+        bytes.extend_from_slice(&(part.len() as u64).to_be_bytes());
+        bytes.extend_from_slice(part);
+    };
+    part(event_type.as_bytes());
+    part(&(sorted.len() as u64).to_be_bytes());
+    for channel in sorted {
+        part(channel.as_bytes());
+    }
+    part(payload);
+    BodyHash::of(&bytes)
+}
+
+/// The receipt's source for an application's messages: `app_` and its id's 20 bytes in
+/// hex (a source name is lowercase; an id's base62 is not).
+pub(crate) fn source_of(app_id: &str) -> Result<SourceName, StoreError> {
+    let id = ApplicationId::parse(app_id).map_err(|_| StoreError::Malformed("application id"))?;
+    let hex: String = id.ksuid().bytes().iter().map(|b| format!("{b:02x}")).collect();
+    SourceName::new(format!("app_{hex}")).map_err(|_| StoreError::Malformed("application source"))
+}
+
+/// The receipt's key of a message: its application's source and its `eventId`, or its
+/// own id when it has none. An `eventId` longer than an identity is taken by its SHA-256.
+pub(crate) fn receipt_key(app_id: &str, event_id: Option<&str>, msg_id: &str) -> Result<ReceiptKey, StoreError> {
+    let identity = event_id.unwrap_or(msg_id);
+    let identity = Identity::new(identity)
+        .or_else(|_| Identity::new(format!("sha256-{}", BodyHash::of(identity.as_bytes()).to_hex())))
+        .map_err(|_| StoreError::Malformed("message identity"))?;
+    Ok(ReceiptKey { source: source_of(app_id)?, identity })
+}
+
+/// The receipt's result for a message: its id, so a repeat finds it.
+pub(crate) fn receipt_result(msg_id: &str) -> serde_json::Value {
+    serde_json::json!({ "message": msg_id })
+}
+
+/// The message id a receipt's result names.
+pub(crate) fn message_of(result: &serde_json::Value) -> Result<String, StoreError> {
+    result.get("message").and_then(|id| id.as_str()).map(str::to_owned).ok_or(StoreError::Malformed("message receipt"))
+}
+
+/// The content type of every message's event.
+pub(crate) const CONTENT_TYPE: &str = "application/json";
+
+/// A store error for a message whose accept failed as `cause` (nothing was stored).
+pub(crate) fn failed(cause: idemgate_core::outcome::FailureCause) -> StoreError {
+    match cause {
+        idemgate_core::outcome::FailureCause::Unavailable => StoreError::Unavailable,
+        _ => StoreError::NotCommitted,
+    }
+}
+
+/// A message refused by its effect: its application was deleted since it was looked up.
+pub(crate) fn refused_app() -> super::OutboundError {
+    super::OutboundError::NotFound(super::Resource::Application)
+}

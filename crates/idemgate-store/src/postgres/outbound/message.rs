@@ -1,0 +1,181 @@
+//! Messages on PostgreSQL: one transaction that holds the application's row `FOR SHARE`
+//! (so an endpoint change, which holds it `FOR NO KEY UPDATE`, is wholly before or after
+//! it), then the receipt path of a lone delivery: the receipt insert decides, a repeat is
+//! judged by `receipt::repeat`, and a first message stores its event and jobs with the
+//! gateway's own statements, then the message row.
+
+use std::sync::Arc;
+
+use deadpool_postgres::GenericClient;
+use idemgate_core::{Outcome, UnixTime};
+use tokio_postgres::Row;
+
+use super::{Hold, endpoint::of_app, lock_app};
+use crate::{
+    PgStore, ReceiveRequest, StoreError,
+    inbox::IncomingEvent,
+    model::{
+        outbound::{
+            Lookup, OutboundError, Page, Resource, from_json_opt, json_text,
+            message::{
+                Accepted, COLUMNS, CONTENT_TYPE, Message, MessageIn, MessageQuery, fingerprint, message_of,
+                receipt_key, receipt_result,
+            },
+            new_message_id,
+        },
+        second_of,
+    },
+    postgres::{
+        receipt::repeat,
+        receive::{insert_event, insert_jobs, insert_receipt},
+    },
+};
+
+fn message(row: &Row) -> Result<Message, StoreError> {
+    let purged: bool = row.try_get(7)?;
+    Ok(Message {
+        id: row.try_get(0)?,
+        app_id: row.try_get(1)?,
+        event_id: row.try_get(2)?,
+        event_type: row.try_get(3)?,
+        channels: from_json_opt(row.try_get(4)?, "message channels")?,
+        payload: if purged { None } else { Some(row.try_get(5)?) },
+        created_at_ms: row.try_get(6)?,
+    })
+}
+
+/// The message `msg` names (its id or `eventId`) in the application `app_id`.
+async fn find(client: &impl GenericClient, app_id: &str, msg: &Lookup) -> Result<Option<Message>, OutboundError> {
+    let (column, value) = msg.column("event_id");
+    let select = client
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages m JOIN events e ON e.id = m.event_row WHERE m.app_id = $1 AND m.{column} = $2"
+        ))
+        .await?;
+    Ok(client.query_opt(&select, &[&app_id, &value]).await?.as_ref().map(message).transpose()?)
+}
+
+/// The id of the live application `app` names, without a lock (for reads).
+async fn app_id(client: &impl GenericClient, app: &Lookup) -> Result<String, OutboundError> {
+    let (column, value) = app.column("uid");
+    let select = client
+        .prepare_cached(&format!("SELECT id FROM applications WHERE {column} = $1 AND deleted_at IS NULL"))
+        .await?;
+    match client.query_opt(&select, &[&value]).await? {
+        Some(row) => Ok(row.try_get(0)?),
+        None => Err(OutboundError::NotFound(Resource::Application)),
+    }
+}
+
+impl PgStore {
+    pub(crate) async fn accept_message(
+        &self,
+        app: Lookup,
+        input: MessageIn,
+        now_ms: i64,
+    ) -> Result<Accepted, OutboundError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let app_id = lock_app(&tx, &app, Hold::Share).await?;
+        let msg_id = new_message_id(now_ms)?;
+        let request = ReceiveRequest {
+            key: receipt_key(&app_id, input.event_id.as_deref(), &msg_id)?,
+            body_hash: fingerprint(&input.event_type, input.channels.as_deref(), &input.payload),
+            received_at: UnixTime(second_of(now_ms)),
+            dedupe_body: false,
+        };
+        if !insert_receipt(&tx, &request, &receipt_result(&msg_id)).await? {
+            tx.rollback().await?;
+            return match repeat(&client, &request).await? {
+                Outcome::Duplicate { result } => {
+                    let original = Lookup::Id(message_of(&result)?);
+                    let found = find(&client, &app_id, &original).await?;
+                    found.map(Accepted::Duplicate).ok_or(OutboundError::NotFound(Resource::Message))
+                }
+                _ => Ok(Accepted::Conflict),
+            };
+        }
+        let destinations: Vec<String> = of_app(&tx, &app_id)
+            .await?
+            .into_iter()
+            .filter(|ep| ep.receives(&input.event_type, input.channels.as_deref()))
+            .map(|ep| ep.id)
+            .collect();
+        let event = IncomingEvent {
+            result: serde_json::Value::Null,
+            outgoing_id: Some(msg_id.clone()),
+            event_type: Some(input.event_type.clone()),
+            content_type: Some(CONTENT_TYPE.to_owned()),
+            headers: Vec::new(),
+            body: input.payload.clone(),
+            ordering: None,
+            destinations: Arc::from(Vec::new()),
+            dead: Vec::new(),
+            refusal: None,
+        };
+        let event_id = insert_event(&tx, &request, &event).await?;
+        let names: Vec<&str> = destinations.iter().map(String::as_str).collect();
+        insert_jobs(&tx, event_id, "pending", request.received_at.0, &names).await?;
+        let MessageIn { event_id: uid, event_type, channels, payload, expires_at_ms } = input;
+        let insert = tx
+            .prepare_cached(
+                "INSERT INTO messages (id, app_id, event_row, event_id, event_type, channels, created_at, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .await?;
+        tx.execute(
+            &insert,
+            &[
+                &msg_id,
+                &app_id,
+                &event_id,
+                &uid,
+                &event_type,
+                &channels.as_ref().map(json_text),
+                &now_ms,
+                &expires_at_ms,
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Accepted::Created(Message {
+            id: msg_id,
+            app_id,
+            event_id: uid,
+            event_type,
+            channels,
+            payload: Some(payload.to_vec()),
+            created_at_ms: now_ms,
+        }))
+    }
+
+    pub(crate) async fn message(&self, app: Lookup, msg: Lookup) -> Result<Option<Message>, OutboundError> {
+        let client = self.client().await?;
+        let app_id = app_id(&client, &app).await?;
+        find(&client, &app_id, &msg).await
+    }
+
+    pub(crate) async fn list_messages(&self, app: Lookup, query: MessageQuery) -> Result<Page<Message>, OutboundError> {
+        let client = self.client().await?;
+        let app_id = app_id(&client, &app).await?;
+        let cursor = query.cursor();
+        let (compare, order) = cursor.sql();
+        let (above, below) = query.window();
+        let select = client
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM messages m JOIN events e ON e.id = m.event_row
+                 WHERE m.app_id = $1 AND ($2::text IS NULL OR m.id {compare} $2)
+                   AND ($3::text IS NULL OR m.id > $3) AND ($4::text IS NULL OR m.id < $4)
+                   AND ($5::text[] IS NULL OR m.event_type = ANY($5))
+                   AND ($6::text IS NULL OR coalesce(m.channels::jsonb ? $6, false))
+                 ORDER BY m.id {order} LIMIT $7"
+            ))
+            .await?;
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX - 1) + 1;
+        let rows = client
+            .query(&select, &[&app_id, &cursor.after, &above, &below, &query.event_types, &query.channel, &limit])
+            .await?;
+        let messages = rows.iter().map(message).collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::of(messages, query.limit, &cursor, |m| m.id.clone()))
+    }
+}

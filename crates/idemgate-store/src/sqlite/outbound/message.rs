@@ -1,0 +1,195 @@
+//! Messages on SQLite: accepted through the writer's receipt path (a delivery on its own
+//! savepoint of a group commit, answered once the commit is durable), read back by id or
+//! `eventId`, listed newest first.
+
+use idemgate_core::{Outcome, UnixTime};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::{endpoint::of_app, live_app_id};
+use crate::{
+    HandlerError, ReceiveRequest, SqliteStore,
+    model::{
+        outbound::{
+            Lookup, OutboundError, Page, Resource, json_text,
+            message::{
+                Accepted, COLUMNS, CONTENT_TYPE, Message, MessageIn, MessageQuery, failed, fingerprint, message_of,
+                receipt_key, receipt_result, refused_app,
+            },
+            new_message_id,
+        },
+        second_of,
+    },
+    sqlite::{
+        handover::Leased,
+        inbox::{NewEvent, accept_event},
+        receive::{Effect, Produced},
+    },
+};
+
+/// Why a message's effect refuses: its application was deleted since it was looked up.
+const APPLICATION_GONE: &str = "application not found";
+
+/// A message's effect, run by the writer inside its receipt's savepoint.
+pub(in crate::sqlite) struct MessageEffect {
+    app_id: String,
+    message: Message,
+    expires_at_ms: Option<i64>,
+}
+
+/// The message's event, its jobs (one per enabled, live endpoint it goes to) and its
+/// row, in the receipt's savepoint. The receipt's result names the message.
+pub(in crate::sqlite) fn store_message(
+    conn: &Connection,
+    request: &ReceiveRequest,
+    effect: MessageEffect,
+) -> Result<Produced, HandlerError> {
+    let MessageEffect { app_id, message, expires_at_ms } = effect;
+    let live: i64 = conn
+        .prepare_cached("SELECT count(*) FROM applications WHERE id = ?1 AND deleted_at IS NULL")?
+        .query_row(params![app_id], |row| row.get(0))?;
+    if live == 0 {
+        return Err(HandlerError::Refused(APPLICATION_GONE));
+    }
+    let endpoints =
+        of_app(conn, &app_id).map_err(|_| HandlerError::new("the application's endpoints cannot be read"))?;
+    let destinations: Vec<&str> = endpoints
+        .iter()
+        .filter(|ep| ep.receives(&message.event_type, message.channels.as_deref()))
+        .map(|ep| ep.id.as_str())
+        .collect();
+    let payload = message.payload.as_deref().unwrap_or_default();
+    let event = NewEvent {
+        key: &request.key,
+        outgoing_id: Some(&message.id),
+        event_type: Some(&message.event_type),
+        content_type: Some(CONTENT_TYPE),
+        headers: &[],
+        body: payload,
+        ordering: None,
+        received_at: request.received_at,
+    };
+    let accepted = accept_event(conn, &event, &destinations)?;
+    conn.prepare_cached(
+        "INSERT INTO messages (id, app_id, event_row, event_id, event_type, channels, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        message.id,
+        app_id,
+        accepted.event_id,
+        message.event_id,
+        message.event_type,
+        message.channels.as_ref().map(json_text),
+        message.created_at_ms,
+        expires_at_ms
+    ])?;
+    Ok(Produced { result: receipt_result(&message.id), leased: Leased::new() })
+}
+
+fn message(row: &Row<'_>) -> rusqlite::Result<(Message, Option<String>)> {
+    let purged: bool = row.get(7)?;
+    Ok((
+        Message {
+            id: row.get(0)?,
+            app_id: row.get(1)?,
+            event_id: row.get(2)?,
+            event_type: row.get(3)?,
+            channels: None,
+            payload: if purged { None } else { Some(row.get(5)?) },
+            created_at_ms: row.get(6)?,
+        },
+        row.get(4)?,
+    ))
+}
+
+fn finish((message, channels): (Message, Option<String>)) -> Result<Message, OutboundError> {
+    Ok(Message { channels: crate::model::outbound::from_json_opt(channels, "message channels")?, ..message })
+}
+
+/// The message `msg` names (its id or `eventId`) in the application `app_id`.
+fn find(conn: &Connection, app_id: &str, msg: &Lookup) -> Result<Option<Message>, OutboundError> {
+    let (column, value) = msg.column("event_id");
+    let row = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM messages m JOIN events e ON e.id = m.event_row WHERE m.app_id = ?1 AND m.{column} = ?2"
+        ))?
+        .query_row(params![app_id, value], message)
+        .optional()?;
+    row.map(finish).transpose()
+}
+
+impl SqliteStore {
+    pub(crate) async fn accept_message(
+        &self,
+        app: Lookup,
+        input: MessageIn,
+        now_ms: i64,
+    ) -> Result<Accepted, OutboundError> {
+        let app_id = self.look(move |conn| live_app_id(conn, &app)).await?;
+        let msg_id = new_message_id(now_ms)?;
+        let request = ReceiveRequest {
+            key: receipt_key(&app_id, input.event_id.as_deref(), &msg_id)?,
+            body_hash: fingerprint(&input.event_type, input.channels.as_deref(), &input.payload),
+            received_at: UnixTime(second_of(now_ms)),
+            dedupe_body: false,
+        };
+        let MessageIn { event_id, event_type, channels, payload, expires_at_ms } = input;
+        let created = Message {
+            id: msg_id,
+            app_id: app_id.clone(),
+            event_id,
+            event_type,
+            channels,
+            payload: Some(payload.to_vec()),
+            created_at_ms: now_ms,
+        };
+        let effect = MessageEffect { app_id: app_id.clone(), message: created.clone(), expires_at_ms };
+        match self.submit(request, Effect::Message(Box::new(effect))).await.outcome {
+            Outcome::Applied { .. } => Ok(Accepted::Created(created)),
+            Outcome::Duplicate { result } => {
+                let original = Lookup::Id(message_of(&result)?);
+                let found = self.look(move |conn| find(conn, &app_id, &original)).await?;
+                found.map(Accepted::Duplicate).ok_or(OutboundError::NotFound(Resource::Message))
+            }
+            Outcome::Conflict => Ok(Accepted::Conflict),
+            Outcome::Refused { .. } => Err(refused_app()),
+            Outcome::Failed { cause } => Err(failed(cause).into()),
+        }
+    }
+
+    pub(crate) async fn message(&self, app: Lookup, msg: Lookup) -> Result<Option<Message>, OutboundError> {
+        self.look(move |conn| {
+            let app_id = live_app_id(conn, &app)?;
+            find(conn, &app_id, &msg)
+        })
+        .await
+    }
+
+    pub(crate) async fn list_messages(&self, app: Lookup, query: MessageQuery) -> Result<Page<Message>, OutboundError> {
+        self.look(move |conn| {
+            let app_id = live_app_id(conn, &app)?;
+            let cursor = query.cursor();
+            let (compare, order) = cursor.sql();
+            let (above, below) = query.window();
+            let mut statement = conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM messages m JOIN events e ON e.id = m.event_row
+                 WHERE m.app_id = ?1 AND (?2 IS NULL OR m.id {compare} ?2)
+                   AND (?3 IS NULL OR m.id > ?3) AND (?4 IS NULL OR m.id < ?4)
+                   AND (?5 IS NULL OR m.event_type IN (SELECT value FROM json_each(?5)))
+                   AND (?6 IS NULL OR EXISTS (SELECT 1 FROM json_each(m.channels) WHERE value = ?6))
+                 ORDER BY m.id {order} LIMIT ?7"
+            ))?;
+            let types = query.event_types.as_ref().map(json_text);
+            let rows = statement.query_map(
+                params![app_id, cursor.after, above, below, types, query.channel, query.limit as i64 + 1],
+                message,
+            )?;
+            let mut messages = Vec::new();
+            for row in rows {
+                messages.push(finish(row?)?);
+            }
+            Ok(Page::of(messages, query.limit, &cursor, |m| m.id.clone()))
+        })
+        .await
+    }
+}

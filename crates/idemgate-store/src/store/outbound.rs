@@ -1,0 +1,241 @@
+//! [`Store`]'s outbound operations: applications, event types, endpoints and messages
+//! (`docs/design/outbound-api.md` §3.2–3.3), each the same call on either backend.
+
+use super::{Backend, Store};
+use crate::model::outbound::{
+    ListQuery, Lookup, OutboundError, Page, Upserted,
+    application::{Application, ApplicationIn, ApplicationPatch, Deletion},
+    endpoint::{
+        ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
+    },
+    event_type::{EventType, EventTypeDeletion, EventTypeIn, EventTypePatch},
+    message::{Accepted, Message, MessageIn, MessageQuery},
+};
+
+impl Store {
+    /// Creates an application with a new id; a uid another live application has is
+    /// [`OutboundError::UidTaken`].
+    pub async fn create_application(&self, input: ApplicationIn, now_ms: i64) -> Result<Application, OutboundError> {
+        on_backend!(self, store => store.create_application(input, now_ms).await)
+    }
+
+    /// The live application `app` names (its id or uid).
+    pub async fn application(&self, app: Lookup) -> Result<Option<Application>, OutboundError> {
+        on_backend!(self, store => store.application(app).await)
+    }
+
+    /// One page of the live applications, by id.
+    pub async fn list_applications(&self, query: ListQuery) -> Result<Page<Application>, OutboundError> {
+        on_backend!(self, store => store.list_applications(query).await)
+    }
+
+    /// `PUT`: replaces the application `app` names, or creates it (with the path's uid when
+    /// `input` has none).
+    pub async fn upsert_application(
+        &self,
+        app: Lookup,
+        input: ApplicationIn,
+        now_ms: i64,
+    ) -> Result<Upserted<Application>, OutboundError> {
+        on_backend!(self, store => store.upsert_application(app, input, now_ms).await)
+    }
+
+    /// `PATCH`: changes the fields `patch` names.
+    pub async fn patch_application(
+        &self,
+        app: Lookup,
+        patch: ApplicationPatch,
+        now_ms: i64,
+    ) -> Result<Application, OutboundError> {
+        on_backend!(self, store => store.patch_application(app, patch, now_ms).await)
+    }
+
+    /// Deletes the application and its endpoints (their waiting jobs end `dead`); its
+    /// endpoints and messages are no longer served.
+    pub async fn delete_application(&self, app: Lookup, deletion: Deletion, now_ms: i64) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.delete_application(app, deletion, now_ms).await)
+    }
+
+    /// Creates the event type `name`; one that exists (archived or not) is
+    /// [`OutboundError::EventTypeExists`].
+    pub async fn create_event_type(
+        &self,
+        name: String,
+        input: EventTypeIn,
+        now_ms: i64,
+    ) -> Result<EventType, OutboundError> {
+        on_backend!(self, store => store.create_event_type(name, input, now_ms).await)
+    }
+
+    /// The event type `name`, archived or not.
+    pub async fn event_type(&self, name: String) -> Result<Option<EventType>, OutboundError> {
+        on_backend!(self, store => store.event_type(name).await)
+    }
+
+    /// One page of the event types, by name; the archived ones only with `include_archived`.
+    pub async fn list_event_types(
+        &self,
+        query: ListQuery,
+        include_archived: bool,
+    ) -> Result<Page<EventType>, OutboundError> {
+        on_backend!(self, store => store.list_event_types(query, include_archived).await)
+    }
+
+    /// `PUT`: replaces the event type `name`, or creates it.
+    pub async fn upsert_event_type(
+        &self,
+        name: String,
+        input: EventTypeIn,
+        now_ms: i64,
+    ) -> Result<Upserted<EventType>, OutboundError> {
+        on_backend!(self, store => store.upsert_event_type(name, input, now_ms).await)
+    }
+
+    /// `PATCH`: changes the fields `patch` names.
+    pub async fn patch_event_type(
+        &self,
+        name: String,
+        patch: EventTypePatch,
+        now_ms: i64,
+    ) -> Result<EventType, OutboundError> {
+        on_backend!(self, store => store.patch_event_type(name, patch, now_ms).await)
+    }
+
+    /// Archives the event type `name`, or removes it.
+    pub async fn delete_event_type(
+        &self,
+        name: String,
+        deletion: EventTypeDeletion,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.delete_event_type(name, deletion, now_ms).await)
+    }
+
+    /// Creates an endpoint of the application `app` with its first secret; a uid another
+    /// live endpoint of the application has is [`OutboundError::UidTaken`]. A disabled one
+    /// also disables its destination row.
+    pub async fn create_endpoint(&self, app: Lookup, new: NewEndpoint, now_ms: i64) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.create_endpoint(app, new, now_ms).await)
+    }
+
+    /// The live endpoint `ep` (id or uid) of the live application `app`; an application
+    /// that is missing is [`OutboundError::NotFound`].
+    pub async fn endpoint(&self, app: Lookup, ep: Lookup) -> Result<Option<Endpoint>, OutboundError> {
+        on_backend!(self, store => store.endpoint(app, ep).await)
+    }
+
+    /// One page of the application's live endpoints, by id.
+    pub async fn list_endpoints(&self, app: Lookup, query: ListQuery) -> Result<Page<Endpoint>, OutboundError> {
+        on_backend!(self, store => store.list_endpoints(app, query).await)
+    }
+
+    /// `PUT`: replaces the fields of the endpoint `ep` (its headers and secrets stay), or
+    /// creates it from `new` (with the path's uid when `new` has none).
+    pub async fn upsert_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        new: NewEndpoint,
+        now_ms: i64,
+    ) -> Result<Upserted<Endpoint>, OutboundError> {
+        on_backend!(self, store => store.upsert_endpoint(app, ep, new, now_ms).await)
+    }
+
+    /// `PATCH`: changes the fields `patch` names. Disabling writes the destination row the
+    /// claim skips; enabling clears it and makes the waiting retries due.
+    pub async fn patch_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        patch: EndpointPatch,
+        now_ms: i64,
+    ) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.patch_endpoint(app, ep, patch, now_ms).await)
+    }
+
+    /// Replaces the endpoint's custom headers.
+    pub async fn set_endpoint_headers(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        headers: Headers,
+        now_ms: i64,
+    ) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.set_endpoint_headers(app, ep, headers, now_ms).await)
+    }
+
+    /// Sets the headers `patch` gives a value and removes those it gives `None`.
+    pub async fn patch_endpoint_headers(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        patch: HeadersPatch,
+        now_ms: i64,
+    ) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.patch_endpoint_headers(app, ep, patch, now_ms).await)
+    }
+
+    /// Deletes the endpoint; its `pending` and `retrying` jobs end `dead` ("endpoint
+    /// deleted") in the same transaction.
+    pub async fn delete_endpoint(&self, app: Lookup, ep: Lookup, now_ms: i64) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.delete_endpoint(app, ep, now_ms).await)
+    }
+
+    /// The endpoint's current and unexpired old secrets at `now_ms`, newest (the current) first.
+    pub async fn endpoint_secrets(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        now_ms: i64,
+    ) -> Result<Vec<StoredSecret>, OutboundError> {
+        on_backend!(self, store => store.endpoint_secrets(app, ep, now_ms).await)
+    }
+
+    /// Rotation, in one transaction: `secret` becomes the current one, the previous one
+    /// expires `grace_ms` from now, and at most [`MAX_OLD_SECRETS`] unexpired old ones are
+    /// kept. `secret.seq` must be the last one's plus one, else [`OutboundError::StaleSecret`].
+    ///
+    /// [`MAX_OLD_SECRETS`]: crate::outbound::endpoint::MAX_OLD_SECRETS
+    pub async fn rotate_endpoint_secret(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        secret: NewSecret,
+        grace_ms: i64,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.rotate_endpoint_secret(app, ep, secret, grace_ms, now_ms).await)
+    }
+
+    /// The outbound version: moved by every application, endpoint and secret change.
+    pub async fn outbound_version(&self) -> Result<i64, OutboundError> {
+        on_backend!(self, store => store.outbound_version().await)
+    }
+
+    /// The endpoints changed since `version` (deleted ones too, as not live), with their
+    /// secrets valid at `now_ms`, for the worker's endpoint cache.
+    pub async fn endpoints_changed_since(&self, version: i64, now_ms: i64) -> Result<ChangedEndpoints, OutboundError> {
+        on_backend!(self, store => store.endpoints_changed_since(version, now_ms).await)
+    }
+
+    /// Publishes a message to the application `app`, in one transaction: the receipt on
+    /// (the application, the `eventId` or the new message id) with the message's
+    /// fingerprint, then the event, the message row and one `pending` job per enabled,
+    /// live endpoint it goes to. A repeat with the same fingerprint is the original
+    /// message and writes nothing; another fingerprint is a conflict, recorded, nothing
+    /// else. Answered only once the commit is durable (on SQLite, through the writer's
+    /// group commit, as [`Self::accept`]).
+    pub async fn accept_message(&self, app: Lookup, input: MessageIn, now_ms: i64) -> Result<Accepted, OutboundError> {
+        on_backend!(self, store => store.accept_message(app, input, now_ms).await)
+    }
+
+    /// The message `msg` (its id or `eventId`) of the live application `app`.
+    pub async fn message(&self, app: Lookup, msg: Lookup) -> Result<Option<Message>, OutboundError> {
+        on_backend!(self, store => store.message(app, msg).await)
+    }
+
+    /// One page of the application's messages, newest first, as `query` filters them.
+    pub async fn list_messages(&self, app: Lookup, query: MessageQuery) -> Result<Page<Message>, OutboundError> {
+        on_backend!(self, store => store.list_messages(app, query).await)
+    }
+}
