@@ -34,7 +34,9 @@ fn workspace_sources() -> Vec<PathBuf> {
             sources(&src, &mut files);
         }
     }
-    for expected in ["idemgate/src/run.rs", "idemgate-http/src/console/admin/mod.rs", "idemgate-worker/src/worker.rs"] {
+    for expected in
+        ["idemgate/src/run.rs", "idemgate-http/src/console/admin/mod.rs", "idemgate-worker/src/worker/mod.rs"]
+    {
         assert!(files.iter().any(|path| path.ends_with(expected)), "{expected} was scanned");
     }
     files

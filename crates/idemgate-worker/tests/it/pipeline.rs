@@ -250,14 +250,24 @@ async fn a_handed_over_job_that_waits_for_room_past_half_its_lease_is_left_to_a_
         let worker = worker.clone();
         async move { worker.run(stopped).await }
     });
-    // Let the worker offer its hand-over before the events arrive.
-    tokio::time::sleep(POLL).await;
+    // The worker offers its hand-over as it starts: once a first event has been delivered
+    // and recorded, the hand-over is in place and the destination's share is free.
+    accept_for(&store, "warm-up", &["slow"]).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let jobs = store.jobs(key("warm-up")).await.unwrap();
+        if jobs.iter().all(|job| job.state == "succeeded") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the warm-up event was not delivered: {jobs:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     for identity in ["first", "second"] {
         accept_for(&store, identity, &["slow"]).await;
     }
     let waiting = slow.clone();
     tokio::task::spawn_blocking(move || {
-        waiting.wait_until("both events", |received| received.len() >= 2);
+        waiting.wait_until("both events", |received| received.len() >= 3);
     })
     .await
     .unwrap();
@@ -270,7 +280,7 @@ async fn a_handed_over_job_that_waits_for_room_past_half_its_lease_is_left_to_a_
         *counts.entry(String::from_utf8(received.body).unwrap()).or_insert(0) += 1;
     }
     let expected: BTreeMap<_, _> =
-        ["first", "second"].iter().map(|id| (String::from_utf8(body(id)).unwrap(), 1)).collect();
+        ["warm-up", "first", "second"].iter().map(|id| (String::from_utf8(body(id)).unwrap(), 1)).collect();
     assert_eq!(counts, expected, "each event reached the destination exactly once");
     let second = store.jobs(key("second")).await.unwrap();
     assert_eq!(
