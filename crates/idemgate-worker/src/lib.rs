@@ -28,7 +28,7 @@ mod worker;
 pub use amqp::AmqpDestination;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use deliver::{AttemptOutcome, Deliver};
-pub use endpoint::{Endpoint, EndpointClient, EndpointDelivery};
+pub use endpoint::{Endpoint, EndpointClient, EndpointDelivery, EndpointRoutes};
 pub use http::HttpDestination;
 pub use nats::NatsDestination;
 pub use route::{Protection, RateLimit, Route, RouteTable};

@@ -1,19 +1,29 @@
 //! The worker as configured: one route per `[destinations.*]`, of the destination's kind
 //! (HTTP, RabbitMQ, NATS JetStream, an SMTP smarthost), with its timeouts, retry policy,
-//! FIFO setting, transform and protection (rate limit, in-flight cap, breaker).
+//! FIFO setting, transform and protection (rate limit, in-flight cap, breaker); and, when
+//! `[api]` is enabled, the routes of the outbound API's endpoints, read from the store.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use idemgate_store::Store;
 use idemgate_worker::{
-    AmqpDestination, Deliver, HttpDestination, NatsDestination, Route, SmtpDestination, Worker, http::ClientError,
+    AmqpDestination, Deliver, EndpointClient, EndpointRoutes, HttpDestination, NatsDestination, Route, SmtpDestination,
+    Worker, http::ClientError,
 };
 
 use crate::config::{Config, DestinationConfig, Target};
 
-/// The worker that delivers `store`'s jobs to `config`'s destinations.
+/// How long connecting to a customer's endpoint may take.
+const ENDPOINT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The worker that delivers `store`'s jobs to `config`'s destinations and, when `[api]` is
+/// enabled, to the endpoints `store` holds: one client for all of them, reaching public
+/// addresses and `[api] allow_networks` only, their secrets opened with `[api] secrets_key`.
 pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
-    Ok(Worker::new(store.clone(), routes(config)?, config.worker.options))
+    let worker = Worker::new(store.clone(), routes(config)?, config.worker.options);
+    let Some(api) = &config.api else { return Ok(worker) };
+    let client = EndpointClient::new(api.url_policy.allow_networks.clone(), ENDPOINT_CONNECT_TIMEOUT)?;
+    Ok(worker.with_endpoints(EndpointRoutes::new(store.clone(), client, api.secrets_key.clone())))
 }
 
 /// The worker's routes for `config`'s destinations, by name (a reload replaces them).

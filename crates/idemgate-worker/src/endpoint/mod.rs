@@ -10,8 +10,12 @@
 //! of the answer is read ([`crate::exchange`], shared with [`crate::HttpDestination`]).
 //! A connection that reaches an address endpoints may not reach is dropped before a byte
 //! is written: the attempt fails "address not allowed (<range>)".
+//!
+//! [`EndpointRoutes`] (`routes.rs`) makes the worker's routes of the endpoints the store
+//! holds, and keeps them in step with it.
 
 mod guard;
+mod routes;
 
 use std::{collections::HashMap, net::IpAddr, sync::Arc, time::Duration};
 
@@ -28,6 +32,7 @@ use ipnet::IpNet;
 
 pub use self::guard::AddressNotAllowed;
 use self::guard::{GuardedConnector, Resolver};
+pub use self::routes::{ENDPOINT_PREFIX, ENDPOINT_TIMEOUT, EndpointRoutes, SECRET_UNREADABLE};
 use crate::{
     AttemptOutcome, Deliver,
     deliver::BoxFuture,

@@ -54,7 +54,8 @@ use idemgate_store::{
 use tokio::sync::{mpsc, watch};
 
 use crate::{
-    Clock, SystemClock,
+    Clock, EndpointRoutes, SystemClock,
+    endpoint::ENDPOINT_PREFIX,
     room::{Held, Reserved, Room, Short},
     route::{Route, RouteTable},
     throttle::{Throttle, Throttles, recording, reserve},
@@ -106,6 +107,8 @@ impl Default for WorkerOptions {
 pub struct Worker {
     store: Store,
     routes: RouteTable,
+    /// The routes of customer endpoints (`ep_…`), when the worker delivers to them.
+    endpoints: Option<EndpointRoutes>,
     options: WorkerOptions,
     clock: Arc<dyn Clock>,
     draw: Arc<dyn Fn() -> f64 + Send + Sync>,
@@ -126,6 +129,7 @@ impl Worker {
         Self {
             store: store.into(),
             routes: RouteTable::new(routes),
+            endpoints: None,
             options,
             clock: Arc::new(SystemClock),
             draw: Arc::new(fastrand::f64),
@@ -138,6 +142,16 @@ impl Worker {
     #[must_use]
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Delivers the jobs of destinations named `ep_…` to the store's endpoints too
+    /// (`endpoint/routes.rs`): their routes are read before each claim when the outbound
+    /// version moved, and when a claimed job's endpoint is not cached. A configured
+    /// destination of the same name comes first.
+    #[must_use]
+    pub fn with_endpoints(mut self, endpoints: EndpointRoutes) -> Self {
+        self.endpoints = Some(endpoints);
         self
     }
 
@@ -172,7 +186,8 @@ impl Worker {
     /// Claims the jobs due now that there is room for and starts their attempts, each of
     /// which sends itself to `sink` when it ends; returns how many it claimed.
     async fn claim(&self, sink: &Sink) -> Result<usize, StoreError> {
-        let routes = self.routes.snapshot();
+        let configured = self.routes.snapshot();
+        let routes = self.claim_routes(&configured).await;
         let fifo = routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
         let (throttles, dropped) = self.throttles.for_routes(&routes, &self.clock);
         for name in dropped {
@@ -197,6 +212,7 @@ impl Worker {
             self.store.claim_jobs_limited(self.clock.now_ms(), self.options.lease, most, fifo, limits.clone()).await?;
         let claim = Claim { started, ended: SystemTime::now() };
         self.note_throttled(&throttles, &limits, &jobs, most).await;
+        let routes = self.route_unrouted(&configured, routes, &jobs).await;
         let count = jobs.len();
         for job in jobs {
             let own = match permits.get_mut(&job.destination) {
@@ -210,6 +226,39 @@ impl Worker {
             self.start(job, &routes, claim, Held { _overall: overall, _own: own }, sink);
         }
         Ok(count)
+    }
+
+    /// The routes of a claim: the `configured` ones and, when the worker delivers to
+    /// endpoints, theirs, read first when the outbound version moved.
+    async fn claim_routes(&self, configured: &Arc<HashMap<String, Route>>) -> Arc<HashMap<String, Route>> {
+        let Some(endpoints) = &self.endpoints else { return Arc::clone(configured) };
+        endpoints.refresh(self.clock.now_ms()).await;
+        merged(configured, &endpoints.snapshot(), HashMap::new())
+    }
+
+    /// `routes` with a route for each claimed job's endpoint they lack: the endpoints are
+    /// read again (the endpoint is newer than the last read), and one still not found gets
+    /// the route of a deleted endpoint.
+    async fn route_unrouted(
+        &self,
+        configured: &Arc<HashMap<String, Route>>,
+        routes: Arc<HashMap<String, Route>>,
+        jobs: &[ClaimedJob],
+    ) -> Arc<HashMap<String, Route>> {
+        let Some(endpoints) = &self.endpoints else { return routes };
+        let unrouted = |routes: &HashMap<String, Route>| -> HashSet<String> {
+            jobs.iter()
+                .filter(|job| job.destination.starts_with(ENDPOINT_PREFIX) && !routes.contains_key(&job.destination))
+                .map(|job| job.destination.clone())
+                .collect()
+        };
+        if unrouted(&routes).is_empty() {
+            return routes;
+        }
+        endpoints.refresh(self.clock.now_ms()).await;
+        let cached = endpoints.snapshot();
+        let deleted = unrouted(&cached).into_iter().filter(|name| !configured.contains_key(name));
+        merged(configured, &cached, deleted.map(|name| (name, EndpointRoutes::deleted())).collect())
     }
 
     /// Reserves, for each route, room for at most `most` of its jobs: its own in-flight cap's
@@ -440,4 +489,20 @@ impl Worker {
             }
         }
     }
+}
+
+/// The `configured` routes over the `endpoints`' and `extra` ones (a configured
+/// destination's name wins); the configured snapshot itself when there are no others.
+fn merged(
+    configured: &Arc<HashMap<String, Route>>,
+    endpoints: &HashMap<String, Route>,
+    mut extra: HashMap<String, Route>,
+) -> Arc<HashMap<String, Route>> {
+    if endpoints.is_empty() && extra.is_empty() {
+        return Arc::clone(configured);
+    }
+    extra.reserve(endpoints.len() + configured.len());
+    extra.extend(endpoints.iter().map(|(name, route)| (name.clone(), route.clone())));
+    extra.extend(configured.iter().map(|(name, route)| (name.clone(), route.clone())));
+    Arc::new(extra)
 }

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod delivery;
+mod endpoints;
 mod pipeline;
 mod protect;
 mod queue;

@@ -184,13 +184,13 @@ async fn the_healthy_destination_is_not_held_up(store: Store, down: Down) {
     }
 }
 
-async fn sqlite() -> (Store, tempfile::TempDir) {
+pub async fn sqlite() -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(&dir.path().join("s.sqlite3"), StoreOptions::default()).unwrap();
     (Arc::new(store).into(), dir)
 }
 
-async fn postgres() -> Store {
+pub async fn postgres() -> Store {
     let base = std::env::var("IDEMGATE_TEST_POSTGRES")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/idemgate_test".to_owned());
     let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos();

@@ -5,8 +5,9 @@
 //! `allow_networks` loosen the rule for endpoint URLs (https to public addresses only);
 //! `public_url` is the base of the links the API hands out.
 //!
-//! Every key is checked for form and listed whatever the command; the tokens and the key
-//! are resolved only for a command that serves the API (`serve`), as the admin tokens are.
+//! Every key is checked for form and listed whatever the command; the tokens are resolved
+//! only for a command that serves the API (`serve`), as the admin tokens are, and the key
+//! also for one that delivers to its endpoints (`serve` with its worker, `worker`).
 
 use std::str::FromStr;
 
@@ -24,10 +25,10 @@ use super::{
     reading::Reading,
 };
 
-/// `[api]`, enabled, for a command that serves it.
+/// `[api]`, enabled, for a command that serves it or delivers to its endpoints.
 #[derive(Clone)]
 pub struct ApiConfig {
-    /// The bearer tokens and their roles.
+    /// The bearer tokens and their roles (none for a command that does not serve the API).
     pub tokens: Vec<ApiToken>,
     /// The key sealing endpoint secrets; `None`: not configured (no endpoint may be stored).
     pub secrets_key: Option<SecretsKey>,
@@ -59,13 +60,15 @@ impl ApiConfig {
 /// The shortest token accepted, in bytes.
 const MIN_TOKEN_LEN: usize = 16;
 
-/// `[api]`: `None` when it is absent or not enabled, or for a command that does not serve it.
-/// `proxies` are the `[[proxy]]` prefixes: none may be the API's own.
+/// `[api]`: `None` when it is absent or not enabled, or for a command that neither `serves`
+/// it nor `delivers` to its endpoints. `proxies` are the `[[proxy]]` prefixes: none may be
+/// the API's own.
 pub(super) fn api(
     raw: Option<RawApi>,
     proxies: &[&str],
     r: &mut Reading<'_>,
     serves: bool,
+    delivers: bool,
 ) -> Result<Option<ApiConfig>, ConfigError> {
     let Some(raw) = raw else {
         r.show("api.enabled", Shown::Note("(not set: the outbound API is off)"));
@@ -122,11 +125,11 @@ pub(super) fn api(
     if enabled && named.is_empty() {
         return Err(ConfigError::new("api.tokens", "the API is enabled without a token: add [api.tokens.<name>]"));
     }
-    if !enabled || !serves {
+    if !enabled || !(serves || delivers) {
         return Ok(None);
     }
     let mut tokens: Vec<(String, ApiToken)> = Vec::new();
-    for (key, name, role, reference) in named {
+    for (key, name, role, reference) in named.into_iter().filter(|_| serves) {
         let token = r.resolve(&key, &reference)?;
         if token.len() < MIN_TOKEN_LEN {
             return Err(ConfigError::new(key, format!("must be at least {MIN_TOKEN_LEN} characters")));

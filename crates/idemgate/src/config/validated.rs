@@ -270,7 +270,7 @@ fn parts<'a, S>(
         }
     };
     let prefixes: Vec<&str> = proxies.iter().map(|proxy| proxy.prefix.as_str()).collect();
-    let api = super::api::api(api, &prefixes, r, resolves.listeners)?;
+    let api = super::api::api(api, &prefixes, r, resolves.listeners, resolves.destinations)?;
     let metrics = super::metrics::metrics(metrics, has_admin, r)?;
     let alerts = super::alerts::alerts(alerts, &destinations.names, r)?;
     let traces = super::traces::traces(traces, r)?;
