@@ -154,10 +154,10 @@ impl Store {
         if let Some(Backend::Postgres(store)) = self.backend.get() {
             store.close();
         }
-        if let Some(Backend::Sqlite(store)) = Arc::into_inner(self.backend).and_then(OnceLock::into_inner) {
-            if let Some(store) = Arc::into_inner(store) {
-                store.close().await;
-            }
+        if let Some(Backend::Sqlite(store)) = Arc::into_inner(self.backend).and_then(OnceLock::into_inner)
+            && let Some(store) = Arc::into_inner(store)
+        {
+            store.close().await;
         }
     }
 

@@ -89,10 +89,11 @@ impl AmqpDestination {
     /// or it broke.
     async fn channel(&self) -> Result<(Channel, u64), AttemptOutcome> {
         let mut link = self.link.lock().await;
-        if let Some(open) = link.as_ref() {
-            if open.connection.status().connected() && open.channel.status().connected() {
-                return Ok((open.channel.clone(), open.generation));
-            }
+        if let Some(open) = link.as_ref()
+            && open.connection.status().connected()
+            && open.channel.status().connected()
+        {
+            return Ok((open.channel.clone(), open.generation));
         }
         *link = None;
         let (connection, channel) = tokio::time::timeout(self.connect_timeout, self.connect())
@@ -115,11 +116,11 @@ impl AmqpDestination {
     /// Forgets the link after a failure, unless another attempt already replaced it.
     async fn drop_link(&self, generation: u64) {
         let mut link = self.link.lock().await;
-        if link.as_ref().is_some_and(|open| open.generation == generation) {
-            if let Some(open) = link.take() {
-                // Closing tells the broker at once; a broken connection is gone anyway.
-                let _ = open.connection.close(200, "idemgate reconnects".into()).await;
-            }
+        if link.as_ref().is_some_and(|open| open.generation == generation)
+            && let Some(open) = link.take()
+        {
+            // Closing tells the broker at once; a broken connection is gone anyway.
+            let _ = open.connection.close(200, "idemgate reconnects".into()).await;
         }
     }
 

@@ -94,11 +94,11 @@ impl PgStore {
             tx.rollback().await?;
             return repeat(&client, request).await;
         }
-        if request.dedupe_body {
-            if let Some(result) = claim_body(&tx, request).await? {
-                tx.rollback().await?;
-                return Ok(Outcome::Duplicate { result: parse_result(&result)? });
-            }
+        if request.dedupe_body
+            && let Some(result) = claim_body(&tx, request).await?
+        {
+            tx.rollback().await?;
+            return Ok(Outcome::Duplicate { result: parse_result(&result)? });
         }
         if let Some(reason) = event.refusal {
             tracing::info!(source, identity, reason, "event refused; rolled back");

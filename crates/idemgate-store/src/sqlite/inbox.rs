@@ -112,11 +112,11 @@ fn accept_leasing(
     let mut leased = Vec::new();
     for destination in destinations {
         let lease = leases.filter(|l| !superseded && l.destinations.iter().any(|name| name == destination));
-        if let Some(lease) = lease {
-            if insert_leased(conn, event_id, destination, event.received_at, lease.until)? {
-                leased.push(((*destination).to_owned(), conn.last_insert_rowid()));
-                continue;
-            }
+        if let Some(lease) = lease
+            && insert_leased(conn, event_id, destination, event.received_at, lease.until)?
+        {
+            leased.push(((*destination).to_owned(), conn.last_insert_rowid()));
+            continue;
         }
         insert.execute(params![event_id, destination, state.as_str(), event.received_at.0])?;
     }

@@ -522,10 +522,11 @@ pub fn parse_file(
 /// Both kinds from the environment stay an error.
 fn switch_store(table: &mut toml::Table, overrides: &Origins) {
     for (set, other) in [("url", "path"), ("path", "url")] {
-        if overrides.sets(&["store", set]) && !overrides.sets(&["store", other]) {
-            if let Some(store) = table.get_mut("store").and_then(toml::Value::as_table_mut) {
-                store.remove(other);
-            }
+        if overrides.sets(&["store", set])
+            && !overrides.sets(&["store", other])
+            && let Some(store) = table.get_mut("store").and_then(toml::Value::as_table_mut)
+        {
+            store.remove(other);
         }
     }
 }
@@ -546,17 +547,17 @@ fn deserialise_error(err: &serde_path_to_error::Error<toml::de::Error>, origins:
     let message = err.inner().message();
     let message = if is_secret_key(&tables) { SECRET_TYPE_MESSAGE } else { message };
     let only_tables = segments.len() == tables.len() && !tables.is_empty();
-    if let Some((variable, set)) = origins.creator(&tables).filter(|_| only_tables) {
-        if set == key || !origins.in_file(&tables) {
-            let message = match message.strip_prefix("unknown field ") {
-                Some(rest) => match rest.split_once(", ") {
-                    Some((_, expected)) => format!("no key {set} ({expected})"),
-                    None => format!("no key {set}"),
-                },
-                None => format!("{key}: {message}"),
-            };
-            return ConfigError::new(variable, message);
-        }
+    if let Some((variable, set)) = origins.creator(&tables).filter(|_| only_tables)
+        && (set == key || !origins.in_file(&tables))
+    {
+        let message = match message.strip_prefix("unknown field ") {
+            Some(rest) => match rest.split_once(", ") {
+                Some((_, expected)) => format!("no key {set} ({expected})"),
+                None => format!("no key {set}"),
+            },
+            None => format!("{key}: {message}"),
+        };
+        return ConfigError::new(variable, message);
     }
     ConfigError::new(if key == "." { "config".into() } else { key }, message)
 }

@@ -104,7 +104,7 @@ impl Reading<'_> {
 pub(super) fn shown_duration(duration: Duration) -> toml::Value {
     // humantime counts months of 30.44 days: 90 days would read "2months 29days 2h 52m 48s".
     let secs = duration.as_secs();
-    if duration.subsec_nanos() == 0 && secs >= 31 * 86_400 && secs % 86_400 == 0 {
+    if duration.subsec_nanos() == 0 && secs >= 31 * 86_400 && secs.is_multiple_of(86_400) {
         return toml::Value::String(format!("{}days", secs / 86_400));
     }
     toml::Value::String(humantime::format_duration(duration).to_string())

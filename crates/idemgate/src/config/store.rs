@@ -64,10 +64,10 @@ pub(super) fn store(raw: RawStore, r: &mut Reading<'_>) -> Result<StoreConfig, C
 /// The store of a command that does not open it (`verify`): validated, `store.url` not
 /// resolved (a literal one is checked).
 pub(super) fn check(raw: RawStore, r: &mut Reading<'_>) -> Result<(), ConfigError> {
-    if let Kind::Postgres { reference, .. } = kind(&raw, r)? {
-        if is_literal(&reference) {
-            postgres_url(literal(&reference, r))?;
-        }
+    if let Kind::Postgres { reference, .. } = kind(&raw, r)?
+        && is_literal(&reference)
+    {
+        postgres_url(literal(&reference, r))?;
     }
     busy_timeout(&raw, r)?;
     r.duration("store.purge_interval", raw.purge_interval.as_deref(), Duration::from_secs(3600))?;

@@ -120,12 +120,12 @@ fn link_targets(prose: &str) -> Vec<(usize, String)> {
             rest = after;
         }
         let definition = line.trim_start();
-        if line.len() - definition.len() < 4 && definition.starts_with('[') {
-            if let Some((_, target)) = definition.split_once("]:") {
-                if let Some(target) = target.split_whitespace().next() {
-                    targets.push((index + 1, target.trim_matches(['<', '>']).to_owned()));
-                }
-            }
+        if line.len() - definition.len() < 4
+            && definition.starts_with('[')
+            && let Some((_, target)) = definition.split_once("]:")
+            && let Some(target) = target.split_whitespace().next()
+        {
+            targets.push((index + 1, target.trim_matches(['<', '>']).to_owned()));
         }
     }
     targets
