@@ -96,7 +96,7 @@ pub(super) fn api(
     };
     match &raw.secrets_key {
         Some(reference) => r.show("api.secrets_key", Shown::Value(effective::reference(reference))),
-        None => r.show("api.secrets_key", Shown::Note("(not set: endpoints cannot be stored)")),
+        None => r.show("api.secrets_key", Shown::Note("(not set: `serve` refuses to start the API)")),
     }
     let mut named = Vec::new();
     for (name, token) in raw.tokens {
