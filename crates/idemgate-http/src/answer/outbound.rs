@@ -319,6 +319,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_store_refusal_is_404_or_409_and_its_failure_503_naming_nothing() {
+        let (status, body, _) = answered(OutboundError::NotFound(Resource::Endpoint).into()).await;
+        assert_eq!((status, body), (404, Some(json!({"code":"not_found","detail":"Entity not found"}))));
+        let (status, body, _) = answered(OutboundError::UidTaken(Resource::Application).into()).await;
+        assert_eq!(
+            (status, body),
+            (409, Some(json!({"code":"conflict","detail":"An application with this uid already exists"})))
+        );
+        let (status, body, _) = answered(OutboundError::EventTypeExists.into()).await;
+        assert_eq!((status, body.map(|b| b["code"].clone())), (409, Some(json!("conflict"))));
+        let failed = OutboundError::Store(idemgate_store::StoreError::Unavailable);
+        let (status, body, headers) = answered(failed.into()).await;
+        assert_eq!((status, body), (503, Some(json!({}))));
+        assert!(headers.contains_key(header::RETRY_AFTER));
+    }
+
+    #[tokio::test]
     async fn the_key_layers_refusals_read_as_svix_errors() {
         let (status, body, _) = answered(Refusal::Mismatch.into()).await;
         assert_eq!(status, 422);

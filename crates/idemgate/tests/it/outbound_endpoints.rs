@@ -87,6 +87,9 @@ async fn endpoints(backend: Backend) {
         eps.rotate_secret("shop".to_owned(), "orders".to_owned(), EndpointSecretRotateIn::new(), None).await.unwrap();
     assert!(rotated.key.starts_with("whsec_") && rotated.key != first);
     assert_eq!(eps.get_secret("shop".to_owned(), "orders".to_owned()).await.unwrap().key, rotated.key);
+    // Reading a secret needs `admin`, though other reads need only `read`.
+    let reader = sdk(&gateway, READ_TOKEN);
+    assert_eq!(http_error(reader.endpoint().get_secret("shop".to_owned(), "orders".to_owned()).await).0, 403);
     let chosen = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD".to_owned();
     let rotate = EndpointSecretRotateIn { key: Some(chosen.clone()), ..EndpointSecretRotateIn::new() };
     eps.rotate_secret("shop".to_owned(), created.id.clone(), rotate, None).await.unwrap();
