@@ -60,7 +60,7 @@ pub use admin::{AdminError, Part};
 pub(crate) use admin::{no_route, wrong_method};
 pub use dashboard::DashboardAnswer;
 pub(crate) use idempotency::{Replay, refused, replayed};
-pub(crate) use outbound::{OutboundAnswer, api_not_found};
+pub(crate) use outbound::{Done, OutboundAnswer, api_not_found};
 pub use proxy::ProxyAnswer;
 
 /// Seconds a sender is asked to wait before retrying a failed delivery.

@@ -6,7 +6,10 @@
 //!
 //! | what | status | body | extra headers |
 //! |---|---|---|---|
-//! | done, nothing to say (health) | 204 | none | |
+//! | read, changed or updated in place | 200 | the resource's `…Out` | |
+//! | created (`POST`, or a `PUT` that created) | 201 | the resource's `…Out` | |
+//! | a message accepted, once its commit is durable | 202 | `MessageOut` | |
+//! | done, nothing to say (health, a delete, headers set) | 204 | none | |
 //! | a request Svix refuses as malformed | 400 | `{"code":C,"detail":D}` | |
 //! | no token, or not one of ours | 401 | `{"code":"authentication_failed",…}` | |
 //! | the token's role does not allow it | 403 | `{"code":"insufficient_access",…}` | |
@@ -31,6 +34,8 @@ use axum::{
 };
 use http::{HeaderValue, StatusCode, header};
 use idemgate_core::outbound::field::FieldError;
+use idemgate_store::outbound::{OutboundError, Resource};
+use serde::Serialize;
 use serde_json::json;
 
 use super::RETRY_AFTER_SECS;
@@ -42,7 +47,7 @@ use crate::{
 /// One answer of the outbound API; each variant has one status.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-// `Conflict`, `TooManyRequests` and `field` are for the resources' routes (the plan's step 3).
+// `TooManyRequests` is for the rate limits to come.
 #[allow(dead_code)]
 pub(crate) enum OutboundAnswer {
     /// 204, no body.
@@ -86,7 +91,6 @@ pub(crate) enum OutboundAnswer {
 
 impl OutboundAnswer {
     /// A 422 for one refused field, by core's rule.
-    #[allow(dead_code)]
     #[must_use]
     pub(crate) fn field(err: &FieldError) -> Self {
         Self::Invalid(vec![ValidationErrorItem::from(err)])
@@ -186,6 +190,70 @@ impl From<Refusal> for OutboundAnswer {
     }
 }
 
+/// A field refused by core's rules: a 422 at its `loc`.
+impl From<FieldError> for OutboundAnswer {
+    fn from(err: FieldError) -> Self {
+        Self::field(&err)
+    }
+}
+
+/// A store operation's refusal or failure: a row not found is 404, a uid or name taken
+/// 409, a failure of the store 503 `{}` (its cause is logged, never answered).
+impl From<OutboundError> for OutboundAnswer {
+    fn from(err: OutboundError) -> Self {
+        match err {
+            OutboundError::NotFound(_) => Self::NotFound,
+            OutboundError::UidTaken(resource) => Self::Conflict {
+                code: "conflict",
+                detail: match resource {
+                    Resource::Application => "An application with this uid already exists",
+                    Resource::Endpoint => "An endpoint with this uid already exists",
+                    Resource::EventType => "An event type with this name already exists",
+                    Resource::Message => "A message with this eventId already exists",
+                },
+            },
+            OutboundError::EventTypeExists => {
+                Self::Conflict { code: "conflict", detail: "An event type with this name already exists" }
+            }
+            OutboundError::StaleSecret => {
+                Self::Conflict { code: "conflict", detail: "The endpoint's secret was rotated at the same time" }
+            }
+            err => {
+                tracing::warn!(error = %err, "the outbound API's store operation failed");
+                Self::Unavailable
+            }
+        }
+    }
+}
+
+/// A success of the outbound API: which status its body goes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Done {
+    /// 200: read, or changed in place.
+    Ok,
+    /// 201: created.
+    Created,
+    /// 202: a message accepted (its commit durable).
+    Accepted,
+}
+
+impl Done {
+    /// 201 when a `PUT` created its row, else 200.
+    pub(crate) fn upserted(created: bool) -> Self {
+        if created { Self::Created } else { Self::Ok }
+    }
+
+    /// `body` as JSON with this success's status.
+    pub(crate) fn with<T: Serialize>(self, body: T) -> Response {
+        let status = match self {
+            Self::Ok => StatusCode::OK,
+            Self::Created => StatusCode::CREATED,
+            Self::Accepted => StatusCode::ACCEPTED,
+        };
+        (status, Json(body)).into_response()
+    }
+}
+
 /// `404` in `HttpErrorOut`'s shape: every path of the API not (yet) served.
 pub(crate) async fn api_not_found() -> Response {
     OutboundAnswer::NotFound.into_response()
@@ -248,6 +316,23 @@ mod tests {
                 "type":"value_error"
             }]}))
         );
+    }
+
+    #[tokio::test]
+    async fn a_store_refusal_is_404_or_409_and_its_failure_503_naming_nothing() {
+        let (status, body, _) = answered(OutboundError::NotFound(Resource::Endpoint).into()).await;
+        assert_eq!((status, body), (404, Some(json!({"code":"not_found","detail":"Entity not found"}))));
+        let (status, body, _) = answered(OutboundError::UidTaken(Resource::Application).into()).await;
+        assert_eq!(
+            (status, body),
+            (409, Some(json!({"code":"conflict","detail":"An application with this uid already exists"})))
+        );
+        let (status, body, _) = answered(OutboundError::EventTypeExists.into()).await;
+        assert_eq!((status, body.map(|b| b["code"].clone())), (409, Some(json!("conflict"))));
+        let failed = OutboundError::Store(idemgate_store::StoreError::Unavailable);
+        let (status, body, headers) = answered(failed.into()).await;
+        assert_eq!((status, body), (503, Some(json!({}))));
+        assert!(headers.contains_key(header::RETRY_AFTER));
     }
 
     #[tokio::test]

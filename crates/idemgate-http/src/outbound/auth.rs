@@ -87,14 +87,16 @@ pub struct Caller {
     pub digest: [u8; 32],
 }
 
-/// The role a request of `method` on `path` (below `/api/v1`) needs: a read is `read`;
-/// publishing (message create, resend, recover) is `publish`; any other change `admin`.
+/// The role a request of `method` on `path` (below `/api/v1`) needs: a read is `read`,
+/// but reading an endpoint's signing secret is `admin`; publishing (message create,
+/// resend, recover) is `publish`; any other change `admin`.
 #[must_use]
 pub fn need_of(method: &Method, path: &str) -> ApiRole {
-    if method == Method::GET || method == Method::HEAD {
-        return ApiRole::Read;
-    }
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if method == Method::GET || method == Method::HEAD {
+        let secret = matches!(segments.as_slice(), ["app", _, "endpoint", _, "secret"]);
+        return if secret { ApiRole::Admin } else { ApiRole::Read };
+    }
     let publishes = method == Method::POST
         && matches!(
             segments.as_slice(),
@@ -169,6 +171,8 @@ mod tests {
     #[test]
     fn reads_need_read_publishing_publish_and_the_rest_admin() {
         assert_eq!(need_of(&Method::GET, "/app/app_1/endpoint"), ApiRole::Read);
+        assert_eq!(need_of(&Method::GET, "/app/app_1/endpoint/ep_1/headers"), ApiRole::Read);
+        assert_eq!(need_of(&Method::GET, "/app/app_1/endpoint/ep_1/secret"), ApiRole::Admin);
         assert_eq!(need_of(&Method::HEAD, "/health"), ApiRole::Read);
         assert_eq!(need_of(&Method::POST, "/app/app_1/msg"), ApiRole::Publish);
         assert_eq!(need_of(&Method::POST, "/app/app_1/msg/msg_1/endpoint/ep_1/resend"), ApiRole::Publish);

@@ -1,23 +1,29 @@
 //! The outbound API (`/api/v1`, Svix-compatible; `docs/design/outbound-api.md`): sending
 //! webhooks to one's customers through the API of Svix's open-source server.
 //!
-//! Built so far: the edge without data. [`router`] serves `GET`/`HEAD /api/v1/health` and
-//! `/api/v1/health/ping` (204, no token needed) and answers every other path `404` in
-//! Svix's `HttpErrorOut` shape, after the bearer token is checked ([`auth`]) and behind
-//! the `Idempotency-Key` layer in Svix's answer style, scoped to the token and the
-//! application in the path. The resources' routes come with their store operations.
+//! [`router`] serves `GET`/`HEAD /api/v1/health` and `/api/v1/health/ping` (204, no token
+//! needed) and, after the bearer token is checked ([`auth`]) and behind the
+//! `Idempotency-Key` layer in Svix's answer style (scoped to the token and the
+//! application in the path), the resources over the store: applications, event types,
+//! endpoints (with their headers and secrets) and messages. Every other path answers `404`
+//! in Svix's `HttpErrorOut` shape.
 //!
 //! - [`auth`]: tokens, roles and what each request needs;
 //! - `pagination`: `limit`, `iterator`, `order`;
+//! - `body`: a request's JSON body and query flags, refused in Svix's 422 shape;
+//! - `applications`, `event_types`, `endpoints`, `messages`: one module per resource;
 //! - `wire`: every JSON shape of Svix's spec.
 //!
 //! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
 
+mod applications;
 pub mod auth;
-// Nothing lists anything until the resources' routes are added (the plan's step 3).
-#[allow(dead_code)]
+mod body;
+mod endpoints;
+mod event_types;
+mod messages;
 mod pagination;
-// Nothing uses most shapes until the resources' routes are added (the plan's step 3).
+// The attempts', stats' and app portal's shapes wait for their routes.
 #[allow(dead_code)]
 pub(crate) mod wire;
 
@@ -31,6 +37,7 @@ use axum::{
     routing::{any, get},
 };
 use idemgate_clock::Clock;
+use idemgate_core::outbound::{address::UrlPolicy, sealing::SecretsKey};
 use idemgate_store::Store;
 
 pub use self::auth::{ApiRole, ApiToken, Caller};
@@ -47,7 +54,30 @@ pub const PREFIX: &str = "/api/v1";
 pub struct Api {
     /// The API's bearer tokens and their roles.
     pub tokens: Vec<ApiToken>,
+    /// The key that seals endpoint secrets; `None`: endpoints cannot be created (`serve`
+    /// refuses to start the API without one).
+    pub secrets_key: Option<SecretsKey>,
+    /// What endpoint URLs may be (`[api] allow_http`, `allow_networks`).
+    pub url_policy: UrlPolicy,
 }
+
+/// What every route of the API reads: the store, the clock and the settings.
+pub(crate) struct ApiState {
+    pub(crate) store: Store,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) secrets_key: Option<SecretsKey>,
+    pub(crate) url_policy: UrlPolicy,
+}
+
+impl ApiState {
+    /// Now, unix milliseconds.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}
+
+/// The state every handler takes.
+pub(crate) type Shared = State<Arc<ApiState>>;
 
 /// The router of `/api/v1` (mounted there: its paths are below it), keeping its
 /// `Idempotency-Key` records in `store` on `clock`.
@@ -58,9 +88,21 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         refusals: RefusalStyle::Svix,
         ..IdempotencyConfig::default()
     };
-    let keys = IdempotencyLayer::with_clock(store.clone(), config, clock);
+    let keys = IdempotencyLayer::with_clock(store.clone(), config, Arc::clone(&clock));
+    let state = Arc::new(ApiState {
+        store: store.clone(),
+        clock,
+        secrets_key: api.secrets_key.clone(),
+        url_policy: api.url_policy.clone(),
+    });
+    let resources = Router::new()
+        .merge(applications::routes())
+        .merge(event_types::routes())
+        .merge(endpoints::routes())
+        .merge(messages::routes())
+        .with_state(state);
     // The layers run outside in: the token first, then the key, then the route.
-    let authorized = Router::new()
+    let authorized = resources
         .route("/{*rest}", any(api_not_found))
         .layer(keys)
         .layer(middleware::from_fn_with_state(tokens, authorize));

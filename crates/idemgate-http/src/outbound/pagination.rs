@@ -8,6 +8,9 @@ use std::borrow::Cow;
 
 use percent_encoding::percent_decode_str;
 
+use idemgate_store::outbound::{ListQuery, Order as StoreOrder, Page as StorePage};
+
+use super::wire::ListResponse;
 use crate::answer::OutboundAnswer;
 
 /// `limit` when none is given.
@@ -52,6 +55,29 @@ impl Page {
     }
 }
 
+impl Page {
+    /// The store's query for this page; `order` unless asked otherwise is ascending.
+    pub(crate) fn list_query(&self) -> ListQuery {
+        let order = match self.order {
+            Some(Order::Descending) => StoreOrder::Descending,
+            Some(Order::Ascending) | None => StoreOrder::Ascending,
+        };
+        ListQuery { limit: usize::from(self.limit), iterator: self.iterator.clone(), order }
+    }
+}
+
+impl<U> ListResponse<U> {
+    /// The store's page as the wire's, each row turned by `out`.
+    pub(crate) fn of<T>(page: StorePage<T>, out: impl FnMut(T) -> U) -> Self {
+        Self {
+            data: page.data.into_iter().map(out).collect(),
+            iterator: page.iterator,
+            prev_iterator: page.prev_iterator,
+            done: page.done,
+        }
+    }
+}
+
 fn limit(value: &str) -> Result<u16, OutboundAnswer> {
     let loc = ["query", "limit"];
     let limit: u64 = value
@@ -76,7 +102,7 @@ fn order(value: &str) -> Result<Order, OutboundAnswer> {
 }
 
 /// The `name=value` pairs of a query, `+` and percent escapes decoded.
-fn pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
+pub(crate) fn pairs(query: &str) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> {
     query.split('&').filter(|pair| !pair.is_empty()).map(|pair| {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         (decoded(name), decoded(value))

@@ -197,6 +197,10 @@ pub(crate) struct EndpointIn {
     pub(crate) secret: Option<String>,
     #[serde(default)]
     pub(crate) throttle_rate: Option<u16>,
+    /// Custom headers (the hosted API's member, which the SDKs send), checked as
+    /// `EndpointHeadersIn`'s.
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
 }
 
 /// `EndpointUpdate` (upsert): `EndpointIn` without `secret`.
@@ -266,10 +270,13 @@ pub(crate) struct EndpointHeadersIn {
     pub(crate) headers: BTreeMap<String, String>,
 }
 
-/// `EndpointHeadersPatchIn`: a `null` value removes that header.
+/// `EndpointHeadersPatchIn`: a `null` value removes that header, as do the names in
+/// `deleteHeaders` (the hosted API's member, which the SDKs send).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub(crate) struct EndpointHeadersPatchIn {
     pub(crate) headers: BTreeMap<String, Option<String>>,
+    #[serde(default, rename = "deleteHeaders")]
+    pub(crate) delete_headers: Vec<String>,
 }
 
 /// `EndpointHeadersOut`: sensitive headers are listed by name in `sensitive`, their values

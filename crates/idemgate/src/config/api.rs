@@ -30,7 +30,7 @@ use super::{
 pub struct ApiConfig {
     /// The bearer tokens and their roles (none for a command that does not serve the API).
     pub tokens: Vec<ApiToken>,
-    /// The key sealing endpoint secrets; `None`: not configured (no endpoint may be stored).
+    /// The key sealing endpoint secrets (`serve` refuses to start the API without one).
     pub secrets_key: Option<SecretsKey>,
     /// What endpoint URLs may be (`allow_http`, `allow_networks`).
     pub url_policy: UrlPolicy,
@@ -53,7 +53,7 @@ impl ApiConfig {
     /// What the HTTP crate's router serves.
     #[must_use]
     pub fn routes(&self) -> Api {
-        Api { tokens: self.tokens.clone() }
+        Api { tokens: self.tokens.clone(), secrets_key: self.secrets_key.clone(), url_policy: self.url_policy.clone() }
     }
 }
 
@@ -99,7 +99,7 @@ pub(super) fn api(
     };
     match &raw.secrets_key {
         Some(reference) => r.show("api.secrets_key", Shown::Value(effective::reference(reference))),
-        None => r.show("api.secrets_key", Shown::Note("(not set: endpoints cannot be stored)")),
+        None => r.show("api.secrets_key", Shown::Note("(not set: `serve` refuses to start the API)")),
     }
     let mut named = Vec::new();
     for (name, token) in raw.tokens {
@@ -147,7 +147,13 @@ pub(super) fn api(
             let text = r.resolve("api.secrets_key", &reference)?;
             Some(SecretsKey::parse(&text).map_err(|err| ConfigError::new("api.secrets_key", err.to_string()))?)
         }
-        None => None,
+        None => {
+            return Err(ConfigError::new(
+                "api.secrets_key",
+                "the API is enabled without a key to seal endpoint secrets: set it to 32 bytes \
+                 (64 hex digits or base64), e.g. \"env:IDEMGATE_API_SECRETS_KEY\"",
+            ));
+        }
     };
     Ok(Some(ApiConfig {
         tokens: tokens.into_iter().map(|(_, token)| token).collect(),
@@ -256,6 +262,18 @@ mod tests {
             assert_eq!(err.key, key, "{text}: {err}");
             assert!(!err.to_string().contains("publish-token") && !err.to_string().contains("abcd"), "{err}");
         }
+    }
+
+    #[test]
+    fn serving_the_api_needs_a_secrets_key() {
+        let text = "[api]\nenabled = true\n[api.tokens.ci]\ntoken = \"publish-token-0123456789\"\n";
+        let err = config(text, Uses::Serve).unwrap_err();
+        assert_eq!(err.key, "api.secrets_key", "{err}");
+        assert!(config(text, Uses::Store).unwrap().api.is_none());
+        let keyed = format!(
+            "[api]\nenabled = true\nsecrets_key = \"{KEY_HEX}\"\n[api.tokens.ci]\ntoken = \"publish-token-0123456789\"\n"
+        );
+        assert!(config(&keyed, Uses::Serve).unwrap().api.is_some());
     }
 
     #[test]

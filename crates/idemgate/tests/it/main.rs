@@ -29,6 +29,8 @@ mod harness;
 mod hostile_clients;
 mod idempotency_suite;
 mod outbound_api;
+mod outbound_endpoints;
+mod outbound_messages;
 mod pg_cluster;
 mod postgres_instances;
 mod proxy_hardening;

@@ -1,0 +1,359 @@
+//! `/app/{app_id}/endpoint…`: an application's endpoints (list, create 201, get, put,
+//! patch, delete), their custom headers (get, put, patch: core's header rules; sensitive
+//! ones only named) and their signing secret (get, rotate).
+//!
+//! A URL a customer types is untrusted (`docs/design/outbound-api.md` §3.8): it is checked
+//! with core's [`UrlPolicy`] and, when its host is a name, every address the name resolves
+//! to is checked too; a refusal is a 422 at `["body","url"]`. Secrets are sealed with the
+//! operator's `[api] secrets_key` under the endpoint's id and their `seq`; only
+//! `GET …/secret` and rotate's answer show one.
+
+use std::{net::IpAddr, sync::Arc};
+
+use axum::{
+    Router,
+    body::Bytes,
+    extract::{Path, RawQuery},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use idemgate_core::outbound::{
+    address::{UrlHost, UrlPolicy},
+    field::{Channel, EndpointUid, EventTypeName, FieldError, Loc, Rule, parse_list},
+    headers,
+    id::EndpointId,
+    sealing::{EndpointSecret, SealedSecret, SecretsKey},
+};
+use idemgate_store::outbound::{
+    Lookup, OutboundError,
+    endpoint::{self as store, FIRST_SECRET_SEQ, NewEndpoint, NewSecret},
+    new_endpoint_id,
+};
+
+use super::{
+    ApiState, Shared,
+    applications::patch_of,
+    body,
+    pagination::Page,
+    wire::{
+        DEFAULT_GRACE_PERIOD_SECONDS, EndpointHeadersIn, EndpointHeadersOut, EndpointHeadersPatchIn, EndpointIn,
+        EndpointOut, EndpointPatch, EndpointSecretOut, EndpointSecretRotateIn, EndpointUpdate, ListResponse, WireTime,
+    },
+};
+use crate::answer::{Done, OutboundAnswer, api_not_found};
+
+/// The most channels an endpoint listens to (Svix's `EndpointIn.channels`).
+const MAX_CHANNELS: usize = 10;
+/// The longest grace period of a rotated secret, in seconds (seven days).
+const MAX_GRACE_PERIOD_SECONDS: u32 = 604_800;
+/// How many times a rotation is tried when another one comes first.
+const ROTATION_TRIES: usize = 3;
+
+pub(super) fn routes() -> Router<Arc<ApiState>> {
+    Router::new()
+        .route("/app/{app_id}/endpoint", get(list).post(create).fallback(api_not_found))
+        .route(
+            "/app/{app_id}/endpoint/{endpoint_id}",
+            get(read).put(upsert).patch(patch).delete(delete).fallback(api_not_found),
+        )
+        .route(
+            "/app/{app_id}/endpoint/{endpoint_id}/headers",
+            get(read_headers).put(set_headers).patch(patch_headers).fallback(api_not_found),
+        )
+        .route("/app/{app_id}/endpoint/{endpoint_id}/secret", get(read_secret).fallback(api_not_found))
+        .route("/app/{app_id}/endpoint/{endpoint_id}/secret/rotate", post(rotate).fallback(api_not_found))
+}
+
+type Pair = Path<(String, String)>;
+
+/// The uid a path segment names, if it is not an id.
+fn path_uid(lookup: Lookup) -> Option<String> {
+    match lookup {
+        Lookup::Uid(uid) => Some(uid),
+        Lookup::Id(_) => None,
+    }
+}
+
+fn lookups(app: &str, ep: &str) -> (Lookup, Lookup) {
+    (Lookup::application(app), Lookup::endpoint(ep))
+}
+
+async fn list(state: Shared, Path(app): Path<String>, RawQuery(query): RawQuery) -> Result<Response, OutboundAnswer> {
+    let page = Page::from_query(query.as_deref())?;
+    let found = state.store.list_endpoints(Lookup::application(&app), page.list_query()).await?;
+    Ok(Done::Ok.with(ListResponse::of(found, EndpointOut::from)))
+}
+
+async fn create(state: Shared, Path(app): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+    let input: EndpointIn = body::json(&bytes)?;
+    let secret = match &input.secret {
+        Some(text) => EndpointSecret::parse(text, Loc::body("secret"))?,
+        None => EndpointSecret::generate(random()?),
+    };
+    let fields = Fields {
+        url: input.url,
+        description: input.description,
+        uid: input.uid,
+        disabled: input.disabled,
+        event_types: input.event_types,
+        channels: input.channels,
+        metadata: input.metadata,
+        throttle_rate: input.throttle_rate,
+    };
+    headers::check_all(input.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &Loc::body("headers"))?;
+    let endpoint = fields.checked(&state.url_policy).await?;
+    let mut new = new_endpoint(&state, endpoint, &secret)?;
+    new.headers = input.headers;
+    let created = state.store.create_endpoint(Lookup::application(&app), new, state.now_ms()).await?;
+    Ok(Done::Created.with(EndpointOut::from(created)))
+}
+
+async fn read(state: Shared, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
+    let (app, ep) = lookups(&app, &ep);
+    let found = state.store.endpoint(app, ep).await?.ok_or(OutboundAnswer::NotFound)?;
+    Ok(Done::Ok.with(EndpointOut::from(found)))
+}
+
+async fn upsert(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+    let input: EndpointUpdate = body::json(&bytes)?;
+    let fields = Fields {
+        url: input.url,
+        description: input.description,
+        // A body without a uid keeps the one the path names it by.
+        uid: input.uid.or_else(|| path_uid(Lookup::endpoint(&ep))),
+        disabled: input.disabled,
+        event_types: input.event_types,
+        channels: input.channels,
+        metadata: input.metadata,
+        throttle_rate: input.throttle_rate,
+    };
+    let endpoint = fields.checked(&state.url_policy).await?;
+    // Used only if the `PUT` creates the endpoint.
+    let new = new_endpoint(&state, endpoint, &EndpointSecret::generate(random()?))?;
+    let (app, ep) = lookups(&app, &ep);
+    let upserted = state.store.upsert_endpoint(app, ep, new, state.now_ms()).await?;
+    Ok(Done::upserted(upserted.created).with(EndpointOut::from(upserted.value)))
+}
+
+async fn patch(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+    let input: EndpointPatch = body::json(&bytes)?;
+    let url = match input.url {
+        Some(url) => Some(checked_url(&state.url_policy, url).await?),
+        None => None,
+    };
+    let uid = patch_of(input.uid).map(|uid| uid.map(|uid| uid_rule(&uid)).transpose()).transpose()?;
+    let event_types =
+        patch_of(input.event_types).map(|types| types.map(|types| event_types_rule(&types)).transpose()).transpose()?;
+    let channels =
+        patch_of(input.channels).map(|list| list.map(|list| channels_rule(&list)).transpose()).transpose()?;
+    let patch = store::EndpointPatch {
+        uid,
+        url,
+        description: input.description,
+        disabled: input.disabled,
+        event_types,
+        channels,
+        metadata: input.metadata,
+        throttle_rate: patch_of(input.throttle_rate),
+    };
+    let (app, ep) = lookups(&app, &ep);
+    let patched = state.store.patch_endpoint(app, ep, patch, state.now_ms()).await?;
+    Ok(Done::Ok.with(EndpointOut::from(patched)))
+}
+
+async fn delete(state: Shared, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
+    let (app, ep) = lookups(&app, &ep);
+    state.store.delete_endpoint(app, ep, state.now_ms()).await?;
+    Ok(OutboundAnswer::NoContent.into_response())
+}
+
+async fn read_headers(state: Shared, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
+    let (app, ep) = lookups(&app, &ep);
+    let found = state.store.endpoint(app, ep).await?.ok_or(OutboundAnswer::NotFound)?;
+    Ok(Done::Ok.with(EndpointHeadersOut::from_stored(found.headers)))
+}
+
+async fn set_headers(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+    let input: EndpointHeadersIn = body::json(&bytes)?;
+    headers::check_all(input.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &Loc::body("headers"))?;
+    let (app, ep) = lookups(&app, &ep);
+    state.store.set_endpoint_headers(app, ep, input.headers, state.now_ms()).await?;
+    Ok(OutboundAnswer::NoContent.into_response())
+}
+
+async fn patch_headers(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+    let input: EndpointHeadersPatchIn = body::json(&bytes)?;
+    let loc = Loc::body("headers");
+    for (name, value) in &input.headers {
+        if let Some(value) = value {
+            headers::check(name, value, &loc)?;
+        }
+    }
+    let mut change = input.headers;
+    change.extend(input.delete_headers.into_iter().map(|name| (name, None)));
+    let (app, ep) = lookups(&app, &ep);
+    state.store.patch_endpoint_headers(app, ep, change, state.now_ms()).await?;
+    Ok(OutboundAnswer::NoContent.into_response())
+}
+
+async fn read_secret(state: Shared, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
+    let key = state.secrets_key.as_ref().ok_or(OutboundAnswer::Unavailable)?;
+    let (app, ep) = lookups(&app, &ep);
+    let endpoint = state.store.endpoint(app.clone(), ep).await?.ok_or(OutboundAnswer::NotFound)?;
+    let secrets = state.store.endpoint_secrets(app, Lookup::Id(endpoint.id.clone()), state.now_ms()).await?;
+    let current = secrets.first().ok_or(OutboundAnswer::NotFound)?;
+    let id = EndpointId::parse(&endpoint.id).map_err(|_| OutboundAnswer::Unavailable)?;
+    let secret = key.open(&current.sealed, &id, current.seq).map_err(|err| {
+        tracing::warn!(error = %err, "an endpoint's secret could not be opened");
+        OutboundAnswer::Unavailable
+    })?;
+    Ok(Done::Ok.with(EndpointSecretOut { key: secret.reveal() }))
+}
+
+/// Rotation answers 200 with the new key (`EndpointSecretOut`), not Svix's 204: the Rust
+/// SDK 2.9.1 expects that body (`docs/design/outbound-api.md` §2.1).
+async fn rotate(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+    let input: EndpointSecretRotateIn = if bytes.is_empty() {
+        EndpointSecretRotateIn { key: None, grace_period_seconds: None }
+    } else {
+        body::json(&bytes)?
+    };
+    let grace = input.grace_period_seconds.unwrap_or(DEFAULT_GRACE_PERIOD_SECONDS);
+    if grace > MAX_GRACE_PERIOD_SECONDS {
+        return Err(OutboundAnswer::invalid(
+            &["body", "gracePeriodSeconds"],
+            format!("ensure this value is less than or equal to {MAX_GRACE_PERIOD_SECONDS}"),
+            "value_error.number.not_le",
+        ));
+    }
+    let secret = match &input.key {
+        Some(text) => EndpointSecret::parse(text, Loc::body("key"))?,
+        None => EndpointSecret::generate(random()?),
+    };
+    let key = state.secrets_key.as_ref().ok_or(OutboundAnswer::Unavailable)?;
+    let (app, ep) = lookups(&app, &ep);
+    let endpoint = state.store.endpoint(app.clone(), ep).await?.ok_or(OutboundAnswer::NotFound)?;
+    let id = EndpointId::parse(&endpoint.id).map_err(|_| OutboundAnswer::Unavailable)?;
+    let ep = Lookup::Id(endpoint.id.clone());
+    let mut tries = 0;
+    loop {
+        let now = state.now_ms();
+        let secrets = state.store.endpoint_secrets(app.clone(), ep.clone(), now).await?;
+        let seq = secrets.iter().map(|stored| stored.seq).max().unwrap_or(FIRST_SECRET_SEQ - 1) + 1;
+        let sealed = NewSecret { seq, sealed: seal(key, &secret, &id, seq)? };
+        let grace_ms = i64::from(grace) * 1000;
+        match state.store.rotate_endpoint_secret(app.clone(), ep.clone(), sealed, grace_ms, now).await {
+            Ok(()) => return Ok(Done::Ok.with(EndpointSecretOut { key: secret.reveal() })),
+            Err(OutboundError::StaleSecret) if tries + 1 < ROTATION_TRIES => tries += 1,
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
+/// An endpoint's fields as the wire gives them, before they are checked.
+struct Fields {
+    url: String,
+    description: String,
+    uid: Option<String>,
+    disabled: bool,
+    event_types: Option<Vec<String>>,
+    channels: Option<Vec<String>>,
+    metadata: super::wire::Metadata,
+    throttle_rate: Option<u16>,
+}
+
+impl Fields {
+    /// The store's fields, each checked: the URL by the policy, the uid, event types and
+    /// channels by core's rules.
+    async fn checked(self, policy: &UrlPolicy) -> Result<store::EndpointIn, OutboundAnswer> {
+        let uid = self.uid.as_deref().map(uid_rule).transpose()?;
+        let event_types = self.event_types.as_deref().map(event_types_rule).transpose()?;
+        let channels = self.channels.as_deref().map(channels_rule).transpose()?;
+        let url = checked_url(policy, self.url).await?;
+        Ok(store::EndpointIn {
+            uid,
+            url,
+            description: self.description,
+            disabled: self.disabled,
+            event_types,
+            channels,
+            metadata: self.metadata,
+            throttle_rate: self.throttle_rate,
+        })
+    }
+}
+
+fn uid_rule(uid: &str) -> Result<String, FieldError> {
+    EndpointUid::parse(uid, Loc::body("uid")).map(|uid| uid.as_str().to_owned())
+}
+
+fn event_types_rule(types: &[String]) -> Result<Vec<String>, FieldError> {
+    let parsed = parse_list(types, &Loc::body("eventTypes"), (1, usize::MAX), EventTypeName::parse)?;
+    Ok(parsed.iter().map(|name| name.as_str().to_owned()).collect())
+}
+
+fn channels_rule(channels: &[String]) -> Result<Vec<String>, FieldError> {
+    let parsed = parse_list(channels, &Loc::body("channels"), (1, MAX_CHANNELS), Channel::parse)?;
+    Ok(parsed.iter().map(|channel| channel.as_str().to_owned()).collect())
+}
+
+/// `url` if the policy allows it and, for a host name, every address it resolves to;
+/// else a 422 at `["body","url"]` that never repeats the URL.
+async fn checked_url(policy: &UrlPolicy, url: String) -> Result<String, OutboundAnswer> {
+    let loc = || Loc::body("url");
+    let host = policy.check_url(&url).map_err(|err| FieldError::new(loc(), Rule::Url(err)))?;
+    if let UrlHost::Name(name) = host {
+        let unresolved = || OutboundAnswer::invalid(&["body", "url"], "URL host could not be resolved", "value_error");
+        let addresses: Vec<IpAddr> =
+            tokio::net::lookup_host((name.as_str(), 443)).await.map_err(|_| unresolved())?.map(|at| at.ip()).collect();
+        if addresses.is_empty() {
+            return Err(unresolved());
+        }
+        policy.check_addresses(addresses).map_err(|err| FieldError::new(loc(), Rule::Url(err)))?;
+    }
+    Ok(url)
+}
+
+/// A new endpoint with a fresh id and `secret` sealed under it as its first.
+fn new_endpoint(
+    state: &ApiState,
+    endpoint: store::EndpointIn,
+    secret: &EndpointSecret,
+) -> Result<NewEndpoint, OutboundAnswer> {
+    let key = state.secrets_key.as_ref().ok_or(OutboundAnswer::Unavailable)?;
+    let id = new_endpoint_id(state.now_ms()).map_err(|err| OutboundAnswer::from(OutboundError::from(err)))?;
+    let sealed = seal(key, secret, &id, FIRST_SECRET_SEQ)?;
+    Ok(NewEndpoint { id, endpoint, headers: store::Headers::new(), secret: sealed })
+}
+
+fn seal(key: &SecretsKey, secret: &EndpointSecret, id: &EndpointId, seq: i64) -> Result<SealedSecret, OutboundAnswer> {
+    key.seal(secret, id, seq, random()?).map_err(|err| {
+        tracing::warn!(error = %err, "an endpoint's secret could not be sealed");
+        OutboundAnswer::Unavailable
+    })
+}
+
+/// `N` bytes from the OS random source (a generated secret, a nonce).
+fn random<const N: usize>() -> Result<[u8; N], OutboundAnswer> {
+    let mut bytes = [0; N];
+    getrandom::fill(&mut bytes).map_err(|_| OutboundAnswer::Unavailable)?;
+    Ok(bytes)
+}
+
+impl From<store::Endpoint> for EndpointOut {
+    fn from(ep: store::Endpoint) -> Self {
+        Self {
+            id: ep.id,
+            url: ep.url,
+            description: ep.description,
+            metadata: ep.metadata,
+            created_at: WireTime(ep.created_at_ms),
+            updated_at: WireTime(ep.updated_at_ms),
+            uid: ep.uid,
+            disabled: ep.disabled,
+            event_types: ep.event_types,
+            channels: ep.channels,
+            throttle_rate: ep.throttle_rate,
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! `/app/{app_id}/msg…`: publishing a message (202 `MessageOut` once the commit of the
+//! message and its jobs is durable), reading one, and listing an application's messages,
+//! newest first.
+//!
+//! A repeat of an `eventId` with the same event type, channels and payload is answered
+//! with the original message; with anything else it is 409 and nothing is stored
+//! (`docs/design/outbound-api.md` §3.10). An `application` in the body creates the
+//! application named by the path's uid when it does not exist, as Svix does.
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    body::Bytes,
+    extract::{Path, RawQuery},
+    response::Response,
+    routing::get,
+};
+use idemgate_core::outbound::field::{Channel, EventId, EventTypeName, Loc, parse_list};
+use idemgate_store::outbound::{
+    Lookup, OutboundError, Resource,
+    message::{self as store, Accepted, MessageQuery},
+};
+use serde_json::value::RawValue;
+
+use super::{
+    ApiState, Shared, applications, body,
+    pagination::Page,
+    wire::{DEFAULT_PAYLOAD_RETENTION_DAYS, ListResponse, MessageIn, MessageOut, Payload, WireTime},
+};
+use crate::answer::{Done, OutboundAnswer, api_not_found};
+
+/// The most channels a message is sent on.
+const MAX_CHANNELS: usize = 5;
+/// The shortest `payloadRetentionPeriod`, in days.
+const MIN_RETENTION_DAYS: i64 = 5;
+const DAY_MS: i64 = 86_400_000;
+
+pub(super) fn routes() -> Router<Arc<ApiState>> {
+    Router::new()
+        .route("/app/{app_id}/msg", get(list).post(create).fallback(api_not_found))
+        .route("/app/{app_id}/msg/{msg_id}", get(read).fallback(api_not_found))
+}
+
+async fn create(
+    state: Shared,
+    Path(app): Path<String>,
+    RawQuery(query): RawQuery,
+    bytes: Bytes,
+) -> Result<Response, OutboundAnswer> {
+    let with_content = body::flag(query.as_deref(), "with_content", true)?;
+    let input: MessageIn = body::json(&bytes)?;
+    let event_type = EventTypeName::parse(&input.event_type, Loc::body("eventType"))?;
+    let event_id = input.event_id.as_deref().map(|id| EventId::parse(id, Loc::body("eventId"))).transpose()?;
+    let channels = input
+        .channels
+        .as_deref()
+        .map(|list| parse_list(list, &Loc::body("channels"), (1, MAX_CHANNELS), Channel::parse))
+        .transpose()?;
+    let retention = input.payload_retention_period;
+    if !(MIN_RETENTION_DAYS..=DEFAULT_PAYLOAD_RETENTION_DAYS).contains(&retention) {
+        return Err(OutboundAnswer::invalid(
+            &["body", "payloadRetentionPeriod"],
+            format!("ensure this value is between {MIN_RETENTION_DAYS} and {DEFAULT_PAYLOAD_RETENTION_DAYS}"),
+            "value_error.number",
+        ));
+    }
+    let payload = input
+        .payload
+        .raw()
+        .ok_or_else(|| OutboundAnswer::invalid(&["body", "payload"], "field required", "value_error.missing"))?;
+    let now = state.now_ms();
+    let message = store::MessageIn {
+        event_id: event_id.map(|id| id.as_str().to_owned()),
+        event_type: event_type.as_str().to_owned(),
+        channels: channels.map(|list| list.iter().map(|channel| channel.as_str().to_owned()).collect()),
+        payload: Bytes::copy_from_slice(payload.as_bytes()),
+        expires_at_ms: Some(now.saturating_add(retention.saturating_mul(DAY_MS))),
+    };
+    let lookup = Lookup::application(&app);
+    let accepted = match state.store.accept_message(lookup.clone(), message.clone(), now).await {
+        Err(OutboundError::NotFound(Resource::Application)) if input.application.is_some() => {
+            create_application(&state, &lookup, input.application).await?;
+            state.store.accept_message(lookup, message, now).await?
+        }
+        other => other?,
+    };
+    match accepted {
+        Accepted::Created(message) | Accepted::Duplicate(message) => {
+            Ok(Done::Accepted.with(message_out(message, with_content)?))
+        }
+        Accepted::Conflict => Err(OutboundAnswer::Conflict {
+            code: "conflict",
+            detail: "A message with this eventId already exists with another payload",
+        }),
+    }
+}
+
+/// Creates the application a message's path names by uid, from the message's
+/// `application`; another request that created it first is as good.
+async fn create_application(
+    state: &ApiState,
+    lookup: &Lookup,
+    application: Option<super::wire::ApplicationIn>,
+) -> Result<(), OutboundAnswer> {
+    let (Lookup::Uid(path_uid), Some(application)) = (lookup, application) else {
+        return Err(OutboundAnswer::NotFound);
+    };
+    let mut input = applications::checked(application).map_err(|mut err| {
+        err.loc = Loc::body("application").key(err.loc.parts().last().map_or("", String::as_str));
+        OutboundAnswer::from(err)
+    })?;
+    match &input.uid {
+        Some(uid) if uid != path_uid => {
+            return Err(OutboundAnswer::invalid(
+                &["body", "application", "uid"],
+                "the application's uid must be the one in the path",
+                "value_error",
+            ));
+        }
+        _ => input.uid = Some(path_uid.clone()),
+    }
+    match state.store.create_application(input, state.now_ms()).await {
+        Ok(_) | Err(OutboundError::UidTaken(_)) => Ok(()),
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn read(
+    state: Shared,
+    Path((app, msg)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, OutboundAnswer> {
+    let with_content = body::flag(query.as_deref(), "with_content", true)?;
+    let found =
+        state.store.message(Lookup::application(&app), Lookup::message(&msg)).await?.ok_or(OutboundAnswer::NotFound)?;
+    Ok(Done::Ok.with(message_out(found, with_content)?))
+}
+
+async fn list(state: Shared, Path(app): Path<String>, RawQuery(query): RawQuery) -> Result<Response, OutboundAnswer> {
+    let query = query.as_deref();
+    let page = Page::from_query(query)?;
+    let with_content = body::flag(query, "with_content", true)?;
+    let types = body::params(query, "event_types");
+    let filter = MessageQuery {
+        limit: usize::from(page.limit),
+        iterator: page.iterator,
+        before_ms: time(query, "before")?,
+        after_ms: time(query, "after")?,
+        event_types: (!types.is_empty()).then_some(types),
+        channel: body::param(query, "channel"),
+    };
+    let found = state.store.list_messages(Lookup::application(&app), filter).await?;
+    let mut data = Vec::with_capacity(found.data.len());
+    for message in found.data {
+        data.push(message_out(message, with_content)?);
+    }
+    Ok(Done::Ok.with(ListResponse {
+        data,
+        iterator: found.iterator,
+        prev_iterator: found.prev_iterator,
+        done: found.done,
+    }))
+}
+
+/// The RFC 3339 time of the query parameter `name`, as unix milliseconds.
+fn time(query: Option<&str>, name: &str) -> Result<Option<i64>, OutboundAnswer> {
+    body::param(query, name)
+        .map(|text| {
+            serde_json::from_value::<WireTime>(serde_json::Value::String(text)).map(|at| at.0).map_err(|_| {
+                OutboundAnswer::invalid(&["query", name], "invalid datetime format", "value_error.datetime")
+            })
+        })
+        .transpose()
+}
+
+/// A stored message as `MessageOut`: its payload as stored, `{}` without content, and
+/// `{"expired":true}` once purged.
+fn message_out(message: store::Message, with_content: bool) -> Result<MessageOut, OutboundAnswer> {
+    let payload = match message.payload {
+        _ if !with_content => Payload::WithoutContent,
+        None => Payload::Expired,
+        Some(bytes) => {
+            let text = String::from_utf8(bytes).map_err(|_| OutboundAnswer::Unavailable)?;
+            Payload::Raw(RawValue::from_string(text).map_err(|_| OutboundAnswer::Unavailable)?)
+        }
+    };
+    Ok(MessageOut {
+        event_id: message.event_id,
+        event_type: message.event_type,
+        payload,
+        channels: message.channels,
+        id: message.id,
+        timestamp: WireTime(message.created_at_ms),
+    })
+}
