@@ -16,11 +16,16 @@ use sha2::Sha256;
 
 pub const SECRET_HEX: &str = "5f1c0e2a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e";
 
-/// Path of the example binary, built by `cargo test` next to this test binary.
+/// Path of the counter example's binary, built by `cargo test` next to this test binary.
 pub fn counter_bin() -> PathBuf {
+    example_bin("counter")
+}
+
+/// Path of the example `name`'s binary, built by `cargo test` next to this test binary.
+pub fn example_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let bin = profile_dir.join("examples").join("counter");
+    let bin = profile_dir.join("examples").join(name);
     assert!(bin.exists(), "{} is missing: run the tests with `cargo test`", bin.display());
     bin
 }

@@ -90,3 +90,29 @@ async fn a_published_message_is_delivered_signed_under_its_id_on_sqlite() {
 async fn a_published_message_is_delivered_signed_under_its_id_on_postgres() {
     a_published_message_is_delivered_signed_under_its_id(Backend::Postgres).await;
 }
+
+/// The README's example (`examples/publish.rs`) run twice with one `--key` against a real
+/// server: one message, delivered once, and the second run prints the first run's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_publish_example_sends_one_message_per_key() {
+    let (_setup, gateway) = serve_with(Backend::Sqlite, &format!("{API}{FAST_WORKER}"));
+    let sink = Destination::start(&[]);
+    let run = || {
+        let output = std::process::Command::new(crate::harness::example_bin("publish"))
+            .args([sink.url().as_str(), "--key", "invoice-in_1"])
+            .env("IDEMGATE_URL", format!("http://{}", gateway.addr))
+            .env("IDEMGATE_API_TOKEN", ADMIN_TOKEN)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let (first, second) = (run(), run());
+    let id = first.split_whitespace().next().unwrap().to_owned();
+    assert!(id.starts_with("msg_"), "{first}");
+    assert_eq!(second.split_whitespace().next(), Some(id.as_str()), "the second run got the first one's message");
+    let delivered = received(&sink, 1).await;
+    assert_eq!(delivered[0].headers["webhook-id"], id.as_str());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sink.received().len(), 1, "one key, one delivery");
+}
