@@ -45,6 +45,22 @@ pub use layer::{IdempotencyLayer, purge_expired_every};
 
 pub use service::Idempotency;
 
+/// The operation an `Idempotency-Key` names, handed to the handler as a request extension
+/// when the layer runs it: the caller's scope, the key, and the record's expiry (fixed when
+/// the record was created, kept through a take-over). A handler whose effect is in the same
+/// store can make it a receipt: a run after a take-over (the first run's process died after
+/// its commit and before the layer completed the record) then finds the first run's effect
+/// instead of making a second, and the same key after its window is a new operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    /// The caller, as the layer's scope names it.
+    pub scope: String,
+    /// The client's key.
+    pub key: String,
+    /// When the key's record expires, unix milliseconds.
+    pub expires_at_ms: i64,
+}
+
 /// The request header carrying the key.
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 /// Set on every replayed response.

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use tower::{Service, ServiceExt};
 
 use super::{
-    IDEMPOTENCY_KEY, Refusal, Scope, WhenUnavailable,
+    IDEMPOTENCY_KEY, Operation, Refusal, Scope, WhenUnavailable,
     layer::Shared,
     replays::{Cached, Lookup},
 };
@@ -107,7 +107,12 @@ impl Shared {
             }
         };
         match begun {
-            Ok(Begin::Proceed { token }) => self.run_once(inner, request, record, fingerprint, token).await,
+            Ok(Begin::Proceed { token, expires_at_ms }) => {
+                let mut request = request;
+                let operation = Operation { scope: record.scope.clone(), key: record.key.clone(), expires_at_ms };
+                request.extensions_mut().insert(operation);
+                self.run_once(inner, request, record, fingerprint, token).await
+            }
             Ok(Begin::Replay(stored)) => answer::replayed(stored),
             Ok(Begin::InFlight { retry_after }) => self.refused(Refusal::InFlight { retry_after }),
             Ok(Begin::Mismatch) => self.refused(Refusal::Mismatch),

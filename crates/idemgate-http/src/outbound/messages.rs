@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use axum::{
-    Router,
+    Extension, Router,
     body::Bytes,
     extract::{Path, RawQuery},
     response::Response,
@@ -28,7 +28,10 @@ use super::{
     pagination::Page,
     wire::{DEFAULT_PAYLOAD_RETENTION_DAYS, ListResponse, MessageIn, MessageOut, Payload, WireTime},
 };
-use crate::answer::{Done, OutboundAnswer, api_not_found};
+use crate::{
+    answer::{Done, OutboundAnswer, api_not_found},
+    idempotency::Operation,
+};
 
 /// The most channels a message is sent on.
 const MAX_CHANNELS: usize = 5;
@@ -46,6 +49,7 @@ async fn create(
     state: Shared,
     Path(app): Path<String>,
     RawQuery(query): RawQuery,
+    operation: Option<Extension<Operation>>,
     bytes: Bytes,
 ) -> Result<Response, OutboundAnswer> {
     let with_content = body::flag(query.as_deref(), "with_content", true)?;
@@ -76,6 +80,7 @@ async fn create(
         channels: channels.map(|list| list.iter().map(|channel| channel.as_str().to_owned()).collect()),
         payload: Bytes::copy_from_slice(payload.as_bytes()),
         expires_at_ms: Some(now.saturating_add(retention.saturating_mul(DAY_MS))),
+        operation: operation.map(|Extension(op)| format!("{}\n{}\n{}", op.scope, op.key, op.expires_at_ms)),
     };
     let lookup = Lookup::application(&app);
     let accepted = match state.store.accept_message(lookup.clone(), message.clone(), now).await {

@@ -43,6 +43,12 @@ pub enum Begin {
     Proceed {
         /// The fencing token for `complete` and `release`.
         token: i64,
+        /// The record's expiry, fixed when it was created and kept through a take-over:
+        /// with its scope and key it names this one operation, so a handler run again
+        /// after a take-over (its first run's process died before completing the record)
+        /// can find what the first run stored, while the same key after the window is a
+        /// new operation.
+        expires_at_ms: i64,
     },
     /// A completed record with the same fingerprint: replay it.
     Replay(StoredResponse),
@@ -149,12 +155,12 @@ impl IdempotencyRow {
     /// What a `begin` with `fingerprint` at `now_ms` finds in this record, as core decides
     /// it. `Proceed` means the lock expired: the caller stores the returned token and the
     /// new lock time.
-    pub(crate) fn decide(self, fingerprint: &Fingerprint, now_ms: i64) -> Begin {
+    pub(crate) fn decide(self, fingerprint: &Fingerprint, now_ms: i64, expires_at_ms: i64) -> Begin {
         match self.held().decide(fingerprint, now_ms) {
             Found::Replay => Begin::Replay(self.response()),
             Found::InFlight { retry_after } => Begin::InFlight { retry_after },
             Found::Mismatch => Begin::Mismatch,
-            Found::TakeOver { token } => Begin::Proceed { token },
+            Found::TakeOver { token } => Begin::Proceed { token, expires_at_ms },
         }
     }
 

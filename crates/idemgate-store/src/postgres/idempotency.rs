@@ -76,11 +76,12 @@ impl PgStore {
             .await?;
         if inserted == 1 {
             tx.commit().await?;
-            return Ok(Begin::Proceed { token: 1 });
+            return Ok(Begin::Proceed { token: 1, expires_at_ms: expires });
         }
         let lookup = tx
             .prepare_cached(
-                "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted
+                "SELECT fingerprint, state, lock_token, locked_until_ms, status, headers, body, body_omitted,
+                        expires_at_ms
                  FROM idempotency_records WHERE scope = $1 AND key = $2 FOR UPDATE",
             )
             .await?;
@@ -91,8 +92,9 @@ impl PgStore {
             return Ok(Begin::InFlight { retry_after: Duration::from_millis(10) });
         };
         let existing = record_row(&row)?;
-        let decided = existing.decide(fingerprint, now_ms);
-        if let Begin::Proceed { token } = decided {
+        let expires_at_ms: i64 = row.try_get(8)?;
+        let decided = existing.decide(fingerprint, now_ms, expires_at_ms);
+        if let Begin::Proceed { token, .. } = decided {
             let take_over = tx
                 .prepare_cached(
                     "UPDATE idempotency_records SET lock_token = $3, locked_until_ms = $4 WHERE scope = $1 AND key = $2",

@@ -33,7 +33,7 @@ pub fn begin(
     let fresh =
         params![record.scope, record.key, &fingerprint.0[..], lock_until, now_ms, lifetimes.expires_at_ms(now_ms)];
     if insert.execute(fresh)? == 1 {
-        return Ok(Begin::Proceed { token: 1 });
+        return Ok(Begin::Proceed { token: 1, expires_at_ms: lifetimes.expires_at_ms(now_ms) });
     }
     let (existing, expires_at_ms) = conn
         .prepare_cached(SELECT_RECORD)?
@@ -42,10 +42,10 @@ pub fn begin(
         conn.prepare_cached("DELETE FROM idempotency_records WHERE scope = ?1 AND key = ?2")?
             .execute(params![record.scope, record.key])?;
         insert.execute(fresh)?;
-        return Ok(Begin::Proceed { token: 1 });
+        return Ok(Begin::Proceed { token: 1, expires_at_ms: lifetimes.expires_at_ms(now_ms) });
     }
-    let decided = existing.decide(fingerprint, now_ms);
-    if let Begin::Proceed { token } = decided {
+    let decided = existing.decide(fingerprint, now_ms, expires_at_ms);
+    if let Begin::Proceed { token, .. } = decided {
         conn.prepare_cached(
             "UPDATE idempotency_records SET lock_token = ?3, locked_until_ms = ?4 WHERE scope = ?1 AND key = ?2",
         )?

@@ -11,6 +11,8 @@ use crate::{TestStore, on_both};
 
 const LIFETIMES: Lifetimes = Lifetimes { lock: Duration::from_secs(10), retention: Duration::from_secs(3600) };
 const NOW: i64 = 1_700_000_000_000;
+/// [`LIFETIMES`]' retention in milliseconds: a record created at `t` expires at `t + RETENTION_MS`.
+const RETENTION_MS: i64 = 3_600_000;
 
 fn record(key: &str) -> RecordKey {
     RecordKey { scope: "caller-a".to_owned(), key: key.to_owned() }
@@ -37,14 +39,14 @@ fn response() -> StoredResponse {
 
 on_both! {
     async fn the_first_request_proceeds_a_concurrent_one_waits_and_a_later_one_replays(t: TestStore) {
-        assert_eq!(t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 });
+        assert_eq!(t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1, expires_at_ms: NOW + RETENTION_MS });
         let waiting = t.begin_idempotent(record("k"), fingerprint(1), NOW + 4_000, LIFETIMES).await.unwrap();
         assert_eq!(waiting, Begin::InFlight { retry_after: Duration::from_secs(6) });
         assert_eq!(t.complete_idempotent(record("k"), 1, response()).await.unwrap(), Some(NOW + 3_600_000));
         let replay = t.begin_idempotent(record("k"), fingerprint(1), NOW + 5_000, LIFETIMES).await.unwrap();
         assert_eq!(replay, Begin::Replay(response()));
         let other_scope = RecordKey { scope: "caller-b".to_owned(), key: "k".to_owned() };
-        assert_eq!(t.begin_idempotent(other_scope, fingerprint(1), NOW, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 }, "scopes never meet");
+        assert_eq!(t.begin_idempotent(other_scope, fingerprint(1), NOW, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1, expires_at_ms: NOW + RETENTION_MS }, "scopes never meet");
     }
 
     async fn a_key_reused_for_another_request_is_a_mismatch(t: TestStore) {
@@ -57,11 +59,11 @@ on_both! {
     async fn an_expired_lock_is_taken_over_and_the_late_holder_changes_nothing(t: TestStore) {
         t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
         let takeover = t.begin_idempotent(record("k"), fingerprint(1), NOW + 10_000, LIFETIMES).await.unwrap();
-        assert_eq!(takeover, Begin::Proceed { token: 2 });
+        assert_eq!(takeover, Begin::Proceed { token: 2, expires_at_ms: NOW + RETENTION_MS }, "a take-over keeps the record's expiry");
         assert_eq!(t.complete_idempotent(record("k"), 1, response()).await.unwrap(), None, "token 1 is stale");
         assert!(!t.release_idempotent(record("k"), 1).await.unwrap());
         assert!(t.release_idempotent(record("k"), 2).await.unwrap());
-        assert_eq!(t.begin_idempotent(record("k"), fingerprint(2), NOW + 11_000, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 }, "a released key is free");
+        assert_eq!(t.begin_idempotent(record("k"), fingerprint(2), NOW + 11_000, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1, expires_at_ms: NOW + 11_000 + RETENTION_MS }, "a released key is free");
     }
 
     async fn expired_records_are_forgotten_and_purged(t: TestStore) {
@@ -69,13 +71,13 @@ on_both! {
         t.complete_idempotent(record("old"), 1, response()).await.unwrap();
         t.begin_idempotent(record("young"), fingerprint(1), NOW + 1_000_000, LIFETIMES).await.unwrap();
         let after = NOW + 3_600_000;
-        assert_eq!(t.begin_idempotent(record("old"), fingerprint(9), after, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 }, "an expired record does not bind its key");
+        assert_eq!(t.begin_idempotent(record("old"), fingerprint(9), after, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1, expires_at_ms: after + RETENTION_MS }, "an expired record does not bind its key");
         t.release_idempotent(record("old"), 1).await.unwrap();
         t.begin_idempotent(record("gone"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
         assert_eq!(t.purge_idempotency(after, 100).await.unwrap(), 1);
         assert_eq!(t.purge_idempotency(after, 100).await.unwrap(), 0);
         let young = t.begin_idempotent(record("young"), fingerprint(1), after, LIFETIMES).await.unwrap();
-        assert_eq!(young, Begin::Proceed { token: 2 }, "kept by retention, but its lock expired: taken over");
+        assert_eq!(young, Begin::Proceed { token: 2, expires_at_ms: NOW + 1_000_000 + RETENTION_MS }, "kept by retention, but its lock expired: taken over");
     }
 
     async fn a_read_answers_only_repeats_of_a_completed_unexpired_record(t: TestStore) {
@@ -94,13 +96,13 @@ on_both! {
         assert_eq!(completed.answer(&fingerprint(1), expiry - 1), Some(Begin::Replay(response())));
         assert_eq!(completed.answer(&fingerprint(1), expiry), None, "a copy expires with the record");
         assert_eq!(read(&t, record("k"), 1, expiry).await, None, "expired: begin purges it");
-        assert_eq!(t.begin_idempotent(record("k"), fingerprint(1), expiry, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1 });
+        assert_eq!(t.begin_idempotent(record("k"), fingerprint(1), expiry, LIFETIMES).await.unwrap(), Begin::Proceed { token: 1, expires_at_ms: expiry + RETENTION_MS });
     }
 
     async fn a_taken_over_record_completes_with_its_first_expiry(t: TestStore) {
         t.begin_idempotent(record("k"), fingerprint(1), NOW, LIFETIMES).await.unwrap();
         let takeover = t.begin_idempotent(record("k"), fingerprint(1), NOW + 10_000, LIFETIMES).await.unwrap();
-        assert_eq!(takeover, Begin::Proceed { token: 2 });
+        assert_eq!(takeover, Begin::Proceed { token: 2, expires_at_ms: NOW + RETENTION_MS }, "a take-over keeps the record's expiry");
         let expiry = t.complete_idempotent(record("k"), 2, response()).await.unwrap();
         assert_eq!(expiry, Some(NOW + 3_600_000), "retention counts from the record's creation, not the take-over");
     }
@@ -116,7 +118,7 @@ on_both! {
         let mut proceeded = 0;
         for racer in racers {
             match racer.await.unwrap() {
-                Begin::Proceed { token } => {
+                Begin::Proceed { token, .. } => {
                     assert_eq!(token, 1);
                     proceeded += 1;
                 }

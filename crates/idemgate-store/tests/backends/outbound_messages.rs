@@ -26,6 +26,7 @@ fn message(event_id: Option<&str>, event_type: &str, payload: &'static [u8]) -> 
         channels: None,
         payload: Bytes::from_static(payload),
         expires_at_ms: None,
+        operation: None,
     }
 }
 

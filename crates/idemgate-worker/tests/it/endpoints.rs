@@ -93,6 +93,7 @@ impl Outbound {
             channels: None,
             payload: bytes::Bytes::from_static(PAYLOAD),
             expires_at_ms: None,
+            operation: None,
         };
         match self.store.accept_message(Lookup::application(APP), input, self.now_ms()).await.unwrap() {
             Accepted::Created(message) => message.id,

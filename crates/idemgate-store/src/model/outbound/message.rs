@@ -21,6 +21,13 @@ pub struct MessageIn {
     pub payload: bytes::Bytes,
     /// When its payload may be purged, unix milliseconds.
     pub expires_at_ms: Option<i64>,
+    /// The operation that publishes it, when an `Idempotency-Key` names one (the API's
+    /// layer hands it over as `idempotency::Operation`: scope, key and the record's
+    /// expiry). Without an `eventId` it is the receipt's identity, so a run of the same
+    /// operation after a take-over (its first run died after the commit and before the
+    /// key's record was completed) answers the message the first run stored instead of
+    /// storing a second.
+    pub operation: Option<String>,
 }
 
 /// A stored message (`MessageOut`).
@@ -131,8 +138,12 @@ pub(crate) fn source_of(app_id: &str) -> Result<SourceName, StoreError> {
 
 /// The receipt's key of a message: its application's source and its `eventId`, or its
 /// own id when it has none. An `eventId` longer than an identity is taken by its SHA-256.
-pub(crate) fn receipt_key(app_id: &str, event_id: Option<&str>, msg_id: &str) -> Result<ReceiptKey, StoreError> {
-    let identity = event_id.unwrap_or(msg_id);
+/// Without an `eventId`, the publishing operation ([`MessageIn::operation`]) names it when
+/// there is one.
+pub(crate) fn receipt_key(app_id: &str, input: &MessageIn, msg_id: &str) -> Result<ReceiptKey, StoreError> {
+    let operation =
+        input.operation.as_deref().map(|operation| format!("op-{}", BodyHash::of(operation.as_bytes()).to_hex()));
+    let identity = input.event_id.as_deref().or(operation.as_deref()).unwrap_or(msg_id);
     let identity = Identity::new(identity)
         .or_else(|_| Identity::new(format!("sha256-{}", BodyHash::of(identity.as_bytes()).to_hex())))
         .map_err(|_| StoreError::Malformed("message identity"))?;

@@ -79,7 +79,7 @@ impl PgStore {
         let app_id = lock_app(&tx, &app, Hold::Share).await?;
         let msg_id = new_message_id(now_ms)?;
         let request = ReceiveRequest {
-            key: receipt_key(&app_id, input.event_id.as_deref(), &msg_id)?,
+            key: receipt_key(&app_id, &input, &msg_id)?,
             body_hash: fingerprint(&input.event_type, input.channels.as_deref(), &input.payload),
             received_at: UnixTime(second_of(now_ms)),
             dedupe_body: false,
@@ -116,7 +116,7 @@ impl PgStore {
         let event_id = insert_event(&tx, &request, &event).await?;
         let names: Vec<&str> = destinations.iter().map(String::as_str).collect();
         insert_jobs(&tx, event_id, "pending", request.received_at.0, &names).await?;
-        let MessageIn { event_id: uid, event_type, channels, payload, expires_at_ms } = input;
+        let MessageIn { event_id: uid, event_type, channels, payload, expires_at_ms, .. } = input;
         let insert = tx
             .prepare_cached(
                 "INSERT INTO messages (id, app_id, event_row, event_id, event_type, channels, created_at, expires_at)

@@ -128,12 +128,12 @@ impl SqliteStore {
         let app_id = self.look(move |conn| live_app_id(conn, &app)).await?;
         let msg_id = new_message_id(now_ms)?;
         let request = ReceiveRequest {
-            key: receipt_key(&app_id, input.event_id.as_deref(), &msg_id)?,
+            key: receipt_key(&app_id, &input, &msg_id)?,
             body_hash: fingerprint(&input.event_type, input.channels.as_deref(), &input.payload),
             received_at: UnixTime(second_of(now_ms)),
             dedupe_body: false,
         };
-        let MessageIn { event_id, event_type, channels, payload, expires_at_ms } = input;
+        let MessageIn { event_id, event_type, channels, payload, expires_at_ms, .. } = input;
         let created = Message {
             id: msg_id,
             app_id: app_id.clone(),
