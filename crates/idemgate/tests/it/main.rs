@@ -31,6 +31,7 @@ mod idempotency_suite;
 mod outbound_api;
 mod outbound_delivery;
 mod outbound_endpoints;
+mod outbound_keys;
 mod outbound_messages;
 mod pg_cluster;
 mod postgres_instances;
