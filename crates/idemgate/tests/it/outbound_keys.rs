@@ -366,13 +366,11 @@ async fn keyed_publishes_survive_two_sigkills(backend: Backend) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finds a defect: a kill between the message's commit and the key's completion lets the retry make a second message once the 30 s lock expires (fixed by the fused key-in-transaction path, outbound-api.md §3.4)"]
 async fn keyed_publishes_survive_two_sigkills_on_sqlite() {
     keyed_publishes_survive_two_sigkills(Backend::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "finds a defect: a kill between the message's commit and the key's completion lets the retry make a second message once the 30 s lock expires (fixed by the fused key-in-transaction path, outbound-api.md §3.4)"]
 async fn keyed_publishes_survive_two_sigkills_on_postgres() {
     keyed_publishes_survive_two_sigkills(Backend::Postgres).await;
 }
