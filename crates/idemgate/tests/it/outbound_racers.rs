@@ -4,7 +4,7 @@
 //! 4xx); in the end there is one message and each of two endpoints receives it once
 //! (`docs/design/outbound-api.md` §3.10, §3.11 item 4), on SQLite and PostgreSQL.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use idemgate_testkit::Destination;
 use serde_json::json;
@@ -13,14 +13,18 @@ use svix::{
     error::Error,
     models::{ApplicationIn, EndpointIn, MessageIn},
 };
+use tokio::sync::Barrier;
 
 use crate::outbound_api::{ADMIN_TOKEN, API, Backend, PUBLISH_TOKEN, sdk, serve_with};
 
 const RACERS: usize = 16;
 
 /// One caller: publishes until it gets the message's id, retrying after a 409 in flight.
-/// Returns the id and how many 409s it saw.
-async fn publish(client: svix::api::Svix) -> (String, usize) {
+/// Returns the id and how many 409s it saw. Each caller first opens its connection and
+/// waits at `start`, so the publishes leave together.
+async fn publish(client: svix::api::Svix, start: Arc<Barrier>) -> (String, usize) {
+    client.health().get().await.unwrap();
+    start.wait().await;
     let mut in_flight = 0;
     loop {
         let options = MessageCreateOptions { idempotency_key: Some("race-1".to_owned()), ..Default::default() };
@@ -48,11 +52,16 @@ async fn sixteen_racers(backend: Backend) {
     for sink in &sinks {
         admin.endpoint().create("shop".to_owned(), EndpointIn::new(sink.url()), None).await.unwrap();
     }
-    let racers: Vec<_> = (0..RACERS).map(|_| tokio::spawn(publish(sdk(&gateway, PUBLISH_TOKEN)))).collect();
-    let mut ids = Vec::new();
+    let start = Arc::new(Barrier::new(RACERS));
+    let racers: Vec<_> =
+        (0..RACERS).map(|_| tokio::spawn(publish(sdk(&gateway, PUBLISH_TOKEN), Arc::clone(&start)))).collect();
+    let (mut ids, mut waits) = (Vec::new(), 0);
     for racer in racers {
-        ids.push(racer.await.unwrap().0);
+        let (id, in_flight) = racer.await.unwrap();
+        ids.push(id);
+        waits += in_flight;
     }
+    eprintln!("{RACERS} racers waited on a 409 in flight {waits} times");
     ids.dedup();
     assert_eq!(ids.len(), 1, "every racer got the one message's id: {ids:?}");
     let listed = admin.message().list("shop".to_owned(), None).await.unwrap().data;
