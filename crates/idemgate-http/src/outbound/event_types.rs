@@ -1,6 +1,7 @@
 //! `/event-type` and `/event-type/{event_type_name}`: list (archived ones with
 //! `include_archived=true`), create (201; a name that exists is 409), get, put (upsert),
-//! patch, and delete, which archives unless `expunge=true`.
+//! patch, and delete, which archives unless `expunge=true`. A schema that does not compile
+//! is refused (422 at `["body","schemas"]`; `payload_schema`).
 
 use std::sync::Arc;
 
@@ -19,7 +20,8 @@ use super::{
     applications::patch_of,
     body,
     pagination::Page,
-    wire::{EventTypeIn, EventTypeOut, EventTypePatch, EventTypeUpdate, ListResponse, Schemas, WireTime},
+    payload_schema,
+    wire::{EventTypeIn, EventTypeOut, EventTypePatch, EventTypeUpdate, ListResponse, Patch, Schemas, WireTime},
 };
 use crate::answer::{Done, OutboundAnswer, api_not_found};
 
@@ -40,6 +42,7 @@ async fn list(state: Shared, RawQuery(query): RawQuery) -> Result<Response, Outb
 async fn create(state: Shared, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EventTypeIn = body::json(&bytes)?;
     let name = EventTypeName::parse(&input.name, Loc::body("name"))?;
+    payload_schema::check_schemas(input.schemas.as_ref())?;
     let fields = store::EventTypeIn {
         description: input.description,
         archived: input.archived,
@@ -59,6 +62,7 @@ async fn read(state: Shared, Path(name): Path<String>) -> Result<Response, Outbo
 async fn upsert(state: Shared, Path(name): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EventTypeUpdate = body::json(&bytes)?;
     let name = path_name(&name)?;
+    payload_schema::check_schemas(input.schemas.as_ref())?;
     let fields = store::EventTypeIn {
         description: input.description,
         archived: input.archived,
@@ -72,6 +76,9 @@ async fn upsert(state: Shared, Path(name): Path<String>, bytes: Bytes) -> Result
 
 async fn patch(state: Shared, Path(name): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EventTypePatch = body::json(&bytes)?;
+    if let Patch::Value(schemas) = &input.schemas {
+        payload_schema::check_schemas(Some(schemas))?;
+    }
     let patch = store::EventTypePatch {
         description: input.description,
         archived: input.archived,

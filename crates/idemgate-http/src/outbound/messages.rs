@@ -5,7 +5,8 @@
 //! A repeat of an `eventId` with the same event type, channels and payload is answered
 //! with the original message; with anything else it is 409 and nothing is stored
 //! (`docs/design/outbound-api.md` §3.10). An `application` in the body creates the
-//! application named by the path's uid when it does not exist, as Svix does.
+//! application named by the path's uid when it does not exist, as Svix does. A payload
+//! that its event type's schema refuses is 422 and nothing is stored (`payload_schema`).
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use serde_json::value::RawValue;
 use super::{
     ApiState, Shared, applications, body,
     pagination::Page,
+    payload_schema,
     wire::{DEFAULT_PAYLOAD_RETENTION_DAYS, ListResponse, MessageIn, MessageOut, Payload, WireTime},
 };
 use crate::{
@@ -73,6 +75,7 @@ async fn create(
         .payload
         .raw()
         .ok_or_else(|| OutboundAnswer::invalid(&["body", "payload"], "field required", "value_error.missing"))?;
+    payload_schema::check_payload(&state, event_type.as_str(), payload).await?;
     let now = state.now_ms();
     let message = store::MessageIn {
         event_id: event_id.map(|id| id.as_str().to_owned()),

@@ -11,6 +11,7 @@
 //! - [`auth`]: tokens, roles and what each request needs;
 //! - `pagination`: `limit`, `iterator`, `order`;
 //! - `body`: a request's JSON body and query flags, refused in Svix's 422 shape;
+//! - `payload_schema`: an event type's schema, compiled once, checked at message create;
 //! - `applications`, `event_types`, `endpoints`, `messages`: one module per resource;
 //! - `wire`: every JSON shape of Svix's spec.
 //!
@@ -23,6 +24,7 @@ mod endpoints;
 mod event_types;
 mod messages;
 mod pagination;
+mod payload_schema;
 // The attempts', stats' and app portal's shapes wait for their routes.
 #[allow(dead_code)]
 pub(crate) mod wire;
@@ -67,6 +69,8 @@ pub(crate) struct ApiState {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) secrets_key: Option<SecretsKey>,
     pub(crate) url_policy: UrlPolicy,
+    /// The event types' compiled payload schemas.
+    pub(crate) schemas: payload_schema::PayloadSchemas,
 }
 
 impl ApiState {
@@ -94,6 +98,7 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         clock,
         secrets_key: api.secrets_key.clone(),
         url_policy: api.url_policy.clone(),
+        schemas: payload_schema::PayloadSchemas::default(),
     });
     let resources = Router::new()
         .merge(applications::routes())

@@ -33,6 +33,8 @@ mod outbound_delivery;
 mod outbound_endpoints;
 mod outbound_keys;
 mod outbound_messages;
+mod outbound_racers;
+mod outbound_schemas;
 mod pg_cluster;
 mod postgres_instances;
 mod proxy_hardening;

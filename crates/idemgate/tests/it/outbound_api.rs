@@ -19,7 +19,7 @@ use svix::{
 use crate::{
     gateway_harness::{Gateway, Setup},
     harness::exchange,
-    postgres_instances::fresh_schema,
+    postgres_instances::{fresh_schema, query},
 };
 
 pub(crate) const ADMIN_TOKEN: &str = "api-admin-token-0123456789";
@@ -41,6 +41,13 @@ pub(crate) const API: &str = "[api]\nenabled = true\nsecrets_key = \"env:API_KEY
 
 /// `idemgate serve` with one source and `api` (an `[api]` table) on `backend`.
 pub(crate) fn serve_with(backend: Backend, api: &str) -> (Setup, Gateway) {
+    let (setup, gateway, _) = serve_keeping_url(backend, api);
+    (setup, gateway)
+}
+
+/// [`serve_with`], and the PostgreSQL schema's URL (`None` on SQLite) for reading the
+/// store from outside ([`stored_rows`]).
+pub(crate) fn serve_keeping_url(backend: Backend, api: &str) -> (Setup, Gateway, Option<String>) {
     let setup = Setup::new(&format!(
         "[sources.a]\nscheme = \"github\"\nsecrets = [\"env:A_SECRET\"]\n{api}\
          [api.tokens.ops]\ntoken = \"env:API_ADMIN\"\nrole = \"admin\"\n\
@@ -60,7 +67,20 @@ pub(crate) fn serve_with(backend: Backend, api: &str) -> (Setup, Gateway) {
         env.push(("IDEMGATE_STORE__URL", url.as_str()));
     }
     let gateway = Gateway::start(&setup.config(), &env);
-    (setup, gateway)
+    (setup, gateway, url)
+}
+
+/// How many rows `table` holds in the store of `setup` (SQLite) or at `url` (PostgreSQL),
+/// read from outside the gateway.
+pub(crate) fn stored_rows(setup: &Setup, url: Option<&str>, table: &str) -> u64 {
+    let sql = format!("SELECT count(*) FROM {table}");
+    match url {
+        Some(url) => {
+            let url = url.to_owned();
+            std::thread::spawn(move || query(&url, &sql)[0][0].parse().unwrap()).join().unwrap()
+        }
+        None => rusqlite::Connection::open(setup.db()).unwrap().query_row(&sql, [], |row| row.get(0)).unwrap(),
+    }
 }
 
 /// `idemgate serve` with [`API`] on SQLite.
