@@ -1,0 +1,103 @@
+//! Message attempts on PostgreSQL: the gateway's `attempts` rows of a message's jobs,
+//! newest first, only within the application the path names.
+
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
+use super::{endpoint, message};
+use crate::{
+    PgStore, StoreError,
+    model::outbound::{
+        Lookup, OutboundError, Page, Resource,
+        attempt::{Attempt, AttemptQuery, AttemptRow, COLUMNS, FROM},
+    },
+};
+
+fn attempt(row: &Row) -> Result<Attempt, StoreError> {
+    let status: Option<i32> = row.try_get(6)?;
+    AttemptRow {
+        row: row.try_get(0)?,
+        started_at_s: row.try_get(1)?,
+        msg_id: row.try_get(2)?,
+        endpoint_id: row.try_get(3)?,
+        url: row.try_get(4)?,
+        response: row.try_get(5)?,
+        status: status.map(i64::from),
+        duration_ms: row.try_get(7)?,
+    }
+    .attempt()
+}
+
+/// One page of the application's attempts whose `scope` column is `value`.
+async fn page(
+    client: &impl GenericClient,
+    app_id: &str,
+    scope: &str,
+    value: &str,
+    query: AttemptQuery,
+) -> Result<Page<Attempt>, OutboundError> {
+    let (cursor, after) = query.walk();
+    let (compare, order) = cursor.sql();
+    let select = client
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE m.app_id = $1 AND {scope} = $2 AND ($3::bigint IS NULL OR a.id {compare} $3)
+             ORDER BY a.id {order} LIMIT $4"
+        ))
+        .await?;
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX - 1) + 1;
+    let rows = client.query(&select, &[&app_id, &value, &after, &limit]).await?;
+    let attempts = rows.iter().map(attempt).collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::of(attempts, query.limit, &cursor, |attempt| attempt.id.clone()))
+}
+
+/// The message `msg` names in the application `app`: its id and the application's.
+async fn message_of(
+    client: &impl GenericClient,
+    app: &Lookup,
+    msg: &Lookup,
+) -> Result<(String, String), OutboundError> {
+    let app_id = message::app_id(client, app).await?;
+    let found = message::find(client, &app_id, msg).await?.ok_or(OutboundError::NotFound(Resource::Message))?;
+    Ok((app_id, found.id))
+}
+
+impl PgStore {
+    pub(crate) async fn attempts_by_message(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: AttemptQuery,
+    ) -> Result<Page<Attempt>, OutboundError> {
+        let client = self.client().await?;
+        let (app_id, msg_id) = message_of(&client, &app, &msg).await?;
+        page(&client, &app_id, "m.id", &msg_id, query).await
+    }
+
+    pub(crate) async fn attempts_by_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        query: AttemptQuery,
+    ) -> Result<Page<Attempt>, OutboundError> {
+        let client = self.client().await?;
+        let app_id = message::app_id(&client, &app).await?;
+        let found =
+            endpoint::find(&client, &app_id, &ep, false).await?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+        page(&client, &app_id, "j.destination", &found.id, query).await
+    }
+
+    pub(crate) async fn attempt(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        row_id: i64,
+    ) -> Result<Option<Attempt>, OutboundError> {
+        let client = self.client().await?;
+        let (app_id, msg_id) = message_of(&client, &app, &msg).await?;
+        let select = client
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE m.app_id = $1 AND m.id = $2 AND a.id = $3"))
+            .await?;
+        Ok(client.query_opt(&select, &[&app_id, &msg_id, &row_id]).await?.as_ref().map(attempt).transpose()?)
+    }
+}

@@ -1,0 +1,104 @@
+//! Message attempts on SQLite: the gateway's `attempts` rows of a message's jobs, read on
+//! a read connection, newest first, only within the application the path names.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::{endpoint, live_app_id, message};
+use crate::{
+    SqliteStore,
+    model::outbound::{
+        Lookup, OutboundError, Page, Resource,
+        attempt::{Attempt, AttemptQuery, AttemptRow, COLUMNS, FROM},
+    },
+};
+
+fn row(row: &Row<'_>) -> rusqlite::Result<AttemptRow> {
+    Ok(AttemptRow {
+        row: row.get(0)?,
+        started_at_s: row.get(1)?,
+        msg_id: row.get(2)?,
+        endpoint_id: row.get(3)?,
+        url: row.get(4)?,
+        response: row.get(5)?,
+        status: row.get(6)?,
+        duration_ms: row.get(7)?,
+    })
+}
+
+/// One page of the application's attempts whose `scope` column is `value`.
+fn page(
+    conn: &Connection,
+    app_id: &str,
+    scope: &str,
+    value: &str,
+    query: AttemptQuery,
+) -> Result<Page<Attempt>, OutboundError> {
+    let (cursor, after) = query.walk();
+    let (compare, order) = cursor.sql();
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM {FROM}
+         WHERE m.app_id = ?1 AND {scope} = ?2 AND (?3 IS NULL OR a.id {compare} ?3)
+         ORDER BY a.id {order} LIMIT ?4"
+    ))?;
+    let rows = statement.query_map(params![app_id, value, after, query.limit as i64 + 1], row)?;
+    let mut attempts = Vec::new();
+    for found in rows {
+        attempts.push(found?.attempt()?);
+    }
+    Ok(Page::of(attempts, query.limit, &cursor, |attempt| attempt.id.clone()))
+}
+
+/// The message `msg` names in the application `app`: its id and the application's.
+fn message_of(conn: &Connection, app: &Lookup, msg: &Lookup) -> Result<(String, String), OutboundError> {
+    let app_id = live_app_id(conn, app)?;
+    let found = message::find(conn, &app_id, msg)?.ok_or(OutboundError::NotFound(Resource::Message))?;
+    Ok((app_id, found.id))
+}
+
+impl SqliteStore {
+    pub(crate) async fn attempts_by_message(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: AttemptQuery,
+    ) -> Result<Page<Attempt>, OutboundError> {
+        self.look(move |conn| {
+            let (app_id, msg_id) = message_of(conn, &app, &msg)?;
+            page(conn, &app_id, "m.id", &msg_id, query)
+        })
+        .await
+    }
+
+    pub(crate) async fn attempts_by_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        query: AttemptQuery,
+    ) -> Result<Page<Attempt>, OutboundError> {
+        self.look(move |conn| {
+            let app_id = live_app_id(conn, &app)?;
+            let found = endpoint::find(conn, &app_id, &ep)?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+            page(conn, &app_id, "j.destination", &found.id, query)
+        })
+        .await
+    }
+
+    pub(crate) async fn attempt(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        row_id: i64,
+    ) -> Result<Option<Attempt>, OutboundError> {
+        self.look(move |conn| {
+            let (app_id, msg_id) = message_of(conn, &app, &msg)?;
+            let found = conn
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM {FROM} WHERE m.app_id = ?1 AND m.id = ?2 AND a.id = ?3"
+                ))?
+                .query_row(params![app_id, msg_id, row_id], row)
+                .optional()?;
+            Ok(found.map(AttemptRow::attempt).transpose()?)
+        })
+        .await
+    }
+}
