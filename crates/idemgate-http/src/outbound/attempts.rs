@@ -1,0 +1,95 @@
+//! Message attempts (`v1.message-attempt.list-by-msg`, `list-by-endpoint`, `get`): a
+//! message's tries at its endpoints, newest first, read from the gateway's own attempt rows
+//! (`docs/design/outbound-api.md` §3.3). A message or endpoint of another application is
+//! 404. Of the lists' filters only `limit` and `iterator` are read so far.
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::{Path, RawQuery},
+    response::Response,
+    routing::get,
+};
+use idemgate_core::outbound::id::AttemptId;
+use idemgate_store::outbound::{
+    Lookup,
+    attempt::{Attempt, AttemptIterator, AttemptQuery},
+};
+
+use super::{
+    ApiState, Shared,
+    pagination::Page,
+    wire::{ListResponse, MessageAttemptOut, TriggerType, WireTime},
+};
+use crate::answer::{Done, OutboundAnswer, api_not_found};
+
+pub(super) fn routes() -> Router<Arc<ApiState>> {
+    Router::new()
+        .route("/app/{app_id}/attempt/msg/{msg_id}", get(by_message).fallback(api_not_found))
+        .route("/app/{app_id}/attempt/endpoint/{endpoint_id}", get(by_endpoint).fallback(api_not_found))
+        .route("/app/{app_id}/msg/{msg_id}/attempt/{attempt_id}", get(read).fallback(api_not_found))
+}
+
+async fn by_message(
+    state: Shared,
+    Path((app, msg)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, OutboundAnswer> {
+    let query = attempt_query(query.as_deref())?;
+    let page = state.store.attempts_by_message(Lookup::application(&app), Lookup::message(&msg), query).await?;
+    Ok(Done::Ok.with(ListResponse::of(page, attempt_out)))
+}
+
+async fn by_endpoint(
+    state: Shared,
+    Path((app, ep)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, OutboundAnswer> {
+    let query = attempt_query(query.as_deref())?;
+    let page = state.store.attempts_by_endpoint(Lookup::application(&app), Lookup::endpoint(&ep), query).await?;
+    Ok(Done::Ok.with(ListResponse::of(page, attempt_out)))
+}
+
+async fn read(
+    state: Shared,
+    Path((app, msg, attempt)): Path<(String, String, String)>,
+) -> Result<Response, OutboundAnswer> {
+    let row = AttemptId::parse(&attempt).ok().and_then(|id| id.row()).ok_or(OutboundAnswer::NotFound)?;
+    let found = state
+        .store
+        .attempt(Lookup::application(&app), Lookup::message(&msg), row)
+        .await?
+        .ok_or(OutboundAnswer::NotFound)?;
+    Ok(Done::Ok.with(attempt_out(found)))
+}
+
+/// The page a list's query asks for; an iterator that is not an attempt id is refused.
+fn attempt_query(query: Option<&str>) -> Result<AttemptQuery, OutboundAnswer> {
+    let page = Page::from_query(query)?;
+    let iterator = page
+        .iterator
+        .as_deref()
+        .map(|text| {
+            AttemptIterator::parse(text)
+                .ok_or_else(|| OutboundAnswer::invalid(&["query", "iterator"], "invalid iterator", "value_error"))
+        })
+        .transpose()?;
+    Ok(AttemptQuery { limit: usize::from(page.limit), iterator })
+}
+
+/// A stored attempt as `MessageAttemptOut`; no answer reads as status code 0, as Svix's.
+fn attempt_out(attempt: Attempt) -> MessageAttemptOut {
+    MessageAttemptOut {
+        status: attempt.status().into(),
+        id: attempt.id,
+        msg_id: attempt.msg_id,
+        endpoint_id: attempt.endpoint_id,
+        url: attempt.url,
+        response: attempt.response,
+        response_status_code: attempt.status_code.and_then(|code| i16::try_from(code).ok()).unwrap_or(0),
+        response_duration_ms: attempt.duration_ms,
+        timestamp: WireTime(attempt.started_at_ms),
+        trigger_type: TriggerType::Scheduled,
+    }
+}
