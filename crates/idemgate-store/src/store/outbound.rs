@@ -5,7 +5,7 @@ use super::{Backend, Store};
 use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
-    attempt::{Attempt, AttemptQuery},
+    attempt::{Attempt, AttemptQuery, EndpointStats},
     endpoint::{
         ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
     },
@@ -269,5 +269,17 @@ impl Store {
     /// [`AttemptId::row`]: idemgate_core::outbound::id::AttemptId::row
     pub async fn attempt(&self, app: Lookup, msg: Lookup, row: i64) -> Result<Option<Attempt>, OutboundError> {
         on_backend!(self, store => store.attempt(app, msg, row).await)
+    }
+
+    /// The deliveries of the live endpoint `ep` of the live application `app` by status,
+    /// for the messages created in `[since_ms, until_ms)`.
+    pub async fn endpoint_stats(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> Result<EndpointStats, OutboundError> {
+        on_backend!(self, store => store.endpoint_stats(app, ep, since_ms, until_ms).await)
     }
 }

@@ -14,7 +14,7 @@ use idemgate_store::{
     jobs::AttemptRecord,
     outbound::{
         Lookup, OutboundError, Resource,
-        attempt::{AttemptIterator, AttemptQuery},
+        attempt::{AttemptIterator, AttemptQuery, EndpointStats},
         message::{Accepted, MessageIn},
     },
 };
@@ -121,5 +121,22 @@ on_both! {
         let mine = t.attempts_by_message(Lookup::application("other"), Lookup::message(&other_msg), AttemptQuery::newest(50)).await.unwrap();
         assert_eq!(mine.data.len(), 2);
         assert!(mine.data.iter().all(|a| a.msg_id == other_msg && a.url == "https://other.example.com/hook"));
+    }
+
+    async fn endpoint_stats_count_its_messages_deliveries_by_status(t: TestStore) {
+        app_with_message(&t, "acme").await;
+        app_with_message(&t, "other").await;
+        let (acme, hook) = (Lookup::application("acme"), Lookup::endpoint("acme-hook"));
+        let stats = |since, until| t.endpoint_stats(acme.clone(), hook.clone(), since, until);
+        assert_eq!(stats(NOW, NOW + 1).await.unwrap(), EndpointStats { pending: 1, ..EndpointStats::default() });
+        try_all(&t, NOW + 1_000, Some(500), Decision::RetryAfter(Duration::from_secs(1))).await;
+        assert_eq!(stats(NOW, NOW + 1).await.unwrap(), EndpointStats { pending: 1, ..EndpointStats::default() });
+        try_all(&t, NOW + 10_000, Some(200), Decision::Succeeded).await;
+        assert_eq!(stats(NOW, NOW + 1).await.unwrap(), EndpointStats { success: 1, ..EndpointStats::default() });
+        // The range is [since, until): a message at `until` is outside it.
+        assert_eq!(stats(NOW - 10, NOW).await.unwrap(), EndpointStats::default());
+        assert_eq!(stats(NOW + 1, NOW + 100).await.unwrap(), EndpointStats::default());
+        let err = t.endpoint_stats(acme.clone(), Lookup::endpoint("other-hook"), NOW, NOW + 1).await.unwrap_err();
+        assert!(matches!(err, OutboundError::NotFound(Resource::Endpoint)), "{err:?}");
     }
 }

@@ -1,8 +1,12 @@
 //! Message attempts: a message's tries at one endpoint, read from the gateway's own
 //! `attempts` rows through their jobs (`docs/design/outbound-api.md` §3.3). An attempt's
 //! public id is derived from its row ([`AttemptId::for_row`]), so nothing new is stored.
+//! Also the endpoint's deliveries (its jobs) counted by status ([`EndpointStats`]).
 
-use idemgate_core::outbound::{id::AttemptId, status::MessageStatus};
+use idemgate_core::{
+    job::JobState,
+    outbound::{id::AttemptId, status::MessageStatus},
+};
 
 use super::Cursor;
 use crate::StoreError;
@@ -129,6 +133,36 @@ impl AttemptRow {
     }
 }
 
+/// An endpoint's deliveries (its messages' jobs) by status, for messages created in a
+/// time range (`EndpointStats`; §3.3's table).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Delivered.
+    pub success: u64,
+    /// Waiting for an attempt.
+    pub pending: u64,
+    /// An attempt under way.
+    pub sending: u64,
+    /// Given up.
+    pub fail: u64,
+}
+
+impl EndpointStats {
+    /// Counts `count` jobs in the state stored as `state`; an unknown state is a malformed row.
+    pub(crate) fn add(&mut self, state: &str, count: i64) -> Result<(), StoreError> {
+        let state: JobState = state.parse().map_err(|_| StoreError::Malformed("a job's state is unknown"))?;
+        let count = u64::try_from(count).unwrap_or(0);
+        let slot = match MessageStatus::of_job(state) {
+            MessageStatus::Success => &mut self.success,
+            MessageStatus::Pending => &mut self.pending,
+            MessageStatus::Sending => &mut self.sending,
+            MessageStatus::Fail => &mut self.fail,
+        };
+        *slot += count;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +174,17 @@ mod tests {
         assert_eq!(AttemptIterator::parse(&format!("-{id}")), Some(AttemptIterator::Previous(42)));
         assert_eq!(AttemptIterator::parse("msg_2aSpRbSEq4Hmp4yeztwBqfXEBDe"), None);
         assert_eq!(AttemptIterator::parse("nonsense"), None);
+    }
+
+    #[test]
+    fn stats_count_jobs_by_their_message_status() {
+        let mut stats = EndpointStats::default();
+        for (state, count) in
+            [("succeeded", 2), ("pending", 1), ("retrying", 3), ("running", 1), ("dead", 4), ("superseded", 1)]
+        {
+            stats.add(state, count).unwrap_or_else(|_| unreachable!());
+        }
+        assert_eq!(stats, EndpointStats { success: 2, pending: 4, sending: 1, fail: 5 });
+        assert!(stats.add("lost", 1).is_err());
     }
 }

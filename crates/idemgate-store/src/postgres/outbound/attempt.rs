@@ -1,5 +1,6 @@
 //! Message attempts on PostgreSQL: the gateway's `attempts` rows of a message's jobs,
-//! newest first, only within the application the path names.
+//! newest first, only within the application the path names; and an endpoint's
+//! deliveries counted by status.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -9,7 +10,7 @@ use crate::{
     PgStore, StoreError,
     model::outbound::{
         Lookup, OutboundError, Page, Resource,
-        attempt::{Attempt, AttemptQuery, AttemptRow, COLUMNS, FROM},
+        attempt::{Attempt, AttemptQuery, AttemptRow, COLUMNS, EndpointStats, FROM},
     },
 };
 
@@ -99,5 +100,31 @@ impl PgStore {
             .prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE m.app_id = $1 AND m.id = $2 AND a.id = $3"))
             .await?;
         Ok(client.query_opt(&select, &[&app_id, &msg_id, &row_id]).await?.as_ref().map(attempt).transpose()?)
+    }
+
+    pub(crate) async fn endpoint_stats(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> Result<EndpointStats, OutboundError> {
+        let client = self.client().await?;
+        let app_id = message::app_id(&client, &app).await?;
+        let found =
+            endpoint::find(&client, &app_id, &ep, false).await?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+        let select = client
+            .prepare_cached(
+                "SELECT j.state, count(*) FROM jobs j JOIN messages m ON m.event_row = j.event_id
+                 WHERE m.app_id = $1 AND j.destination = $2 AND m.created_at >= $3 AND m.created_at < $4
+                 GROUP BY j.state",
+            )
+            .await?;
+        let mut stats = EndpointStats::default();
+        for row in client.query(&select, &[&app_id, &found.id, &since_ms, &until_ms]).await? {
+            let state: String = row.try_get(0)?;
+            stats.add(&state, row.try_get(1)?)?;
+        }
+        Ok(stats)
     }
 }

@@ -1,5 +1,6 @@
 //! Message attempts on SQLite: the gateway's `attempts` rows of a message's jobs, read on
-//! a read connection, newest first, only within the application the path names.
+//! a read connection, newest first, only within the application the path names; and an
+//! endpoint's deliveries counted by status.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -8,7 +9,7 @@ use crate::{
     SqliteStore,
     model::outbound::{
         Lookup, OutboundError, Page, Resource,
-        attempt::{Attempt, AttemptQuery, AttemptRow, COLUMNS, FROM},
+        attempt::{Attempt, AttemptQuery, AttemptRow, COLUMNS, EndpointStats, FROM},
     },
 };
 
@@ -98,6 +99,34 @@ impl SqliteStore {
                 .query_row(params![app_id, msg_id, row_id], row)
                 .optional()?;
             Ok(found.map(AttemptRow::attempt).transpose()?)
+        })
+        .await
+    }
+
+    pub(crate) async fn endpoint_stats(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> Result<EndpointStats, OutboundError> {
+        self.look(move |conn| {
+            let app_id = live_app_id(conn, &app)?;
+            let found = endpoint::find(conn, &app_id, &ep)?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+            let mut statement = conn.prepare_cached(
+                "SELECT j.state, count(*) FROM jobs j JOIN messages m ON m.event_row = j.event_id
+                 WHERE m.app_id = ?1 AND j.destination = ?2 AND m.created_at >= ?3 AND m.created_at < ?4
+                 GROUP BY j.state",
+            )?;
+            let rows = statement.query_map(params![app_id, found.id, since_ms, until_ms], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            })?;
+            let mut stats = EndpointStats::default();
+            for counted in rows {
+                let (state, count) = counted?;
+                stats.add(&state, count)?;
+            }
+            Ok(stats)
         })
         .await
     }
