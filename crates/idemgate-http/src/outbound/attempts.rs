@@ -1,7 +1,8 @@
 //! Message attempts (`v1.message-attempt.list-by-msg`, `list-by-endpoint`, `get`): a
 //! message's tries at its endpoints, newest first, read from the gateway's own attempt rows
 //! (`docs/design/outbound-api.md` §3.3). A message or endpoint of another application is
-//! 404. Of the lists' filters only `limit` and `iterator` are read so far.
+//! 404. Of the lists' filters only `limit` and `iterator` are read so far. Also the
+//! endpoint's deliveries by status (`v1.endpoint.get-stats`).
 
 use std::sync::Arc;
 
@@ -18,9 +19,9 @@ use idemgate_store::outbound::{
 };
 
 use super::{
-    ApiState, Shared,
+    ApiState, Shared, messages,
     pagination::Page,
-    wire::{ListResponse, MessageAttemptOut, TriggerType, WireTime},
+    wire::{EndpointStats, ListResponse, MessageAttemptOut, TriggerType, WireTime},
 };
 use crate::answer::{Done, OutboundAnswer, api_not_found};
 
@@ -29,6 +30,7 @@ pub(super) fn routes() -> Router<Arc<ApiState>> {
         .route("/app/{app_id}/attempt/msg/{msg_id}", get(by_message).fallback(api_not_found))
         .route("/app/{app_id}/attempt/endpoint/{endpoint_id}", get(by_endpoint).fallback(api_not_found))
         .route("/app/{app_id}/msg/{msg_id}/attempt/{attempt_id}", get(read).fallback(api_not_found))
+        .route("/app/{app_id}/endpoint/{endpoint_id}/stats", get(stats).fallback(api_not_found))
 }
 
 async fn by_message(
@@ -62,6 +64,36 @@ async fn read(
         .await?
         .ok_or(OutboundAnswer::NotFound)?;
     Ok(Done::Ok.with(attempt_out(found)))
+}
+
+/// How far back `stats` reaches unless `since` is given.
+const STATS_DEFAULT_SPAN_MS: i64 = 28 * 86_400_000;
+
+/// `GET …/endpoint/{endpoint_id}/stats`: `until` defaults to now and may not be after it,
+/// `since` to 28 days before `until` (400 `invalid_range` otherwise, as Svix's server).
+async fn stats(
+    state: Shared,
+    Path((app, ep)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, OutboundAnswer> {
+    let now = state.now_ms();
+    let until = messages::time(query.as_deref(), "until")?.unwrap_or(now);
+    let since = messages::time(query.as_deref(), "since")?.unwrap_or(until.saturating_sub(STATS_DEFAULT_SPAN_MS));
+    if until > now || since > until {
+        return Err(OutboundAnswer::BadRequest {
+            code: "invalid_range",
+            detail: "since must not be after until, nor until after now",
+        });
+    }
+    let found = state.store.endpoint_stats(Lookup::application(&app), Lookup::endpoint(&ep), since, until).await?;
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    Ok(Done::Ok.with(EndpointStats {
+        success: count(found.success),
+        pending: count(found.pending),
+        sending: count(found.sending),
+        fail: count(found.fail),
+        canceled: 0,
+    }))
 }
 
 /// The page a list's query asks for; an iterator that is not an attempt id is refused.

@@ -25,7 +25,8 @@ mod endpoints;
 mod event_types;
 mod messages;
 mod pagination;
-// The stats', attempted destinations' and app portal's shapes wait for their routes.
+// The attempted destinations' and messages', recovery's and app portal's shapes wait
+// for their routes.
 #[allow(dead_code)]
 pub(crate) mod wire;
 

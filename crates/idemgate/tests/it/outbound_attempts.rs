@@ -1,7 +1,7 @@
 //! The outbound API's message attempts through Svix's SDK against a real `idemgate serve`,
 //! whose worker delivers to real destinations on 127.0.0.1: a message's attempts by
 //! message, by endpoint and one by one, each only within the application of the path
-//! (`docs/design/outbound-api.md` §3.3).
+//! (`docs/design/outbound-api.md` §3.3); an endpoint's deliveries by status.
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use svix::{
 };
 
 use crate::outbound_api::{
-    ADMIN_TOKEN, API, Backend, PUBLISH_TOKEN, READ_TOKEN, http_error, sdk, serve_with, validation_error,
+    ADMIN_TOKEN, API, Backend, PUBLISH_TOKEN, READ_TOKEN, http_error, raw, sdk, serve_with, validation_error,
 };
 
 /// An application `uid` with one endpoint per destination (uids `{uid}-0`, `{uid}-1`, …);
@@ -107,4 +107,24 @@ async fn a_messages_attempts_are_listed_newest_first_and_read_within_their_appli
         validation_error(reads.list_by_endpoint("shop".to_owned(), shop[0].clone(), Some(bad)).await),
         (422, vec!["query".to_owned(), "iterator".to_owned()])
     );
+
+    // The endpoints' deliveries by status: the one that answered delivered its message.
+    let endpoints = reader.endpoint();
+    let answered = endpoints.get_stats("shop".to_owned(), "shop-1".to_owned(), None).await.unwrap();
+    assert_eq!((answered.success, answered.pending, answered.sending, answered.fail), (1, 0, 0, 0));
+    let failed = endpoints.get_stats("shop".to_owned(), shop[0].clone(), None).await.unwrap();
+    assert_eq!((failed.success, failed.pending + failed.sending + failed.fail, failed.canceled), (0, 1, 0));
+    assert_eq!(http_error(endpoints.get_stats("shop".to_owned(), depot[0].clone(), None).await).0, 404);
+    let (status, _, body) =
+        raw(&gateway, "GET", "/app/shop/endpoint/shop-1/stats?until=2999-01-01T00:00:00Z", &[], None).await;
+    assert_eq!((status, body["code"].as_str()), (400, Some("invalid_range")));
+    let (status, _, body) = raw(
+        &gateway,
+        "GET",
+        "/app/shop/endpoint/shop-1/stats?since=2001-01-01T00:00:00Z&until=2001-01-02T00:00:00Z",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((status, body), (200, json!({"success": 0, "pending": 0, "sending": 0, "fail": 0, "canceled": 0})));
 }
