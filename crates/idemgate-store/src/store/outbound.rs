@@ -5,7 +5,7 @@ use super::{Backend, Store};
 use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
-    attempt::{Attempt, AttemptQuery, EndpointStats},
+    attempt::{Attempt, AttemptQuery, AttemptedDestination, EndpointStats},
     endpoint::{
         ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
     },
@@ -281,5 +281,16 @@ impl Store {
         until_ms: i64,
     ) -> Result<EndpointStats, OutboundError> {
         on_backend!(self, store => store.endpoint_stats(app, ep, since_ms, until_ms).await)
+    }
+
+    /// One page of the endpoints the message `msg` of the live application `app` was sent
+    /// to, by endpoint id, with each delivery's status.
+    pub async fn attempted_destinations(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: ListQuery,
+    ) -> Result<Page<AttemptedDestination>, OutboundError> {
+        on_backend!(self, store => store.attempted_destinations(app, msg, query).await)
     }
 }

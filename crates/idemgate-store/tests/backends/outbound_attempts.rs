@@ -13,7 +13,7 @@ use idemgate_core::{
 use idemgate_store::{
     jobs::AttemptRecord,
     outbound::{
-        Lookup, OutboundError, Resource,
+        ListQuery, Lookup, OutboundError, Resource,
         attempt::{AttemptIterator, AttemptQuery, EndpointStats},
         message::{Accepted, MessageIn},
     },
@@ -138,5 +138,23 @@ on_both! {
         assert_eq!(stats(NOW + 1, NOW + 100).await.unwrap(), EndpointStats::default());
         let err = t.endpoint_stats(acme.clone(), Lookup::endpoint("other-hook"), NOW, NOW + 1).await.unwrap_err();
         assert!(matches!(err, OutboundError::NotFound(Resource::Endpoint)), "{err:?}");
+    }
+
+    async fn a_messages_destinations_read_with_their_deliverys_status(t: TestStore) {
+        let msg = app_with_message(&t, "acme").await;
+        let other_msg = app_with_message(&t, "other").await;
+        let acme = Lookup::application("acme");
+        let read = || t.attempted_destinations(acme.clone(), Lookup::message(&msg), ListQuery::first(50));
+        try_all(&t, NOW + 1_000, Some(500), Decision::RetryAfter(Duration::from_secs(1))).await;
+        let page = read().await.unwrap();
+        assert!(page.done);
+        let shown: Vec<_> = page.data.iter().map(|d| (d.endpoint.uid.as_deref(), d.status, d.next_attempt_ms)).collect();
+        assert_eq!(shown, [(Some("acme-hook"), MessageStatus::Pending, Some(NOW + 2_000))]);
+        try_all(&t, NOW + 10_000, Some(200), Decision::Succeeded).await;
+        let page = read().await.unwrap();
+        let shown: Vec<_> = page.data.iter().map(|d| (d.endpoint.uid.as_deref(), d.status, d.next_attempt_ms)).collect();
+        assert_eq!(shown, [(Some("acme-hook"), MessageStatus::Success, None)]);
+        let err = t.attempted_destinations(acme, Lookup::message(&other_msg), ListQuery::first(50)).await.unwrap_err();
+        assert!(matches!(err, OutboundError::NotFound(Resource::Message)), "{err:?}");
     }
 }

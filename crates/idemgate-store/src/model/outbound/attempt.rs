@@ -163,6 +163,26 @@ impl EndpointStats {
     }
 }
 
+/// An endpoint a message was sent to (`MessageEndpointOut`), with its delivery's status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptedDestination {
+    /// The endpoint (deleted ones too: the delivery happened).
+    pub endpoint: super::endpoint::Endpoint,
+    /// The delivery's status.
+    pub status: MessageStatus,
+    /// When a waiting delivery is tried next, unix milliseconds.
+    pub next_attempt_ms: Option<i64>,
+}
+
+impl AttemptedDestination {
+    /// The endpoint with its job's stored state and due time.
+    pub(crate) fn of(endpoint: super::endpoint::Endpoint, state: &str, due_ms: i64) -> Result<Self, StoreError> {
+        let state: JobState = state.parse().map_err(|_| StoreError::Malformed("a job's state is unknown"))?;
+        let waiting = matches!(state, JobState::Pending | JobState::Retrying);
+        Ok(Self { endpoint, status: MessageStatus::of_job(state), next_attempt_ms: waiting.then_some(due_ms) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

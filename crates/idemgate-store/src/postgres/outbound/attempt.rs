@@ -9,8 +9,9 @@ use super::{endpoint, message};
 use crate::{
     PgStore, StoreError,
     model::outbound::{
-        Lookup, OutboundError, Page, Resource,
-        attempt::{Attempt, AttemptQuery, AttemptRow, COLUMNS, EndpointStats, FROM},
+        ListQuery, Lookup, OutboundError, Page, Resource,
+        attempt::{Attempt, AttemptQuery, AttemptRow, AttemptedDestination, COLUMNS, EndpointStats, FROM},
+        endpoint::E_COLUMNS,
     },
 };
 
@@ -126,5 +127,32 @@ impl PgStore {
             stats.add(&state, row.try_get(1)?)?;
         }
         Ok(stats)
+    }
+
+    pub(crate) async fn attempted_destinations(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: ListQuery,
+    ) -> Result<Page<AttemptedDestination>, OutboundError> {
+        let client = self.client().await?;
+        let (app_id, msg_id) = message_of(&client, &app, &msg).await?;
+        let cursor = query.cursor();
+        let (compare, order) = cursor.sql();
+        let select = client
+            .prepare_cached(&format!(
+                "SELECT {E_COLUMNS}, j.state, j.next_attempt_at_ms
+                 FROM messages m JOIN jobs j ON j.event_id = m.event_row JOIN endpoints e ON e.id = j.destination
+                 WHERE m.app_id = $1 AND m.id = $2 AND ($3::text IS NULL OR e.id {compare} $3)
+                 ORDER BY e.id {order} LIMIT $4"
+            ))
+            .await?;
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX - 1) + 1;
+        let mut found = Vec::new();
+        for row in client.query(&select, &[&app_id, &msg_id, &cursor.after, &limit]).await? {
+            let state: String = row.try_get(14)?;
+            found.push(AttemptedDestination::of(endpoint::endpoint(&row)?, &state, row.try_get(15)?)?);
+        }
+        Ok(Page::of(found, query.limit, &cursor, |d| d.endpoint.id.clone()))
     }
 }

@@ -22,7 +22,7 @@ use crate::{
     },
 };
 
-fn endpoint(row: &Row) -> Result<Endpoint, StoreError> {
+pub(super) fn endpoint(row: &Row) -> Result<Endpoint, StoreError> {
     Ok(Endpoint {
         id: row.try_get(0)?,
         app_id: row.try_get(1)?,

@@ -8,8 +8,9 @@ use super::{endpoint, live_app_id, message};
 use crate::{
     SqliteStore,
     model::outbound::{
-        Lookup, OutboundError, Page, Resource,
-        attempt::{Attempt, AttemptQuery, AttemptRow, COLUMNS, EndpointStats, FROM},
+        ListQuery, Lookup, OutboundError, Page, Resource,
+        attempt::{Attempt, AttemptQuery, AttemptRow, AttemptedDestination, COLUMNS, EndpointStats, FROM},
+        endpoint::E_COLUMNS,
     },
 };
 
@@ -127,6 +128,35 @@ impl SqliteStore {
                 stats.add(&state, count)?;
             }
             Ok(stats)
+        })
+        .await
+    }
+
+    pub(crate) async fn attempted_destinations(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: ListQuery,
+    ) -> Result<Page<AttemptedDestination>, OutboundError> {
+        self.look(move |conn| {
+            let (app_id, msg_id) = message_of(conn, &app, &msg)?;
+            let cursor = query.cursor();
+            let (compare, order) = cursor.sql();
+            let mut statement = conn.prepare_cached(&format!(
+                "SELECT {E_COLUMNS}, j.state, j.next_attempt_at_ms
+                 FROM messages m JOIN jobs j ON j.event_id = m.event_row JOIN endpoints e ON e.id = j.destination
+                 WHERE m.app_id = ?1 AND m.id = ?2 AND (?3 IS NULL OR e.id {compare} ?3)
+                 ORDER BY e.id {order} LIMIT ?4"
+            ))?;
+            let rows = statement.query_map(params![app_id, msg_id, cursor.after, query.limit as i64 + 1], |row| {
+                Ok((endpoint::raw(row)?, row.get::<_, String>(14)?, row.get::<_, i64>(15)?))
+            })?;
+            let mut found = Vec::new();
+            for read in rows {
+                let (raw, state, due_ms) = read?;
+                found.push(AttemptedDestination::of(raw.finish()?, &state, due_ms)?);
+            }
+            Ok(Page::of(found, query.limit, &cursor, |d| d.endpoint.id.clone()))
         })
         .await
     }
