@@ -2,7 +2,8 @@
 //! message's tries at its endpoints, newest first, read from the gateway's own attempt rows
 //! (`docs/design/outbound-api.md` §3.3). A message or endpoint of another application is
 //! 404. Of the lists' filters only `limit` and `iterator` are read so far. Also the
-//! endpoint's deliveries by status (`v1.endpoint.get-stats`).
+//! endpoint's deliveries by status (`v1.endpoint.get-stats`) and the endpoints a message
+//! was sent to (`list-attempted-destinations`).
 
 use std::sync::Arc;
 
@@ -15,13 +16,13 @@ use axum::{
 use idemgate_core::outbound::id::AttemptId;
 use idemgate_store::outbound::{
     Lookup,
-    attempt::{Attempt, AttemptIterator, AttemptQuery},
+    attempt::{Attempt, AttemptIterator, AttemptQuery, AttemptedDestination},
 };
 
 use super::{
     ApiState, Shared, messages,
     pagination::Page,
-    wire::{EndpointStats, ListResponse, MessageAttemptOut, TriggerType, WireTime},
+    wire::{EndpointStats, ListResponse, MessageAttemptOut, MessageEndpointOut, TriggerType, WireTime},
 };
 use crate::answer::{Done, OutboundAnswer, api_not_found};
 
@@ -31,6 +32,7 @@ pub(super) fn routes() -> Router<Arc<ApiState>> {
         .route("/app/{app_id}/attempt/endpoint/{endpoint_id}", get(by_endpoint).fallback(api_not_found))
         .route("/app/{app_id}/msg/{msg_id}/attempt/{attempt_id}", get(read).fallback(api_not_found))
         .route("/app/{app_id}/endpoint/{endpoint_id}/stats", get(stats).fallback(api_not_found))
+        .route("/app/{app_id}/msg/{msg_id}/endpoint", get(destinations).fallback(api_not_found))
 }
 
 async fn by_message(
@@ -94,6 +96,36 @@ async fn stats(
         fail: count(found.fail),
         canceled: 0,
     }))
+}
+
+/// `GET …/msg/{msg_id}/endpoint`: the endpoints the message was sent to, by id.
+async fn destinations(
+    state: Shared,
+    Path((app, msg)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response, OutboundAnswer> {
+    let page = Page::from_query(query.as_deref())?;
+    let found =
+        state.store.attempted_destinations(Lookup::application(&app), Lookup::message(&msg), page.list_query()).await?;
+    Ok(Done::Ok.with(ListResponse::of(found, destination_out)))
+}
+
+fn destination_out(destination: AttemptedDestination) -> MessageEndpointOut {
+    let endpoint = destination.endpoint;
+    MessageEndpointOut {
+        id: endpoint.id,
+        url: endpoint.url,
+        description: endpoint.description,
+        created_at: WireTime(endpoint.created_at_ms),
+        updated_at: WireTime(endpoint.updated_at_ms),
+        uid: endpoint.uid,
+        disabled: endpoint.disabled,
+        event_types: endpoint.event_types,
+        channels: endpoint.channels,
+        throttle_rate: endpoint.throttle_rate,
+        status: destination.status.into(),
+        next_attempt: destination.next_attempt_ms.map(WireTime),
+    }
 }
 
 /// The page a list's query asks for; an iterator that is not an attempt id is refused.

@@ -25,8 +25,7 @@ mod endpoints;
 mod event_types;
 mod messages;
 mod pagination;
-// The attempted destinations' and messages', recovery's and app portal's shapes wait
-// for their routes.
+// The attempted messages', recovery's and app portal's shapes wait for their routes.
 #[allow(dead_code)]
 pub(crate) mod wire;
 

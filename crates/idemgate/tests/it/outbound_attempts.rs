@@ -1,7 +1,8 @@
 //! The outbound API's message attempts through Svix's SDK against a real `idemgate serve`,
 //! whose worker delivers to real destinations on 127.0.0.1: a message's attempts by
 //! message, by endpoint and one by one, each only within the application of the path
-//! (`docs/design/outbound-api.md` §3.3); an endpoint's deliveries by status.
+//! (`docs/design/outbound-api.md` §3.3); an endpoint's deliveries by status; the endpoints
+//! a message was sent to.
 
 use std::time::{Duration, Instant};
 
@@ -127,4 +128,15 @@ async fn a_messages_attempts_are_listed_newest_first_and_read_within_their_appli
     )
     .await;
     assert_eq!((status, body), (200, json!({"success": 0, "pending": 0, "sending": 0, "fail": 0, "canceled": 0})));
+
+    // The endpoints the message was sent to, with each delivery's status.
+    let sent = reads.list_attempted_destinations("shop".to_owned(), msg.clone(), None).await.unwrap();
+    let shown: Vec<_> = sent.data.iter().map(|d| (d.id.clone(), d.url.clone())).collect();
+    let mut expected = vec![(shop[0].clone(), failing.url()), (shop[1].clone(), answering.url())];
+    expected.sort();
+    assert_eq!(shown, expected);
+    let delivered = sent.data.iter().find(|d| d.id == shop[1]).unwrap();
+    assert_eq!((delivered.status, delivered.next_attempt), (MessageStatus::Success, None));
+    assert_ne!(sent.data.iter().find(|d| d.id == shop[0]).unwrap().status, MessageStatus::Success);
+    assert_eq!(http_error(reads.list_attempted_destinations("shop".to_owned(), depot_msg, None).await).0, 404);
 }
