@@ -172,7 +172,7 @@ async fn list(state: Shared, Path(app): Path<String>, RawQuery(query): RawQuery)
 }
 
 /// The RFC 3339 time of the query parameter `name`, as unix milliseconds.
-fn time(query: Option<&str>, name: &str) -> Result<Option<i64>, OutboundAnswer> {
+pub(super) fn time(query: Option<&str>, name: &str) -> Result<Option<i64>, OutboundAnswer> {
     body::param(query, name)
         .map(|text| {
             serde_json::from_value::<WireTime>(serde_json::Value::String(text)).map(|at| at.0).map_err(|_| {

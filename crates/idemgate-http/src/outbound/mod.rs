@@ -5,19 +5,21 @@
 //! needed) and, after the bearer token is checked ([`auth`]) and behind the
 //! `Idempotency-Key` layer in Svix's answer style (scoped to the token and the
 //! application in the path), the resources over the store: applications, event types,
-//! endpoints (with their headers and secrets) and messages. Every other path answers `404`
+//! endpoints (with their headers and secrets), messages and their attempts. Every other path answers `404`
 //! in Svix's `HttpErrorOut` shape.
 //!
 //! - [`auth`]: tokens, roles and what each request needs;
 //! - `pagination`: `limit`, `iterator`, `order`;
 //! - `body`: a request's JSON body and query flags, refused in Svix's 422 shape;
 //! - `payload_schema`: an event type's schema, compiled once, checked at message create;
-//! - `applications`, `event_types`, `endpoints`, `messages`: one module per resource;
+//! - `applications`, `event_types`, `endpoints`, `messages`, `attempts`: one module per
+//!   resource;
 //! - `wire`: every JSON shape of Svix's spec.
 //!
 //! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
 
 mod applications;
+mod attempts;
 pub mod auth;
 mod body;
 mod endpoints;
@@ -25,7 +27,7 @@ mod event_types;
 mod messages;
 mod pagination;
 mod payload_schema;
-// The attempts', stats' and app portal's shapes wait for their routes.
+// The attempted messages', recovery's and app portal's shapes wait for their routes.
 #[allow(dead_code)]
 pub(crate) mod wire;
 
@@ -105,6 +107,7 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         .merge(event_types::routes())
         .merge(endpoints::routes())
         .merge(messages::routes())
+        .merge(attempts::routes())
         .with_state(state);
     // The layers run outside in: the token first, then the key, then the route.
     let authorized = resources

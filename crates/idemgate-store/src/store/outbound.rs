@@ -5,6 +5,7 @@ use super::{Backend, Store};
 use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
+    attempt::{Attempt, AttemptQuery, AttemptedDestination, EndpointStats},
     endpoint::{
         ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
     },
@@ -237,5 +238,59 @@ impl Store {
     /// One page of the application's messages, newest first, as `query` filters them.
     pub async fn list_messages(&self, app: Lookup, query: MessageQuery) -> Result<Page<Message>, OutboundError> {
         on_backend!(self, store => store.list_messages(app, query).await)
+    }
+
+    /// One page of the attempts of the message `msg` (id or `eventId`) of the live
+    /// application `app`, newest first; a message of another application is
+    /// [`OutboundError::NotFound`].
+    pub async fn attempts_by_message(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: AttemptQuery,
+    ) -> Result<Page<Attempt>, OutboundError> {
+        on_backend!(self, store => store.attempts_by_message(app, msg, query).await)
+    }
+
+    /// One page of the attempts at the live endpoint `ep` (id or uid) of the live
+    /// application `app`, newest first.
+    pub async fn attempts_by_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        query: AttemptQuery,
+    ) -> Result<Page<Attempt>, OutboundError> {
+        on_backend!(self, store => store.attempts_by_endpoint(app, ep, query).await)
+    }
+
+    /// The attempt stored as row `row` (see [`AttemptId::row`]), if it carried the
+    /// message `msg` of the application `app`.
+    ///
+    /// [`AttemptId::row`]: idemgate_core::outbound::id::AttemptId::row
+    pub async fn attempt(&self, app: Lookup, msg: Lookup, row: i64) -> Result<Option<Attempt>, OutboundError> {
+        on_backend!(self, store => store.attempt(app, msg, row).await)
+    }
+
+    /// The deliveries of the live endpoint `ep` of the live application `app` by status,
+    /// for the messages created in `[since_ms, until_ms)`.
+    pub async fn endpoint_stats(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> Result<EndpointStats, OutboundError> {
+        on_backend!(self, store => store.endpoint_stats(app, ep, since_ms, until_ms).await)
+    }
+
+    /// One page of the endpoints the message `msg` of the live application `app` was sent
+    /// to, by endpoint id, with each delivery's status.
+    pub async fn attempted_destinations(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: ListQuery,
+    ) -> Result<Page<AttemptedDestination>, OutboundError> {
+        on_backend!(self, store => store.attempted_destinations(app, msg, query).await)
     }
 }

@@ -16,6 +16,7 @@ mod idempotency;
 mod jobs;
 mod maintenance;
 mod outbound_applications;
+mod outbound_attempts;
 mod outbound_endpoints;
 mod outbound_event_types;
 mod outbound_messages;

@@ -29,6 +29,7 @@ mod harness;
 mod hostile_clients;
 mod idempotency_suite;
 mod outbound_api;
+mod outbound_attempts;
 mod outbound_delivery;
 mod outbound_endpoints;
 mod outbound_keys;

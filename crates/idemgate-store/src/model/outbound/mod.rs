@@ -7,6 +7,7 @@
 //! check them; the store compares them as bytes, which is their time order.
 
 pub mod application;
+pub mod attempt;
 pub mod endpoint;
 pub mod event_type;
 pub mod message;

@@ -22,7 +22,7 @@ use crate::{
     },
 };
 
-fn endpoint(row: &Row) -> Result<Endpoint, StoreError> {
+pub(super) fn endpoint(row: &Row) -> Result<Endpoint, StoreError> {
     Ok(Endpoint {
         id: row.try_get(0)?,
         app_id: row.try_get(1)?,
@@ -42,7 +42,7 @@ fn endpoint(row: &Row) -> Result<Endpoint, StoreError> {
 }
 
 /// The live endpoint `ep` names in the application `app_id` (`lock`: for a change).
-async fn find(
+pub(super) async fn find(
     tx: &impl GenericClient,
     app_id: &str,
     ep: &Lookup,

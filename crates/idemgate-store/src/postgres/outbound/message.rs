@@ -45,7 +45,11 @@ fn message(row: &Row) -> Result<Message, StoreError> {
 }
 
 /// The message `msg` names (its id or `eventId`) in the application `app_id`.
-async fn find(client: &impl GenericClient, app_id: &str, msg: &Lookup) -> Result<Option<Message>, OutboundError> {
+pub(super) async fn find(
+    client: &impl GenericClient,
+    app_id: &str,
+    msg: &Lookup,
+) -> Result<Option<Message>, OutboundError> {
     let (column, value) = msg.column("event_id");
     let select = client
         .prepare_cached(&format!(
@@ -56,7 +60,7 @@ async fn find(client: &impl GenericClient, app_id: &str, msg: &Lookup) -> Result
 }
 
 /// The id of the live application `app` names, without a lock (for reads).
-async fn app_id(client: &impl GenericClient, app: &Lookup) -> Result<String, OutboundError> {
+pub(super) async fn app_id(client: &impl GenericClient, app: &Lookup) -> Result<String, OutboundError> {
     let (column, value) = app.column("uid");
     let select = client
         .prepare_cached(&format!("SELECT id FROM applications WHERE {column} = $1 AND deleted_at IS NULL"))

@@ -4,6 +4,7 @@
 //! wholly or not at all (`docs/design/outbound-api.md` §3.3).
 
 mod application;
+mod attempt;
 mod endpoint;
 mod event_type;
 mod message;

@@ -25,7 +25,7 @@ use crate::{
 };
 
 /// An endpoint's row with its JSON columns still text.
-struct Raw {
+pub(super) struct Raw {
     endpoint: Endpoint,
     event_types: Option<String>,
     channels: Option<String>,
@@ -33,7 +33,7 @@ struct Raw {
     headers: String,
 }
 
-fn raw(row: &Row<'_>) -> rusqlite::Result<Raw> {
+pub(super) fn raw(row: &Row<'_>) -> rusqlite::Result<Raw> {
     Ok(Raw {
         endpoint: Endpoint {
             id: row.get(0)?,
@@ -59,7 +59,7 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<Raw> {
 }
 
 impl Raw {
-    fn finish(self) -> Result<Endpoint, StoreError> {
+    pub(super) fn finish(self) -> Result<Endpoint, StoreError> {
         Ok(Endpoint {
             event_types: from_json_opt(self.event_types, "endpoint event types")?,
             channels: from_json_opt(self.channels, "endpoint channels")?,

@@ -107,7 +107,7 @@ fn finish((message, channels): (Message, Option<String>)) -> Result<Message, Out
 }
 
 /// The message `msg` names (its id or `eventId`) in the application `app_id`.
-fn find(conn: &Connection, app_id: &str, msg: &Lookup) -> Result<Option<Message>, OutboundError> {
+pub(super) fn find(conn: &Connection, app_id: &str, msg: &Lookup) -> Result<Option<Message>, OutboundError> {
     let (column, value) = msg.column("event_id");
     let row = conn
         .prepare_cached(&format!(

@@ -3,6 +3,7 @@
 //! (a uid taken, a row not found) rolls back; reads use a read connection.
 
 mod application;
+mod attempt;
 mod endpoint;
 mod event_type;
 pub(super) mod message;

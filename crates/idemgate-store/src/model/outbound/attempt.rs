@@ -1,0 +1,210 @@
+//! Message attempts: a message's tries at one endpoint, read from the gateway's own
+//! `attempts` rows through their jobs (`docs/design/outbound-api.md` §3.3). An attempt's
+//! public id is derived from its row ([`AttemptId::for_row`]), so nothing new is stored.
+//! Also the endpoint's deliveries (its jobs) counted by status ([`EndpointStats`]).
+
+use idemgate_core::{
+    job::JobState,
+    outbound::{id::AttemptId, status::MessageStatus},
+};
+
+use super::Cursor;
+use crate::StoreError;
+
+/// One attempt (`MessageAttemptOut`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// `atmpt_…`, derived from its row and start.
+    pub id: String,
+    /// The message it carried.
+    pub msg_id: String,
+    /// The endpoint it went to.
+    pub endpoint_id: String,
+    /// The endpoint's URL (as it is now; the row does not keep the URL of the time).
+    pub url: String,
+    /// The start of the destination's answer, as stored; empty without one.
+    pub response: String,
+    /// The answer's status; `None`: no answer.
+    pub status_code: Option<u16>,
+    /// How long it took, milliseconds.
+    pub duration_ms: i64,
+    /// When it started, unix milliseconds.
+    pub started_at_ms: i64,
+}
+
+impl Attempt {
+    /// Its status: a 2xx answer succeeded, anything else failed.
+    #[must_use]
+    pub fn status(&self) -> MessageStatus {
+        MessageStatus::of_attempt(self.status_code)
+    }
+}
+
+/// Where a page of attempts starts: after (or, for a previous page, before) this attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptIterator {
+    /// The page after this attempt (older ones).
+    Next(i64),
+    /// The page before this attempt (newer ones), Svix's `-` iterator.
+    Previous(i64),
+}
+
+impl AttemptIterator {
+    /// The iterator a caller sent: an attempt id, `-` and one for the page before; `None`
+    /// for text that is not an attempt id this store made.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        let (previous, id) = match text.strip_prefix('-') {
+            Some(id) => (true, id),
+            None => (false, text),
+        };
+        let row = AttemptId::parse(id).ok()?.row()?;
+        Some(if previous { Self::Previous(row) } else { Self::Next(row) })
+    }
+}
+
+/// One page of attempts, newest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptQuery {
+    /// Most attempts answered.
+    pub limit: usize,
+    /// Where the previous page ended.
+    pub iterator: Option<AttemptIterator>,
+}
+
+impl AttemptQuery {
+    /// The first `limit` attempts, newest first.
+    #[must_use]
+    pub fn newest(limit: usize) -> Self {
+        Self { limit, iterator: None }
+    }
+
+    /// The walk over attempt rows (newest first) and the row it starts after.
+    pub(crate) fn walk(&self) -> (Cursor, Option<i64>) {
+        match self.iterator {
+            Some(AttemptIterator::Previous(row)) => {
+                (Cursor { after: None, ascending: true, reversed: true }, Some(row))
+            }
+            Some(AttemptIterator::Next(row)) => (Cursor { after: None, ascending: false, reversed: false }, Some(row)),
+            None => (Cursor { after: None, ascending: false, reversed: false }, None),
+        }
+    }
+}
+
+/// The columns both backends select for an attempt (attempts `a`, jobs `j`, messages `m`,
+/// endpoints `ep`): the row, its start (seconds), the message, the endpoint, its URL, the
+/// answer's start, its status and the duration.
+pub(crate) const COLUMNS: &str =
+    "a.id, a.started_at, m.id, j.destination, ep.url, a.response_prefix, a.status, a.latency_ms";
+
+/// The rows an attempt statement reads, joined: each attempt through its job to the
+/// message (whose event the job delivers) and the endpoint (its destination).
+pub(crate) const FROM: &str = "attempts a JOIN jobs j ON j.id = a.job_id
+     JOIN messages m ON m.event_row = j.event_id JOIN endpoints ep ON ep.id = j.destination";
+
+/// An attempt's row as both backends read it (its start in seconds, as the gateway stores it).
+pub(crate) struct AttemptRow {
+    pub(crate) row: i64,
+    pub(crate) started_at_s: i64,
+    pub(crate) msg_id: String,
+    pub(crate) endpoint_id: String,
+    pub(crate) url: String,
+    pub(crate) response: Option<String>,
+    pub(crate) status: Option<i64>,
+    pub(crate) duration_ms: i64,
+}
+
+impl AttemptRow {
+    /// The attempt, named by its row and start.
+    pub(crate) fn attempt(self) -> Result<Attempt, StoreError> {
+        let started_at_ms = self.started_at_s.saturating_mul(1000);
+        let id = AttemptId::for_row(started_at_ms, self.row)
+            .map_err(|_| StoreError::Malformed("an attempt row cannot be named"))?;
+        Ok(Attempt {
+            id: id.to_string(),
+            msg_id: self.msg_id,
+            endpoint_id: self.endpoint_id,
+            url: self.url,
+            response: self.response.unwrap_or_default(),
+            status_code: self.status.and_then(|code| u16::try_from(code).ok()),
+            duration_ms: self.duration_ms,
+            started_at_ms,
+        })
+    }
+}
+
+/// An endpoint's deliveries (its messages' jobs) by status, for messages created in a
+/// time range (`EndpointStats`; §3.3's table).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Delivered.
+    pub success: u64,
+    /// Waiting for an attempt.
+    pub pending: u64,
+    /// An attempt under way.
+    pub sending: u64,
+    /// Given up.
+    pub fail: u64,
+}
+
+impl EndpointStats {
+    /// Counts `count` jobs in the state stored as `state`; an unknown state is a malformed row.
+    pub(crate) fn add(&mut self, state: &str, count: i64) -> Result<(), StoreError> {
+        let state: JobState = state.parse().map_err(|_| StoreError::Malformed("a job's state is unknown"))?;
+        let count = u64::try_from(count).unwrap_or(0);
+        let slot = match MessageStatus::of_job(state) {
+            MessageStatus::Success => &mut self.success,
+            MessageStatus::Pending => &mut self.pending,
+            MessageStatus::Sending => &mut self.sending,
+            MessageStatus::Fail => &mut self.fail,
+        };
+        *slot += count;
+        Ok(())
+    }
+}
+
+/// An endpoint a message was sent to (`MessageEndpointOut`), with its delivery's status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptedDestination {
+    /// The endpoint (deleted ones too: the delivery happened).
+    pub endpoint: super::endpoint::Endpoint,
+    /// The delivery's status.
+    pub status: MessageStatus,
+    /// When a waiting delivery is tried next, unix milliseconds.
+    pub next_attempt_ms: Option<i64>,
+}
+
+impl AttemptedDestination {
+    /// The endpoint with its job's stored state and due time.
+    pub(crate) fn of(endpoint: super::endpoint::Endpoint, state: &str, due_ms: i64) -> Result<Self, StoreError> {
+        let state: JobState = state.parse().map_err(|_| StoreError::Malformed("a job's state is unknown"))?;
+        let waiting = matches!(state, JobState::Pending | JobState::Retrying);
+        Ok(Self { endpoint, status: MessageStatus::of_job(state), next_attempt_ms: waiting.then_some(due_ms) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attempt_iterator_is_an_attempt_id_made_from_a_row() {
+        let id = AttemptId::for_row(1_700_000_000_000, 42).unwrap_or_else(|_| unreachable!()).to_string();
+        assert_eq!(AttemptIterator::parse(&id), Some(AttemptIterator::Next(42)));
+        assert_eq!(AttemptIterator::parse(&format!("-{id}")), Some(AttemptIterator::Previous(42)));
+        assert_eq!(AttemptIterator::parse("msg_2aSpRbSEq4Hmp4yeztwBqfXEBDe"), None);
+        assert_eq!(AttemptIterator::parse("nonsense"), None);
+    }
+
+    #[test]
+    fn stats_count_jobs_by_their_message_status() {
+        let mut stats = EndpointStats::default();
+        for (state, count) in
+            [("succeeded", 2), ("pending", 1), ("retrying", 3), ("running", 1), ("dead", 4), ("superseded", 1)]
+        {
+            stats.add(state, count).unwrap_or_else(|_| unreachable!());
+        }
+        assert_eq!(stats, EndpointStats { success: 2, pending: 4, sending: 1, fail: 5 });
+        assert!(stats.add("lost", 1).is_err());
+    }
+}

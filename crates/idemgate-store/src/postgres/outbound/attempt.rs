@@ -1,0 +1,158 @@
+//! Message attempts on PostgreSQL: the gateway's `attempts` rows of a message's jobs,
+//! newest first, only within the application the path names; and an endpoint's
+//! deliveries counted by status.
+
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
+use super::{endpoint, message};
+use crate::{
+    PgStore, StoreError,
+    model::outbound::{
+        ListQuery, Lookup, OutboundError, Page, Resource,
+        attempt::{Attempt, AttemptQuery, AttemptRow, AttemptedDestination, COLUMNS, EndpointStats, FROM},
+        endpoint::E_COLUMNS,
+    },
+};
+
+fn attempt(row: &Row) -> Result<Attempt, StoreError> {
+    let status: Option<i32> = row.try_get(6)?;
+    AttemptRow {
+        row: row.try_get(0)?,
+        started_at_s: row.try_get(1)?,
+        msg_id: row.try_get(2)?,
+        endpoint_id: row.try_get(3)?,
+        url: row.try_get(4)?,
+        response: row.try_get(5)?,
+        status: status.map(i64::from),
+        duration_ms: row.try_get(7)?,
+    }
+    .attempt()
+}
+
+/// One page of the application's attempts whose `scope` column is `value`.
+async fn page(
+    client: &impl GenericClient,
+    app_id: &str,
+    scope: &str,
+    value: &str,
+    query: AttemptQuery,
+) -> Result<Page<Attempt>, OutboundError> {
+    let (cursor, after) = query.walk();
+    let (compare, order) = cursor.sql();
+    let select = client
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM {FROM}
+             WHERE m.app_id = $1 AND {scope} = $2 AND ($3::bigint IS NULL OR a.id {compare} $3)
+             ORDER BY a.id {order} LIMIT $4"
+        ))
+        .await?;
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX - 1) + 1;
+    let rows = client.query(&select, &[&app_id, &value, &after, &limit]).await?;
+    let attempts = rows.iter().map(attempt).collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::of(attempts, query.limit, &cursor, |attempt| attempt.id.clone()))
+}
+
+/// The message `msg` names in the application `app`: its id and the application's.
+async fn message_of(
+    client: &impl GenericClient,
+    app: &Lookup,
+    msg: &Lookup,
+) -> Result<(String, String), OutboundError> {
+    let app_id = message::app_id(client, app).await?;
+    let found = message::find(client, &app_id, msg).await?.ok_or(OutboundError::NotFound(Resource::Message))?;
+    Ok((app_id, found.id))
+}
+
+impl PgStore {
+    pub(crate) async fn attempts_by_message(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: AttemptQuery,
+    ) -> Result<Page<Attempt>, OutboundError> {
+        let client = self.client().await?;
+        let (app_id, msg_id) = message_of(&client, &app, &msg).await?;
+        page(&client, &app_id, "m.id", &msg_id, query).await
+    }
+
+    pub(crate) async fn attempts_by_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        query: AttemptQuery,
+    ) -> Result<Page<Attempt>, OutboundError> {
+        let client = self.client().await?;
+        let app_id = message::app_id(&client, &app).await?;
+        let found =
+            endpoint::find(&client, &app_id, &ep, false).await?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+        page(&client, &app_id, "j.destination", &found.id, query).await
+    }
+
+    pub(crate) async fn attempt(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        row_id: i64,
+    ) -> Result<Option<Attempt>, OutboundError> {
+        let client = self.client().await?;
+        let (app_id, msg_id) = message_of(&client, &app, &msg).await?;
+        let select = client
+            .prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE m.app_id = $1 AND m.id = $2 AND a.id = $3"))
+            .await?;
+        Ok(client.query_opt(&select, &[&app_id, &msg_id, &row_id]).await?.as_ref().map(attempt).transpose()?)
+    }
+
+    pub(crate) async fn endpoint_stats(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> Result<EndpointStats, OutboundError> {
+        let client = self.client().await?;
+        let app_id = message::app_id(&client, &app).await?;
+        let found =
+            endpoint::find(&client, &app_id, &ep, false).await?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+        let select = client
+            .prepare_cached(
+                "SELECT j.state, count(*) FROM jobs j JOIN messages m ON m.event_row = j.event_id
+                 WHERE m.app_id = $1 AND j.destination = $2 AND m.created_at >= $3 AND m.created_at < $4
+                 GROUP BY j.state",
+            )
+            .await?;
+        let mut stats = EndpointStats::default();
+        for row in client.query(&select, &[&app_id, &found.id, &since_ms, &until_ms]).await? {
+            let state: String = row.try_get(0)?;
+            stats.add(&state, row.try_get(1)?)?;
+        }
+        Ok(stats)
+    }
+
+    pub(crate) async fn attempted_destinations(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        query: ListQuery,
+    ) -> Result<Page<AttemptedDestination>, OutboundError> {
+        let client = self.client().await?;
+        let (app_id, msg_id) = message_of(&client, &app, &msg).await?;
+        let cursor = query.cursor();
+        let (compare, order) = cursor.sql();
+        let select = client
+            .prepare_cached(&format!(
+                "SELECT {E_COLUMNS}, j.state, j.next_attempt_at_ms
+                 FROM messages m JOIN jobs j ON j.event_id = m.event_row JOIN endpoints e ON e.id = j.destination
+                 WHERE m.app_id = $1 AND m.id = $2 AND ($3::text IS NULL OR e.id {compare} $3)
+                 ORDER BY e.id {order} LIMIT $4"
+            ))
+            .await?;
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX - 1) + 1;
+        let mut found = Vec::new();
+        for row in client.query(&select, &[&app_id, &msg_id, &cursor.after, &limit]).await? {
+            let state: String = row.try_get(14)?;
+            found.push(AttemptedDestination::of(endpoint::endpoint(&row)?, &state, row.try_get(15)?)?);
+        }
+        Ok(Page::of(found, query.limit, &cursor, |d| d.endpoint.id.clone()))
+    }
+}
