@@ -51,6 +51,7 @@ async fn app_with_message(t: &TestStore, uid: &str) -> String {
         channels: None,
         payload: Bytes::from_static(b"{}"),
         expires_at_ms: None,
+        operation: None,
     };
     match t.accept_message(app, message, NOW).await.unwrap() {
         Accepted::Created(message) => message.id,
