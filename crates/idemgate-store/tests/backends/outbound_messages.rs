@@ -229,3 +229,22 @@ on_both! {
         assert_eq!(jobs, [("dead".to_owned(), 1)], "the deleted application's waiting job ended dead");
     }
 }
+
+on_both! {
+    async fn a_keyed_publish_run_again_is_its_first_message_and_another_operation_is_a_new_one(t: TestStore) {
+        let app = app_with(&t, &[("all", all)]).await;
+        let keyed = |operation: &str| MessageIn { operation: Some(operation.to_owned()), ..message(None, "user.signup", b"{\"n\":1}") };
+        let first = created(t.accept_message(app.clone(), keyed("scope\nkey-1\n100"), NOW).await.unwrap());
+        // The same operation run again (a take-over after its first run died after the commit).
+        let again = t.accept_message(app.clone(), keyed("scope\nkey-1\n100"), NOW + 1).await.unwrap();
+        assert_eq!(again, Accepted::Duplicate(first.clone()), "the first run's message, nothing written");
+        assert_eq!(job_count(&t).await, 1);
+        // The same key in a later window (another expiry) is another operation.
+        let later = created(t.accept_message(app.clone(), keyed("scope\nkey-1\n200"), NOW + 2).await.unwrap());
+        assert_ne!(later.id, first.id);
+        // Without a key every publish is a message of its own.
+        let plain = created(t.accept_message(app.clone(), message(None, "user.signup", b"{\"n\":1}"), NOW + 3).await.unwrap());
+        assert!(plain.id != first.id && plain.id != later.id);
+        assert_eq!(job_count(&t).await, 3);
+    }
+}
