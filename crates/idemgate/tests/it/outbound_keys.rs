@@ -360,8 +360,8 @@ async fn keyed_publishes_survive_two_sigkills(backend: Backend) {
         delivered.len()
     );
     // A worker killed between the endpoint's answer and its record redelivers under the same
-    // `webhook-id` (at least once, as `gateway_delivery.rs` allows); never more than the kills.
-    assert!(again <= 2 * kills, "{again} redeliveries after {kills} kills");
+    // `webhook-id` (delivery is at least once, as `gateway_delivery.rs` allows): how many
+    // depends on the attempts in flight at each kill, so only the ids are asserted above.
     server.stop();
 }
 
