@@ -5,7 +5,7 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::{endpoint, message};
+use super::{app_id, endpoint, message};
 use crate::{
     PgStore, StoreError,
     model::outbound::{
@@ -59,7 +59,7 @@ async fn message_of(
     app: &Lookup,
     msg: &Lookup,
 ) -> Result<(String, String), OutboundError> {
-    let app_id = message::app_id(client, app).await?;
+    let app_id = app_id(client, app).await?;
     let found = message::find(client, &app_id, msg).await?.ok_or(OutboundError::NotFound(Resource::Message))?;
     Ok((app_id, found.id))
 }
@@ -83,7 +83,7 @@ impl PgStore {
         query: AttemptQuery,
     ) -> Result<Page<Attempt>, OutboundError> {
         let client = self.client().await?;
-        let app_id = message::app_id(&client, &app).await?;
+        let app_id = app_id(&client, &app).await?;
         let found =
             endpoint::find(&client, &app_id, &ep, false).await?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
         page(&client, &app_id, "j.destination", &found.id, query).await
@@ -111,7 +111,7 @@ impl PgStore {
         until_ms: i64,
     ) -> Result<EndpointStats, OutboundError> {
         let client = self.client().await?;
-        let app_id = message::app_id(&client, &app).await?;
+        let app_id = app_id(&client, &app).await?;
         let found =
             endpoint::find(&client, &app_id, &ep, false).await?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
         let select = client

@@ -5,7 +5,7 @@ use deadpool_postgres::GenericClient;
 use idemgate_core::outbound::sealing::{KeyId, SealedSecret};
 use tokio_postgres::Row;
 
-use super::{Hold, bump_version, lock_app, rate};
+use super::{Hold, app_id, bump_version, lock_app, rate};
 use crate::{
     PgStore, StoreError,
     model::{
@@ -211,18 +211,6 @@ async fn secrets(tx: &impl GenericClient, endpoint: &str, now_ms: i64) -> Result
         });
     }
     Ok(secrets)
-}
-
-/// The id of the live application `app` names, without a lock (for reads).
-async fn app_id(client: &impl GenericClient, app: &Lookup) -> Result<String, OutboundError> {
-    let (column, value) = app.column("uid");
-    let select = client
-        .prepare_cached(&format!("SELECT id FROM applications WHERE {column} = $1 AND deleted_at IS NULL"))
-        .await?;
-    match client.query_opt(&select, &[&value]).await? {
-        Some(row) => Ok(row.try_get(0)?),
-        None => Err(OutboundError::NotFound(Resource::Application)),
-    }
 }
 
 impl PgStore {

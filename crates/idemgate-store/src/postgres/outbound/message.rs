@@ -10,7 +10,7 @@ use deadpool_postgres::GenericClient;
 use idemgate_core::{Outcome, UnixTime};
 use tokio_postgres::Row;
 
-use super::{Hold, endpoint::of_app, lock_app};
+use super::{Hold, app_id, endpoint::of_app, lock_app};
 use crate::{
     PgStore, ReceiveRequest, StoreError,
     inbox::IncomingEvent,
@@ -57,18 +57,6 @@ pub(super) async fn find(
         ))
         .await?;
     Ok(client.query_opt(&select, &[&app_id, &value]).await?.as_ref().map(message).transpose()?)
-}
-
-/// The id of the live application `app` names, without a lock (for reads).
-pub(super) async fn app_id(client: &impl GenericClient, app: &Lookup) -> Result<String, OutboundError> {
-    let (column, value) = app.column("uid");
-    let select = client
-        .prepare_cached(&format!("SELECT id FROM applications WHERE {column} = $1 AND deleted_at IS NULL"))
-        .await?;
-    match client.query_opt(&select, &[&value]).await? {
-        Some(row) => Ok(row.try_get(0)?),
-        None => Err(OutboundError::NotFound(Resource::Application)),
-    }
 }
 
 impl PgStore {

@@ -40,6 +40,18 @@ enum Hold {
     Change,
 }
 
+/// The id of the live application `app` names, without a lock (for reads).
+pub(super) async fn app_id(client: &impl GenericClient, app: &Lookup) -> Result<String, OutboundError> {
+    let (column, value) = app.column("uid");
+    let select = client
+        .prepare_cached(&format!("SELECT id FROM applications WHERE {column} = $1 AND deleted_at IS NULL"))
+        .await?;
+    match client.query_opt(&select, &[&value]).await? {
+        Some(row) => Ok(row.try_get(0)?),
+        None => Err(OutboundError::NotFound(Resource::Application)),
+    }
+}
+
 /// Locks the live application `app` names as `hold` says and returns its id.
 async fn lock_app(tx: &impl GenericClient, app: &Lookup, hold: Hold) -> Result<String, OutboundError> {
     let (column, value) = app.column("uid");
