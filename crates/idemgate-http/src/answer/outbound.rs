@@ -9,6 +9,7 @@
 //! | read, changed or updated in place | 200 | the resource's `…Out` | |
 //! | created (`POST`, or a `PUT` that created) | 201 | the resource's `…Out` | |
 //! | a message accepted, once its commit is durable | 202 | `MessageOut` | |
+//! | a resend or a recovery made due, once its commit is durable | 202 | `{}` / `RecoverOut` | |
 //! | done, nothing to say (health, a delete, headers set) | 204 | none | |
 //! | a request Svix refuses as malformed | 400 | `{"code":C,"detail":D}` | |
 //! | no token, or not one of ours | 401 | `{"code":"authentication_failed",…}` | |
@@ -16,7 +17,7 @@
 //! | no such route or thing | 404 | `{"code":"not_found",…}` | |
 //! | request body not sent in time | 408 | `{"code":"body_timeout",…}` | `Connection: close` |
 //! | the `Idempotency-Key`'s request is still running | 409 | `{"code":"idempotency_conflict",…}` | `Retry-After` |
-//! | another conflict | 409 | `{"code":C,"detail":D}` | |
+//! | another conflict (a uid taken, an endpoint disabled, …) | 409 | `{"code":C,"detail":D}` | |
 //! | request body over the limit | 413 | `{"code":"payload_too_large",…}` | `Connection: close` |
 //! | a field refused (its `loc` says where) | 422 | `{"detail":[…]}` | |
 //! | too many requests | 429 | `{"code":"rate_limited",…}` | `Retry-After` |
@@ -218,6 +219,13 @@ impl From<OutboundError> for OutboundAnswer {
             OutboundError::StaleSecret => {
                 Self::Conflict { code: "conflict", detail: "The endpoint's secret was rotated at the same time" }
             }
+            OutboundError::EndpointDisabled => {
+                Self::Conflict { code: "endpoint_disabled", detail: "The endpoint is disabled; enable it first" }
+            }
+            OutboundError::PayloadGone => Self::BadRequest {
+                code: "missing_payload",
+                detail: "Unable to resend message. Payload is missing (probably expired).",
+            },
             err => {
                 tracing::warn!(error = %err, "the outbound API's store operation failed");
                 Self::Unavailable
@@ -329,6 +337,10 @@ mod tests {
         );
         let (status, body, _) = answered(OutboundError::EventTypeExists.into()).await;
         assert_eq!((status, body.map(|b| b["code"].clone())), (409, Some(json!("conflict"))));
+        let (status, body, _) = answered(OutboundError::EndpointDisabled.into()).await;
+        assert_eq!((status, body.map(|b| b["code"].clone())), (409, Some(json!("endpoint_disabled"))));
+        let (status, body, _) = answered(OutboundError::PayloadGone.into()).await;
+        assert_eq!((status, body.map(|b| b["code"].clone())), (400, Some(json!("missing_payload"))));
         let failed = OutboundError::Store(idemgate_store::StoreError::Unavailable);
         let (status, body, headers) = answered(failed.into()).await;
         assert_eq!((status, body), (503, Some(json!({}))));

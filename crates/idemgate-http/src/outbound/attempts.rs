@@ -154,6 +154,6 @@ fn attempt_out(attempt: Attempt) -> MessageAttemptOut {
         response_status_code: attempt.status_code.and_then(|code| i16::try_from(code).ok()).unwrap_or(0),
         response_duration_ms: attempt.duration_ms,
         timestamp: WireTime(attempt.started_at_ms),
-        trigger_type: TriggerType::Scheduled,
+        trigger_type: if attempt.manual { TriggerType::Manual } else { TriggerType::Scheduled },
     }
 }

@@ -7,6 +7,11 @@
 //! (`docs/design/outbound-api.md` §3.10). An `application` in the body creates the
 //! application named by the path's uid when it does not exist, as Svix does. A payload
 //! that its event type's schema refuses is 422 and nothing is stored (`payload_schema`).
+//!
+//! `send-example` (`v1.endpoint.send-example`) publishes a message of an event type with
+//! the example of its schema (`schemas["1"].examples[exampleIndex]`, the first by
+//! default; `{"success": true}` for `svix.ping`, as Svix's) through the same path, to the
+//! one endpoint of the path whatever its filters, answered 200 `MessageOut`.
 
 use std::sync::Arc;
 
@@ -15,7 +20,7 @@ use axum::{
     body::Bytes,
     extract::{Path, RawQuery},
     response::Response,
-    routing::get,
+    routing::{get, post},
 };
 use idemgate_core::outbound::field::{Channel, EventId, EventTypeName, Loc, parse_list};
 use idemgate_store::outbound::{
@@ -28,7 +33,7 @@ use super::{
     ApiState, Shared, applications, body,
     pagination::Page,
     payload_schema,
-    wire::{DEFAULT_PAYLOAD_RETENTION_DAYS, ListResponse, MessageIn, MessageOut, Payload, WireTime},
+    wire::{DEFAULT_PAYLOAD_RETENTION_DAYS, EventExampleIn, ListResponse, MessageIn, MessageOut, Payload, WireTime},
 };
 use crate::{
     answer::{Done, OutboundAnswer, api_not_found},
@@ -45,6 +50,73 @@ pub(super) fn routes() -> Router<Arc<ApiState>> {
     Router::new()
         .route("/app/{app_id}/msg", get(list).post(create).fallback(api_not_found))
         .route("/app/{app_id}/msg/{msg_id}", get(read).fallback(api_not_found))
+        .route("/app/{app_id}/endpoint/{endpoint_id}/send-example", post(send_example).fallback(api_not_found))
+}
+
+/// The event type whose example is a fixed payload (Svix's `SVIX_PING_EVENT_TYPE_NAME`).
+const PING_EVENT_TYPE: &str = "svix.ping";
+/// The example of [`PING_EVENT_TYPE`].
+const PING_PAYLOAD: &str = r#"{"success": true}"#;
+
+/// `POST …/endpoint/{endpoint_id}/send-example`: a message of the event type carrying
+/// its schema's example, to that endpoint alone; 200 `MessageOut` once durable. An event
+/// type that does not exist is 404; one without that example 400 `invalid_scheme`, as Svix.
+async fn send_example(
+    state: Shared,
+    Path((app, ep)): Path<(String, String)>,
+    operation: Option<Extension<Operation>>,
+    bytes: Bytes,
+) -> Result<Response, OutboundAnswer> {
+    let input: EventExampleIn = body::json(&bytes)?;
+    let event_type = EventTypeName::parse(&input.event_type, Loc::body("eventType"))?;
+    if input.payload.is_some() {
+        return Err(OutboundAnswer::invalid(
+            &["body", "payload"],
+            "a custom example payload is not served",
+            "value_error",
+        ));
+    }
+    let index = usize::try_from(input.example_index.unwrap_or(0)).unwrap_or(usize::MAX);
+    let payload = if event_type.as_str() == PING_EVENT_TYPE {
+        PING_PAYLOAD.to_owned()
+    } else {
+        let found = state.store.event_type(event_type.as_str().to_owned()).await?.ok_or(OutboundAnswer::NotFound)?;
+        example(found.schemas.as_deref(), index).ok_or(OutboundAnswer::BadRequest {
+            code: "invalid_scheme",
+            detail: "Unable to generate example message from event-type schema",
+        })?
+    };
+    let now = state.now_ms();
+    let message = store::MessageIn {
+        event_id: None,
+        event_type: event_type.as_str().to_owned(),
+        channels: None,
+        payload: Bytes::from(payload),
+        expires_at_ms: Some(now.saturating_add(DEFAULT_PAYLOAD_RETENTION_DAYS.saturating_mul(DAY_MS))),
+        operation: operation_text(operation),
+    };
+    let accepted =
+        state.store.accept_message_to(Lookup::application(&app), Lookup::endpoint(&ep), message, now).await?;
+    match accepted {
+        Accepted::Created(message) | Accepted::Duplicate(message) => Ok(Done::Ok.with(message_out(message, true)?)),
+        // A message without an `eventId` has its own receipt: it cannot conflict.
+        Accepted::Conflict => Err(OutboundAnswer::Unavailable),
+    }
+}
+
+/// The publishing operation an `Idempotency-Key` names, as the store takes it
+/// ([`store::MessageIn::operation`]).
+fn operation_text(operation: Option<Extension<Operation>>) -> Option<String> {
+    operation.map(|Extension(op)| format!("{}\n{}\n{}", op.scope, op.key, op.expires_at_ms))
+}
+
+/// The example `index` of an event type's `schemas` (the JSON text of an object of
+/// versions): `schemas["1"].examples[index]`, as JSON text, when it is an object (a
+/// message's payload is one).
+fn example(schemas: Option<&str>, index: usize) -> Option<String> {
+    let schemas: serde_json::Value = serde_json::from_str(schemas?).ok()?;
+    let example = schemas.get("1")?.get("examples")?.as_array()?.get(index)?;
+    example.is_object().then(|| example.to_string())
 }
 
 async fn create(
@@ -83,7 +155,7 @@ async fn create(
         channels: channels.map(|list| list.iter().map(|channel| channel.as_str().to_owned()).collect()),
         payload: Bytes::copy_from_slice(payload.as_bytes()),
         expires_at_ms: Some(now.saturating_add(retention.saturating_mul(DAY_MS))),
-        operation: operation.map(|Extension(op)| format!("{}\n{}\n{}", op.scope, op.key, op.expires_at_ms)),
+        operation: operation_text(operation),
     };
     let lookup = Lookup::application(&app);
     let accepted = match state.store.accept_message(lookup.clone(), message.clone(), now).await {
@@ -201,4 +273,21 @@ fn message_out(message: store::Message, with_content: bool) -> Result<MessageOut
         id: message.id,
         timestamp: WireTime(message.created_at_ms),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_example_is_an_object_of_version_1s_examples() {
+        let schemas = r#"{"1":{"type":"object","examples":[{"n":1},{"n":2},3]},"2":{"examples":[{"v":2}]}}"#;
+        assert_eq!(example(Some(schemas), 0).as_deref(), Some(r#"{"n":1}"#));
+        assert_eq!(example(Some(schemas), 1).as_deref(), Some(r#"{"n":2}"#));
+        assert_eq!(example(Some(schemas), 2), None, "not an object");
+        assert_eq!(example(Some(schemas), 3), None, "no such example");
+        assert_eq!(example(Some(r#"{"2":{"examples":[{"v":2}]}}"#), 0), None, "no version 1");
+        assert_eq!(example(Some(r#"{"1":{"type":"object"}}"#), 0), None);
+        assert_eq!(example(None, 0), None);
+    }
 }

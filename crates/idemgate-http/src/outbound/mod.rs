@@ -12,8 +12,8 @@
 //! - `pagination`: `limit`, `iterator`, `order`;
 //! - `body`: a request's JSON body and query flags, refused in Svix's 422 shape;
 //! - `payload_schema`: an event type's schema, compiled once, checked at message create;
-//! - `applications`, `event_types`, `endpoints`, `messages`, `attempts`: one module per
-//!   resource;
+//! - `applications`, `event_types`, `endpoints`, `messages` (with `send-example`),
+//!   `attempts`: one module per resource; `redelivery`: resend and recover;
 //! - `wire`: every JSON shape of Svix's spec.
 //!
 //! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
@@ -27,7 +27,8 @@ mod event_types;
 mod messages;
 mod pagination;
 mod payload_schema;
-// The attempted messages', recovery's and app portal's shapes wait for their routes.
+mod redelivery;
+// The attempted messages' and app portal's shapes wait for their routes.
 #[allow(dead_code)]
 pub(crate) mod wire;
 
@@ -108,6 +109,7 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         .merge(endpoints::routes())
         .merge(messages::routes())
         .merge(attempts::routes())
+        .merge(redelivery::routes())
         .with_state(state);
     // The layers run outside in: the token first, then the key, then the route.
     let authorized = resources

@@ -367,6 +367,12 @@ impl RecoverOut {
     pub(crate) fn running(id: String, at: WireTime) -> Self {
         Self { id, status: "running", task: "endpoint.recover", updated_at: at }
     }
+
+    /// The answer for the recovery task `id`, done at `at` (idemgate recovers in the
+    /// request's own transaction).
+    pub(crate) fn finished(id: String, at: WireTime) -> Self {
+        Self { status: "finished", ..Self::running(id, at) }
+    }
 }
 
 /// `EventExampleIn` (send-example).
@@ -374,6 +380,12 @@ impl RecoverOut {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EventExampleIn {
     pub(crate) event_type: String,
+    /// Which of the schema's `examples` to send (the first by default).
+    #[serde(default)]
+    pub(crate) example_index: Option<u64>,
+    /// A custom payload (Svix's cloud, for allow-listed customers only): refused.
+    #[serde(default)]
+    pub(crate) payload: Option<serde_json::Value>,
 }
 
 // ---- Messages and attempts ----

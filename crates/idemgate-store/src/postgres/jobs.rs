@@ -219,8 +219,11 @@ async fn completed(
                     AS f(id, token, attempt, started_at, latency_ms, status, error, response_prefix,
                          state, next_attempt_at_ms, last_error, outcome, disable, destination)
              ), attempt AS (
-                INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix, outcome)
-                SELECT id, attempt, started_at, latency_ms, status, error, response_prefix, outcome FROM finished
+                INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix, outcome,
+                                      manual)
+                SELECT id, attempt, started_at, latency_ms, status, error, response_prefix, outcome,
+                       coalesce((SELECT j.manual FROM jobs j WHERE j.id = finished.id), false)
+                FROM finished
              ), moved AS (
                 UPDATE jobs SET state = f.state, next_attempt_at_ms = f.next_attempt_at_ms, last_error = f.last_error,
                        lease_until = NULL, updated_at = $12
@@ -635,20 +638,31 @@ impl PgStore {
         ids: Vec<i64>,
         now: UnixTime,
     ) -> Result<usize, StoreError> {
-        let bindings = filter.bindings()?;
         let client = self.client().await?;
-        let changed = client
-            .execute(
-                &format!(
-                    "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = $7::bigint * 1000,
-                            last_error = NULL, updated_at = $7
-                     WHERE id IN ({MATCHING} AND j.id = ANY($8::bigint[]))"
-                ),
-                &with(&bindings, &[&now.0, &ids]),
-            )
-            .await?;
-        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        replay_selected(&client, &filter, &ids, now).await
     }
+}
+
+/// Makes those of `ids` that `filter` still selects `pending` again, on `client` (a
+/// connection, or the caller's transaction); returns how many.
+pub(in crate::postgres) async fn replay_selected(
+    client: &impl GenericClient,
+    filter: &ReplayFilter,
+    ids: &[i64],
+    now: UnixTime,
+) -> Result<usize, StoreError> {
+    let bindings = filter.bindings()?;
+    let changed = client
+        .execute(
+            &format!(
+                "UPDATE jobs SET state = 'pending', attempts = 0, next_attempt_at_ms = $7::bigint * 1000,
+                        last_error = NULL, updated_at = $7
+                 WHERE id IN ({MATCHING} AND j.id = ANY($8::bigint[]))"
+            ),
+            &with(&bindings, &[&now.0, &ids]),
+        )
+        .await?;
+    Ok(usize::try_from(changed).unwrap_or(usize::MAX))
 }
 
 /// Finished attempts as the columns of the completion statement's `unnest`.

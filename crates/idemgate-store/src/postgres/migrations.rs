@@ -276,6 +276,15 @@ const MIGRATIONS: &[&str] = &[
         created_at BIGINT  NOT NULL
     );
 "#,
+    // Whether a job was last made due by hand (the outbound API's resend or recover): its
+    // attempts from then on are `Manual` (`triggerType` 1), as Svix's.
+    r"
+    ALTER TABLE jobs ADD COLUMN manual BOOLEAN NOT NULL DEFAULT false;
+",
+    // Each attempt's trigger, copied from its job when it is recorded.
+    r"
+    ALTER TABLE attempts ADD COLUMN manual BOOLEAN NOT NULL DEFAULT false;
+",
 ];
 
 /// The schema version this build writes on PostgreSQL.

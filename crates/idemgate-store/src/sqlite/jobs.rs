@@ -210,8 +210,8 @@ pub fn complete(
     let now = UnixTime(second_of(now_ms));
     let recording = Recording::of(attempt, decision, now_ms);
     conn.prepare_cached(
-        "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix, outcome)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, error, response_prefix, outcome, manual)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, coalesce((SELECT manual FROM jobs WHERE id = ?1), 0))",
     )?
     .execute(params![
         job.id,

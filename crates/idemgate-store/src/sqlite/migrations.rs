@@ -275,6 +275,15 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL
     ) STRICT, WITHOUT ROWID;
 ",
+    // Whether a job was last made due by hand (the outbound API's resend or recover): its
+    // attempts from then on are `Manual` (`triggerType` 1), as Svix's.
+    r"
+    ALTER TABLE jobs ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
+",
+    // Each attempt's trigger, copied from its job when it is recorded: 1 manual, 0 scheduled.
+    r"
+    ALTER TABLE attempts ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 /// The schema version this build writes.

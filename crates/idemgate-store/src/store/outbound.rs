@@ -2,6 +2,7 @@
 //! (`docs/design/outbound-api.md` §3.2–3.3), each the same call on either backend.
 
 use super::{Backend, Store};
+use crate::audit::Audit;
 use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
@@ -10,7 +11,8 @@ use crate::model::outbound::{
         ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
     },
     event_type::{EventType, EventTypeDeletion, EventTypeIn, EventTypePatch},
-    message::{Accepted, Message, MessageIn, MessageQuery},
+    message::{Accepted, Addressed, Message, MessageIn, MessageQuery},
+    redelivery::{Recovery, Resent},
 };
 
 impl Store {
@@ -227,7 +229,55 @@ impl Store {
     /// else. Answered only once the commit is durable (on SQLite, through the writer's
     /// group commit, as [`Self::accept`]).
     pub async fn accept_message(&self, app: Lookup, input: MessageIn, now_ms: i64) -> Result<Accepted, OutboundError> {
-        on_backend!(self, store => store.accept_message(app, input, now_ms).await)
+        on_backend!(self, store => store.accept_message(app, input, Addressed::Subscribers, now_ms).await)
+    }
+
+    /// [`Self::accept_message`] to the endpoint `ep` (id or uid) of the application alone,
+    /// whatever its filters (an example message): its one job is that endpoint's. A
+    /// missing or deleted endpoint is [`OutboundError::NotFound`], a disabled one
+    /// [`OutboundError::EndpointDisabled`]; nothing is stored then.
+    pub async fn accept_message_to(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        input: MessageIn,
+        now_ms: i64,
+    ) -> Result<Accepted, OutboundError> {
+        on_backend!(self, store => store.accept_message(app, input, Addressed::Endpoint(ep), now_ms).await)
+    }
+
+    /// Sends the message `msg` (id or `eventId`) again to the endpoint `ep` (id or uid) of
+    /// the live application `app`, in one transaction: its job for the endpoint is
+    /// replayed (finished) or made due now (waiting), and marked manual, so its attempts
+    /// from then on are `Manual`; a job being attempted is left alone
+    /// ([`Resent::Sending`]). The message keeps its id, so the `webhook-id` is the same.
+    /// A message never sent to that endpoint is [`OutboundError::NotFound`] (as Svix), a
+    /// disabled endpoint [`OutboundError::EndpointDisabled`], a purged payload
+    /// [`OutboundError::PayloadGone`]. `audit`, if any, is recorded in the transaction.
+    pub async fn resend_message(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        ep: Lookup,
+        now_ms: i64,
+        audit: Option<Audit>,
+    ) -> Result<Resent, OutboundError> {
+        on_backend!(self, store => store.resend_message(app, msg, ep, now_ms, audit).await)
+    }
+
+    /// Replays, in one transaction, every `dead` job of the endpoint `ep` whose message
+    /// was created in `range`, marking them manual; returns how many. A disabled endpoint
+    /// is [`OutboundError::EndpointDisabled`]. `audit`, if any, is recorded in the
+    /// transaction.
+    pub async fn recover_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        range: Recovery,
+        now_ms: i64,
+        audit: Option<Audit>,
+    ) -> Result<usize, OutboundError> {
+        on_backend!(self, store => store.recover_endpoint(app, ep, range, now_ms, audit).await)
     }
 
     /// The message `msg` (its id or `eventId`) of the live application `app`.

@@ -20,6 +20,7 @@ mod outbound_attempts;
 mod outbound_endpoints;
 mod outbound_event_types;
 mod outbound_messages;
+mod outbound_redelivery;
 mod outcome;
 mod receive;
 mod routing;

@@ -30,6 +30,9 @@ pub struct Attempt {
     pub duration_ms: i64,
     /// When it started, unix milliseconds.
     pub started_at_ms: i64,
+    /// Whether it was made because of a resend or a recovery (Svix's `Manual` trigger)
+    /// rather than by the schedule.
+    pub manual: bool,
 }
 
 impl Attempt {
@@ -93,9 +96,9 @@ impl AttemptQuery {
 
 /// The columns both backends select for an attempt (attempts `a`, jobs `j`, messages `m`,
 /// endpoints `ep`): the row, its start (seconds), the message, the endpoint, its URL, the
-/// answer's start, its status and the duration.
+/// answer's start, its status, the duration and whether it was triggered by hand.
 pub(crate) const COLUMNS: &str =
-    "a.id, a.started_at, m.id, j.destination, ep.url, a.response_prefix, a.status, a.latency_ms";
+    "a.id, a.started_at, m.id, j.destination, ep.url, a.response_prefix, a.status, a.latency_ms, a.manual";
 
 /// The rows an attempt statement reads, joined: each attempt through its job to the
 /// message (whose event the job delivers) and the endpoint (its destination).
@@ -112,6 +115,7 @@ pub(crate) struct AttemptRow {
     pub(crate) response: Option<String>,
     pub(crate) status: Option<i64>,
     pub(crate) duration_ms: i64,
+    pub(crate) manual: bool,
 }
 
 impl AttemptRow {
@@ -129,6 +133,7 @@ impl AttemptRow {
             status_code: self.status.and_then(|code| u16::try_from(code).ok()),
             duration_ms: self.duration_ms,
             started_at_ms,
+            manual: self.manual,
         })
     }
 }

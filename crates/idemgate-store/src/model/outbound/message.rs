@@ -30,6 +30,51 @@ pub struct MessageIn {
     pub operation: Option<String>,
 }
 
+/// Which endpoints a message goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Addressed {
+    /// Every enabled, live endpoint of the application whose filters admit it.
+    Subscribers,
+    /// This endpoint (id or uid) of the application alone, whatever its filters (an
+    /// example message, `send-example`); missing or deleted is
+    /// [`super::OutboundError::NotFound`], disabled [`super::OutboundError::EndpointDisabled`].
+    Endpoint(super::Lookup),
+}
+
+/// Why a message addressed to one endpoint is refused inside its transaction: the endpoint
+/// was deleted, or disabled, since it was looked up.
+pub(crate) const ENDPOINT_GONE: &str = "endpoint not found";
+/// See [`ENDPOINT_GONE`].
+pub(crate) const ENDPOINT_DISABLED: &str = "endpoint disabled";
+
+/// The endpoint ids of `endpoints` (the application's enabled, live ones) that a message
+/// of `event_type` on `channels` goes to as `to` says; `to_id` is the id an
+/// [`Addressed::Endpoint`] was found to have.
+pub(crate) fn destinations<'a>(
+    endpoints: &'a [super::endpoint::Endpoint],
+    to_id: Option<&str>,
+    event_type: &str,
+    channels: Option<&[String]>,
+) -> Vec<&'a str> {
+    endpoints
+        .iter()
+        .filter(|ep| match to_id {
+            Some(id) => ep.id == id,
+            None => ep.receives(event_type, channels),
+        })
+        .map(|ep| ep.id.as_str())
+        .collect()
+}
+
+/// The refusal of a message whose effect refused with `reason`.
+pub(crate) fn refused(reason: &str) -> super::OutboundError {
+    match reason {
+        ENDPOINT_GONE => super::OutboundError::NotFound(super::Resource::Endpoint),
+        ENDPOINT_DISABLED => super::OutboundError::EndpointDisabled,
+        _ => refused_app(),
+    }
+}
+
 /// A stored message (`MessageOut`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {

@@ -11,6 +11,7 @@ pub mod attempt;
 pub mod endpoint;
 pub mod event_type;
 pub mod message;
+pub mod redelivery;
 
 use std::{collections::BTreeMap, fmt};
 
@@ -35,6 +36,13 @@ pub enum OutboundError {
     /// rotation came first): read the secrets again and seal for the new next `seq`.
     #[error("the endpoint's secrets changed since the new secret was sealed")]
     StaleSecret,
+    /// The endpoint is disabled: nothing is sent to it (a resend, a recovery or an example
+    /// is refused rather than left waiting).
+    #[error("the endpoint is disabled")]
+    EndpointDisabled,
+    /// The message's payload was purged: there is nothing to send again.
+    #[error("the message's payload is gone")]
+    PayloadGone,
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

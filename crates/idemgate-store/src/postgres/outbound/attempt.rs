@@ -26,6 +26,7 @@ fn attempt(row: &Row) -> Result<Attempt, StoreError> {
         response: row.try_get(5)?,
         status: status.map(i64::from),
         duration_ms: row.try_get(7)?,
+        manual: row.try_get(8)?,
     }
     .attempt()
 }

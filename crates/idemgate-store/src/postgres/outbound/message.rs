@@ -10,7 +10,11 @@ use deadpool_postgres::GenericClient;
 use idemgate_core::{Outcome, UnixTime};
 use tokio_postgres::Row;
 
-use super::{Hold, app_id, endpoint::of_app, lock_app};
+use super::{
+    Hold, app_id,
+    endpoint::{self, of_app},
+    lock_app,
+};
 use crate::{
     PgStore, ReceiveRequest, StoreError,
     inbox::IncomingEvent,
@@ -18,8 +22,8 @@ use crate::{
         outbound::{
             Lookup, OutboundError, Page, Resource, from_json_opt, json_text,
             message::{
-                Accepted, COLUMNS, CONTENT_TYPE, Message, MessageIn, MessageQuery, fingerprint, message_of,
-                receipt_key, receipt_result,
+                Accepted, Addressed, COLUMNS, CONTENT_TYPE, Message, MessageIn, MessageQuery, destinations,
+                fingerprint, message_of, receipt_key, receipt_result,
             },
             new_message_id,
         },
@@ -64,11 +68,25 @@ impl PgStore {
         &self,
         app: Lookup,
         input: MessageIn,
+        to: Addressed,
         now_ms: i64,
     ) -> Result<Accepted, OutboundError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let app_id = lock_app(&tx, &app, Hold::Share).await?;
+        // The application's row held `FOR SHARE` keeps its endpoints as they are until the commit.
+        let to_id = match to {
+            Addressed::Subscribers => None,
+            Addressed::Endpoint(ep) => {
+                let found = endpoint::find(&tx, &app_id, &ep, false)
+                    .await?
+                    .ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+                if found.disabled {
+                    return Err(OutboundError::EndpointDisabled);
+                }
+                Some(found.id)
+            }
+        };
         let msg_id = new_message_id(now_ms)?;
         let request = ReceiveRequest {
             key: receipt_key(&app_id, &input, &msg_id)?,
@@ -87,12 +105,8 @@ impl PgStore {
                 _ => Ok(Accepted::Conflict),
             };
         }
-        let destinations: Vec<String> = of_app(&tx, &app_id)
-            .await?
-            .into_iter()
-            .filter(|ep| ep.receives(&input.event_type, input.channels.as_deref()))
-            .map(|ep| ep.id)
-            .collect();
+        let endpoints = of_app(&tx, &app_id).await?;
+        let names = destinations(&endpoints, to_id.as_deref(), &input.event_type, input.channels.as_deref());
         let event = IncomingEvent {
             result: serde_json::Value::Null,
             outgoing_id: Some(msg_id.clone()),
@@ -106,7 +120,6 @@ impl PgStore {
             refusal: None,
         };
         let event_id = insert_event(&tx, &request, &event).await?;
-        let names: Vec<&str> = destinations.iter().map(String::as_str).collect();
         insert_jobs(&tx, event_id, "pending", request.received_at.0, &names).await?;
         let MessageIn { event_id: uid, event_type, channels, payload, expires_at_ms, .. } = input;
         let insert = tx

@@ -8,6 +8,7 @@ mod attempt;
 mod endpoint;
 mod event_type;
 mod message;
+mod redelivery;
 
 use deadpool_postgres::GenericClient;
 

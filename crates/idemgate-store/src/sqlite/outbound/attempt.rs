@@ -24,6 +24,7 @@ fn row(row: &Row<'_>) -> rusqlite::Result<AttemptRow> {
         response: row.get(5)?,
         status: row.get(6)?,
         duration_ms: row.get(7)?,
+        manual: row.get(8)?,
     })
 }
 

@@ -5,15 +5,18 @@
 use idemgate_core::{Outcome, UnixTime};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{endpoint::of_app, live_app_id};
+use super::{
+    endpoint::{self, of_app},
+    live_app_id,
+};
 use crate::{
     HandlerError, ReceiveRequest, SqliteStore,
     model::{
         outbound::{
             Lookup, OutboundError, Page, Resource, json_text,
             message::{
-                Accepted, COLUMNS, CONTENT_TYPE, Message, MessageIn, MessageQuery, failed, fingerprint, message_of,
-                receipt_key, receipt_result, refused_app,
+                Accepted, Addressed, COLUMNS, CONTENT_TYPE, ENDPOINT_DISABLED, ENDPOINT_GONE, Message, MessageIn,
+                MessageQuery, destinations, failed, fingerprint, message_of, receipt_key, receipt_result, refused,
             },
             new_message_id,
         },
@@ -34,6 +37,8 @@ pub(in crate::sqlite) struct MessageEffect {
     app_id: String,
     message: Message,
     expires_at_ms: Option<i64>,
+    /// The one endpoint it goes to ([`Addressed::Endpoint`]), by id.
+    to_id: Option<String>,
 }
 
 /// The message's event, its jobs (one per enabled, live endpoint it goes to) and its
@@ -43,7 +48,7 @@ pub(in crate::sqlite) fn store_message(
     request: &ReceiveRequest,
     effect: MessageEffect,
 ) -> Result<Produced, HandlerError> {
-    let MessageEffect { app_id, message, expires_at_ms } = effect;
+    let MessageEffect { app_id, message, expires_at_ms, to_id } = effect;
     let live: i64 = conn
         .prepare_cached("SELECT count(*) FROM applications WHERE id = ?1 AND deleted_at IS NULL")?
         .query_row(params![app_id], |row| row.get(0))?;
@@ -52,11 +57,14 @@ pub(in crate::sqlite) fn store_message(
     }
     let endpoints =
         of_app(conn, &app_id).map_err(|_| HandlerError::new("the application's endpoints cannot be read"))?;
-    let destinations: Vec<&str> = endpoints
-        .iter()
-        .filter(|ep| ep.receives(&message.event_type, message.channels.as_deref()))
-        .map(|ep| ep.id.as_str())
-        .collect();
+    let destinations = destinations(&endpoints, to_id.as_deref(), &message.event_type, message.channels.as_deref());
+    if let Some(id) = to_id.as_deref()
+        && destinations.is_empty()
+    {
+        let found = endpoint::find(conn, &app_id, &Lookup::Id(id.to_owned()))
+            .map_err(|_| HandlerError::new("the endpoint cannot be read"))?;
+        return Err(HandlerError::Refused(if found.is_some() { ENDPOINT_DISABLED } else { ENDPOINT_GONE }));
+    }
     let payload = message.payload.as_deref().unwrap_or_default();
     let event = NewEvent {
         key: &request.key,
@@ -123,9 +131,26 @@ impl SqliteStore {
         &self,
         app: Lookup,
         input: MessageIn,
+        to: Addressed,
         now_ms: i64,
     ) -> Result<Accepted, OutboundError> {
-        let app_id = self.look(move |conn| live_app_id(conn, &app)).await?;
+        let (app_id, to_id) = self
+            .look(move |conn| {
+                let app_id = live_app_id(conn, &app)?;
+                let to_id = match to {
+                    Addressed::Subscribers => None,
+                    Addressed::Endpoint(ep) => {
+                        let found =
+                            endpoint::find(conn, &app_id, &ep)?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+                        if found.disabled {
+                            return Err(OutboundError::EndpointDisabled);
+                        }
+                        Some(found.id)
+                    }
+                };
+                Ok((app_id, to_id))
+            })
+            .await?;
         let msg_id = new_message_id(now_ms)?;
         let request = ReceiveRequest {
             key: receipt_key(&app_id, &input, &msg_id)?,
@@ -143,7 +168,7 @@ impl SqliteStore {
             payload: Some(payload.to_vec()),
             created_at_ms: now_ms,
         };
-        let effect = MessageEffect { app_id: app_id.clone(), message: created.clone(), expires_at_ms };
+        let effect = MessageEffect { app_id: app_id.clone(), message: created.clone(), expires_at_ms, to_id };
         match self.submit(request, Effect::Message(Box::new(effect))).await.outcome {
             Outcome::Applied { .. } => Ok(Accepted::Created(created)),
             Outcome::Duplicate { result } => {
@@ -152,7 +177,7 @@ impl SqliteStore {
                 found.map(Accepted::Duplicate).ok_or(OutboundError::NotFound(Resource::Message))
             }
             Outcome::Conflict => Ok(Accepted::Conflict),
-            Outcome::Refused { .. } => Err(refused_app()),
+            Outcome::Refused { reason } => Err(refused(reason)),
             Outcome::Failed { cause } => Err(failed(cause).into()),
         }
     }

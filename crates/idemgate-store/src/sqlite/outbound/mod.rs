@@ -7,6 +7,7 @@ mod attempt;
 mod endpoint;
 mod event_type;
 pub(super) mod message;
+mod redelivery;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
