@@ -272,7 +272,7 @@ try {
   // A phone's width: no page scrolls sideways (table rows stack as cards).
   await page.setViewportSize({ width: 390, height: 844 });
   const pages = ['/admin/', '/admin/events?identity=msg_brow', await eventUrl(page), '/admin/destinations',
-    '/admin/rejections', '/admin/audit'];
+    '/admin/rejections', '/admin/audit', '/admin/applications'];
   for (const where of pages) {
     await page.goto(where.startsWith('http') ? where : `${ADMIN_URL}${where}`);
     const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

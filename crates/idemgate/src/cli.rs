@@ -53,6 +53,12 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: DestinationCommand,
     },
+    /// The sending side's applications and their endpoints (read-only: they are changed
+    /// through the outbound API, `/api/v1`).
+    Apps {
+        #[command(subcommand)]
+        command: AppsCommand,
+    },
     /// Retention and backups.
     Store {
         #[command(subcommand)]
@@ -468,6 +474,32 @@ pub(crate) enum StoreCommand {
         /// The backup file.
         #[arg(long)]
         from: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum AppsCommand {
+    /// The applications, by id, each with how many endpoints it has, how many of them are
+    /// disabled or paused, and how many have retrying or dead jobs.
+    List {
+        /// The next page: applications with an id after this.
+        #[arg(long)]
+        after: Option<String>,
+        /// At most this many (1 to 250).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One application and its endpoints: URL, state, health, jobs by state, filters, rate
+    /// limit, custom header names (never values or secrets), latest success and failure.
+    Show {
+        /// The application's id (`app_…`) or uid.
+        app: String,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -6,7 +6,8 @@
 //! settings, [`gateway`] turns them into the routes `idemgate_http::gateway` builds and
 //! serves, [`run`] starts everything on one clock, [`reload`] decides what a configuration
 //! reload changes while running, [`traces`] builds the span exporter, and [`outbound`]
-//! builds the worker that forwards stored events. Each command's own code is the binary's
+//! builds the worker that forwards stored events; [`operator`] and [`applications`] print
+//! the operator's views in a terminal. Each command's own code is the binary's
 //! (`src/commands/`). It builds no router and chooses no status: that is `idemgate-http`'s. It also
 //! re-exports the workspace crates so an application depends on one crate: [`core`] (pure
 //! decisions), [`clock`] (where the time is read), [`store`] (receipts on SQLite and
@@ -14,6 +15,7 @@
 //! the library path.
 
 pub mod alerts;
+pub mod applications;
 pub mod availability;
 pub mod config;
 pub mod errors;

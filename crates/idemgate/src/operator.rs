@@ -193,7 +193,7 @@ fn attempt_line(a: &AttemptView) -> String {
 }
 
 /// `2026-12-01T17:43:58Z (3 min ago)`, of a view's unix seconds.
-fn when(secs: i64, now: UnixTime) -> String {
+pub(crate) fn when(secs: i64, now: UnixTime) -> String {
     let at = UnixTime(secs);
     format!("{} ({})", at.rfc3339(), relative(at, now))
 }
@@ -201,7 +201,7 @@ fn when(secs: i64, now: UnixTime) -> String {
 /// At most `max` bytes of `text`, with `"` and `\\` escaped and every character that
 /// could steer a terminal (controls, escape sequences, bidirectional and zero-width
 /// format characters) written as an escape; `…` marks a cut.
-fn printable(text: &str, max: usize) -> String {
+pub(crate) fn printable(text: &str, max: usize) -> String {
     escaped(text, max, true)
 }
 
@@ -308,7 +308,7 @@ fn destinations_text(all: &[DestinationView], now: UnixTime) -> String {
 }
 
 /// A view as one line of JSON; a view is plain data, so this cannot fail.
-fn to_json(view: &impl serde::Serialize) -> String {
+pub(crate) fn to_json(view: &impl serde::Serialize) -> String {
     serde_json::to_string(view).unwrap_or_default()
 }
 

@@ -6,9 +6,9 @@
 //! |---|---|---|
 //! | missing or wrong bearer token | 401 + `WWW-Authenticate: Bearer` | `unauthorized` |
 //! | a `read` token asking to change state | 403 | `forbidden` |
-//! | no such event, destination or path | 404 | `not_found` |
+//! | no such event, destination, application (or its endpoint or message) or path | 404 | `not_found` |
 //! | a method the path does not take | 405 | `method_not_allowed` |
-//! | a filter the API does not know | 400 | `unknown_state`, `unknown_destination`, `unknown_action`, `state_not_replayable`, `state_not_waiting`, `state_not_for_replay_to`, `destination_with_to` |
+//! | a filter the API does not know | 400 | `unknown_state`, `unknown_destination`, `unknown_action`, `state_not_replayable`, `state_not_waiting`, `state_not_for_replay_to`, `destination_with_to`, `bad_cursor` |
 //! | a query, path or JSON body that does not parse | 400 | `invalid_query`, `invalid_path`, `invalid_body` |
 //! | a body without `Content-Type: application/json` | 415 | `unsupported_media_type` |
 //! | a body over its limit, too slow or broken | 413, 408, 400 | `body_size`, `body_timeout`, `body_unreadable` |
@@ -40,6 +40,8 @@ pub enum AdminError {
     NotFound,
     /// No destination of that name is configured or known to the store; nothing was changed.
     UnknownDestination,
+    /// No such application, or no such endpoint or message of it.
+    UnknownApplication,
     /// No route has this path.
     NoRoute,
     /// The path has a route, but not for this method.
@@ -90,7 +92,9 @@ impl AdminError {
         match self {
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
-            Self::NotFound | Self::UnknownDestination | Self::NoRoute => (StatusCode::NOT_FOUND, "not_found"),
+            Self::NotFound | Self::UnknownDestination | Self::UnknownApplication | Self::NoRoute => {
+                (StatusCode::NOT_FOUND, "not_found")
+            }
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::BadRequest(code) => (StatusCode::BAD_REQUEST, code),
             Self::Invalid { part: Part::Query, .. } => (StatusCode::BAD_REQUEST, "invalid_query"),
@@ -111,6 +115,7 @@ impl AdminError {
             Self::Forbidden => "this token may only read; changes need an operate token".to_owned(),
             Self::NotFound => "no such event".to_owned(),
             Self::UnknownDestination => "no destination of that name".to_owned(),
+            Self::UnknownApplication => "no such application, or no such endpoint or message of it".to_owned(),
             Self::NoRoute => "no such path in the admin API (see /admin/v1/openapi.json)".to_owned(),
             Self::MethodNotAllowed => "this path does not take this method (see /admin/v1/openapi.json)".to_owned(),
             Self::BadRequest(code) => explain(code).to_owned(),
@@ -134,6 +139,7 @@ fn explain(code: &str) -> &'static str {
         "state_not_waiting" => "a retry takes state pending or retrying",
         "state_not_for_replay_to" => "with to, state is absent or unmatched",
         "destination_with_to" => "destination and to cannot be given together",
+        "bad_cursor" => "the cursor must be one a previous page gave",
         _ => "the request names something the admin API does not know",
     }
 }
@@ -181,6 +187,8 @@ mod tests {
             (AdminError::Forbidden, 403),
             (AdminError::NotFound, 404),
             (AdminError::UnknownDestination, 404),
+            (AdminError::UnknownApplication, 404),
+            (AdminError::BadRequest("bad_cursor"), 400),
             (AdminError::MethodNotAllowed, 405),
             (AdminError::BadRequest("unknown_state"), 400),
             (AdminError::Invalid { part: Part::Query, detail: "x".to_owned() }, 400),

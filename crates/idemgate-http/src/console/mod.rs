@@ -1,12 +1,14 @@
 //! The operator console, on the admin listener: the admin API under `/admin/v1`
 //! (`admin/`) and the dashboard under `/admin/` (`dashboard/`), both working on one
-//! [`AdminState`] ([`state`]) and reading the store through the operator's [`views`]; the
+//! [`AdminState`] ([`state`]) and reading the store through the operator's [`views`] (the
+//! sending side's in [`applications`]); the
 //! dashboard's signed-in sessions are kept by [`session`].
 //!
 //! Every answer of the console, API and dashboard, forbids framing and caching, and every
 //! request body is read under a limit and the listener's body timeout.
 
 mod admin;
+pub mod applications;
 pub(crate) mod dashboard;
 pub mod session;
 pub mod state;

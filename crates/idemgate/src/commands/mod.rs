@@ -26,6 +26,7 @@ use tracing_subscriber::{
 
 use crate::cli::{Command, ConfigCommand, DestinationCommand, EventsCommand};
 
+mod apps;
 mod bench;
 mod check;
 mod destination;
@@ -89,6 +90,7 @@ pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCod
         Command::Destination { command: DestinationCommand::Setup { name } } => {
             destination::setup(&load_quietly(path, Uses::Worker)?, &name).await
         }
+        Command::Apps { command } => apps::view(&load(path, Uses::Store)?, command, &SystemClock).await,
         Command::Store { command } => store::store(&load(path, Uses::Store)?, command, &SystemClock).await,
         Command::Config { command: ConfigCommand::Check } => check::check(path),
         Command::Bench { workload } => bench::bench(workload, &SystemClock).await,

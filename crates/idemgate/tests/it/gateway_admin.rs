@@ -141,6 +141,11 @@ fn every_route_of_the_openapi_document_answers() {
     assert!(paths.len() >= 7, "{paths:?}");
     assert!(paths.contains_key("/admin/v1/audit"), "the audit log is documented: {paths:?}");
     for (path, operations) in paths {
+        if path.contains("{app}") {
+            // This gateway has no outbound API, so no application: these routes answer in
+            // `outbound_operate.rs`, against applications made through it.
+            continue;
+        }
         let concrete = path.replace("{source}", "alpha").replace("{identity}", "a1").replace("{name}", "app");
         for method in operations.as_object().unwrap().keys() {
             let body = if method == "post" { "{}" } else { "" };

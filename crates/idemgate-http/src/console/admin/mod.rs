@@ -1,8 +1,8 @@
 //! The admin API under `/admin/v1`, for operators and their tools: events with filters and
 //! cursor pagination, one event's history and payload, conflicts, replays of finished jobs, retry-now
 //! of waiting ones, counts, rejections by reason, destinations, their health and their
-//! attempts over the last hour or day, re-enabling a destination, and the audit log of
-//! those changes. Every route needs `Authorization: Bearer <token>`, one of the named
+//! attempts over the last hour or day, re-enabling a destination, the audit log of
+//! those changes, and the sending side's applications, endpoints and messages (read-only). Every route needs `Authorization: Bearer <token>`, one of the named
 //! admin tokens (each compared by digest in constant time); a `read` token may use every
 //! `GET`, and anything else needs `operate` ([`crate::access`]). Each change is recorded
 //! in the audit log under the token's name. The OpenAPI document at `/admin/v1/openapi.json` is
@@ -10,11 +10,12 @@
 //!
 //! This module is the router; each resource is a module of its own, with its routes:
 //! [`events`], [`replay`], [`retry`], [`stats`], [`rejections`], [`conflicts`],
-//! [`destinations`] and [`audit`] ([`series`]: the window the `…/series` routes share).
+//! [`destinations`], [`audit`] and [`applications`] ([`series`]: the window the `…/series` routes share).
 //! Every refusal of the API is JSON with a code and a detail ([`AdminError`]), a query or
 //! body that does not parse included ([`extract`]); [`openapi`] holds the document's
 //! security scheme, refusals and enums.
 
+mod applications;
 mod audit;
 mod conflicts;
 mod destinations;
@@ -49,7 +50,7 @@ use crate::{
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "idemgate admin API", description = "Events, jobs, replays and counts of an idemgate gateway."),
+    info(title = "idemgate admin API", description = "Events, jobs, replays and counts of an idemgate gateway, and the applications it sends to."),
     components(schemas(ErrorBody)),
     security(("bearer" = [])),
     modifiers(&BearerToken)
@@ -67,6 +68,7 @@ pub(super) fn router(state: AdminState) -> Router {
         .merge(conflicts::routes())
         .merge(destinations::routes())
         .merge(audit::routes())
+        .merge(applications::routes())
         .split_for_parts();
     let protected = api.route_layer(middleware::from_fn_with_state(state.clone(), require_token)).with_state(state);
     let doc: Arc<str> = doc.to_json().unwrap_or_else(|_| "{}".to_owned()).into();

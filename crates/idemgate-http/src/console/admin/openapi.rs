@@ -40,13 +40,14 @@ pub(crate) enum ReadRefusals {
 #[derive(IntoResponses)]
 #[allow(dead_code)] // Never built: the document's list of a route's refusals.
 pub(crate) enum LookupRefusals {
-    /// A query or path the API does not take (`invalid_query`, `invalid_path`).
+    /// A query or path the API does not take (`invalid_query`, `invalid_path`), or a
+    /// cursor it did not give (`bad_cursor`).
     #[response(status = 400)]
     BadRequest(ErrorBody),
     /// No valid bearer token (`unauthorized`).
     #[response(status = 401)]
     Unauthorized(ErrorBody),
-    /// No such event, or no such path (`not_found`).
+    /// No such event, application (or endpoint or message of it), or no such path (`not_found`).
     #[response(status = 404)]
     NotFound(ErrorBody),
     /// The store cannot be read now (`store_unavailable`).

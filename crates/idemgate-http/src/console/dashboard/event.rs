@@ -281,7 +281,7 @@ fn attempts_table(event: &EventDetail, now: UnixTime) -> String {
 
 /// The body as the page shows it: JSON re-indented, anything else as text (invalid
 /// UTF-8 replaced), cut at [`SHOWN`] bytes.
-fn shown_body(body: &[u8]) -> String {
+pub(super) fn shown_body(body: &[u8]) -> String {
     let cut = &body[..body.len().min(SHOWN)];
     let text = String::from_utf8_lossy(cut);
     let mut shown =

@@ -100,7 +100,7 @@ pub(crate) fn signed_in_layout(title: &str, csrf: &str, body: &str) -> Html<Stri
         &format!(
             "<nav aria-label=\"pages\"><a href=\"/admin/\">Overview</a><a href=\"/admin/events\">Events</a>\
              <a href=\"/admin/destinations\">Destinations</a><a href=\"/admin/rejections\">Rejections</a>\
-             <a href=\"/admin/audit\">Audit log</a><form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <a href=\"/admin/audit\">Audit log</a><a href=\"/admin/applications\">Applications</a><form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
              <button id=\"sign-out\" type=\"submit\">Sign out</button></form></nav><main>{body}</main>"
         ),
     )

@@ -13,12 +13,18 @@
 //! - `/admin/rejections` ([`rejections`]): rejections by reason, conflicts over time;
 //! - `/admin/audit` ([`audit`]): the audit log of the changes made through the admin API,
 //!   the dashboard and the CLI;
+//! - `/admin/applications` ([`applications`]): the sending side's applications with their
+//!   endpoint counts; `/admin/applications/<app>` ([`application`]): one application's
+//!   endpoints and latest messages; `/admin/applications/<app>/messages/<msg>`
+//!   ([`message`]): one message's payload, deliveries and attempts (all read-only);
 //! - `/admin/login` and `/admin/logout` ([`login`]).
 //!
 //! What the pages share are leaves beside them: [`session`] (who is signed in: the
 //! cookie, the own origin, the CSRF token), [`layout`] (the frame of every page and its
 //! markup helpers) and [`page`] (the answer for a rendered page).
 
+mod application;
+mod applications;
 mod audit;
 mod chart;
 mod destinations;
@@ -26,6 +32,7 @@ mod event;
 mod events;
 pub(crate) mod layout;
 mod login;
+mod message;
 mod overview;
 mod page;
 mod rejections;
@@ -55,5 +62,8 @@ pub(super) fn router(state: AdminState) -> Router {
         .route("/admin/enable", post(overview::enable))
         .route("/admin/replay-dead", post(overview::replay_dead))
         .route("/admin/audit", get(audit::page))
+        .route("/admin/applications", get(applications::page))
+        .route("/admin/applications/{app}", get(application::page))
+        .route("/admin/applications/{app}/messages/{msg}", get(message::page))
         .with_state(state)
 }

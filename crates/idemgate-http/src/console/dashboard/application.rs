@@ -1,0 +1,137 @@
+//! `/admin/applications/<app>` (its id or uid): one application of the sending side, its
+//! endpoints with their state (enabled, disabled and why, paused, throttled), filters,
+//! rate limit, custom header names (never values, never secrets), jobs by state, health
+//! and latest failure; then its latest messages, each linking to its page
+//! ([`super::message`]) with its deliveries by status. Read-only.
+
+use std::fmt::Write as _;
+
+use axum::{
+    extract::{Path, State},
+    http::HeaderMap,
+    response::{IntoResponse, Response},
+};
+use idemgate_core::UnixTime;
+
+use super::{
+    applications::subject,
+    layout::{esc, time_html},
+    page::{Rendered, shown},
+    session::signed_in,
+};
+use crate::{
+    answer::DashboardAnswer,
+    console::{
+        applications::{self, ApplicationDetail, EndpointView, MessagesPage},
+        state::AdminState,
+    },
+};
+
+/// How many of the latest messages the page lists.
+const LATEST: usize = 20;
+
+/// The application page.
+pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap, Path(app): Path<String>) -> Response {
+    let Some(session) = signed_in(&state, &headers) else {
+        return DashboardAnswer::SignedOut.into_response();
+    };
+    shown("idemgate: application", &esc(&session.csrf), render(&state, &app).await)
+}
+
+async fn render(state: &AdminState, app: &str) -> Rendered {
+    let now = state.clock.now();
+    let Some(detail) = subject(applications::application_detail(&state.store, app, now).await)? else {
+        return Ok(None);
+    };
+    let Some(messages) =
+        subject(applications::messages_page(&state.store, &detail.application.id, None, LATEST).await)?
+    else {
+        return Ok(None);
+    };
+    let mut html = about(&detail, now);
+    html.push_str(&endpoints_table(&detail.endpoints, now));
+    html.push_str(&messages_table(&detail.application.id, &messages, now));
+    Ok(Some(html))
+}
+
+fn about(detail: &ApplicationDetail, now: UnixTime) -> String {
+    let app = &detail.application;
+    format!(
+        "<dl id=\"application\"><dt>name</dt><dd>{}</dd><dt>id</dt><dd><code>{}</code></dd><dt>uid</dt><dd>{}</dd>\
+         <dt>rate limit</dt><dd>{}</dd><dt>created</dt><dd>{}</dd></dl>",
+        esc(&app.name),
+        esc(&app.id),
+        esc(app.uid.as_deref().unwrap_or("-")),
+        app.throttle_rate.map_or("none".to_owned(), |r| format!("{r} per second")),
+        time_html(UnixTime(app.created_at), now),
+    )
+}
+
+fn endpoints_table(endpoints: &[EndpointView], now: UnixTime) -> String {
+    if endpoints.is_empty() {
+        return "<h2>Endpoints</h2><p id=\"no-endpoints\" class=\"empty\">No endpoint.</p>".to_owned();
+    }
+    let mut html = String::from(
+        "<h2>Endpoints</h2><table id=\"endpoints\"><tr><th>endpoint</th><th>state</th><th>health</th><th>jobs</th>\
+         <th>event types</th><th>channels</th><th>rate limit</th><th>header names</th><th>latest failure</th></tr>",
+    );
+    for e in endpoints {
+        let state = match (&e.state[..], &e.disabled_reason) {
+            ("enabled", _) => "enabled".to_owned(),
+            (state, Some(reason)) => format!("<span class=\"bad\">{} ({})</span>", esc(state), esc(reason)),
+            (state, None) => format!("<span class=\"bad\">{}</span>", esc(state)),
+        };
+        let jobs: Vec<String> = e.jobs.iter().map(|(s, n)| format!("{}={n}", esc(s))).collect();
+        let failure = e.last_failure.as_ref().map_or(String::new(), |f| {
+            let what = f.status.map(|s| s.to_string()).or_else(|| f.error.clone()).unwrap_or_default();
+            format!("{} {}", esc(&what), time_html(UnixTime(f.at), now))
+        });
+        let _ = write!(
+            html,
+            "<tr data-endpoint=\"{id}\"><td>{url}<br><code>{id}</code>{uid}</td><td class=\"state\">{state}</td>\
+             <td class=\"health\">{}</td><td class=\"jobs\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"headers\">{}</td>\
+             <td>{failure}</td></tr>",
+            esc(&e.health),
+            jobs.join(" "),
+            list(e.event_types.as_deref()),
+            list(e.channels.as_deref()),
+            e.throttle_rate.map_or("none".to_owned(), |r| format!("{r}/s")),
+            esc(&e.header_names.join(", ")),
+            id = esc(&e.id),
+            url = esc(&e.url),
+            uid = e.uid.as_deref().map_or(String::new(), |uid| format!(" ({})", esc(uid))),
+        );
+    }
+    html.push_str("</table>");
+    html
+}
+
+fn list(names: Option<&[String]>) -> String {
+    names.map_or("all".to_owned(), |names| esc(&names.join(", ")))
+}
+
+fn messages_table(app_id: &str, messages: &MessagesPage, now: UnixTime) -> String {
+    if messages.messages.is_empty() {
+        return "<h2>Latest messages</h2><p id=\"no-messages\" class=\"empty\">No message.</p>".to_owned();
+    }
+    let mut html = String::from(
+        "<h2>Latest messages</h2><table id=\"messages\"><tr><th>message</th><th>event type</th><th>event id</th>\
+         <th>deliveries</th><th>accepted</th></tr>",
+    );
+    for m in &messages.messages {
+        let deliveries: Vec<String> = m.deliveries.iter().map(|(s, n)| format!("{}={n}", esc(s))).collect();
+        let _ = write!(
+            html,
+            "<tr data-message=\"{id}\"><td><a href=\"/admin/applications/{app}/messages/{id}\"><code>{id}</code></a></td>\
+             <td>{}</td><td>{}</td><td class=\"deliveries\">{}</td><td>{}</td></tr>",
+            esc(&m.event_type),
+            esc(m.event_id.as_deref().unwrap_or("")),
+            if deliveries.is_empty() { "none".to_owned() } else { deliveries.join(" ") },
+            time_html(UnixTime(m.created_at), now),
+            id = esc(&m.id),
+            app = esc(app_id),
+        );
+    }
+    html.push_str("</table>");
+    html
+}

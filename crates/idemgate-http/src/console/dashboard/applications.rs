@@ -1,0 +1,111 @@
+//! `/admin/applications`: the sending side's applications (issue 37), a page at a time by
+//! id, each with its endpoints counted: how many, how many not delivering (disabled or
+//! paused), how many with retrying or with dead jobs; each links to its own page
+//! ([`super::application`]). Read-only: endpoints are the customer's, changed through
+//! `/api/v1`.
+
+use std::fmt::Write as _;
+
+use axum::{
+    extract::{Query, State},
+    http::HeaderMap,
+    response::{IntoResponse, Response},
+};
+use idemgate_core::UnixTime;
+use idemgate_store::StoreError;
+use serde::Deserialize;
+
+use super::{
+    layout::{esc, time_html},
+    page::{Rendered, shown},
+    session::signed_in,
+};
+use crate::{
+    answer::DashboardAnswer,
+    console::{
+        applications::{self, ApplicationSummary, ViewError},
+        state::AdminState,
+    },
+};
+
+/// Applications per page.
+const PAGE: usize = 50;
+
+/// The page's cursor, as its "next" link carries it.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Cursor {
+    after: Option<String>,
+}
+
+/// The applications page.
+pub(super) async fn page(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Query(cursor): Query<Cursor>,
+) -> Response {
+    let Some(session) = signed_in(&state, &headers) else {
+        return DashboardAnswer::SignedOut.into_response();
+    };
+    shown("idemgate: applications", &esc(&session.csrf), render(&state, cursor.after).await)
+}
+
+async fn render(state: &AdminState, after: Option<String>) -> Rendered {
+    let now = state.clock.now();
+    let first = after.is_none();
+    let page = applications::applications_page(&state.store, after, PAGE, now).await.map_err(store_error)?;
+    if page.applications.is_empty() && first {
+        return Ok(Some(
+            "<p id=\"no-applications\" class=\"empty\">No application yet: the outbound API (<code>[api]</code>, \
+             <code>/api/v1</code>) creates them.</p>"
+                .to_owned(),
+        ));
+    }
+    let mut html = String::from(
+        "<table id=\"applications\"><tr><th>application</th><th>uid</th><th>endpoints</th>\
+         <th>not delivering</th><th>retrying</th><th>with dead jobs</th><th>created</th></tr>",
+    );
+    for app in &page.applications {
+        html.push_str(&row(app, now));
+    }
+    html.push_str("</table>");
+    match &page.next_after {
+        Some(next) => {
+            let _ =
+                write!(html, "<p><a id=\"next\" href=\"/admin/applications?after={}\">Next page</a></p>", esc(next));
+        }
+        None if !first => html.push_str("<p><a href=\"/admin/applications\">First page</a></p>"),
+        None => {}
+    }
+    Ok(Some(html))
+}
+
+fn row(app: &ApplicationSummary, now: UnixTime) -> String {
+    let flagged = |n: u64| if n > 0 { format!("<span class=\"bad\">{n}</span>") } else { "0".to_owned() };
+    format!(
+        "<tr data-application=\"{id}\"><td><a href=\"/admin/applications/{id}\">{name}</a><br><code>{id}</code></td>\
+         <td>{uid}</td><td class=\"endpoints\">{}</td><td class=\"not-delivering\">{}</td><td class=\"retrying\">{}</td>\
+         <td class=\"dead\">{}</td><td>{}</td></tr>",
+        app.endpoints,
+        flagged(app.endpoints_not_delivering),
+        flagged(app.endpoints_retrying),
+        flagged(app.endpoints_with_dead_jobs),
+        time_html(UnixTime(app.created_at), now),
+        id = esc(&app.id),
+        name = esc(&app.name),
+        uid = esc(app.uid.as_deref().unwrap_or("")),
+    )
+}
+
+/// A view's failure as a page's: the store's failure (a listing has no subject to miss,
+/// and the dashboard's pages follow no attempt cursor).
+fn store_error(err: ViewError) -> StoreError {
+    match err {
+        ViewError::Store(err) => err,
+        ViewError::NotFound | ViewError::BadCursor => StoreError::Malformed("an outbound view was refused"),
+    }
+}
+
+/// A view of one subject as a page takes it: `None` when the subject is missing.
+pub(super) fn subject<T>(view: Result<T, ViewError>) -> Result<Option<T>, StoreError> {
+    applications::found(view).map_err(store_error)
+}
