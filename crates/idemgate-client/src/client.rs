@@ -10,7 +10,10 @@ use idemgate_core::{
 };
 use reqwest::header::RETRY_AFTER;
 
-use crate::{Request, request::generate_id};
+use crate::{Request, api_answer::is_in_flight, request::generate_id};
+
+/// The header that marks an answer replayed from an `Idempotency-Key`'s record.
+const IDEMPOTENCY_REPLAY: &str = "idempotency-replay";
 
 /// Waits between attempts; injectable so tests need not sleep.
 pub trait Sleeper: Send + Sync + std::fmt::Debug {
@@ -138,6 +141,9 @@ pub struct Sent {
     pub status: u16,
     /// The last answer's body.
     pub body: bytes::Bytes,
+    /// Whether the last answer was a replay of the key's first answer
+    /// (`Idempotency-Replay: true`): the operation had taken effect before.
+    pub replayed: bool,
     /// The key every attempt carried, if any.
     pub idempotency_key: Option<String>,
     /// Every attempt.
@@ -182,18 +188,17 @@ impl Client {
         self
     }
 
-    /// Sends `request` until it gets a final answer or the attempts run out.
+    /// Sends `request` until it gets a final answer or the attempts run out. A request
+    /// with a key whose answer is the API's refusal of a repeat still in flight (`409`
+    /// `idempotency_conflict` with `Retry-After`) is tried again with the same key, after
+    /// the schedule's delay but no later than its `Retry-After`.
     pub async fn send(&self, request: Request) -> Result<Sent, SendError> {
         let key = request.idempotency_key.clone().or_else(|| request.is_mutation().then(|| generate_id("idg-")));
         let mut attempts = Vec::new();
         let mut attempt = 1;
         loop {
-            let (result, status, body, error) = match self.attempt(&request, key.as_deref(), attempt).await? {
-                Ok((result, status, body)) => (result, status, body, None),
-                Err(NoAnswer::TimedOut) => (AttemptResult::Timeout, 0, bytes::Bytes::new(), Some(NoAnswer::TimedOut)),
-                Err(other) => (AttemptResult::Connection, 0, bytes::Bytes::new(), Some(other)),
-            };
-            let decision = self.policy.decide(attempt, result, fastrand::f64());
+            let answer = self.attempt(&request, key.as_deref(), attempt).await?;
+            let decision = self.decide(attempt, &answer, key.is_some());
             let outcome = match decision {
                 Decision::Succeeded => Some(Final::Succeeded),
                 Decision::RetryAfter(_) => None,
@@ -204,9 +209,13 @@ impl Client {
                 Decision::RetryAfter(delay) => Some(delay),
                 _ => None,
             };
+            let (status, error, body, replayed) = match answer {
+                Ok(answer) => (answer.status, None, answer.body, answer.replayed),
+                Err(error) => (0, Some(error), bytes::Bytes::new(), false),
+            };
             attempts.push(Attempt { status: (status != 0).then_some(status), error, waited });
             if let Some(outcome) = outcome {
-                return Ok(Sent { outcome, status, body, idempotency_key: key, attempts });
+                return Ok(Sent { outcome, status, body, replayed, idempotency_key: key, attempts });
             }
             if let Some(delay) = waited {
                 self.sleeper.sleep(delay).await;
@@ -215,12 +224,32 @@ impl Client {
         }
     }
 
+    /// What to do after attempt `attempt` came to `answer`. A refusal in flight is a
+    /// temporary refusal for the schedule, waited for no longer than its `Retry-After`
+    /// (the lock's time left: the first request usually ends well before).
+    fn decide(&self, attempt: u32, answer: &Result<Answer, NoAnswer>, keyed: bool) -> Decision {
+        let result = match answer {
+            Ok(answer) if keyed && is_in_flight(answer.status, answer.retry_after, &answer.body) => {
+                let decision =
+                    self.policy.decide(attempt, AttemptResult::Refused { permanent: false }, fastrand::f64());
+                return match (decision, answer.retry_after) {
+                    (Decision::RetryAfter(delay), Some(limit)) => Decision::RetryAfter(delay.min(limit)),
+                    (other, _) => other,
+                };
+            }
+            Ok(answer) => AttemptResult::Status { status: answer.status, retry_after: answer.retry_after },
+            Err(NoAnswer::TimedOut) => AttemptResult::Timeout,
+            Err(_) => AttemptResult::Connection,
+        };
+        self.policy.decide(attempt, result, fastrand::f64())
+    }
+
     async fn attempt(
         &self,
         request: &Request,
         key: Option<&str>,
         attempt: u32,
-    ) -> Result<Result<(AttemptResult, u16, bytes::Bytes), NoAnswer>, SendError> {
+    ) -> Result<Result<Answer, NoAnswer>, SendError> {
         let mut builder = self.http.request(request.method.clone(), &request.url);
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
@@ -238,12 +267,26 @@ impl Client {
         match self.http.execute(built).await {
             Ok(response) => {
                 let status = response.status().as_u16();
-                let retry_after =
-                    response.headers().get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
-                let body = response.bytes().await.unwrap_or_default();
-                Ok(Ok((AttemptResult::Status { status, retry_after }, status, body)))
+                let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok());
+                let retry_after = header(RETRY_AFTER.as_str()).and_then(parse_retry_after);
+                let replayed = header(IDEMPOTENCY_REPLAY).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+                // An answer whose body breaks off is no answer: its effect is not known.
+                match response.bytes().await {
+                    Ok(body) => Ok(Ok(Answer { status, retry_after, body, replayed })),
+                    Err(err) => Ok(Err(NoAnswer::of(&err))),
+                }
             }
             Err(err) => Ok(Err(NoAnswer::of(&err))),
         }
     }
+}
+
+/// One attempt's complete answer.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    retry_after: Option<Duration>,
+    body: bytes::Bytes,
+    /// `Idempotency-Replay: true`: the key's first answer, given again.
+    replayed: bool,
 }

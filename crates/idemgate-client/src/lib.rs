@@ -7,7 +7,11 @@
 //!   same code that verifies it): its event identity is chosen once and kept on every
 //!   retry, while each attempt gets a fresh timestamp and signature.
 //! - Connection errors, timeouts, 5xx, 408 and 429 are retried with exponential backoff
-//!   and jitter, honouring `Retry-After`; other 4xx are final.
+//!   and jitter, honouring `Retry-After`; so is, for a keyed request, a `409` that a
+//!   Svix-compatible API (idemgate's `/api/v1`) answers for the same key still in flight
+//!   (code `idempotency_conflict` with `Retry-After`); other 4xx are final.
+//! - A message is published to such an API as one such operation ([`Publish`],
+//!   [`Client::publish`]): its answer is the message's id and whether it was a replay.
 //! - A mail submission ([`MailRequest`], [`MailClient`]) carries an idempotency key in a
 //!   message header, chosen once (or the message's own) and kept on every retry; connection
 //!   errors, timeouts and `4xx` replies are retried on the same schedule, a `5xx` is final.
@@ -22,8 +26,10 @@
 //! # Ok(()) }
 //! ```
 
+mod api_answer;
 mod client;
 mod mail;
+mod publish;
 mod request;
 
 pub use client::{Attempt, Client, ClientOptions, Final, NoAnswer, SendError, Sent, Sleeper, TokioSleeper};
@@ -33,4 +39,5 @@ pub use mail::{
     DEFAULT_KEY_HEADER, MAX_KEY_LEN, MailAttempt, MailClient, MailCredentials, MailError, MailRequest, MailSent,
     PreparedMessage, Reply, StartTls, prepare_message,
 };
+pub use publish::{Publish, PublishError, Published};
 pub use request::Request;

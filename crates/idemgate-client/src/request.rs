@@ -1,13 +1,16 @@
 //! What to send: method, URL, headers, the body bytes exactly as given, and how the
 //! operation is named across attempts.
 
+use std::fmt;
+
 use bytes::Bytes;
 use http::Method;
 
 use crate::WebhookSigner;
 
-/// One logical operation, sent as many times as it takes.
-#[derive(Debug, Clone)]
+/// One logical operation, sent as many times as it takes. `Debug` shows the body's length
+/// only and hides the values of credential headers (`Authorization`, `Cookie`, …).
+#[derive(Clone)]
 pub struct Request {
     pub(crate) method: Method,
     pub(crate) url: String,
@@ -15,6 +18,30 @@ pub struct Request {
     pub(crate) body: Bytes,
     pub(crate) idempotency_key: Option<String>,
     pub(crate) webhook: Option<(WebhookSigner, String)>,
+}
+
+/// Headers whose values are credentials, never shown.
+const CREDENTIALS: [&str; 4] = ["authorization", "proxy-authorization", "cookie", "x-api-key"];
+
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let hidden = CREDENTIALS.iter().any(|c| name.eq_ignore_ascii_case(c));
+                (name.as_str(), if hidden { "<redacted>" } else { value.as_str() })
+            })
+            .collect();
+        f.debug_struct("Request")
+            .field("method", &self.method)
+            .field("url", &self.url)
+            .field("headers", &headers)
+            .field("body", &format_args!("<{} bytes>", self.body.len()))
+            .field("idempotency_key", &self.idempotency_key)
+            .field("webhook", &self.webhook)
+            .finish()
+    }
 }
 
 impl Request {

@@ -100,7 +100,9 @@ pub(crate) enum ConfigCommand {
 pub(crate) struct SendArgs {
     /// Where to send it: an http(s):// URL, or smtp://host[:port] (STARTTLS per
     /// --starttls) or smtps://host[:port] (implicit TLS) to submit the --data-file message.
-    pub(crate) url: String,
+    /// Not with --api.
+    #[arg(required_unless_present = "api", conflicts_with = "api")]
+    pub(crate) url: Option<String>,
     /// The HTTP method.
     #[arg(long, short = 'X', default_value = "POST")]
     pub(crate) method: String,
@@ -120,7 +122,7 @@ pub(crate) struct SendArgs {
     #[arg(long, requires = "scheme")]
     pub(crate) secret: Option<String>,
     /// The webhook's event identity (`webhook-id`, `X-GitHub-Delivery`, ...); generated
-    /// once when absent, and kept on every retry.
+    /// once when absent, and kept on every retry. With --api, the message's `eventId`.
     #[arg(long)]
     pub(crate) event_id: Option<String>,
     /// The Idempotency-Key, so separate invocations share one operation; generated once
@@ -146,6 +148,23 @@ pub(crate) struct SendArgs {
     /// Print one JSON object: the answer, or with --repeat the counts.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Publish a message to this Svix-compatible API (e.g. http://127.0.0.1:8080, idemgate's
+    /// `[api]`): POST /api/v1/app/APP/msg with the --data or --data-file JSON object as its
+    /// payload; prints the message's id and whether the answer was a replay.
+    #[arg(long, value_name = "URL", requires_all = ["app", "event_type", "token"], help_heading = "API")]
+    pub(crate) api: Option<String>,
+    /// API: the application, by id or uid.
+    #[arg(long, requires = "api", help_heading = "API")]
+    pub(crate) app: Option<String>,
+    /// API: the message's event type.
+    #[arg(long, requires = "api", help_heading = "API")]
+    pub(crate) event_type: Option<String>,
+    /// API: the bearer token, `env:NAME` or `file:PATH` (never a literal: it would show in `ps`).
+    #[arg(long, requires = "api", help_heading = "API")]
+    pub(crate) token: Option<String>,
+    /// API: a channel the message is sent on (repeatable).
+    #[arg(long = "channel", requires = "api", help_heading = "API")]
+    pub(crate) channels: Vec<String>,
     /// Mail (smtp:// and smtps:// only): the envelope sender, MAIL FROM.
     #[arg(long, help_heading = "Mail")]
     pub(crate) from: Option<String>,

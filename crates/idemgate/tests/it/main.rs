@@ -35,6 +35,7 @@ mod outbound_endpoints;
 mod outbound_keys;
 mod outbound_messages;
 mod outbound_operate;
+mod outbound_publish;
 mod outbound_racers;
 mod outbound_resend;
 mod outbound_schemas;

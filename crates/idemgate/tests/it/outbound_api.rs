@@ -48,6 +48,16 @@ pub(crate) fn serve_with(backend: Backend, api: &str) -> (Setup, Gateway) {
 /// [`serve_with`], and the PostgreSQL schema's URL (`None` on SQLite) for reading the
 /// store from outside ([`stored_rows`]).
 pub(crate) fn serve_keeping_url(backend: Backend, api: &str) -> (Setup, Gateway, Option<String>) {
+    serve_with_env(backend, api, &[])
+}
+
+/// [`serve_keeping_url`] with `extra` variables in the gateway's environment (overrides
+/// such as `IDEMGATE_STORE__BUSY_TIMEOUT`).
+pub(crate) fn serve_with_env(
+    backend: Backend,
+    api: &str,
+    extra: &[(&'static str, &'static str)],
+) -> (Setup, Gateway, Option<String>) {
     let setup = Setup::new(&format!(
         "[sources.a]\nscheme = \"github\"\nsecrets = [\"env:A_SECRET\"]\n{api}\
          [api.tokens.ops]\ntoken = \"env:API_ADMIN\"\nrole = \"admin\"\n\
@@ -66,6 +76,7 @@ pub(crate) fn serve_keeping_url(backend: Backend, api: &str) -> (Setup, Gateway,
     if let Some(url) = &url {
         env.push(("IDEMGATE_STORE__URL", url.as_str()));
     }
+    env.extend_from_slice(extra);
     let gateway = Gateway::start(&setup.config(), &env);
     (setup, gateway, url)
 }

@@ -16,7 +16,7 @@ use crate::{
 
 /// `send smtp://…`: the message of `--data-file` to `--to` from `--from`, its key written
 /// into `--key-header` once (or the message's own used) and kept on every retry.
-pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn send(args: SendArgs, url: String) -> anyhow::Result<ExitCode> {
     let http_only = [
         ("--method", !args.method.eq_ignore_ascii_case("POST")),
         ("--header", !args.headers.is_empty()),
@@ -26,7 +26,7 @@ pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         ("--repeat", args.repeat > 1),
     ];
     if let Some((flag, _)) = http_only.iter().find(|(_, given)| *given) {
-        return Err(anyhow!("{flag} is for HTTP sends, not for mail to {}", args.url));
+        return Err(anyhow!("{flag} is for HTTP sends, not for mail to {url}"));
     }
     let from = args.from.clone().ok_or_else(|| anyhow!("mail needs --from, the envelope sender"))?;
     if args.to.is_empty() {
@@ -36,7 +36,7 @@ pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         return Err(anyhow!("mail needs --data-file, the message (RFC 5322 text; `-` for standard input)"));
     }
     let message = body(&args)?;
-    let mut request = MailRequest::new(args.url.clone(), from, args.to.clone(), message)
+    let mut request = MailRequest::new(url.clone(), from, args.to.clone(), message)
         .key_header(args.key_header.clone())
         .starttls(match args.starttls {
             StartTlsArg::Required => StartTls::Required,
@@ -66,7 +66,7 @@ pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     if args.verbose {
         eprint!("{}", describe_attempts(&sent));
     }
-    let failure = failure(&args.url, &sent);
+    let failure = failure(&url, &sent);
     if let Some(what) = &failure {
         eprintln!("idemgate: {what}");
     }

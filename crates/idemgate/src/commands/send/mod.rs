@@ -1,9 +1,11 @@
 //! `idemgate send`: one HTTP request retried safely, signed as a webhook when a scheme is
 //! given, and what it prints of the answer; an `smtp://` or `smtps://` URL is a mail
-//! submission ([`mail`]), `--repeat` many requests at once ([`repeat`]).
+//! submission ([`mail`]), `--repeat` many requests at once ([`repeat`]), `--api` a message
+//! published to a Svix-compatible API ([`publish`]).
 //!
 //! Exit codes: 0 when the (every) operation got a 2xx (for mail a `250`), [`EXIT_REJECTED`]
-//! when one was refused with a final answer (a 4xx: retrying cannot help; for mail a `5xx`,
+//! when one was refused with a final answer (a 4xx: retrying cannot help, though a `409`
+//! for the key still in flight is retried; for mail a `5xx`,
 //! a failed TLS handshake, or a server without the STARTTLS or AUTH asked for),
 //! [`EXIT_GAVE_UP`] when the retries ran out (the message on stderr then says why, when no
 //! answer came).
@@ -19,6 +21,7 @@ use super::{print_line, shown};
 use crate::cli::{SendArgs, StartTlsArg};
 
 mod mail;
+mod publish;
 mod repeat;
 
 /// A final non-2xx answer.
@@ -78,19 +81,13 @@ fn exit_code(outcome: Final) -> u8 {
 
 /// Sends what `args` say and prints the answer; the exit code says how it ended.
 pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
-    if is_mail(&args.url) {
-        return mail::send(args).await;
+    let Some(url) = args.url.clone() else {
+        return publish::send(args).await;
+    };
+    if is_mail(&url) {
+        return mail::send(args, url).await;
     }
-    let mail_only = [
-        ("--from", args.from.is_some()),
-        ("--to", !args.to.is_empty()),
-        ("--user", args.user.is_some()),
-        ("--password", args.password.is_some()),
-        ("--key-header", args.key_header != idemgate_client::DEFAULT_KEY_HEADER),
-        ("--starttls", args.starttls != StartTlsArg::Required),
-        ("--ca-file", args.ca_file.is_some()),
-    ];
-    if let Some((flag, _)) = mail_only.iter().find(|(_, given)| *given) {
+    if let Some(flag) = mail_flag(&args) {
         return Err(anyhow!("{flag} is for mail: give an smtp:// or smtps:// URL"));
     }
     let client = Client::new(ClientOptions {
@@ -98,7 +95,7 @@ pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         timeout: args.timeout,
         ..Default::default()
     })?;
-    let make = request_maker(&args)?;
+    let make = request_maker(&args, &url)?;
     if args.repeat > 1 {
         let report = repeat::repeat(&client, make, args.repeat, args.concurrency).await?;
         if args.json {
@@ -112,7 +109,7 @@ pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     if args.verbose {
         eprint!("{}", describe_attempts(&sent));
     }
-    let no_answer = no_answer(&args.url, &sent);
+    let no_answer = no_answer(&url, &sent);
     if let Some(what) = &no_answer {
         eprintln!("idemgate: {what}");
     }
@@ -124,9 +121,23 @@ pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(exit_code(sent.outcome)))
 }
 
+/// The first mail-only flag given, if any.
+fn mail_flag(args: &SendArgs) -> Option<&'static str> {
+    let mail_only = [
+        ("--from", args.from.is_some()),
+        ("--to", !args.to.is_empty()),
+        ("--user", args.user.is_some()),
+        ("--password", args.password.is_some()),
+        ("--key-header", args.key_header != idemgate_client::DEFAULT_KEY_HEADER),
+        ("--starttls", args.starttls != StartTlsArg::Required),
+        ("--ca-file", args.ca_file.is_some()),
+    ];
+    mail_only.iter().find(|(_, given)| *given).map(|(flag, _)| *flag)
+}
+
 /// The `i`th operation's request: method, URL, headers and body as given, signed with a
 /// generated event id unless `--event-id` names one.
-fn request_maker(args: &SendArgs) -> anyhow::Result<Arc<dyn Fn(usize) -> Request + Send + Sync>> {
+fn request_maker(args: &SendArgs, url: &str) -> anyhow::Result<Arc<dyn Fn(usize) -> Request + Send + Sync>> {
     let body = body(args)?;
     let method = http::Method::from_bytes(args.method.to_ascii_uppercase().as_bytes())
         .map_err(|_| anyhow!("{:?} is not an HTTP method", args.method))?;
@@ -139,7 +150,7 @@ fn request_maker(args: &SendArgs) -> anyhow::Result<Arc<dyn Fn(usize) -> Request
         }
         _ => None,
     };
-    let (url, key, event_id) = (args.url.clone(), args.idempotency_key.clone(), args.event_id.clone());
+    let (url, key, event_id) = (url.to_owned(), args.idempotency_key.clone(), args.event_id.clone());
     Ok(Arc::new(move |i: usize| {
         let mut request = Request::new(method.clone(), url.clone()).body(body.clone());
         if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-type")) && !body.is_empty() {
