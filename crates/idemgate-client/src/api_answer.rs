@@ -1,5 +1,5 @@
 //! What the client reads in the answers of a Svix-compatible API (idemgate's `/api/v1`):
-//! whether a `409` is the `Idempotency-Key` layer's refusal of a repeat still in flight
+//! whether a `409` is an `Idempotency-Key` layer's refusal of a repeat still in flight
 //! (retried with the same key) or another conflict (final), why a request was refused, and
 //! a published message's id. Pure functions of the status, `Retry-After` and body bytes.
 
@@ -30,21 +30,29 @@ struct ValidationItem {
     msg: String,
 }
 
+/// An RFC 9457 problem: the gateway's own `Idempotency-Key` layer and proxy answer in it.
+#[derive(Debug, Deserialize)]
+struct Problem {
+    status: u16,
+}
+
 /// The part of `MessageOut` the client reads.
 #[derive(Debug, Deserialize)]
 struct MessageOut {
     id: String,
 }
 
-/// Whether an answer is the `Idempotency-Key` layer's refusal of a repeat whose first
-/// request is still running: `409`, a `Retry-After`, and `HttpErrorOut` with code
-/// `idempotency_conflict`. A 409 without all three (an `eventId` taken by another payload,
-/// a uid taken) is a conflict that retrying cannot change.
+/// Whether an answer is an `Idempotency-Key` layer's refusal of a repeat whose first
+/// request is still running: `409` with a `Retry-After`, and either `HttpErrorOut` with code
+/// `idempotency_conflict` (`/api/v1`) or an RFC 9457 problem of status 409 (the gateway's
+/// layer and proxy). A 409 without both (an `eventId` taken by another payload, a uid
+/// taken) is a conflict that retrying cannot change.
 #[must_use]
 pub(crate) fn is_in_flight(status: u16, retry_after: Option<Duration>, body: &[u8]) -> bool {
     status == 409
         && retry_after.is_some()
-        && serde_json::from_slice::<HttpErrorOut>(body).is_ok_and(|out| out.code == IN_FLIGHT_CODE)
+        && (serde_json::from_slice::<HttpErrorOut>(body).is_ok_and(|out| out.code == IN_FLIGHT_CODE)
+            || serde_json::from_slice::<Problem>(body).is_ok_and(|problem| problem.status == 409))
 }
 
 /// Why the API refused a request, from its answer's body: `code: detail` for
@@ -84,13 +92,16 @@ mod tests {
     const SECOND: Option<Duration> = Some(Duration::from_secs(1));
 
     #[test]
-    fn only_a_409_with_retry_after_and_the_in_flight_code_is_in_flight() {
+    fn only_a_409_with_retry_after_and_an_in_flight_body_is_in_flight() {
         assert!(is_in_flight(409, SECOND, IN_FLIGHT));
         assert!(!is_in_flight(409, None, IN_FLIGHT), "no Retry-After");
         assert!(!is_in_flight(409, SECOND, TAKEN), "an eventId taken is final");
         assert!(!is_in_flight(422, SECOND, IN_FLIGHT), "another status");
-        let problem = br#"{"type":"about:blank","title":"a request with this Idempotency-Key is in progress"}"#;
-        assert!(!is_in_flight(409, SECOND, problem), "not the API's shape");
+        let problem = br#"{"type":"about:blank","title":"a request with this Idempotency-Key is in progress","status":409}"#;
+        assert!(is_in_flight(409, SECOND, problem), "the gateway's layer and proxy");
+        assert!(!is_in_flight(409, None, problem), "no Retry-After");
+        let other = br#"{"type":"about:blank","title":"t","status":400}"#;
+        assert!(!is_in_flight(409, SECOND, other), "a problem of another status");
         assert!(!is_in_flight(409, SECOND, b"not json"));
     }
 

@@ -7,9 +7,10 @@
 //!   same code that verifies it): its event identity is chosen once and kept on every
 //!   retry, while each attempt gets a fresh timestamp and signature.
 //! - Connection errors, timeouts, 5xx, 408 and 429 are retried with exponential backoff
-//!   and jitter, honouring `Retry-After`; so is, for a keyed request, a `409` that a
-//!   Svix-compatible API (idemgate's `/api/v1`) answers for the same key still in flight
-//!   (code `idempotency_conflict` with `Retry-After`); other 4xx are final.
+//!   and jitter, honouring `Retry-After`; so is, for a keyed request, a `409` that says
+//!   the same key is still in flight (`Retry-After` with a Svix-compatible API's code
+//!   `idempotency_conflict`, as idemgate's `/api/v1` answers, or with a 409 problem, as
+//!   the gateway's own `Idempotency-Key` layer and proxy answer); other 4xx are final.
 //! - A message is published to such an API as one such operation ([`Publish`],
 //!   [`Client::publish`]): its answer is the message's id and whether it was a replay.
 //! - A mail submission ([`MailRequest`], [`MailClient`]) carries an idempotency key in a
