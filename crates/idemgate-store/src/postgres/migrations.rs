@@ -276,6 +276,10 @@ const MIGRATIONS: &[&str] = &[
         created_at BIGINT  NOT NULL
     );
 "#,
+    // Application tokens (app-portal-access) name the token that issued them.
+    r#"
+    ALTER TABLE api_tokens ADD COLUMN issued_by TEXT NOT NULL DEFAULT '';
+"#,
 ];
 
 /// The schema version this build writes on PostgreSQL.
