@@ -97,7 +97,8 @@ mod tests {
         assert!(!is_in_flight(409, None, IN_FLIGHT), "no Retry-After");
         assert!(!is_in_flight(409, SECOND, TAKEN), "an eventId taken is final");
         assert!(!is_in_flight(422, SECOND, IN_FLIGHT), "another status");
-        let problem = br#"{"type":"about:blank","title":"a request with this Idempotency-Key is in progress","status":409}"#;
+        let problem =
+            br#"{"type":"about:blank","title":"a request with this Idempotency-Key is in progress","status":409}"#;
         assert!(is_in_flight(409, SECOND, problem), "the gateway's layer and proxy");
         assert!(!is_in_flight(409, None, problem), "no Retry-After");
         let other = br#"{"type":"about:blank","title":"t","status":400}"#;

@@ -45,6 +45,12 @@ pub use layer::{IdempotencyLayer, purge_expired_every};
 
 pub use service::Idempotency;
 
+/// Put in a response's extensions by a handler whose answer must not rest in the store
+/// (a new token, a new signing key): the key's record is completed with its status and
+/// headers only, and a replay has an empty body with `Idempotency-Replay-Body: omitted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyNotStored;
+
 /// The operation an `Idempotency-Key` names, handed to the handler as a request extension
 /// when the layer runs it: the caller's scope, the key, and the record's expiry (fixed when
 /// the record was created, kept through a take-over). A handler whose effect is in the same

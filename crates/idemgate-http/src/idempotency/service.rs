@@ -173,7 +173,8 @@ impl Shared {
                 return Response::from_parts(parts, Body::empty());
             }
         };
-        let stored = self.stored(&parts, &kept, rest.is_some());
+        let omitted = rest.is_some() || parts.extensions.get::<super::BodyNotStored>().is_some();
+        let stored = self.stored(&parts, &kept, omitted);
         match self.store.complete_idempotent(record.clone(), token, stored.clone()).await {
             Ok(Some(expires_at_ms)) => {
                 self.replays.keep(record, CompletedRecord { fingerprint, response: stored, expires_at_ms });

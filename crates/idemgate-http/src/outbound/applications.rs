@@ -17,7 +17,7 @@ use idemgate_store::outbound::{
 };
 
 use super::{
-    ApiState, Shared, body,
+    ApiState, By, Shared, body,
     pagination::Page,
     wire::{ApplicationIn, ApplicationOut, ApplicationPatch, ListResponse, Patch, WireTime},
 };
@@ -35,7 +35,12 @@ async fn list(state: Shared, RawQuery(query): RawQuery) -> Result<Response, Outb
     Ok(Done::Ok.with(ListResponse::of(found, ApplicationOut::from)))
 }
 
-async fn create(state: Shared, RawQuery(query): RawQuery, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn create(
+    state: Shared,
+    By(by): By,
+    RawQuery(query): RawQuery,
+    bytes: Bytes,
+) -> Result<Response, OutboundAnswer> {
     let input = checked(body::json(&bytes)?)?;
     if body::flag(query.as_deref(), "get_if_exists", false)?
         && let Some(uid) = &input.uid
@@ -43,7 +48,7 @@ async fn create(state: Shared, RawQuery(query): RawQuery, bytes: Bytes) -> Resul
     {
         return Ok(Done::Ok.with(ApplicationOut::from(existing)));
     }
-    let created = state.store.create_application(input, state.now_ms()).await?;
+    let created = state.store.create_application(input, &by, state.now_ms()).await?;
     Ok(Done::Created.with(ApplicationOut::from(created)))
 }
 
@@ -52,13 +57,13 @@ async fn read(state: Shared, Path(app): Path<String>) -> Result<Response, Outbou
     Ok(Done::Ok.with(ApplicationOut::from(found)))
 }
 
-async fn upsert(state: Shared, Path(app): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn upsert(state: Shared, By(by): By, Path(app): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input = checked(body::json(&bytes)?)?;
-    let upserted = state.store.upsert_application(Lookup::application(&app), input, state.now_ms()).await?;
+    let upserted = state.store.upsert_application(Lookup::application(&app), input, &by, state.now_ms()).await?;
     Ok(Done::upserted(upserted.created).with(ApplicationOut::from(upserted.value)))
 }
 
-async fn patch(state: Shared, Path(app): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn patch(state: Shared, By(by): By, Path(app): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let wire: ApplicationPatch = body::json(&bytes)?;
     if let Some(name) = &wire.name {
         name_rule(name)?;
@@ -69,12 +74,12 @@ async fn patch(state: Shared, Path(app): Path<String>, bytes: Bytes) -> Result<R
         metadata: wire.metadata,
         throttle_rate: patch_of(wire.throttle_rate),
     };
-    let patched = state.store.patch_application(Lookup::application(&app), patch, state.now_ms()).await?;
+    let patched = state.store.patch_application(Lookup::application(&app), patch, &by, state.now_ms()).await?;
     Ok(Done::Ok.with(ApplicationOut::from(patched)))
 }
 
-async fn delete(state: Shared, Path(app): Path<String>) -> Result<Response, OutboundAnswer> {
-    state.store.delete_application(Lookup::application(&app), Deletion::Soft, state.now_ms()).await?;
+async fn delete(state: Shared, By(by): By, Path(app): Path<String>) -> Result<Response, OutboundAnswer> {
+    state.store.delete_application(Lookup::application(&app), Deletion::Soft, &by, state.now_ms()).await?;
     Ok(OutboundAnswer::NoContent.into_response())
 }
 

@@ -31,7 +31,7 @@ use idemgate_store::outbound::{
 };
 
 use super::{
-    ApiState, Shared,
+    ApiState, By, Shared,
     applications::patch_of,
     body,
     pagination::Page,
@@ -84,7 +84,7 @@ async fn list(state: Shared, Path(app): Path<String>, RawQuery(query): RawQuery)
     Ok(Done::Ok.with(ListResponse::of(found, EndpointOut::from)))
 }
 
-async fn create(state: Shared, Path(app): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn create(state: Shared, By(by): By, Path(app): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EndpointIn = body::json(&bytes)?;
     let secret = match &input.secret {
         Some(text) => EndpointSecret::parse(text, Loc::body("secret"))?,
@@ -104,7 +104,7 @@ async fn create(state: Shared, Path(app): Path<String>, bytes: Bytes) -> Result<
     let endpoint = fields.checked(&state.url_policy).await?;
     let mut new = new_endpoint(&state, endpoint, &secret)?;
     new.headers = input.headers;
-    let created = state.store.create_endpoint(Lookup::application(&app), new, state.now_ms()).await?;
+    let created = state.store.create_endpoint(Lookup::application(&app), new, &by, state.now_ms()).await?;
     Ok(Done::Created.with(EndpointOut::from(created)))
 }
 
@@ -114,7 +114,7 @@ async fn read(state: Shared, Path((app, ep)): Pair) -> Result<Response, Outbound
     Ok(Done::Ok.with(EndpointOut::from(found)))
 }
 
-async fn upsert(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn upsert(state: Shared, By(by): By, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EndpointUpdate = body::json(&bytes)?;
     let fields = Fields {
         url: input.url,
@@ -131,11 +131,11 @@ async fn upsert(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Re
     // Used only if the `PUT` creates the endpoint.
     let new = new_endpoint(&state, endpoint, &EndpointSecret::generate(random()?))?;
     let (app, ep) = lookups(&app, &ep);
-    let upserted = state.store.upsert_endpoint(app, ep, new, state.now_ms()).await?;
+    let upserted = state.store.upsert_endpoint(app, ep, new, &by, state.now_ms()).await?;
     Ok(Done::upserted(upserted.created).with(EndpointOut::from(upserted.value)))
 }
 
-async fn patch(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn patch(state: Shared, By(by): By, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EndpointPatch = body::json(&bytes)?;
     let url = match input.url {
         Some(url) => Some(checked_url(&state.url_policy, url).await?),
@@ -157,13 +157,13 @@ async fn patch(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Res
         throttle_rate: patch_of(input.throttle_rate),
     };
     let (app, ep) = lookups(&app, &ep);
-    let patched = state.store.patch_endpoint(app, ep, patch, state.now_ms()).await?;
+    let patched = state.store.patch_endpoint(app, ep, patch, &by, state.now_ms()).await?;
     Ok(Done::Ok.with(EndpointOut::from(patched)))
 }
 
-async fn delete(state: Shared, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
+async fn delete(state: Shared, By(by): By, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
     let (app, ep) = lookups(&app, &ep);
-    state.store.delete_endpoint(app, ep, state.now_ms()).await?;
+    state.store.delete_endpoint(app, ep, &by, state.now_ms()).await?;
     Ok(OutboundAnswer::NoContent.into_response())
 }
 
@@ -173,15 +173,25 @@ async fn read_headers(state: Shared, Path((app, ep)): Pair) -> Result<Response, 
     Ok(Done::Ok.with(EndpointHeadersOut::from_stored(found.headers)))
 }
 
-async fn set_headers(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn set_headers(
+    state: Shared,
+    By(by): By,
+    Path((app, ep)): Pair,
+    bytes: Bytes,
+) -> Result<Response, OutboundAnswer> {
     let input: EndpointHeadersIn = body::json(&bytes)?;
     headers::check_all(input.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &Loc::body("headers"))?;
     let (app, ep) = lookups(&app, &ep);
-    state.store.set_endpoint_headers(app, ep, input.headers, state.now_ms()).await?;
+    state.store.set_endpoint_headers(app, ep, input.headers, &by, state.now_ms()).await?;
     Ok(OutboundAnswer::NoContent.into_response())
 }
 
-async fn patch_headers(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn patch_headers(
+    state: Shared,
+    By(by): By,
+    Path((app, ep)): Pair,
+    bytes: Bytes,
+) -> Result<Response, OutboundAnswer> {
     let input: EndpointHeadersPatchIn = body::json(&bytes)?;
     let loc = Loc::body("headers");
     for (name, value) in &input.headers {
@@ -192,7 +202,7 @@ async fn patch_headers(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Re
     let mut change = input.headers;
     change.extend(input.delete_headers.into_iter().map(|name| (name, None)));
     let (app, ep) = lookups(&app, &ep);
-    state.store.patch_endpoint_headers(app, ep, change, state.now_ms()).await?;
+    state.store.patch_endpoint_headers(app, ep, change, &by, state.now_ms()).await?;
     Ok(OutboundAnswer::NoContent.into_response())
 }
 
@@ -212,7 +222,7 @@ async fn read_secret(state: Shared, Path((app, ep)): Pair) -> Result<Response, O
 
 /// Rotation answers 200 with the new key (`EndpointSecretOut`), not Svix's 204: the Rust
 /// SDK 2.9.1 expects that body (`docs/design/outbound-api.md` §2.1).
-async fn rotate(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn rotate(state: Shared, By(by): By, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EndpointSecretRotateIn = if bytes.is_empty() {
         EndpointSecretRotateIn { key: None, grace_period_seconds: None }
     } else {
@@ -242,8 +252,13 @@ async fn rotate(state: Shared, Path((app, ep)): Pair, bytes: Bytes) -> Result<Re
         let seq = secrets.iter().map(|stored| stored.seq).max().unwrap_or(FIRST_SECRET_SEQ - 1) + 1;
         let sealed = NewSecret { seq, sealed: seal(key, &secret, &id, seq)? };
         let grace_ms = i64::from(grace) * 1000;
-        match state.store.rotate_endpoint_secret(app.clone(), ep.clone(), sealed, grace_ms, now).await {
-            Ok(()) => return Ok(Done::Ok.with(EndpointSecretOut { key: secret.reveal() })),
+        match state.store.rotate_endpoint_secret(app.clone(), ep.clone(), sealed, grace_ms, &by, now).await {
+            Ok(()) => {
+                // The new key is shown once: the key's record keeps the status, not the body.
+                let mut answer = Done::Ok.with(EndpointSecretOut { key: secret.reveal() });
+                answer.extensions_mut().insert(crate::idempotency::BodyNotStored);
+                return Ok(answer);
+            }
             Err(OutboundError::StaleSecret) if tries + 1 < ROTATION_TRIES => tries += 1,
             Err(err) => return Err(err.into()),
         }

@@ -16,7 +16,7 @@ use idemgate_core::outbound::field::{EventTypeName, FieldError, Loc};
 use idemgate_store::outbound::event_type::{self as store, EventTypeDeletion};
 
 use super::{
-    ApiState, Shared,
+    ApiState, By, Shared,
     applications::patch_of,
     body,
     pagination::Page,
@@ -39,7 +39,7 @@ async fn list(state: Shared, RawQuery(query): RawQuery) -> Result<Response, Outb
     Ok(Done::Ok.with(ListResponse::of(found, EventTypeOut::from)))
 }
 
-async fn create(state: Shared, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn create(state: Shared, By(by): By, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EventTypeIn = body::json(&bytes)?;
     let name = EventTypeName::parse(&input.name, Loc::body("name"))?;
     payload_schema::check_schemas(input.schemas.as_ref())?;
@@ -50,7 +50,7 @@ async fn create(state: Shared, bytes: Bytes) -> Result<Response, OutboundAnswer>
         feature_flag: input.feature_flag,
         schemas: input.schemas.as_ref().map(schemas_text),
     };
-    let created = state.store.create_event_type(name.as_str().to_owned(), fields, state.now_ms()).await?;
+    let created = state.store.create_event_type(name.as_str().to_owned(), fields, &by, state.now_ms()).await?;
     Ok(Done::Created.with(EventTypeOut::from(created)))
 }
 
@@ -59,7 +59,7 @@ async fn read(state: Shared, Path(name): Path<String>) -> Result<Response, Outbo
     Ok(Done::Ok.with(EventTypeOut::from(found)))
 }
 
-async fn upsert(state: Shared, Path(name): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn upsert(state: Shared, By(by): By, Path(name): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EventTypeUpdate = body::json(&bytes)?;
     let name = path_name(&name)?;
     payload_schema::check_schemas(input.schemas.as_ref())?;
@@ -70,11 +70,11 @@ async fn upsert(state: Shared, Path(name): Path<String>, bytes: Bytes) -> Result
         feature_flag: input.feature_flag,
         schemas: input.schemas.as_ref().map(schemas_text),
     };
-    let upserted = state.store.upsert_event_type(name, fields, state.now_ms()).await?;
+    let upserted = state.store.upsert_event_type(name, fields, &by, state.now_ms()).await?;
     Ok(Done::upserted(upserted.created).with(EventTypeOut::from(upserted.value)))
 }
 
-async fn patch(state: Shared, Path(name): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
+async fn patch(state: Shared, By(by): By, Path(name): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EventTypePatch = body::json(&bytes)?;
     if let Patch::Value(schemas) = &input.schemas {
         payload_schema::check_schemas(Some(schemas))?;
@@ -86,12 +86,13 @@ async fn patch(state: Shared, Path(name): Path<String>, bytes: Bytes) -> Result<
         feature_flag: patch_of(input.feature_flag),
         schemas: patch_of(input.schemas).map(|schemas| schemas.as_ref().map(schemas_text)),
     };
-    let patched = state.store.patch_event_type(name, patch, state.now_ms()).await?;
+    let patched = state.store.patch_event_type(name, patch, &by, state.now_ms()).await?;
     Ok(Done::Ok.with(EventTypeOut::from(patched)))
 }
 
 async fn delete(
     state: Shared,
+    By(by): By,
     Path(name): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, OutboundAnswer> {
@@ -100,7 +101,7 @@ async fn delete(
     } else {
         EventTypeDeletion::Archive
     };
-    state.store.delete_event_type(name, deletion, state.now_ms()).await?;
+    state.store.delete_event_type(name, deletion, &by, state.now_ms()).await?;
     Ok(OutboundAnswer::NoContent.into_response())
 }
 

@@ -23,14 +23,17 @@ use axum::{
     routing::{get, post},
 };
 use idemgate_core::outbound::field::{Channel, EventId, EventTypeName, Loc, parse_list};
-use idemgate_store::outbound::{
-    Lookup, OutboundError, Resource,
-    message::{self as store, Accepted, MessageQuery},
+use idemgate_store::{
+    audit::Actor,
+    outbound::{
+        Lookup, OutboundError, Resource,
+        message::{self as store, Accepted, MessageQuery},
+    },
 };
 use serde_json::value::RawValue;
 
 use super::{
-    ApiState, Shared, applications, body,
+    ApiState, By, Shared, applications, body,
     pagination::Page,
     payload_schema,
     wire::{DEFAULT_PAYLOAD_RETENTION_DAYS, EventExampleIn, ListResponse, MessageIn, MessageOut, Payload, WireTime},
@@ -121,6 +124,7 @@ fn example(schemas: Option<&str>, index: usize) -> Option<String> {
 
 async fn create(
     state: Shared,
+    By(by): By,
     Path(app): Path<String>,
     RawQuery(query): RawQuery,
     operation: Option<Extension<Operation>>,
@@ -160,7 +164,7 @@ async fn create(
     let lookup = Lookup::application(&app);
     let accepted = match state.store.accept_message(lookup.clone(), message.clone(), now).await {
         Err(OutboundError::NotFound(Resource::Application)) if input.application.is_some() => {
-            create_application(&state, &lookup, input.application).await?;
+            create_application(&state, &lookup, input.application, &by).await?;
             state.store.accept_message(lookup, message, now).await?
         }
         other => other?,
@@ -176,12 +180,14 @@ async fn create(
     }
 }
 
-/// Creates the application a message's path names by uid, from the message's
-/// `application`; another request that created it first is as good.
-async fn create_application(
+/// Creates the application a message's (or an app portal access's) path names by uid,
+/// from the body's `application`, made by `by`; another request that created it first is
+/// as good.
+pub(super) async fn create_application(
     state: &ApiState,
     lookup: &Lookup,
     application: Option<super::wire::ApplicationIn>,
+    by: &Actor,
 ) -> Result<(), OutboundAnswer> {
     let (Lookup::Uid(path_uid), Some(application)) = (lookup, application) else {
         return Err(OutboundAnswer::NotFound);
@@ -200,7 +206,7 @@ async fn create_application(
         }
         _ => input.uid = Some(path_uid.clone()),
     }
-    match state.store.create_application(input, state.now_ms()).await {
+    match state.store.create_application(input, by, state.now_ms()).await {
         Ok(_) | Err(OutboundError::UidTaken(_)) => Ok(()),
         Err(err) => Err(err.into()),
     }

@@ -5,10 +5,11 @@
 //! needed) and, after the bearer token is checked ([`auth`]) and behind the
 //! `Idempotency-Key` layer in Svix's answer style (scoped to the token and the
 //! application in the path), the resources over the store: applications, event types,
-//! endpoints (with their headers and secrets), messages and their attempts. Every other path answers `404`
-//! in Svix's `HttpErrorOut` shape.
+//! endpoints (with their headers and secrets), messages and their attempts, and the
+//! application tokens. Every other path answers `404` in Svix's `HttpErrorOut` shape.
 //!
-//! - [`auth`]: tokens, roles and what each request needs;
+//! - [`auth`]: tokens, roles, an application token's scope and what each request needs;
+//! - `app_tokens`: `app-portal-access` issues an application's token, `logout` revokes it;
 //! - `pagination`: `limit`, `iterator`, `order`;
 //! - `body`: a request's JSON body and query flags, refused in Svix's 422 shape;
 //! - `payload_schema`: an event type's schema, compiled once, checked at message create;
@@ -18,6 +19,7 @@
 //!
 //! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
 
+mod app_tokens;
 mod applications;
 mod attempts;
 pub mod auth;
@@ -28,7 +30,7 @@ mod messages;
 mod pagination;
 mod payload_schema;
 mod redelivery;
-// The attempted messages' and app portal's shapes wait for their routes.
+// The attempted messages' shapes wait for their route.
 #[allow(dead_code)]
 pub(crate) mod wire;
 
@@ -45,6 +47,7 @@ use idemgate_clock::Clock;
 use idemgate_core::outbound::{address::UrlPolicy, sealing::SecretsKey};
 use idemgate_store::Store;
 
+use self::auth::By;
 pub use self::auth::{ApiRole, ApiToken, Caller};
 use crate::{
     answer::{OutboundAnswer, api_not_found},
@@ -89,7 +92,8 @@ pub(crate) type Shared = State<Arc<ApiState>>;
 /// The router of `/api/v1` (mounted there: its paths are below it), keeping its
 /// `Idempotency-Key` records in `store` on `clock`.
 pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router {
-    let tokens: Arc<[ApiToken]> = api.tokens.clone().into();
+    let access =
+        Arc::new(Access { tokens: api.tokens.clone().into(), store: store.clone(), clock: Arc::clone(&clock) });
     let config = IdempotencyConfig {
         scope: Scope::Custom(Arc::new(key_scope)),
         refusals: RefusalStyle::Svix,
@@ -110,12 +114,13 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         .merge(messages::routes())
         .merge(attempts::routes())
         .merge(redelivery::routes())
+        .merge(app_tokens::routes())
         .with_state(state);
     // The layers run outside in: the token first, then the key, then the route.
     let authorized = resources
         .route("/{*rest}", any(api_not_found))
         .layer(keys)
-        .layer(middleware::from_fn_with_state(tokens, authorize));
+        .layer(middleware::from_fn_with_state(access, authorize));
     Router::new()
         .route("/health", get(health).fallback(api_not_found))
         .route("/health/ping", get(health).fallback(api_not_found))
@@ -129,16 +134,46 @@ async fn health() -> OutboundAnswer {
     OutboundAnswer::NoContent
 }
 
-/// Lets through a request whose token allows it, with its [`Caller`]; answers 401 or 403.
-async fn authorize(State(tokens): State<Arc<[ApiToken]>>, mut request: Request, next: Next) -> Response {
-    let need = auth::need_of(request.method(), request.uri().path());
-    match auth::authorize(&tokens, request.headers(), need) {
+/// What the token check reads: the configured tokens, and the store and clock that
+/// application tokens are looked up on.
+struct Access {
+    tokens: Arc<[ApiToken]>,
+    store: Store,
+    clock: Arc<dyn Clock>,
+}
+
+/// Lets through a request whose token allows it, with its [`Caller`]; answers 401, 403,
+/// or for an application's token 404 on another application's path (and 503 when the
+/// store cannot tell whether the token is live).
+async fn authorize(State(access): State<Arc<Access>>, mut request: Request, next: Next) -> Response {
+    let (method, path) = (request.method(), request.uri().path());
+    let caller = match app_caller(&access, request.headers(), method, path).await {
+        Ok(Some(caller)) => Ok(caller),
+        Ok(None) => auth::authorize(&access.tokens, request.headers(), auth::need_of(method, path)),
+        Err(refused) => Err(refused),
+    };
+    match caller {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
         Err(refused) => refused.into_response(),
     }
+}
+
+/// The caller of an application's token that the store holds, live, at this request
+/// (one read per request, so a logout counts on every instance at once), allowed on
+/// `path` by its scope; `None` when the bearer token is not a live application token.
+async fn app_caller(
+    access: &Access,
+    headers: &http::HeaderMap,
+    method: &http::Method,
+    path: &str,
+) -> Result<Option<Caller>, OutboundAnswer> {
+    let Some(digest) = auth::app_token_digest(headers) else { return Ok(None) };
+    let Some(token) = access.store.app_token(digest, access.clock.now_ms()).await? else { return Ok(None) };
+    auth::app_scope(method, path, &token)?;
+    Ok(Some(Caller::of_app(&token, digest)))
 }
 
 /// An `Idempotency-Key`'s scope on `/api/v1`: the token's digest and the application in

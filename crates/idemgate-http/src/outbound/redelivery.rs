@@ -14,7 +14,9 @@ use idemgate_store::outbound::{Lookup, redelivery::Recovery};
 use serde_json::json;
 
 use super::{
-    ApiState, Shared, body,
+    ApiState, Shared,
+    auth::By,
+    body,
     wire::{RecoverIn, RecoverOut, WireTime},
 };
 use crate::answer::{Done, OutboundAnswer, api_not_found};
@@ -33,10 +35,11 @@ pub(super) fn routes() -> Router<Arc<ApiState>> {
 /// (or already being attempted) and the commit durable.
 async fn resend(
     state: Shared,
+    By(by): By,
     Path((app, msg, ep)): Path<(String, String, String)>,
 ) -> Result<Response, OutboundAnswer> {
     let (app, msg, ep) = (Lookup::application(&app), Lookup::message(&msg), Lookup::endpoint(&ep));
-    state.store.resend_message(app, msg, ep, state.now_ms(), None).await?;
+    state.store.resend_message(app, msg, ep, &by, state.now_ms()).await?;
     Ok(Done::Accepted.with(json!({})))
 }
 
@@ -44,13 +47,14 @@ async fn resend(
 /// is done in the request's transaction.
 async fn recover(
     state: Shared,
+    By(by): By,
     Path((app, ep)): Path<(String, String)>,
     bytes: Bytes,
 ) -> Result<Response, OutboundAnswer> {
     let input: RecoverIn = body::json(&bytes)?;
     let now = state.now_ms();
     let range = recovery(&input, now)?;
-    state.store.recover_endpoint(Lookup::application(&app), Lookup::endpoint(&ep), range, now, None).await?;
+    state.store.recover_endpoint(Lookup::application(&app), Lookup::endpoint(&ep), range, &by, now).await?;
     let mut random = [0; PAYLOAD_LEN];
     getrandom::fill(&mut random).map_err(|_| OutboundAnswer::Unavailable)?;
     let task = TaskId::generate(now, random).map_err(|_| OutboundAnswer::Unavailable)?;

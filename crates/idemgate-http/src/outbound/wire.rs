@@ -560,7 +560,8 @@ pub(crate) struct EventTypeOut {
 
 // ---- Access ----
 
-/// `AppPortalAccessIn`.
+/// `AppPortalAccessIn`, with the SDK's `expiry` (seconds; Svix's hosted API has it, the
+/// open-source spec does not).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AppPortalAccessIn {
@@ -568,6 +569,8 @@ pub(crate) struct AppPortalAccessIn {
     pub(crate) application: Option<ApplicationIn>,
     #[serde(default)]
     pub(crate) feature_flags: Vec<String>,
+    #[serde(default)]
+    pub(crate) expiry: Option<u64>,
 }
 
 /// `AppPortalAccessOut`. The token is shown once, in this answer.

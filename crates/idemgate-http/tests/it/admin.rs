@@ -442,7 +442,10 @@ async fn the_openapi_document_defines_what_it_references_and_documents_the_refus
         spellings(param("/admin/v1/events", "state")),
         ["pending", "running", "succeeded", "retrying", "dead", "superseded", "unmatched"]
     );
-    assert_eq!(spellings(param("/admin/v1/audit", "action")), ["replay", "replay_to", "retry", "enable"]);
+    let actions: Vec<String> = idemgate_store::audit::Action::ALL.map(|a| a.as_str().to_owned()).into();
+    assert_eq!(spellings(param("/admin/v1/audit", "action")), actions);
+    assert_eq!(actions[..4], ["replay", "replay_to", "retry", "enable"]);
+    assert!(actions.contains(&"app_token_issue".to_owned()), "the outbound API's actions: {actions:?}");
     assert_eq!(spellings(param("/admin/v1/destinations/{name}/series", "window")), ["hour", "day"]);
     let replay = &doc["paths"]["/admin/v1/events/{source}/{identity}/replay"]["post"];
     let replay_state = replay["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "state").unwrap();

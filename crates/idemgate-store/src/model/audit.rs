@@ -1,8 +1,12 @@
 //! The audit log: who changed the queue's state by hand, when, what and how much. Every
 //! state-changing admin action (the admin API, the dashboard, the CLI's replays, retries
 //! and enables) is one [`Audit`] the store writes in the action's own transaction where
-//! the operation is one, so an action is recorded exactly when it took effect. The log is
-//! kept for its own retention, apart from the sources' ([`crate::maintenance`]).
+//! the operation is one, so an action is recorded exactly when it took effect. Every
+//! change through the outbound API (`/api/v1`: applications, endpoints, event types,
+//! application tokens, and the resends, recoveries and expunges) is one too, written by
+//! the store operation itself under the caller's [`Actor`]; publishing a message is not
+//! (the message row is its record). The log is kept for its own retention, apart from the
+//! sources' ([`crate::maintenance`]).
 
 use std::time::Duration;
 
@@ -10,7 +14,7 @@ use idemgate_core::UnixTime;
 
 use crate::jobs::{ReplayFilter, ReplayTo};
 
-/// What an operator did.
+/// What an operator, or a caller of the outbound API, did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
     /// Finished jobs made pending again.
@@ -21,11 +25,71 @@ pub enum Action {
     Retry,
     /// A disabled or paused destination resumed.
     Enable,
+    /// An application created (`POST /app`, a `PUT` that created, or a message's or an
+    /// app portal access's `application`).
+    ApplicationCreate,
+    /// An application replaced or patched.
+    ApplicationUpdate,
+    /// An application deleted, with its endpoints.
+    ApplicationDelete,
+    /// An endpoint created.
+    EndpointCreate,
+    /// An endpoint replaced or patched.
+    EndpointUpdate,
+    /// An endpoint deleted.
+    EndpointDelete,
+    /// An endpoint's custom headers set or patched.
+    EndpointHeaders,
+    /// An endpoint's signing secret rotated.
+    EndpointSecretRotate,
+    /// An event type created.
+    EventTypeCreate,
+    /// An event type replaced or patched.
+    EventTypeUpdate,
+    /// An event type archived (`DELETE` without `expunge`).
+    EventTypeArchive,
+    /// An event type removed (`DELETE` with `expunge=true`).
+    EventTypeDelete,
+    /// An application's token issued (`app-portal-access`).
+    AppTokenIssue,
+    /// An application's token revoked (`logout`).
+    AppTokenRevoke,
+    /// A message sent to an endpoint again (`resend`).
+    MessageResend,
+    /// An endpoint's failed deliveries sent again (`recover`).
+    EndpointRecover,
+    /// A message's payload removed (`DELETE …/msg/{msg_id}/content`).
+    MessageContentExpunge,
+    /// An attempt's response body removed (`DELETE …/attempt/{attempt_id}/content`).
+    AttemptContentExpunge,
 }
 
 impl Action {
     /// Every action, in the order the documentation lists them.
-    pub const ALL: [Self; 4] = [Self::Replay, Self::ReplayTo, Self::Retry, Self::Enable];
+    pub const ALL: [Self; 22] = [
+        Self::Replay,
+        Self::ReplayTo,
+        Self::Retry,
+        Self::Enable,
+        Self::ApplicationCreate,
+        Self::ApplicationUpdate,
+        Self::ApplicationDelete,
+        Self::EndpointCreate,
+        Self::EndpointUpdate,
+        Self::EndpointDelete,
+        Self::EndpointHeaders,
+        Self::EndpointSecretRotate,
+        Self::EventTypeCreate,
+        Self::EventTypeUpdate,
+        Self::EventTypeArchive,
+        Self::EventTypeDelete,
+        Self::AppTokenIssue,
+        Self::AppTokenRevoke,
+        Self::MessageResend,
+        Self::EndpointRecover,
+        Self::MessageContentExpunge,
+        Self::AttemptContentExpunge,
+    ];
 
     /// Its stored and shown name.
     #[must_use]
@@ -35,6 +99,24 @@ impl Action {
             Self::ReplayTo => "replay_to",
             Self::Retry => "retry",
             Self::Enable => "enable",
+            Self::ApplicationCreate => "application_create",
+            Self::ApplicationUpdate => "application_update",
+            Self::ApplicationDelete => "application_delete",
+            Self::EndpointCreate => "endpoint_create",
+            Self::EndpointUpdate => "endpoint_update",
+            Self::EndpointDelete => "endpoint_delete",
+            Self::EndpointHeaders => "endpoint_headers",
+            Self::EndpointSecretRotate => "endpoint_secret_rotate",
+            Self::EventTypeCreate => "event_type_create",
+            Self::EventTypeUpdate => "event_type_update",
+            Self::EventTypeArchive => "event_type_archive",
+            Self::EventTypeDelete => "event_type_delete",
+            Self::AppTokenIssue => "app_token_issue",
+            Self::AppTokenRevoke => "app_token_revoke",
+            Self::MessageResend => "message_resend",
+            Self::EndpointRecover => "endpoint_recover",
+            Self::MessageContentExpunge => "message_content_expunge",
+            Self::AttemptContentExpunge => "attempt_content_expunge",
         }
     }
 
@@ -74,6 +156,42 @@ impl Audit {
 /// The name the command line's actions are recorded under.
 pub const CLI: &str = "cli";
 
+/// Who changes something through the outbound API, as the audit log names them: a
+/// configured API token's name, or `app:<application id>` for an application's token.
+///
+/// ```
+/// use idemgate_store::audit::Actor;
+/// assert_eq!(Actor::app("app_2").name(), "app:app_2");
+/// assert_eq!(Actor::token("ops").name(), "ops");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor(String);
+
+impl Actor {
+    /// A configured token, by its name.
+    #[must_use]
+    pub fn token(name: impl Into<String>) -> Self {
+        Self(name.into())
+    }
+
+    /// The token of the application `app_id` (its id, never a uid).
+    #[must_use]
+    pub fn app(app_id: &str) -> Self {
+        Self(format!("app:{app_id}"))
+    }
+
+    /// The name its records carry.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// Its record of `action` on `target`.
+    pub(crate) fn did(&self, action: Action, target: String) -> Audit {
+        Audit::new(self.0.clone(), action, target)
+    }
+}
+
 /// One recorded action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRecord {
@@ -81,13 +199,14 @@ pub struct AuditRecord {
     pub id: i64,
     /// When it was done.
     pub at: UnixTime,
-    /// The admin token's name, or `cli`.
+    /// The admin or API token's name, `app:<id>` for an application's token, or `cli`.
     pub token: String,
     /// What was done (a stored name; [`Action::parse`] reads it).
     pub action: String,
     /// What it was done to.
     pub target: String,
-    /// How many jobs (for `enable`: destinations) it changed.
+    /// How many jobs (for `enable`: destinations; for a change through the outbound API:
+    /// rows, 1) it changed.
     pub affected: u64,
 }
 
@@ -126,6 +245,48 @@ pub mod target {
     #[must_use]
     pub fn destination(name: &str) -> String {
         format!("destination {name}")
+    }
+
+    /// One application of the outbound API: `application APP_ID`.
+    #[must_use]
+    pub fn application(app_id: &str) -> String {
+        format!("application {app_id}")
+    }
+
+    /// One endpoint: `endpoint APP_ID/EP_ID`.
+    #[must_use]
+    pub fn endpoint(app_id: &str, ep_id: &str) -> String {
+        format!("endpoint {app_id}/{ep_id}")
+    }
+
+    /// One event type: `event_type NAME`.
+    #[must_use]
+    pub fn event_type(name: &str) -> String {
+        format!("event_type {name}")
+    }
+
+    /// One message: `message APP_ID/MSG_ID`.
+    #[must_use]
+    pub fn message(app_id: &str, msg_id: &str) -> String {
+        format!("message {app_id}/{msg_id}")
+    }
+
+    /// One message sent to one endpoint: `message APP_ID/MSG_ID to EP_ID`.
+    #[must_use]
+    pub fn message_to(app_id: &str, msg_id: &str, ep_id: &str) -> String {
+        format!("message {app_id}/{msg_id} to {ep_id}")
+    }
+
+    /// One attempt: `attempt APP_ID/MSG_ID/ATTEMPT_ID`.
+    #[must_use]
+    pub fn attempt(app_id: &str, msg_id: &str, attempt_id: &str) -> String {
+        format!("attempt {app_id}/{msg_id}/{attempt_id}")
+    }
+
+    /// An application's token (never the token itself): `app_token APP_ID`.
+    #[must_use]
+    pub fn app_token(app_id: &str) -> String {
+        format!("app_token {app_id}")
     }
 
     /// A bulk selection: `filter` and each given key as `key=value` (`filter all` when none).
@@ -194,6 +355,11 @@ pub(crate) fn cutoff(now: UnixTime, keep: Duration) -> i64 {
     super::maintenance::cutoff(now, keep)
 }
 
+/// The record's time (whole seconds, as every record's) of a change at `now_ms`.
+pub(crate) fn at_ms(now_ms: i64) -> UnixTime {
+    UnixTime(now_ms.div_euclid(1000))
+}
+
 /// A stored count as the record's.
 pub(crate) fn affected(count: usize) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
@@ -211,6 +377,8 @@ mod tests {
             assert_eq!(Action::parse(action.as_str()), Some(action));
         }
         assert_eq!(Action::parse("delete"), None);
+        let names: std::collections::HashSet<_> = Action::ALL.iter().map(|a| a.as_str()).collect();
+        assert_eq!(names.len(), Action::ALL.len());
     }
 
     #[test]

@@ -285,6 +285,10 @@ const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE attempts ADD COLUMN manual BOOLEAN NOT NULL DEFAULT false;
 ",
+    // Application tokens (app-portal-access) name the token that issued them.
+    r#"
+    ALTER TABLE api_tokens ADD COLUMN issued_by TEXT NOT NULL DEFAULT '';
+"#,
 ];
 
 /// The schema version this build writes on PostgreSQL.

@@ -284,6 +284,10 @@ const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE attempts ADD COLUMN manual INTEGER NOT NULL DEFAULT 0;
 ",
+    // Application tokens (app-portal-access) name the token that issued them.
+    r"
+    ALTER TABLE api_tokens ADD COLUMN issued_by TEXT NOT NULL DEFAULT '';
+",
 ];
 
 /// The schema version this build writes.

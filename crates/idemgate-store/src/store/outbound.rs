@@ -1,10 +1,14 @@
-//! [`Store`]'s outbound operations: applications, event types, endpoints and messages
-//! (`docs/design/outbound-api.md` §3.2–3.3), each the same call on either backend.
+//! [`Store`]'s outbound operations: applications, event types, endpoints, messages and
+//! application tokens (`docs/design/outbound-api.md` §3.2–3.3, §3.9), each the same call
+//! on either backend. Every change takes the [`Actor`] that makes it and writes its audit
+//! record in its own transaction; publishing a message is not audited (the message row is
+//! its record).
 
 use super::{Backend, Store};
-use crate::audit::Audit;
+use crate::model::audit::Actor;
 use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
+    app_token::{AppToken, NewAppToken},
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
     attempt::{Attempt, AttemptQuery, AttemptedDestination, EndpointStats},
     endpoint::{
@@ -18,8 +22,13 @@ use crate::model::outbound::{
 impl Store {
     /// Creates an application with a new id; a uid another live application has is
     /// [`OutboundError::UidTaken`].
-    pub async fn create_application(&self, input: ApplicationIn, now_ms: i64) -> Result<Application, OutboundError> {
-        on_backend!(self, store => store.create_application(input, now_ms).await)
+    pub async fn create_application(
+        &self,
+        input: ApplicationIn,
+        by: &Actor,
+        now_ms: i64,
+    ) -> Result<Application, OutboundError> {
+        on_backend!(self, store => store.create_application(input, by.clone(), now_ms).await)
     }
 
     /// The live application `app` names (its id or uid).
@@ -38,9 +47,10 @@ impl Store {
         &self,
         app: Lookup,
         input: ApplicationIn,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<Upserted<Application>, OutboundError> {
-        on_backend!(self, store => store.upsert_application(app, input, now_ms).await)
+        on_backend!(self, store => store.upsert_application(app, input, by.clone(), now_ms).await)
     }
 
     /// `PATCH`: changes the fields `patch` names.
@@ -48,15 +58,22 @@ impl Store {
         &self,
         app: Lookup,
         patch: ApplicationPatch,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<Application, OutboundError> {
-        on_backend!(self, store => store.patch_application(app, patch, now_ms).await)
+        on_backend!(self, store => store.patch_application(app, patch, by.clone(), now_ms).await)
     }
 
     /// Deletes the application and its endpoints (their waiting jobs end `dead`); its
     /// endpoints and messages are no longer served.
-    pub async fn delete_application(&self, app: Lookup, deletion: Deletion, now_ms: i64) -> Result<(), OutboundError> {
-        on_backend!(self, store => store.delete_application(app, deletion, now_ms).await)
+    pub async fn delete_application(
+        &self,
+        app: Lookup,
+        deletion: Deletion,
+        by: &Actor,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.delete_application(app, deletion, by.clone(), now_ms).await)
     }
 
     /// Creates the event type `name`; one that exists (archived or not) is
@@ -65,9 +82,10 @@ impl Store {
         &self,
         name: String,
         input: EventTypeIn,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<EventType, OutboundError> {
-        on_backend!(self, store => store.create_event_type(name, input, now_ms).await)
+        on_backend!(self, store => store.create_event_type(name, input, by.clone(), now_ms).await)
     }
 
     /// The event type `name`, archived or not.
@@ -89,9 +107,10 @@ impl Store {
         &self,
         name: String,
         input: EventTypeIn,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<Upserted<EventType>, OutboundError> {
-        on_backend!(self, store => store.upsert_event_type(name, input, now_ms).await)
+        on_backend!(self, store => store.upsert_event_type(name, input, by.clone(), now_ms).await)
     }
 
     /// `PATCH`: changes the fields `patch` names.
@@ -99,9 +118,10 @@ impl Store {
         &self,
         name: String,
         patch: EventTypePatch,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<EventType, OutboundError> {
-        on_backend!(self, store => store.patch_event_type(name, patch, now_ms).await)
+        on_backend!(self, store => store.patch_event_type(name, patch, by.clone(), now_ms).await)
     }
 
     /// Archives the event type `name`, or removes it.
@@ -109,16 +129,23 @@ impl Store {
         &self,
         name: String,
         deletion: EventTypeDeletion,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<(), OutboundError> {
-        on_backend!(self, store => store.delete_event_type(name, deletion, now_ms).await)
+        on_backend!(self, store => store.delete_event_type(name, deletion, by.clone(), now_ms).await)
     }
 
     /// Creates an endpoint of the application `app` with its first secret; a uid another
     /// live endpoint of the application has is [`OutboundError::UidTaken`]. A disabled one
     /// also disables its destination row.
-    pub async fn create_endpoint(&self, app: Lookup, new: NewEndpoint, now_ms: i64) -> Result<Endpoint, OutboundError> {
-        on_backend!(self, store => store.create_endpoint(app, new, now_ms).await)
+    pub async fn create_endpoint(
+        &self,
+        app: Lookup,
+        new: NewEndpoint,
+        by: &Actor,
+        now_ms: i64,
+    ) -> Result<Endpoint, OutboundError> {
+        on_backend!(self, store => store.create_endpoint(app, new, by.clone(), now_ms).await)
     }
 
     /// The live endpoint `ep` (id or uid) of the live application `app`; an application
@@ -139,9 +166,10 @@ impl Store {
         app: Lookup,
         ep: Lookup,
         new: NewEndpoint,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<Upserted<Endpoint>, OutboundError> {
-        on_backend!(self, store => store.upsert_endpoint(app, ep, new, now_ms).await)
+        on_backend!(self, store => store.upsert_endpoint(app, ep, new, by.clone(), now_ms).await)
     }
 
     /// `PATCH`: changes the fields `patch` names. Disabling writes the destination row the
@@ -151,9 +179,10 @@ impl Store {
         app: Lookup,
         ep: Lookup,
         patch: EndpointPatch,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
-        on_backend!(self, store => store.patch_endpoint(app, ep, patch, now_ms).await)
+        on_backend!(self, store => store.patch_endpoint(app, ep, patch, by.clone(), now_ms).await)
     }
 
     /// Replaces the endpoint's custom headers.
@@ -162,9 +191,10 @@ impl Store {
         app: Lookup,
         ep: Lookup,
         headers: Headers,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
-        on_backend!(self, store => store.set_endpoint_headers(app, ep, headers, now_ms).await)
+        on_backend!(self, store => store.set_endpoint_headers(app, ep, headers, by.clone(), now_ms).await)
     }
 
     /// Sets the headers `patch` gives a value and removes those it gives `None`.
@@ -173,15 +203,16 @@ impl Store {
         app: Lookup,
         ep: Lookup,
         patch: HeadersPatch,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
-        on_backend!(self, store => store.patch_endpoint_headers(app, ep, patch, now_ms).await)
+        on_backend!(self, store => store.patch_endpoint_headers(app, ep, patch, by.clone(), now_ms).await)
     }
 
     /// Deletes the endpoint; its `pending` and `retrying` jobs end `dead` ("endpoint
     /// deleted") in the same transaction.
-    pub async fn delete_endpoint(&self, app: Lookup, ep: Lookup, now_ms: i64) -> Result<(), OutboundError> {
-        on_backend!(self, store => store.delete_endpoint(app, ep, now_ms).await)
+    pub async fn delete_endpoint(&self, app: Lookup, ep: Lookup, by: &Actor, now_ms: i64) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.delete_endpoint(app, ep, by.clone(), now_ms).await)
     }
 
     /// The endpoint's current and unexpired old secrets at `now_ms`, newest (the current) first.
@@ -205,9 +236,10 @@ impl Store {
         ep: Lookup,
         secret: NewSecret,
         grace_ms: i64,
+        by: &Actor,
         now_ms: i64,
     ) -> Result<(), OutboundError> {
-        on_backend!(self, store => store.rotate_endpoint_secret(app, ep, secret, grace_ms, now_ms).await)
+        on_backend!(self, store => store.rotate_endpoint_secret(app, ep, secret, grace_ms, by.clone(), now_ms).await)
     }
 
     /// The outbound version: moved by every application, endpoint and secret change.
@@ -253,31 +285,31 @@ impl Store {
     /// ([`Resent::Sending`]). The message keeps its id, so the `webhook-id` is the same.
     /// A message never sent to that endpoint is [`OutboundError::NotFound`] (as Svix), a
     /// disabled endpoint [`OutboundError::EndpointDisabled`], a purged payload
-    /// [`OutboundError::PayloadGone`]. `audit`, if any, is recorded in the transaction.
+    /// [`OutboundError::PayloadGone`]. `by`'s audit record is written in the transaction.
     pub async fn resend_message(
         &self,
         app: Lookup,
         msg: Lookup,
         ep: Lookup,
+        by: &Actor,
         now_ms: i64,
-        audit: Option<Audit>,
     ) -> Result<Resent, OutboundError> {
-        on_backend!(self, store => store.resend_message(app, msg, ep, now_ms, audit).await)
+        on_backend!(self, store => store.resend_message(app, msg, ep, by.clone(), now_ms).await)
     }
 
     /// Replays, in one transaction, every `dead` job of the endpoint `ep` whose message
     /// was created in `range`, marking them manual; returns how many. A disabled endpoint
-    /// is [`OutboundError::EndpointDisabled`]. `audit`, if any, is recorded in the
+    /// is [`OutboundError::EndpointDisabled`]. `by`'s audit record is written in the
     /// transaction.
     pub async fn recover_endpoint(
         &self,
         app: Lookup,
         ep: Lookup,
         range: Recovery,
+        by: &Actor,
         now_ms: i64,
-        audit: Option<Audit>,
     ) -> Result<usize, OutboundError> {
-        on_backend!(self, store => store.recover_endpoint(app, ep, range, now_ms, audit).await)
+        on_backend!(self, store => store.recover_endpoint(app, ep, range, by.clone(), now_ms).await)
     }
 
     /// The message `msg` (its id or `eventId`) of the live application `app`.
@@ -342,5 +374,31 @@ impl Store {
         query: ListQuery,
     ) -> Result<Page<AttemptedDestination>, OutboundError> {
         on_backend!(self, store => store.attempted_destinations(app, msg, query).await)
+    }
+
+    /// Keeps an application's token (its digest, never the token) for the live
+    /// application `app`, issued by `by`, and drops the tokens that expired; returns the
+    /// application's id. Audited as `app_token_issue`.
+    pub async fn issue_app_token(
+        &self,
+        app: Lookup,
+        token: NewAppToken,
+        by: &Actor,
+        now_ms: i64,
+    ) -> Result<String, OutboundError> {
+        on_backend!(self, store => store.issue_app_token(app, token, by.clone(), now_ms).await)
+    }
+
+    /// The application token of SHA-256 `digest`, if its application is live and it has
+    /// not expired at `now_ms`: read from the store on every call, so a revocation or a
+    /// deletion on any instance counts at once.
+    pub async fn app_token(&self, digest: [u8; 32], now_ms: i64) -> Result<Option<AppToken>, OutboundError> {
+        on_backend!(self, store => store.app_token(digest, now_ms).await)
+    }
+
+    /// Deletes the application token of SHA-256 `digest` (`logout`); whether there was
+    /// one. Audited as `app_token_revoke`.
+    pub async fn revoke_app_token(&self, digest: [u8; 32], by: &Actor, now_ms: i64) -> Result<bool, OutboundError> {
+        on_backend!(self, store => store.revoke_app_token(digest, by.clone(), now_ms).await)
     }
 }

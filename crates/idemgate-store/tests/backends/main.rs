@@ -15,6 +15,7 @@ mod handover;
 mod idempotency;
 mod jobs;
 mod maintenance;
+mod outbound_access;
 mod outbound_applications;
 mod outbound_attempts;
 mod outbound_endpoints;
@@ -45,6 +46,11 @@ use serde_json::json;
 
 /// The time most tests run at.
 pub const T0: UnixTime = UnixTime(1_700_000_000);
+
+/// Who the outbound tests' changes are made by (a configured API token's name).
+pub fn ops() -> idemgate_store::audit::Actor {
+    idemgate_store::audit::Actor::token("ops")
+}
 
 /// `at` in milliseconds, as the queue takes it.
 pub fn ms(at: UnixTime) -> i64 {

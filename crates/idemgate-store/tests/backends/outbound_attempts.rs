@@ -20,7 +20,7 @@ use idemgate_store::{
 };
 
 use crate::{
-    TestStore, on_both,
+    TestStore, on_both, ops,
     outbound_applications::{NOW, app_in},
     outbound_endpoints::new_endpoint,
 };
@@ -41,10 +41,10 @@ fn tried(started_at_ms: i64, status: Option<u16>) -> AttemptRecord {
 /// An application `uid` with one endpoint `{uid}-hook` and one message `{uid}-event`;
 /// answers the message's id.
 async fn app_with_message(t: &TestStore, uid: &str) -> String {
-    t.create_application(app_in(uid, Some(uid)), NOW).await.unwrap();
+    t.create_application(app_in(uid, Some(uid)), &ops(), NOW).await.unwrap();
     let app = Lookup::application(uid);
     let new = new_endpoint(&format!("https://{uid}.example.com/hook"), Some(&format!("{uid}-hook")), NOW);
-    t.create_endpoint(app.clone(), new, NOW).await.unwrap();
+    t.create_endpoint(app.clone(), new, &ops(), NOW).await.unwrap();
     let message = MessageIn {
         event_id: Some(format!("{uid}-event")),
         event_type: "user.signup".to_owned(),

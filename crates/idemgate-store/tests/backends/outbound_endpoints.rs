@@ -15,7 +15,7 @@ use idemgate_store::outbound::{
 };
 
 use crate::{
-    T0, TestStore, accept_at, key, ms, on_both,
+    T0, TestStore, accept_at, key, ms, on_both, ops,
     outbound_applications::{NOW, app_in},
 };
 
@@ -35,25 +35,25 @@ pub fn new_endpoint(url: &str, uid: Option<&str>, at_ms: i64) -> NewEndpoint {
 
 /// An application `uid` and one endpoint of it.
 pub async fn app_with_endpoint(t: &TestStore, uid: &str) -> (Lookup, Endpoint) {
-    t.create_application(app_in(uid, Some(uid)), NOW).await.unwrap();
+    t.create_application(app_in(uid, Some(uid)), &ops(), NOW).await.unwrap();
     let app = Lookup::application(uid);
     let endpoint =
-        t.create_endpoint(app.clone(), new_endpoint("https://example.com/hook", None, NOW), NOW).await.unwrap();
+        t.create_endpoint(app.clone(), new_endpoint("https://example.com/hook", None, NOW), &ops(), NOW).await.unwrap();
     (app, endpoint)
 }
 
 on_both! {
     async fn an_endpoint_uid_is_unique_within_its_application(t: TestStore) {
         let (app, _) = app_with_endpoint(&t, "acme").await;
-        let first = t.create_endpoint(app.clone(), new_endpoint("https://a.example/", Some("main"), NOW), NOW).await.unwrap();
+        let first = t.create_endpoint(app.clone(), new_endpoint("https://a.example/", Some("main"), NOW), &ops(), NOW).await.unwrap();
         let before = t.outbound_version().await.unwrap();
-        let taken = t.create_endpoint(app.clone(), new_endpoint("https://b.example/", Some("main"), NOW), NOW).await.unwrap_err();
+        let taken = t.create_endpoint(app.clone(), new_endpoint("https://b.example/", Some("main"), NOW), &ops(), NOW).await.unwrap_err();
         assert!(matches!(taken, OutboundError::UidTaken(Resource::Endpoint)), "{taken}");
         assert_eq!(t.outbound_version().await.unwrap(), before, "a refused change writes nothing, its version bump neither");
         let page = t.list_endpoints(app.clone(), ListQuery::first(10)).await.unwrap();
         assert_eq!(page.data.len(), 2, "the refused endpoint was not stored");
-        t.create_application(app_in("other", Some("other")), NOW).await.unwrap();
-        t.create_endpoint(Lookup::application("other"), new_endpoint("https://c.example/", Some("main"), NOW), NOW)
+        t.create_application(app_in("other", Some("other")), &ops(), NOW).await.unwrap();
+        t.create_endpoint(Lookup::application("other"), new_endpoint("https://c.example/", Some("main"), NOW), &ops(), NOW)
             .await
             .unwrap();
 
@@ -68,7 +68,7 @@ on_both! {
 
     async fn put_creates_then_replaces_and_patch_and_headers_change_what_they_name(t: TestStore) {
         let (app, _) = app_with_endpoint(&t, "acme").await;
-        let created = t.upsert_endpoint(app.clone(), Lookup::endpoint("by-put"), new_endpoint("https://a.example/", None, NOW), NOW)
+        let created = t.upsert_endpoint(app.clone(), Lookup::endpoint("by-put"), new_endpoint("https://a.example/", None, NOW), &ops(), NOW)
             .await
             .unwrap();
         assert!(created.created);
@@ -76,20 +76,20 @@ on_both! {
         let mut replacement = new_endpoint("https://b.example/", Some("by-put"), NOW);
         replacement.endpoint.event_types = Some(vec!["user.signup".to_owned()]);
         replacement.endpoint.channels = Some(vec!["eu".to_owned()]);
-        let replaced = t.upsert_endpoint(app.clone(), Lookup::endpoint("by-put"), replacement, NOW + 1).await.unwrap();
+        let replaced = t.upsert_endpoint(app.clone(), Lookup::endpoint("by-put"), replacement, &ops(), NOW + 1).await.unwrap();
         assert!(!replaced.created);
         assert_eq!((replaced.value.id.as_str(), replaced.value.url.as_str()), (created.value.id.as_str(), "https://b.example/"));
         assert_eq!(replaced.value.event_types, Some(vec!["user.signup".to_owned()]));
 
         let patch = EndpointPatch { description: Some("main".to_owned()), channels: Some(None), ..EndpointPatch::default() };
-        let patched = t.patch_endpoint(app.clone(), Lookup::endpoint("by-put"), patch, NOW + 2).await.unwrap();
+        let patched = t.patch_endpoint(app.clone(), Lookup::endpoint("by-put"), patch, &ops(), NOW + 2).await.unwrap();
         assert_eq!((patched.description.as_str(), patched.channels.as_ref()), ("main", None));
         assert_eq!(patched.event_types, replaced.value.event_types, "what the patch does not name stays");
 
         let headers: Headers = [("x-a".to_owned(), "1".to_owned()), ("x-b".to_owned(), "2".to_owned())].into();
-        t.set_endpoint_headers(app.clone(), Lookup::endpoint("by-put"), headers, NOW).await.unwrap();
+        t.set_endpoint_headers(app.clone(), Lookup::endpoint("by-put"), headers, &ops(), NOW).await.unwrap();
         let patch = [("x-a".to_owned(), None), ("x-c".to_owned(), Some("3".to_owned()))].into();
-        let changed = t.patch_endpoint_headers(app.clone(), Lookup::endpoint("by-put"), patch, NOW).await.unwrap();
+        let changed = t.patch_endpoint_headers(app.clone(), Lookup::endpoint("by-put"), patch, &ops(), NOW).await.unwrap();
         let expected: Headers = [("x-b".to_owned(), "2".to_owned()), ("x-c".to_owned(), "3".to_owned())].into();
         assert_eq!(changed.headers, expected);
         let read = t.endpoint(app.clone(), Lookup::endpoint("by-put")).await.unwrap().unwrap();
@@ -97,12 +97,12 @@ on_both! {
     }
 
     async fn a_list_of_endpoints_walks_with_limit_one_to_the_end(t: TestStore) {
-        t.create_application(app_in("acme", Some("acme")), NOW).await.unwrap();
+        t.create_application(app_in("acme", Some("acme")), &ops(), NOW).await.unwrap();
         let app = Lookup::application("acme");
         let mut ids = Vec::new();
         for n in 0..3 {
             let at = NOW + n * 1000;
-            ids.push(t.create_endpoint(app.clone(), new_endpoint("https://a.example/", None, at), at).await.unwrap().id);
+            ids.push(t.create_endpoint(app.clone(), new_endpoint("https://a.example/", None, at), &ops(), at).await.unwrap().id);
         }
         for order in [Order::Ascending, Order::Descending] {
             let mut query = ListQuery { limit: 1, iterator: None, order };
@@ -138,9 +138,9 @@ on_both! {
 
         let ep = Lookup::endpoint(&endpoint.id);
         let patch = EndpointPatch { url: Some("https://b.example/".to_owned()), ..EndpointPatch::default() };
-        t.patch_endpoint(app.clone(), ep.clone(), patch, NOW).await.unwrap();
-        t.set_endpoint_headers(app.clone(), ep.clone(), Headers::new(), NOW).await.unwrap();
-        t.rotate_endpoint_secret(app.clone(), ep.clone(), NewSecret { seq: 2, sealed: sealed(2) }, 1000, NOW).await.unwrap();
+        t.patch_endpoint(app.clone(), ep.clone(), patch, &ops(), NOW).await.unwrap();
+        t.set_endpoint_headers(app.clone(), ep.clone(), Headers::new(), &ops(), NOW).await.unwrap();
+        t.rotate_endpoint_secret(app.clone(), ep.clone(), NewSecret { seq: 2, sealed: sealed(2) }, 1000, &ops(), NOW).await.unwrap();
         let after = t.outbound_version().await.unwrap();
         assert_eq!(after, seen + 3, "a patch, a header change and a rotation each moved it");
         let changes = t.endpoints_changed_since(seen, NOW).await.unwrap();
@@ -150,7 +150,7 @@ on_both! {
         seen = after;
         assert!(t.endpoints_changed_since(seen, NOW).await.unwrap().endpoints.is_empty(), "nothing since");
 
-        t.delete_endpoint(app.clone(), ep.clone(), NOW).await.unwrap();
+        t.delete_endpoint(app.clone(), ep.clone(), &ops(), NOW).await.unwrap();
         let changes = t.endpoints_changed_since(seen, NOW).await.unwrap();
         assert_eq!((changes.version, changes.endpoints.len()), (seen + 1, 1));
         assert!(!changes.endpoints[0].live, "a deleted endpoint is read as not live, so a cache drops it");
@@ -162,7 +162,7 @@ on_both! {
         let ep = Lookup::endpoint(&endpoint.id);
         for seq in 2..=13 {
             let secret = NewSecret { seq, sealed: sealed(seq) };
-            t.rotate_endpoint_secret(app.clone(), ep.clone(), secret, 86_400_000, NOW + seq).await.unwrap();
+            t.rotate_endpoint_secret(app.clone(), ep.clone(), secret, 86_400_000, &ops(), NOW + seq).await.unwrap();
         }
         let secrets = t.endpoint_secrets(app.clone(), ep.clone(), NOW + 20).await.unwrap();
         assert_eq!(secrets.len(), 1 + MAX_OLD_SECRETS);
@@ -170,11 +170,11 @@ on_both! {
         assert_eq!((secrets[0].expires_at_ms, secrets[0].sealed.clone()), (None, sealed(13)));
         assert_eq!(secrets[1].expires_at_ms, Some(NOW + 13 + 86_400_000), "the previous one expires after the grace");
 
-        let stale = t.rotate_endpoint_secret(app.clone(), ep.clone(), NewSecret { seq: 13, sealed: sealed(13) }, 0, NOW).await;
+        let stale = t.rotate_endpoint_secret(app.clone(), ep.clone(), NewSecret { seq: 13, sealed: sealed(13) }, 0, &ops(), NOW).await;
         assert!(matches!(stale, Err(OutboundError::StaleSecret)), "a seq already used is refused");
         let later = t.endpoint_secrets(app.clone(), ep.clone(), NOW + 13 + 86_400_000).await.unwrap();
         assert_eq!(later.iter().map(|s| s.seq).collect::<Vec<_>>(), [13], "after the grace only the current one signs");
-        t.rotate_endpoint_secret(app.clone(), ep.clone(), NewSecret { seq: 14, sealed: sealed(14) }, 0, NOW + 90_000_000).await.unwrap();
+        t.rotate_endpoint_secret(app.clone(), ep.clone(), NewSecret { seq: 14, sealed: sealed(14) }, 0, &ops(), NOW + 90_000_000).await.unwrap();
         let now = t.endpoint_secrets(app, ep, NOW + 90_000_000).await.unwrap();
         assert_eq!(now.iter().map(|s| s.seq).collect::<Vec<_>>(), [14], "no grace: the old one stops at once");
     }
@@ -184,11 +184,11 @@ on_both! {
         accept_at(&t, "e1", &[&endpoint.id], T0).await;
         let ep = Lookup::endpoint(&endpoint.id);
         let disable = EndpointPatch { disabled: Some(true), ..EndpointPatch::default() };
-        t.patch_endpoint(app.clone(), ep.clone(), disable, ms(T0)).await.unwrap();
+        t.patch_endpoint(app.clone(), ep.clone(), disable, &ops(), ms(T0)).await.unwrap();
         let claimed = t.claim_jobs(ms(T0) + 10_000, Duration::from_secs(30), 10, Vec::new()).await.unwrap();
         assert!(claimed.is_empty(), "{claimed:?}");
         let enable = EndpointPatch { disabled: Some(false), ..EndpointPatch::default() };
-        t.patch_endpoint(app, ep, enable, ms(T0)).await.unwrap();
+        t.patch_endpoint(app, ep, enable, &ops(), ms(T0)).await.unwrap();
         let claimed = t.claim_jobs(ms(T0) + 10_000, Duration::from_secs(30), 10, Vec::new()).await.unwrap();
         assert_eq!(claimed.iter().map(|job| job.destination.as_str()).collect::<Vec<_>>(), [endpoint.id.as_str()]);
     }
@@ -196,11 +196,11 @@ on_both! {
     async fn deleting_an_endpoint_finishes_its_waiting_jobs_dead(t: TestStore) {
         let (app, endpoint) = app_with_endpoint(&t, "acme").await;
         accept_at(&t, "e1", &[&endpoint.id, "other"], T0).await;
-        t.delete_endpoint(app.clone(), Lookup::endpoint(&endpoint.id), ms(T0)).await.unwrap();
+        t.delete_endpoint(app.clone(), Lookup::endpoint(&endpoint.id), &ops(), ms(T0)).await.unwrap();
         let jobs = t.jobs(key("e1")).await.unwrap();
         let summary: Vec<_> = jobs.iter().map(|j| (j.destination.as_str(), j.state.as_str(), j.last_error.as_deref())).collect();
         assert_eq!(summary, [(endpoint.id.as_str(), "dead", Some("endpoint deleted")), ("other", "pending", None)]);
-        let again = t.delete_endpoint(app, Lookup::endpoint(&endpoint.id), ms(T0)).await;
+        let again = t.delete_endpoint(app, Lookup::endpoint(&endpoint.id), &ops(), ms(T0)).await;
         assert!(matches!(again, Err(OutboundError::NotFound(Resource::Endpoint))));
     }
 }

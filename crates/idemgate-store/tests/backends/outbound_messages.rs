@@ -14,7 +14,7 @@ use idemgate_store::outbound::{
 };
 
 use crate::{
-    TestStore, on_both,
+    TestStore, on_both, ops,
     outbound_applications::{NOW, app_in},
     outbound_endpoints::new_endpoint,
 };
@@ -47,12 +47,12 @@ type Shape = fn(&mut EndpointIn);
 
 /// An application `acme` with endpoints made from `endpoints` (uid, then changes to its fields).
 async fn app_with(t: &TestStore, endpoints: &[(&str, Shape)]) -> Lookup {
-    t.create_application(app_in("acme", Some("acme")), NOW).await.unwrap();
+    t.create_application(app_in("acme", Some("acme")), &ops(), NOW).await.unwrap();
     let app = Lookup::application("acme");
     for (uid, change) in endpoints {
         let mut new = new_endpoint("https://example.com/hook", Some(uid), NOW);
         change(&mut new.endpoint);
-        t.create_endpoint(app.clone(), new, NOW).await.unwrap();
+        t.create_endpoint(app.clone(), new, &ops(), NOW).await.unwrap();
     }
     app
 }
@@ -87,7 +87,7 @@ fn disabled(endpoint: &mut EndpointIn) {
 on_both! {
     async fn a_message_gets_one_job_per_enabled_live_matching_endpoint(t: TestStore) {
         let app = app_with(&t, &[("all", all), ("signups", signups_only), ("eu", eu_only), ("off", disabled), ("gone", all)]).await;
-        t.delete_endpoint(app.clone(), Lookup::endpoint("gone"), NOW).await.unwrap();
+        t.delete_endpoint(app.clone(), Lookup::endpoint("gone"), &ops(), NOW).await.unwrap();
         let mut input = message(Some("evt-1"), "user.signup", b"{\"user\":1}");
         input.channels = Some(vec!["us".to_owned()]);
         let message = created(t.accept_message(app.clone(), input, NOW).await.unwrap());
@@ -103,13 +103,13 @@ on_both! {
     async fn an_endpoint_disabled_or_deleted_before_a_message_gets_no_job(t: TestStore) {
         let app = app_with(&t, &[("a", all), ("b", all), ("c", all)]).await;
         let disable = EndpointPatch { disabled: Some(true), ..EndpointPatch::default() };
-        t.patch_endpoint(app.clone(), Lookup::endpoint("a"), disable, NOW).await.unwrap();
-        t.delete_endpoint(app.clone(), Lookup::endpoint("b"), NOW).await.unwrap();
+        t.patch_endpoint(app.clone(), Lookup::endpoint("a"), disable, &ops(), NOW).await.unwrap();
+        t.delete_endpoint(app.clone(), Lookup::endpoint("b"), &ops(), NOW).await.unwrap();
         created(t.accept_message(app.clone(), message(None, "x", b"{}"), NOW).await.unwrap());
         assert_eq!(job_count(&t).await, 1);
         assert_eq!(job_destinations(&t, &app).await, ["c"]);
         let enable = EndpointPatch { disabled: Some(false), ..EndpointPatch::default() };
-        t.patch_endpoint(app.clone(), Lookup::endpoint("a"), enable, NOW).await.unwrap();
+        t.patch_endpoint(app.clone(), Lookup::endpoint("a"), enable, &ops(), NOW).await.unwrap();
         assert_eq!(job_count(&t).await, 1, "enabling later makes no job for a message accepted before");
     }
 
@@ -117,14 +117,14 @@ on_both! {
         let app = app_with(&t, &[("kept", all), ("paused", all), ("gone", all)]).await;
         created(t.accept_message(app.clone(), message(None, "x", b"{}"), NOW).await.unwrap());
         let disable = EndpointPatch { disabled: Some(true), ..EndpointPatch::default() };
-        t.patch_endpoint(app.clone(), Lookup::endpoint("paused"), disable, NOW).await.unwrap();
-        t.delete_endpoint(app.clone(), Lookup::endpoint("gone"), NOW).await.unwrap();
+        t.patch_endpoint(app.clone(), Lookup::endpoint("paused"), disable, &ops(), NOW).await.unwrap();
+        t.delete_endpoint(app.clone(), Lookup::endpoint("gone"), &ops(), NOW).await.unwrap();
         assert_eq!(job_destinations(&t, &app).await, ["kept"], "the claim skips the disabled and the deleted");
         let states = t.job_states().await.unwrap();
         let count = |state: &str| states.iter().find(|(s, _)| s == state).map_or(0, |(_, n)| *n);
         assert_eq!((count("dead"), count("pending"), count("running")), (1, 1, 1));
         let enable = EndpointPatch { disabled: Some(false), ..EndpointPatch::default() };
-        t.patch_endpoint(app.clone(), Lookup::endpoint("paused"), enable, NOW).await.unwrap();
+        t.patch_endpoint(app.clone(), Lookup::endpoint("paused"), enable, &ops(), NOW).await.unwrap();
         assert_eq!(job_destinations(&t, &app).await, ["paused"], "enabled again, its waiting job is claimed");
     }
 
@@ -220,7 +220,7 @@ on_both! {
     async fn a_deleted_application_takes_no_messages_and_serves_none(t: TestStore) {
         let app = app_with(&t, &[("a", all)]).await;
         let first = created(t.accept_message(app.clone(), message(Some("evt-1"), "x", b"{}"), NOW).await.unwrap());
-        t.delete_application(app.clone(), Deletion::Soft, NOW).await.unwrap();
+        t.delete_application(app.clone(), Deletion::Soft, &ops(), NOW).await.unwrap();
         let refused = t.accept_message(app.clone(), message(None, "x", b"{}"), NOW).await;
         assert!(matches!(refused, Err(OutboundError::NotFound(Resource::Application))), "{refused:?}");
         let read = t.message(Lookup::Id(first.app_id.clone()), Lookup::message(&first.id)).await;

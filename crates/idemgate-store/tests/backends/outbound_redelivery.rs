@@ -10,7 +10,7 @@ use idemgate_core::{
     retry::{Attempted, DeadReason, Decision},
 };
 use idemgate_store::{
-    audit::{Action, Audit, AuditFilter},
+    audit::{Action, Actor, AuditFilter},
     jobs::AttemptRecord,
     outbound::{
         Lookup, OutboundError, Resource,
@@ -22,7 +22,7 @@ use idemgate_store::{
 };
 
 use crate::{
-    TestStore, on_both,
+    TestStore, on_both, ops,
     outbound_applications::{NOW, app_in},
     outbound_endpoints::new_endpoint,
 };
@@ -70,9 +70,9 @@ async fn attempt_all(t: &TestStore, at_ms: i64, status: u16) -> Vec<(i64, String
 }
 
 async fn setup(t: &TestStore, uid: &str) {
-    t.create_application(app_in(uid, Some(uid)), NOW).await.unwrap();
+    t.create_application(app_in(uid, Some(uid)), &ops(), NOW).await.unwrap();
     let hook = new_endpoint(&format!("https://{uid}.example.com/hook"), Some(&format!("{uid}-hook")), NOW);
-    t.create_endpoint(Lookup::application(uid), hook, NOW).await.unwrap();
+    t.create_endpoint(Lookup::application(uid), hook, &ops(), NOW).await.unwrap();
 }
 
 on_both! {
@@ -85,8 +85,7 @@ on_both! {
         let first = attempt_all(&t, NOW + 1_000, 400).await;
         assert_eq!(first.len(), 2);
 
-        let audit = Audit::new("backend", Action::Replay, "resend".to_owned());
-        let resent = t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("acme-hook"), NOW + 5_000, Some(audit)).await.unwrap();
+        let resent = t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("acme-hook"), &Actor::token("backend"), NOW + 5_000).await.unwrap();
         assert_eq!(resent, Resent::Due);
         let again = attempt_all(&t, NOW + 5_000, 200).await;
         let acme_job = first.iter().find(|(_, id)| *id == msg).unwrap().clone();
@@ -95,31 +94,32 @@ on_both! {
         let attempts = t.attempts_by_message(acme.clone(), Lookup::message(&msg), AttemptQuery::newest(10)).await.unwrap().data;
         let manual: Vec<_> = attempts.iter().map(|a| (a.status_code, a.manual)).collect();
         assert_eq!(manual, [(Some(200), true), (Some(400), false)]);
-        let logged = t.audit_log(AuditFilter { limit: 10, ..AuditFilter::default() }).await.unwrap();
+        let resends = AuditFilter { limit: 10, action: Some(Action::MessageResend), ..AuditFilter::default() };
+        let logged = t.audit_log(resends).await.unwrap();
         assert_eq!(logged.iter().map(|r| (r.token.as_str(), r.affected)).collect::<Vec<_>>(), [("backend", 1)]);
 
         // By eventId and endpoint uid alike; a waiting job is made due now, a running one left.
-        assert_eq!(t.resend_message(acme.clone(), Lookup::message("e1"), Lookup::endpoint("acme-hook"), NOW + 6_000, None).await.unwrap(), Resent::Due);
+        assert_eq!(t.resend_message(acme.clone(), Lookup::message("e1"), Lookup::endpoint("acme-hook"), &ops(), NOW + 6_000).await.unwrap(), Resent::Due);
         let running = t.claim_jobs(NOW + 6_000, LEASE, 10, Vec::new()).await.unwrap();
         assert_eq!(running.len(), 1);
-        assert_eq!(t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("acme-hook"), NOW + 6_000, None).await.unwrap(), Resent::Sending);
+        assert_eq!(t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("acme-hook"), &ops(), NOW + 6_000).await.unwrap(), Resent::Sending);
 
         // Another application's message, a message never sent to the endpoint, a disabled
         // or deleted endpoint: refused, nothing changed.
-        let err = t.resend_message(acme.clone(), Lookup::message(&other_msg), Lookup::endpoint("acme-hook"), NOW, None).await.unwrap_err();
+        let err = t.resend_message(acme.clone(), Lookup::message(&other_msg), Lookup::endpoint("acme-hook"), &ops(), NOW).await.unwrap_err();
         assert!(matches!(err, OutboundError::NotFound(Resource::Message)), "{err:?}");
         let later = new_endpoint("https://acme.example.com/later", Some("later"), NOW);
-        t.create_endpoint(acme.clone(), later, NOW + 7_000).await.unwrap();
-        let err = t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("later"), NOW, None).await.unwrap_err();
+        t.create_endpoint(acme.clone(), later, &ops(), NOW + 7_000).await.unwrap();
+        let err = t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("later"), &ops(), NOW).await.unwrap_err();
         assert!(matches!(err, OutboundError::NotFound(Resource::Message)), "{err:?}");
         let off = EndpointPatch { disabled: Some(true), ..EndpointPatch::default() };
-        t.patch_endpoint(acme.clone(), Lookup::endpoint("later"), off, NOW + 8_000).await.unwrap();
-        let err = t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("later"), NOW, None).await.unwrap_err();
+        t.patch_endpoint(acme.clone(), Lookup::endpoint("later"), off, &ops(), NOW + 8_000).await.unwrap();
+        let err = t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("later"), &ops(), NOW).await.unwrap_err();
         assert!(matches!(err, OutboundError::EndpointDisabled), "{err:?}");
-        t.delete_endpoint(acme.clone(), Lookup::endpoint("later"), NOW + 9_000).await.unwrap();
-        let err = t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("later"), NOW, None).await.unwrap_err();
+        t.delete_endpoint(acme.clone(), Lookup::endpoint("later"), &ops(), NOW + 9_000).await.unwrap();
+        let err = t.resend_message(acme.clone(), Lookup::message(&msg), Lookup::endpoint("later"), &ops(), NOW).await.unwrap_err();
         assert!(matches!(err, OutboundError::NotFound(Resource::Endpoint)), "{err:?}");
-        let err = t.resend_message(Lookup::application("nobody"), Lookup::message(&msg), Lookup::endpoint("acme-hook"), NOW, None).await.unwrap_err();
+        let err = t.resend_message(Lookup::application("nobody"), Lookup::message(&msg), Lookup::endpoint("acme-hook"), &ops(), NOW).await.unwrap_err();
         assert!(matches!(err, OutboundError::NotFound(Resource::Application)), "{err:?}");
     }
 
@@ -132,27 +132,27 @@ on_both! {
         let at_until = publish(&t, "acme", "at-until", NOW + 2_000).await;
         assert_eq!(attempt_all(&t, NOW + 3_000, 400).await.len(), 4);
         // `delivered` is delivered on a resend: it is not failed any more.
-        t.resend_message(acme.clone(), Lookup::message(&delivered), Lookup::endpoint("acme-hook"), NOW + 4_000, None).await.unwrap();
+        t.resend_message(acme.clone(), Lookup::message(&delivered), Lookup::endpoint("acme-hook"), &ops(), NOW + 4_000).await.unwrap();
         assert_eq!(attempt_all(&t, NOW + 4_000, 200).await.len(), 1);
         assert!(t.claim_jobs(NOW + 5_000, LEASE, 10, Vec::new()).await.unwrap().is_empty());
 
         let range = Recovery { since_ms: NOW + 1_000, until_ms: NOW + 2_000 };
         let off = EndpointPatch { disabled: Some(true), ..EndpointPatch::default() };
-        t.patch_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), off, NOW + 5_000).await.unwrap();
-        let err = t.recover_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), range, NOW + 5_000, None).await.unwrap_err();
+        t.patch_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), off, &ops(), NOW + 5_000).await.unwrap();
+        let err = t.recover_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), range, &ops(), NOW + 5_000).await.unwrap_err();
         assert!(matches!(err, OutboundError::EndpointDisabled), "{err:?}");
         let on = EndpointPatch { disabled: Some(false), ..EndpointPatch::default() };
-        t.patch_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), on, NOW + 5_000).await.unwrap();
+        t.patch_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), on, &ops(), NOW + 5_000).await.unwrap();
 
-        assert_eq!(t.recover_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), range, NOW + 6_000, None).await.unwrap(), 1);
+        assert_eq!(t.recover_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), range, &ops(), NOW + 6_000).await.unwrap(), 1);
         let sent = attempt_all(&t, NOW + 6_000, 200).await;
         assert_eq!(sent.iter().map(|(_, id)| id.as_str()).collect::<Vec<_>>(), [inside.as_str()]);
         let attempts = t.attempts_by_message(acme.clone(), Lookup::message(&inside), AttemptQuery::newest(10)).await.unwrap().data;
         assert_eq!(attempts.iter().map(|a| a.manual).collect::<Vec<_>>(), [true, false]);
         // Recovered and delivered: a second recovery finds nothing; the others stay dead.
-        assert_eq!(t.recover_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), range, NOW + 7_000, None).await.unwrap(), 0);
+        assert_eq!(t.recover_endpoint(acme.clone(), Lookup::endpoint("acme-hook"), range, &ops(), NOW + 7_000).await.unwrap(), 0);
         let wide = Recovery { since_ms: NOW, until_ms: NOW + 2_001 };
-        assert_eq!(t.recover_endpoint(acme, Lookup::endpoint("acme-hook"), wide, NOW + 8_000, None).await.unwrap(), 2);
+        assert_eq!(t.recover_endpoint(acme, Lookup::endpoint("acme-hook"), wide, &ops(), NOW + 8_000).await.unwrap(), 2);
         let rest = attempt_all(&t, NOW + 8_000, 200).await;
         let mut ids: Vec<_> = rest.iter().map(|(_, id)| id.clone()).collect();
         ids.sort();
@@ -166,7 +166,7 @@ on_both! {
         let acme = Lookup::application("acme");
         let mut picky = new_endpoint("https://acme.example.com/picky", Some("picky"), NOW);
         picky.endpoint.event_types = Some(vec!["order.paid".to_owned()]);
-        t.create_endpoint(acme.clone(), picky, NOW).await.unwrap();
+        t.create_endpoint(acme.clone(), picky, &ops(), NOW).await.unwrap();
         let example = MessageIn {
             event_id: None,
             event_type: "user.signup".to_owned(),
@@ -187,7 +187,7 @@ on_both! {
         let err = t.accept_message_to(acme.clone(), Lookup::endpoint("nobody"), example.clone(), NOW).await.unwrap_err();
         assert!(matches!(err, OutboundError::NotFound(Resource::Endpoint)), "{err:?}");
         let off = EndpointPatch { disabled: Some(true), ..EndpointPatch::default() };
-        t.patch_endpoint(acme.clone(), Lookup::endpoint("picky"), off, NOW).await.unwrap();
+        t.patch_endpoint(acme.clone(), Lookup::endpoint("picky"), off, &ops(), NOW).await.unwrap();
         let err = t.accept_message_to(acme.clone(), Lookup::endpoint("picky"), example, NOW).await.unwrap_err();
         assert!(matches!(err, OutboundError::EndpointDisabled), "{err:?}");
         let listed = t.list_messages(acme, idemgate_store::outbound::message::MessageQuery::newest(10)).await.unwrap();

@@ -15,6 +15,7 @@ use idemgate_core::{
 };
 use idemgate_store::{
     Store,
+    audit::Actor,
     outbound::{
         Lookup,
         application::ApplicationIn,
@@ -71,7 +72,7 @@ impl Outbound {
 
     async fn app(&self) {
         let app = ApplicationIn { name: APP.to_owned(), uid: Some(APP.to_owned()), ..ApplicationIn::default() };
-        self.store.create_application(app, self.now_ms()).await.unwrap();
+        self.store.create_application(app, &Actor::token("test"), self.now_ms()).await.unwrap();
     }
 
     /// A new endpoint at `url` whose first secret, sealed under `sealing`, is `secret`.
@@ -83,7 +84,11 @@ impl Outbound {
             headers: Headers::new(),
             secret: sealed(sealing, &id, FIRST_SECRET_SEQ, secret),
         };
-        self.store.create_endpoint(Lookup::application(APP), new, self.now_ms()).await.unwrap().id
+        self.store
+            .create_endpoint(Lookup::application(APP), new, &Actor::token("test"), self.now_ms())
+            .await
+            .unwrap()
+            .id
     }
 
     async fn message(&self) -> String {
@@ -103,7 +108,13 @@ impl Outbound {
 
     async fn patch(&self, endpoint: &str, patch: EndpointPatch) {
         self.store
-            .patch_endpoint(Lookup::application(APP), Lookup::endpoint(endpoint), patch, self.now_ms())
+            .patch_endpoint(
+                Lookup::application(APP),
+                Lookup::endpoint(endpoint),
+                patch,
+                &Actor::token("test"),
+                self.now_ms(),
+            )
             .await
             .unwrap();
     }
@@ -159,7 +170,14 @@ async fn after_a_rotation_both_secrets_verify(store: Store) {
     let seq = FIRST_SECRET_SEQ + 1;
     let rotated = NewSecret { seq, sealed: sealed(&key(), &EndpointId::parse(&id).unwrap(), seq, &new) };
     rig.store
-        .rotate_endpoint_secret(Lookup::application(APP), Lookup::endpoint(&id), rotated, 86_400_000, rig.now_ms())
+        .rotate_endpoint_secret(
+            Lookup::application(APP),
+            Lookup::endpoint(&id),
+            rotated,
+            86_400_000,
+            &Actor::token("test"),
+            rig.now_ms(),
+        )
         .await
         .unwrap();
     rig.message().await;

@@ -28,6 +28,7 @@ mod gateway_startup;
 mod harness;
 mod hostile_clients;
 mod idempotency_suite;
+mod outbound_access;
 mod outbound_api;
 mod outbound_attempts;
 mod outbound_delivery;

@@ -150,6 +150,24 @@ pub(crate) enum AuditAction {
     ReplayTo,
     Retry,
     Enable,
+    ApplicationCreate,
+    ApplicationUpdate,
+    ApplicationDelete,
+    EndpointCreate,
+    EndpointUpdate,
+    EndpointDelete,
+    EndpointHeaders,
+    EndpointSecretRotate,
+    EventTypeCreate,
+    EventTypeUpdate,
+    EventTypeArchive,
+    EventTypeDelete,
+    AppTokenIssue,
+    AppTokenRevoke,
+    MessageResend,
+    EndpointRecover,
+    MessageContentExpunge,
+    AttemptContentExpunge,
 }
 
 /// Declares the bearer token every route but the document itself needs.
@@ -206,7 +224,31 @@ mod tests {
             sorted(names(&[WaitingState::Pending, WaitingState::Retrying])),
             states(JobState::is_claimable, false)
         );
-        let actions = [AuditAction::Replay, AuditAction::ReplayTo, AuditAction::Retry, AuditAction::Enable];
+        use AuditAction as A;
+        let actions = [
+            A::Replay,
+            A::ReplayTo,
+            A::Retry,
+            A::Enable,
+            A::ApplicationCreate,
+            A::ApplicationUpdate,
+            A::ApplicationDelete,
+            A::EndpointCreate,
+            A::EndpointUpdate,
+            A::EndpointDelete,
+            A::EndpointHeaders,
+            A::EndpointSecretRotate,
+            A::EventTypeCreate,
+            A::EventTypeUpdate,
+            A::EventTypeArchive,
+            A::EventTypeDelete,
+            A::AppTokenIssue,
+            A::AppTokenRevoke,
+            A::MessageResend,
+            A::EndpointRecover,
+            A::MessageContentExpunge,
+            A::AttemptContentExpunge,
+        ];
         assert_eq!(names(&actions), Action::ALL.map(|a| a.as_str().to_owned()));
     }
 }

@@ -6,6 +6,7 @@
 //! Ids are text in the rows: core's id types ([`idemgate_core::outbound::id`]) make and
 //! check them; the store compares them as bytes, which is their time order.
 
+pub mod app_token;
 pub mod application;
 pub mod attempt;
 pub mod endpoint;

@@ -3,9 +3,10 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::{Hold, bump_version, lock_app, rate};
+use super::{Hold, bump_version, lock_app, rate, record};
 use crate::{
     PgStore, StoreError,
+    audit::{Action, Actor, target},
     model::outbound::{
         ListQuery, Lookup, OutboundError, Page, Resource, Upserted,
         application::{APPLICATION_DELETED, Application, ApplicationIn, ApplicationPatch, COLUMNS, Deletion},
@@ -78,11 +79,13 @@ impl PgStore {
     pub(crate) async fn create_application(
         &self,
         input: ApplicationIn,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Application, OutboundError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let app = insert(&tx, input, now_ms).await?;
+        record(&tx, &by, Action::ApplicationCreate, target::application(&app.id), now_ms).await?;
         tx.commit().await?;
         Ok(app)
     }
@@ -111,6 +114,7 @@ impl PgStore {
         &self,
         app: Lookup,
         mut input: ApplicationIn,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Upserted<Application>, OutboundError> {
         let mut client = self.client().await?;
@@ -124,6 +128,8 @@ impl PgStore {
                 Upserted { value: insert(&tx, input, now_ms).await?, created: true }
             }
         };
+        let action = if upserted.created { Action::ApplicationCreate } else { Action::ApplicationUpdate };
+        record(&tx, &by, action, target::application(&upserted.value.id), now_ms).await?;
         tx.commit().await?;
         Ok(upserted)
     }
@@ -132,6 +138,7 @@ impl PgStore {
         &self,
         app: Lookup,
         patch: ApplicationPatch,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Application, OutboundError> {
         let mut client = self.client().await?;
@@ -139,6 +146,7 @@ impl PgStore {
         let found = find(&tx, &app, true).await?.ok_or(OutboundError::NotFound(Resource::Application))?;
         let input = patch.apply(&found);
         let app = replace(&tx, found, input, now_ms).await?;
+        record(&tx, &by, Action::ApplicationUpdate, target::application(&app.id), now_ms).await?;
         tx.commit().await?;
         Ok(app)
     }
@@ -147,11 +155,13 @@ impl PgStore {
         &self,
         app: Lookup,
         deletion: Deletion,
+        by: Actor,
         now_ms: i64,
     ) -> Result<(), OutboundError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let id = lock_app(&tx, &app, Hold::Change).await?;
+        record(&tx, &by, Action::ApplicationDelete, target::application(&id), now_ms).await?;
         let version = bump_version(&tx).await?;
         tx.execute(
             "UPDATE jobs SET state = 'dead', last_error = $3, lease_until = NULL, updated_at = $2::bigint / 1000

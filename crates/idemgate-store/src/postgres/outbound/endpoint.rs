@@ -5,9 +5,10 @@ use deadpool_postgres::GenericClient;
 use idemgate_core::outbound::sealing::{KeyId, SealedSecret};
 use tokio_postgres::Row;
 
-use super::{Hold, app_id, bump_version, lock_app, rate};
+use super::{Hold, app_id, bump_version, lock_app, rate, record};
 use crate::{
     PgStore, StoreError,
+    audit::{Action, Actor, target},
     model::{
         outbound::{
             ListQuery, Lookup, OutboundError, Page, Resource, Upserted,
@@ -213,17 +214,30 @@ async fn secrets(tx: &impl GenericClient, endpoint: &str, now_ms: i64) -> Result
     Ok(secrets)
 }
 
+/// Records that `by` did `action` to `endpoint`, in the change's transaction.
+async fn record_on(
+    tx: &impl GenericClient,
+    by: &Actor,
+    action: Action,
+    endpoint: &Endpoint,
+    now_ms: i64,
+) -> Result<(), OutboundError> {
+    record(tx, by, action, target::endpoint(&endpoint.app_id, &endpoint.id), now_ms).await
+}
+
 impl PgStore {
     pub(crate) async fn create_endpoint(
         &self,
         app: Lookup,
         new: NewEndpoint,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let app_id = lock_app(&tx, &app, Hold::Change).await?;
         let created = create(&tx, app_id, new, now_ms).await?;
+        record_on(&tx, &by, Action::EndpointCreate, &created, now_ms).await?;
         tx.commit().await?;
         Ok(created)
     }
@@ -257,6 +271,7 @@ impl PgStore {
         app: Lookup,
         ep: Lookup,
         mut new: NewEndpoint,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Upserted<Endpoint>, OutboundError> {
         let mut client = self.client().await?;
@@ -275,6 +290,8 @@ impl PgStore {
                 Upserted { value: create(&tx, app_id, new, now_ms).await?, created: true }
             }
         };
+        let action = if upserted.created { Action::EndpointCreate } else { Action::EndpointUpdate };
+        record_on(&tx, &by, action, &upserted.value, now_ms).await?;
         tx.commit().await?;
         Ok(upserted)
     }
@@ -284,6 +301,7 @@ impl PgStore {
         app: Lookup,
         ep: Lookup,
         patch: EndpointPatch,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
         let mut client = self.client().await?;
@@ -291,6 +309,7 @@ impl PgStore {
         let stored = found(&tx, &app, &ep).await?;
         let input = patch.apply(&stored);
         let changed = change(&tx, stored, |e, version| e.with(input, version, now_ms), now_ms).await?;
+        record_on(&tx, &by, Action::EndpointUpdate, &changed, now_ms).await?;
         tx.commit().await?;
         Ok(changed)
     }
@@ -300,6 +319,7 @@ impl PgStore {
         app: Lookup,
         ep: Lookup,
         headers: Headers,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
         let mut client = self.client().await?;
@@ -307,6 +327,7 @@ impl PgStore {
         let stored = found(&tx, &app, &ep).await?;
         let changed =
             change(&tx, stored, |e, version| Endpoint { headers, version, updated_at_ms: now_ms, ..e }, now_ms).await?;
+        record_on(&tx, &by, Action::EndpointHeaders, &changed, now_ms).await?;
         tx.commit().await?;
         Ok(changed)
     }
@@ -316,6 +337,7 @@ impl PgStore {
         app: Lookup,
         ep: Lookup,
         patch: HeadersPatch,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
         let mut client = self.client().await?;
@@ -324,14 +346,22 @@ impl PgStore {
         let headers = patch_headers(stored.headers.clone(), patch);
         let changed =
             change(&tx, stored, |e, version| Endpoint { headers, version, updated_at_ms: now_ms, ..e }, now_ms).await?;
+        record_on(&tx, &by, Action::EndpointHeaders, &changed, now_ms).await?;
         tx.commit().await?;
         Ok(changed)
     }
 
-    pub(crate) async fn delete_endpoint(&self, app: Lookup, ep: Lookup, now_ms: i64) -> Result<(), OutboundError> {
+    pub(crate) async fn delete_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        by: Actor,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let stored = found(&tx, &app, &ep).await?;
+        record_on(&tx, &by, Action::EndpointDelete, &stored, now_ms).await?;
         let version = bump_version(&tx).await?;
         tx.execute(
             "UPDATE endpoints SET deleted_at = $2, version = $3, updated_at = $2 WHERE id = $1",
@@ -366,11 +396,13 @@ impl PgStore {
         ep: Lookup,
         secret: NewSecret,
         grace_ms: i64,
+        by: Actor,
         now_ms: i64,
     ) -> Result<(), OutboundError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let stored = found(&tx, &app, &ep).await?;
+        record_on(&tx, &by, Action::EndpointSecretRotate, &stored, now_ms).await?;
         let last: i64 = tx
             .query_one("SELECT coalesce(max(seq), 0) FROM endpoint_secrets WHERE endpoint_id = $1", &[&stored.id])
             .await?

@@ -3,8 +3,10 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
+use super::record;
 use crate::{
     PgStore, StoreError,
+    audit::{Action, Actor, target},
     model::outbound::{
         ListQuery, OutboundError, Page, Resource, Upserted,
         event_type::{COLUMNS, EventType, EventTypeDeletion, EventTypeIn, EventTypePatch},
@@ -96,9 +98,15 @@ impl PgStore {
         &self,
         name: String,
         input: EventTypeIn,
+        by: Actor,
         now_ms: i64,
     ) -> Result<EventType, OutboundError> {
-        insert(&self.client().await?, name, input, now_ms).await
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let created = insert(&tx, name, input, now_ms).await?;
+        record(&tx, &by, Action::EventTypeCreate, target::event_type(&created.name), now_ms).await?;
+        tx.commit().await?;
+        Ok(created)
     }
 
     pub(crate) async fn event_type(&self, name: String) -> Result<Option<EventType>, OutboundError> {
@@ -129,6 +137,7 @@ impl PgStore {
         &self,
         name: String,
         input: EventTypeIn,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Upserted<EventType>, OutboundError> {
         let mut client = self.client().await?;
@@ -138,6 +147,8 @@ impl PgStore {
             // A racing create of the same name makes this insert find it: told as exists.
             None => Upserted { value: insert(&tx, name, input, now_ms).await?, created: true },
         };
+        let action = if upserted.created { Action::EventTypeCreate } else { Action::EventTypeUpdate };
+        record(&tx, &by, action, target::event_type(&upserted.value.name), now_ms).await?;
         tx.commit().await?;
         Ok(upserted)
     }
@@ -146,6 +157,7 @@ impl PgStore {
         &self,
         name: String,
         patch: EventTypePatch,
+        by: Actor,
         now_ms: i64,
     ) -> Result<EventType, OutboundError> {
         let mut client = self.client().await?;
@@ -153,6 +165,7 @@ impl PgStore {
         let stored = find(&tx, &name, true).await?.ok_or(OutboundError::NotFound(Resource::EventType))?;
         let input = patch.apply(&stored);
         let changed = replace(&tx, stored, input, now_ms).await?;
+        record(&tx, &by, Action::EventTypeUpdate, target::event_type(&changed.name), now_ms).await?;
         tx.commit().await?;
         Ok(changed)
     }
@@ -161,20 +174,29 @@ impl PgStore {
         &self,
         name: String,
         deletion: EventTypeDeletion,
+        by: Actor,
         now_ms: i64,
     ) -> Result<(), OutboundError> {
-        let client = self.client().await?;
-        let changed = match deletion {
-            EventTypeDeletion::Archive => {
-                client
-                    .execute(
-                        "UPDATE event_types SET archived = true, updated_at = $2 WHERE name = $1",
-                        &[&name, &now_ms],
-                    )
-                    .await?
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let (changed, action) = match deletion {
+            EventTypeDeletion::Archive => (
+                tx.execute(
+                    "UPDATE event_types SET archived = true, updated_at = $2 WHERE name = $1",
+                    &[&name, &now_ms],
+                )
+                .await?,
+                Action::EventTypeArchive,
+            ),
+            EventTypeDeletion::Expunge => {
+                (tx.execute("DELETE FROM event_types WHERE name = $1", &[&name]).await?, Action::EventTypeDelete)
             }
-            EventTypeDeletion::Expunge => client.execute("DELETE FROM event_types WHERE name = $1", &[&name]).await?,
         };
-        if changed == 0 { Err(OutboundError::NotFound(Resource::EventType)) } else { Ok(()) }
+        if changed == 0 {
+            return Err(OutboundError::NotFound(Resource::EventType));
+        }
+        record(&tx, &by, action, target::event_type(&name), now_ms).await?;
+        tx.commit().await?;
+        Ok(())
     }
 }

@@ -1,8 +1,10 @@
 //! The outbound API's data on PostgreSQL, one file per resource. Every change is one
 //! transaction that first locks its application's row `FOR NO KEY UPDATE`, so that a
 //! message accepted at the same time (which holds it `FOR SHARE`) sees the change either
-//! wholly or not at all (`docs/design/outbound-api.md` §3.3).
+//! wholly or not at all (`docs/design/outbound-api.md` §3.3), and writes its audit record
+//! in that transaction ([`record`]).
 
+mod app_token;
 mod application;
 mod attempt;
 mod endpoint;
@@ -12,7 +14,11 @@ mod redelivery;
 
 use deadpool_postgres::GenericClient;
 
-use crate::model::outbound::{Lookup, OutboundError, Resource};
+use super::audit;
+use crate::model::{
+    audit::{Action, Actor, at_ms},
+    outbound::{Lookup, OutboundError, Resource},
+};
 
 impl From<tokio_postgres::Error> for OutboundError {
     fn from(err: tokio_postgres::Error) -> Self {
@@ -30,6 +36,19 @@ impl From<deadpool_postgres::PoolError> for OutboundError {
 async fn bump_version(tx: &impl GenericClient) -> Result<i64, OutboundError> {
     let bump = tx.prepare_cached("UPDATE outbound_version SET version = version + 1 RETURNING version").await?;
     Ok(tx.query_one(&bump, &[]).await?.try_get(0)?)
+}
+
+/// Records that `by` did `action` to `target` (one row) at `now_ms`, in the change's own
+/// transaction: the record is kept exactly when the change is.
+async fn record(
+    tx: &impl GenericClient,
+    by: &Actor,
+    action: Action,
+    target: String,
+    now_ms: i64,
+) -> Result<(), OutboundError> {
+    audit::insert_if(tx, Some(&by.did(action, target)), at_ms(now_ms), 1).await?;
+    Ok(())
 }
 
 /// How a transaction holds its application's row.

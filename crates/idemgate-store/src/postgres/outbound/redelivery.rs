@@ -10,7 +10,7 @@ use idemgate_core::{UnixTime, job::JobState};
 use super::{Hold, endpoint, lock_app, message};
 use crate::{
     PgStore, StoreError,
-    audit::Audit,
+    audit::{Action, Actor, target},
     jobs::ReplayFilter,
     model::{
         outbound::{
@@ -53,8 +53,8 @@ impl PgStore {
         app: Lookup,
         msg: Lookup,
         ep: Lookup,
+        by: Actor,
         now_ms: i64,
-        audit: Option<Audit>,
     ) -> Result<Resent, OutboundError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
@@ -90,7 +90,8 @@ impl PgStore {
             }
             Redo::Leave => 0,
         };
-        audit::insert_if(&tx, audit.as_ref(), UnixTime(second_of(now_ms)), changed).await?;
+        let record = by.did(Action::MessageResend, target::message_to(&app_id, &found.id, &endpoint_id));
+        audit::insert_if(&tx, Some(&record), UnixTime(second_of(now_ms)), changed).await?;
         tx.commit().await?;
         Ok(redo.resent())
     }
@@ -100,8 +101,8 @@ impl PgStore {
         app: Lookup,
         ep: Lookup,
         range: Recovery,
+        by: Actor,
         now_ms: i64,
-        audit: Option<Audit>,
     ) -> Result<usize, OutboundError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
@@ -118,7 +119,8 @@ impl PgStore {
             .await?;
         let ids = rows.iter().map(|row| row.try_get(0)).collect::<Result<Vec<i64>, _>>()?;
         let replayed = replay(&tx, &endpoint_id, JobState::Dead, &ids, now_ms).await?;
-        audit::insert_if(&tx, audit.as_ref(), UnixTime(second_of(now_ms)), replayed).await?;
+        let record = by.did(Action::EndpointRecover, target::endpoint(&app_id, &endpoint_id));
+        audit::insert_if(&tx, Some(&record), UnixTime(second_of(now_ms)), replayed).await?;
         tx.commit().await?;
         Ok(replayed)
     }

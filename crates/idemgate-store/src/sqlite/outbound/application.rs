@@ -2,9 +2,10 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{bump_version, live_app_id};
+use super::{bump_version, live_app_id, record};
 use crate::{
     SqliteStore, StoreError,
+    audit::{Action, Actor, target},
     model::outbound::{
         Cursor, ListQuery, Lookup, OutboundError, Page, Resource, Upserted,
         application::{APPLICATION_DELETED, Application, ApplicationIn, ApplicationPatch, COLUMNS, Deletion},
@@ -76,9 +77,15 @@ impl SqliteStore {
     pub(crate) async fn create_application(
         &self,
         input: ApplicationIn,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Application, OutboundError> {
-        self.change(move |conn| insert(conn, input, now_ms)).await
+        self.change(move |conn| {
+            let app = insert(conn, input, now_ms)?;
+            record(conn, &by, Action::ApplicationCreate, target::application(&app.id), now_ms)?;
+            Ok(app)
+        })
+        .await
     }
 
     pub(crate) async fn application(&self, app: Lookup) -> Result<Option<Application>, OutboundError> {
@@ -98,16 +105,22 @@ impl SqliteStore {
         &self,
         app: Lookup,
         mut input: ApplicationIn,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Upserted<Application>, OutboundError> {
-        self.change(move |conn| match find(conn, &app)? {
-            Some(found) => Ok(Upserted { value: replace(conn, found, input, now_ms)?, created: false }),
-            None => {
-                if input.uid.is_none() {
-                    input.uid = app.uid().map(str::to_owned);
+        self.change(move |conn| {
+            let upserted = match find(conn, &app)? {
+                Some(found) => Upserted { value: replace(conn, found, input, now_ms)?, created: false },
+                None => {
+                    if input.uid.is_none() {
+                        input.uid = app.uid().map(str::to_owned);
+                    }
+                    Upserted { value: insert(conn, input, now_ms)?, created: true }
                 }
-                Ok(Upserted { value: insert(conn, input, now_ms)?, created: true })
-            }
+            };
+            let action = if upserted.created { Action::ApplicationCreate } else { Action::ApplicationUpdate };
+            record(conn, &by, action, target::application(&upserted.value.id), now_ms)?;
+            Ok(upserted)
         })
         .await
     }
@@ -116,12 +129,15 @@ impl SqliteStore {
         &self,
         app: Lookup,
         patch: ApplicationPatch,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Application, OutboundError> {
         self.change(move |conn| {
             let found = find(conn, &app)?.ok_or(OutboundError::NotFound(Resource::Application))?;
             let input = patch.apply(&found);
-            replace(conn, found, input, now_ms)
+            let patched = replace(conn, found, input, now_ms)?;
+            record(conn, &by, Action::ApplicationUpdate, target::application(&patched.id), now_ms)?;
+            Ok(patched)
         })
         .await
     }
@@ -130,10 +146,12 @@ impl SqliteStore {
         &self,
         app: Lookup,
         deletion: Deletion,
+        by: Actor,
         now_ms: i64,
     ) -> Result<(), OutboundError> {
         self.change(move |conn| {
             let id = live_app_id(conn, &app)?;
+            record(conn, &by, Action::ApplicationDelete, target::application(&id), now_ms)?;
             let version = bump_version(conn)?;
             conn.execute(
                 "UPDATE jobs SET state = 'dead', last_error = ?3, lease_until = NULL, updated_at = ?2 / 1000

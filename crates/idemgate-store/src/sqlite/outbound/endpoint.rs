@@ -6,9 +6,10 @@ use idemgate_core::{
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{bump_version, live_app_id};
+use super::{bump_version, live_app_id, record};
 use crate::{
     SqliteStore, StoreError,
+    audit::{Action, Actor, target},
     model::{
         outbound::{
             ListQuery, Lookup, OutboundError, Page, Resource, Upserted,
@@ -183,6 +184,17 @@ fn change(
     Ok(after)
 }
 
+/// Records that `by` did `action` to `endpoint`, in the change's savepoint.
+fn record_on(
+    conn: &Connection,
+    by: &Actor,
+    action: Action,
+    endpoint: &Endpoint,
+    now_ms: i64,
+) -> Result<(), OutboundError> {
+    record(conn, by, action, target::endpoint(&endpoint.app_id, &endpoint.id), now_ms)
+}
+
 /// The endpoint's current and unexpired secrets at `now_ms`, newest first.
 fn secrets(conn: &Connection, endpoint: &str, now_ms: i64) -> Result<Vec<StoredSecret>, OutboundError> {
     let mut statement = conn.prepare_cached(
@@ -211,9 +223,15 @@ impl SqliteStore {
         &self,
         app: Lookup,
         new: NewEndpoint,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
-        self.change(move |conn| create(conn, &app, new, now_ms)).await
+        self.change(move |conn| {
+            let created = create(conn, &app, new, now_ms)?;
+            record_on(conn, &by, Action::EndpointCreate, &created, now_ms)?;
+            Ok(created)
+        })
+        .await
     }
 
     pub(crate) async fn endpoint(&self, app: Lookup, ep: Lookup) -> Result<Option<Endpoint>, OutboundError> {
@@ -244,23 +262,27 @@ impl SqliteStore {
         app: Lookup,
         ep: Lookup,
         mut new: NewEndpoint,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Upserted<Endpoint>, OutboundError> {
         self.change(move |conn| {
             let app_id = live_app_id(conn, &app)?;
-            match find(conn, &app_id, &ep)? {
+            let upserted = match find(conn, &app_id, &ep)? {
                 Some(stored) => {
                     let input = new.endpoint;
                     let value = change(conn, stored, |e, version| e.with(input, version, now_ms), now_ms)?;
-                    Ok(Upserted { value, created: false })
+                    Upserted { value, created: false }
                 }
                 None => {
                     if new.endpoint.uid.is_none() {
                         new.endpoint.uid = ep.uid().map(str::to_owned);
                     }
-                    Ok(Upserted { value: create(conn, &Lookup::Id(app_id), new, now_ms)?, created: true })
+                    Upserted { value: create(conn, &Lookup::Id(app_id), new, now_ms)?, created: true }
                 }
-            }
+            };
+            let action = if upserted.created { Action::EndpointCreate } else { Action::EndpointUpdate };
+            record_on(conn, &by, action, &upserted.value, now_ms)?;
+            Ok(upserted)
         })
         .await
     }
@@ -270,12 +292,15 @@ impl SqliteStore {
         app: Lookup,
         ep: Lookup,
         patch: EndpointPatch,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
         self.change(move |conn| {
             let stored = found(conn, &app, &ep)?;
             let input = patch.apply(&stored);
-            change(conn, stored, |e, version| e.with(input, version, now_ms), now_ms)
+            let patched = change(conn, stored, |e, version| e.with(input, version, now_ms), now_ms)?;
+            record_on(conn, &by, Action::EndpointUpdate, &patched, now_ms)?;
+            Ok(patched)
         })
         .await
     }
@@ -285,11 +310,15 @@ impl SqliteStore {
         app: Lookup,
         ep: Lookup,
         headers: Headers,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
         self.change(move |conn| {
             let stored = found(conn, &app, &ep)?;
-            change(conn, stored, |e, version| Endpoint { headers, version, updated_at_ms: now_ms, ..e }, now_ms)
+            let set =
+                change(conn, stored, |e, version| Endpoint { headers, version, updated_at_ms: now_ms, ..e }, now_ms)?;
+            record_on(conn, &by, Action::EndpointHeaders, &set, now_ms)?;
+            Ok(set)
         })
         .await
     }
@@ -299,19 +328,30 @@ impl SqliteStore {
         app: Lookup,
         ep: Lookup,
         patch: HeadersPatch,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Endpoint, OutboundError> {
         self.change(move |conn| {
             let stored = found(conn, &app, &ep)?;
             let headers = patch_headers(stored.headers.clone(), patch);
-            change(conn, stored, |e, version| Endpoint { headers, version, updated_at_ms: now_ms, ..e }, now_ms)
+            let set =
+                change(conn, stored, |e, version| Endpoint { headers, version, updated_at_ms: now_ms, ..e }, now_ms)?;
+            record_on(conn, &by, Action::EndpointHeaders, &set, now_ms)?;
+            Ok(set)
         })
         .await
     }
 
-    pub(crate) async fn delete_endpoint(&self, app: Lookup, ep: Lookup, now_ms: i64) -> Result<(), OutboundError> {
+    pub(crate) async fn delete_endpoint(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        by: Actor,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
         self.change(move |conn| {
             let stored = found(conn, &app, &ep)?;
+            record_on(conn, &by, Action::EndpointDelete, &stored, now_ms)?;
             let version = bump_version(conn)?;
             conn.execute(
                 "UPDATE endpoints SET deleted_at = ?2, version = ?3, updated_at = ?2 WHERE id = ?1",
@@ -346,10 +386,12 @@ impl SqliteStore {
         ep: Lookup,
         secret: NewSecret,
         grace_ms: i64,
+        by: Actor,
         now_ms: i64,
     ) -> Result<(), OutboundError> {
         self.change(move |conn| {
             let stored = found(conn, &app, &ep)?;
+            record_on(conn, &by, Action::EndpointSecretRotate, &stored, now_ms)?;
             let last: i64 = conn
                 .prepare_cached("SELECT coalesce(max(seq), 0) FROM endpoint_secrets WHERE endpoint_id = ?1")?
                 .query_row(params![stored.id], |row| row.get(0))?;

@@ -2,8 +2,10 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use super::record;
 use crate::{
     SqliteStore,
+    audit::{Action, Actor, target},
     model::outbound::{
         ListQuery, OutboundError, Page, Resource, Upserted,
         event_type::{COLUMNS, EventType, EventTypeDeletion, EventTypeIn, EventTypePatch},
@@ -74,9 +76,15 @@ impl SqliteStore {
         &self,
         name: String,
         input: EventTypeIn,
+        by: Actor,
         now_ms: i64,
     ) -> Result<EventType, OutboundError> {
-        self.change(move |conn| insert(conn, name, input, now_ms)).await
+        self.change(move |conn| {
+            let created = insert(conn, name, input, now_ms)?;
+            record(conn, &by, Action::EventTypeCreate, target::event_type(&created.name), now_ms)?;
+            Ok(created)
+        })
+        .await
     }
 
     pub(crate) async fn event_type(&self, name: String) -> Result<Option<EventType>, OutboundError> {
@@ -107,11 +115,17 @@ impl SqliteStore {
         &self,
         name: String,
         input: EventTypeIn,
+        by: Actor,
         now_ms: i64,
     ) -> Result<Upserted<EventType>, OutboundError> {
-        self.change(move |conn| match find(conn, &name)? {
-            Some(stored) => Ok(Upserted { value: replace(conn, stored, input, now_ms)?, created: false }),
-            None => Ok(Upserted { value: insert(conn, name, input, now_ms)?, created: true }),
+        self.change(move |conn| {
+            let upserted = match find(conn, &name)? {
+                Some(stored) => Upserted { value: replace(conn, stored, input, now_ms)?, created: false },
+                None => Upserted { value: insert(conn, name, input, now_ms)?, created: true },
+            };
+            let action = if upserted.created { Action::EventTypeCreate } else { Action::EventTypeUpdate };
+            record(conn, &by, action, target::event_type(&upserted.value.name), now_ms)?;
+            Ok(upserted)
         })
         .await
     }
@@ -120,12 +134,15 @@ impl SqliteStore {
         &self,
         name: String,
         patch: EventTypePatch,
+        by: Actor,
         now_ms: i64,
     ) -> Result<EventType, OutboundError> {
         self.change(move |conn| {
             let stored = find(conn, &name)?.ok_or(OutboundError::NotFound(Resource::EventType))?;
             let input = patch.apply(&stored);
-            replace(conn, stored, input, now_ms)
+            let patched = replace(conn, stored, input, now_ms)?;
+            record(conn, &by, Action::EventTypeUpdate, target::event_type(&patched.name), now_ms)?;
+            Ok(patched)
         })
         .await
     }
@@ -134,9 +151,15 @@ impl SqliteStore {
         &self,
         name: String,
         deletion: EventTypeDeletion,
+        by: Actor,
         now_ms: i64,
     ) -> Result<(), OutboundError> {
         self.change(move |conn| {
+            let action = match deletion {
+                EventTypeDeletion::Archive => Action::EventTypeArchive,
+                EventTypeDeletion::Expunge => Action::EventTypeDelete,
+            };
+            record(conn, &by, action, target::event_type(&name), now_ms)?;
             let changed = match deletion {
                 EventTypeDeletion::Archive => conn.execute(
                     "UPDATE event_types SET archived = 1, updated_at = ?2 WHERE name = ?1",

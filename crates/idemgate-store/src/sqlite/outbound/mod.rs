@@ -1,7 +1,9 @@
 //! The outbound API's data on SQLite, one file per resource. Every change runs on the
 //! writer (so it is ordered with every accept) on a savepoint of its own, which a refusal
-//! (a uid taken, a row not found) rolls back; reads use a read connection.
+//! (a uid taken, a row not found) rolls back, and writes its audit record there
+//! ([`record`]); reads use a read connection.
 
+mod app_token;
 mod application;
 mod attempt;
 mod endpoint;
@@ -11,10 +13,13 @@ mod redelivery;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{SqliteStore, savepoint::Savepoint};
+use super::{SqliteStore, audit, savepoint::Savepoint};
 use crate::{
     StoreError,
-    model::outbound::{Lookup, OutboundError, Resource},
+    model::{
+        audit::{Action, Actor, at_ms},
+        outbound::{Lookup, OutboundError, Resource},
+    },
 };
 
 impl From<rusqlite::Error> for OutboundError {
@@ -56,6 +61,13 @@ impl SqliteStore {
 fn bump_version(conn: &Connection) -> Result<i64, rusqlite::Error> {
     conn.prepare_cached("UPDATE outbound_version SET version = version + 1 RETURNING version")?
         .query_row([], |row| row.get(0))
+}
+
+/// Records that `by` did `action` to `target` (one row) at `now_ms`, on the change's own
+/// savepoint: the record is kept exactly when the change is.
+fn record(conn: &Connection, by: &Actor, action: Action, target: String, now_ms: i64) -> Result<(), OutboundError> {
+    audit::insert(conn, &by.did(action, target), at_ms(now_ms), 1)?;
+    Ok(())
 }
 
 /// The id of the live application `app` names.

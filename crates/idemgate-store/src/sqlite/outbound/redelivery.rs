@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::{endpoint, live_app_id, message};
 use crate::{
     SqliteStore, StoreError,
-    audit::Audit,
+    audit::{Action, Actor, target},
     jobs::ReplayFilter,
     model::{
         outbound::{
@@ -54,8 +54,8 @@ impl SqliteStore {
         app: Lookup,
         msg: Lookup,
         ep: Lookup,
+        by: Actor,
         now_ms: i64,
-        audit: Option<Audit>,
     ) -> Result<Resent, OutboundError> {
         self.change(move |conn| {
             let app_id = live_app_id(conn, &app)?;
@@ -84,7 +84,8 @@ impl SqliteStore {
                 )?,
                 Redo::Leave => 0,
             };
-            audit::insert_if(conn, audit.as_ref(), UnixTime(second_of(now_ms)), changed)?;
+            let record = by.did(Action::MessageResend, target::message_to(&app_id, &found.id, &endpoint_id));
+            audit::insert_if(conn, Some(&record), UnixTime(second_of(now_ms)), changed)?;
             Ok(redo.resent())
         })
         .await
@@ -95,8 +96,8 @@ impl SqliteStore {
         app: Lookup,
         ep: Lookup,
         range: Recovery,
+        by: Actor,
         now_ms: i64,
-        audit: Option<Audit>,
     ) -> Result<usize, OutboundError> {
         self.change(move |conn| {
             let app_id = live_app_id(conn, &app)?;
@@ -111,7 +112,8 @@ impl SqliteStore {
                 .query_map(params![app_id, endpoint_id, range.since_ms, range.until_ms], |row| row.get(0))?
                 .collect::<Result<_, _>>()?;
             let replayed = replay(conn, &endpoint_id, JobState::Dead, &ids, now_ms)?;
-            audit::insert_if(conn, audit.as_ref(), UnixTime(second_of(now_ms)), replayed)?;
+            let record = by.did(Action::EndpointRecover, target::endpoint(&app_id, &endpoint_id));
+        audit::insert_if(conn, Some(&record), UnixTime(second_of(now_ms)), replayed)?;
             Ok(replayed)
         })
         .await
