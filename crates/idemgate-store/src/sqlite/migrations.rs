@@ -275,6 +275,11 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL
     ) STRICT, WITHOUT ROWID;
 ",
+    // The retention sweep finds the messages whose payload expired by this index; a
+    // purged message's `expires_at` is cleared, so the index holds only waiting ones.
+    r"
+    CREATE INDEX messages_expiry ON messages (expires_at) WHERE expires_at IS NOT NULL;
+",
 ];
 
 /// The schema version this build writes.

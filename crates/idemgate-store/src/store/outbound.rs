@@ -2,10 +2,11 @@
 //! (`docs/design/outbound-api.md` §3.2–3.3), each the same call on either backend.
 
 use super::{Backend, Store};
+use crate::model::audit::Audit;
 use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
-    attempt::{Attempt, AttemptQuery, AttemptedDestination, EndpointStats},
+    attempt::{Attempt, AttemptQuery, AttemptedDestination, AttemptedMessage, AttemptedMessageQuery, EndpointStats},
     endpoint::{
         ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
     },
@@ -292,5 +293,50 @@ impl Store {
         query: ListQuery,
     ) -> Result<Page<AttemptedDestination>, OutboundError> {
         on_backend!(self, store => store.attempted_destinations(app, msg, query).await)
+    }
+
+    /// One page of the messages sent to the live endpoint `ep` of the live application
+    /// `app` (those with a job for it), newest first, each with that delivery's status.
+    pub async fn attempted_messages(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        query: AttemptedMessageQuery,
+    ) -> Result<Page<AttemptedMessage>, OutboundError> {
+        on_backend!(self, store => store.attempted_messages(app, ep, query).await)
+    }
+
+    /// Removes the payload of the message `msg` (id or `eventId`) of the live application
+    /// `app` for good, in one transaction recording `audit` (if any): its receipt (so a
+    /// repeat of its `eventId` is still judged by the fingerprint it was accepted with),
+    /// row, jobs and attempts stay; it reads as purged from then on. Its waiting
+    /// deliveries end `dead` ([`CONTENT_EXPUNGED`]): nothing is left to send.
+    ///
+    /// [`CONTENT_EXPUNGED`]: crate::outbound::message::CONTENT_EXPUNGED
+    pub async fn expunge_message_content(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        audit: Option<Audit>,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.expunge_message_content(app, msg, audit, now_ms).await)
+    }
+
+    /// Replaces the stored response of the attempt stored as row `row` of the message
+    /// `msg` of the application `app` with [`RESPONSE_EXPUNGED`] for good, in one
+    /// transaction recording `audit` (if any); an attempt of another message is
+    /// [`OutboundError::NotFound`].
+    ///
+    /// [`RESPONSE_EXPUNGED`]: crate::outbound::message::RESPONSE_EXPUNGED
+    pub async fn expunge_attempt_content(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        row: i64,
+        audit: Option<Audit>,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.expunge_attempt_content(app, msg, row, audit, now_ms).await)
     }
 }

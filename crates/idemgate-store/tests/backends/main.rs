@@ -17,6 +17,7 @@ mod jobs;
 mod maintenance;
 mod outbound_applications;
 mod outbound_attempts;
+mod outbound_content;
 mod outbound_endpoints;
 mod outbound_event_types;
 mod outbound_messages;

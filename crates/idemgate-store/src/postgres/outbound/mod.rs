@@ -7,7 +7,7 @@ mod application;
 mod attempt;
 mod endpoint;
 mod event_type;
-mod message;
+pub(super) mod message;
 
 use deadpool_postgres::GenericClient;
 
