@@ -5,7 +5,8 @@
 //! needed) and, after the bearer token is checked ([`auth`]) and behind the
 //! `Idempotency-Key` layer in Svix's answer style (scoped to the token and the
 //! application in the path), the resources over the store: applications, event types,
-//! endpoints (with their headers and secrets), messages and their attempts. Every other path answers `404`
+//! endpoints (with their headers and secrets), messages and their attempts, and the
+//! expunges of their content. Every other path answers `404`
 //! in Svix's `HttpErrorOut` shape.
 //!
 //! - [`auth`]: tokens, roles and what each request needs;
@@ -13,7 +14,7 @@
 //! - `body`: a request's JSON body and query flags, refused in Svix's 422 shape;
 //! - `payload_schema`: an event type's schema, compiled once, checked at message create;
 //! - `applications`, `event_types`, `endpoints`, `messages`, `attempts`: one module per
-//!   resource;
+//!   resource; `content`: the expunges of a message's payload and an attempt's response;
 //! - `wire`: every JSON shape of Svix's spec.
 //!
 //! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
@@ -22,12 +23,13 @@ mod applications;
 mod attempts;
 pub mod auth;
 mod body;
+mod content;
 mod endpoints;
 mod event_types;
 mod messages;
 mod pagination;
 mod payload_schema;
-// The attempted messages', recovery's and app portal's shapes wait for their routes.
+// Recovery's and the app portal's shapes wait for their routes.
 #[allow(dead_code)]
 pub(crate) mod wire;
 
@@ -108,6 +110,7 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         .merge(endpoints::routes())
         .merge(messages::routes())
         .merge(attempts::routes())
+        .merge(content::routes())
         .with_state(state);
     // The layers run outside in: the token first, then the key, then the route.
     let authorized = resources

@@ -30,6 +30,7 @@ mod hostile_clients;
 mod idempotency_suite;
 mod outbound_api;
 mod outbound_attempts;
+mod outbound_content;
 mod outbound_delivery;
 mod outbound_endpoints;
 mod outbound_keys;
