@@ -16,6 +16,7 @@ use axum::{
 };
 use http::header::CONTENT_TYPE;
 use idemgate_clock::Clock;
+use idemgate_core::outbound::label::EndpointLabels;
 use idemgate_store::{Store, StoreError};
 
 /// Renders the metrics recorded so far as Prometheus text.
@@ -42,10 +43,11 @@ pub fn router(render: Render) -> Router {
     Router::new().route("/metrics", get(move || async move { render.answer() }))
 }
 
-/// Reads the queue's gauges from `store` now, then every `interval`, forever.
-pub async fn refresh_queue_gauges(store: Store, clock: Arc<dyn Clock>, interval: Duration) {
+/// Reads the queue's gauges from `store` now, then every `interval`, forever; endpoints
+/// show in the `destination` label as `labels` says.
+pub async fn refresh_queue_gauges(store: Store, clock: Arc<dyn Clock>, interval: Duration, labels: EndpointLabels) {
     loop {
-        if let Err(err) = record_queue_gauges(&store, clock.as_ref()).await {
+        if let Err(err) = record_queue_gauges(&store, clock.as_ref(), labels).await {
             tracing::debug!(error = %err, "could not read the queue's gauges");
         }
         tokio::time::sleep(interval).await;
@@ -55,7 +57,7 @@ pub async fn refresh_queue_gauges(store: Store, clock: Arc<dyn Clock>, interval:
 /// Reads the queue's gauges from the store. While the store cannot be read, the gauges keep
 /// their last values (a backlog does not look empty because the store is down) and
 /// `idemgate_store_available` says 0.
-async fn record_queue_gauges(store: &Store, clock: &dyn Clock) -> Result<(), StoreError> {
+async fn record_queue_gauges(store: &Store, clock: &dyn Clock, labels: EndpointLabels) -> Result<(), StoreError> {
     let read = async { Ok::<_, StoreError>((store.job_states().await?, store.oldest_waiting_job().await?)) };
     let read = read.await;
     metrics::gauge!("idemgate_store_available").set(if read.is_ok() { 1.0 } else { 0.0 });
@@ -68,9 +70,15 @@ async fn record_queue_gauges(store: &Store, clock: &dyn Clock) -> Result<(), Sto
     }
     let age = oldest.map_or(0, |oldest| (clock.now().0 - oldest.0).max(0));
     metrics::gauge!("idemgate_oldest_waiting_job_seconds").set(age as f64);
+    // Folded endpoints share one label: it reads 1 while any of them is paused.
+    let mut paused = std::collections::BTreeMap::<String, f64>::new();
     for (destination, breaker) in store.breakers().await? {
-        let paused = if breaker.paused_at.is_some() { 1.0 } else { 0.0 };
-        metrics::gauge!("idemgate_destination_paused", "destination" => destination).set(paused);
+        let value = if breaker.paused_at.is_some() { 1.0 } else { 0.0 };
+        let slot = paused.entry(labels.destination(&destination).to_owned()).or_insert(0.0);
+        *slot = slot.max(value);
+    }
+    for (destination, value) in paused {
+        metrics::gauge!("idemgate_destination_paused", "destination" => destination).set(value);
     }
     Ok(())
 }

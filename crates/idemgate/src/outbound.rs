@@ -23,7 +23,9 @@ pub fn worker(config: &Config, store: &Store) -> Result<Worker, ClientError> {
     let worker = Worker::new(store.clone(), routes(config)?, config.worker.options);
     let Some(api) = &config.api else { return Ok(worker) };
     let client = EndpointClient::new(api.url_policy.allow_networks.clone(), ENDPOINT_CONNECT_TIMEOUT)?;
-    Ok(worker.with_endpoints(EndpointRoutes::new(store.clone(), client, api.secrets_key.clone())))
+    Ok(worker
+        .with_endpoints(EndpointRoutes::new(store.clone(), client, api.secrets_key.clone()))
+        .with_endpoint_labels(api.endpoint_labels))
 }
 
 /// The worker's routes for `config`'s destinations, by name (a reload replaces them).

@@ -133,7 +133,8 @@ pub async fn run(
     let metrics = metrics.map(|handle| Render(Arc::new(move || handle.render())));
     if metrics.is_some() {
         let refresh = config.metrics.refresh_interval;
-        tokio::spawn(scrape::refresh_queue_gauges(store.clone(), Arc::clone(&clock), refresh));
+        let labels = config.api.as_ref().map(|api| api.endpoint_labels).unwrap_or_default();
+        tokio::spawn(scrape::refresh_queue_gauges(store.clone(), Arc::clone(&clock), refresh, labels));
     }
     let own_metrics = match (&metrics, metrics_listener) {
         (Some(render), Some(listener)) => {

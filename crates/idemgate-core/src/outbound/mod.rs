@@ -11,12 +11,15 @@
 //! - [`headers`]: which custom headers an endpoint may carry, and which are sensitive.
 //! - [`signing`]: one `webhook-signature` header signed with every valid secret.
 //! - [`sealing`]: endpoint secrets, generated and sealed at rest (XChaCha20-Poly1305).
-//! - [`status`]: a message's or attempt's `MessageStatus` from a job's state.
+//! - [`status`]: a message's or attempt's `MessageStatus` from a job's state, and
+//!   `StatusCodeClass`.
+//! - [`label`]: how endpoints and applications show in metrics' labels.
 
 pub mod address;
 pub mod field;
 pub mod headers;
 pub mod id;
+pub mod label;
 pub mod sealing;
 pub mod signing;
 pub mod status;

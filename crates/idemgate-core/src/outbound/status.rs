@@ -1,6 +1,7 @@
 //! Svix's `MessageStatus` (0 success, 1 pending, 2 fail, 3 sending; `statusText` the same
 //! as words) for what idemgate stores: a message's delivery to one endpoint is a job, and
-//! its tries are attempts (`docs/design/outbound-api.md` §3.3).
+//! its tries are attempts (`docs/design/outbound-api.md` §3.3). Also Svix's
+//! `StatusCodeClass`, the attempt lists' filter by an answer's hundreds.
 
 use crate::job::JobState;
 
@@ -71,6 +72,64 @@ impl MessageStatus {
     pub fn from_code(code: i64) -> Option<Self> {
         Self::ALL.into_iter().find(|status| i64::from(status.code()) == code)
     }
+
+    /// The job states that read as this status (the inverse of [`Self::of_job`]), for a
+    /// filter on a delivery's status.
+    #[must_use]
+    pub fn job_states(self) -> Vec<JobState> {
+        JobState::ALL.into_iter().filter(|state| Self::of_job(*state) == self).collect()
+    }
+}
+
+/// Svix's `StatusCodeClass`: an attempt's answer by its hundreds, `0` for no answer
+/// (stored without a status, shown as status code 0) and the codes below 100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StatusCodeClass {
+    /// `0`: no answer, or a code below 100.
+    None,
+    /// `100`.
+    Informational,
+    /// `200`.
+    Success,
+    /// `300`.
+    Redirection,
+    /// `400`.
+    ClientError,
+    /// `500`.
+    ServerError,
+}
+
+impl StatusCodeClass {
+    /// Every class, by code.
+    pub const ALL: [Self; 6] =
+        [Self::None, Self::Informational, Self::Success, Self::Redirection, Self::ClientError, Self::ServerError];
+
+    /// Its number on the wire.
+    #[must_use]
+    pub fn code(self) -> u16 {
+        match self {
+            Self::None => 0,
+            Self::Informational => 100,
+            Self::Success => 200,
+            Self::Redirection => 300,
+            Self::ClientError => 400,
+            Self::ServerError => 500,
+        }
+    }
+
+    /// The class of a wire number (a `status_code_class` query filter); `None` for another.
+    #[must_use]
+    pub fn from_code(code: i64) -> Option<Self> {
+        Self::ALL.into_iter().find(|class| i64::from(class.code()) == code)
+    }
+
+    /// The status codes it holds, both ends included; an attempt without an answer counts
+    /// as code 0.
+    #[must_use]
+    pub fn codes(self) -> (u16, u16) {
+        let low = self.code();
+        (low, low + 99)
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +156,26 @@ mod tests {
         assert_eq!(MessageStatus::from_code(3), Some(MessageStatus::Sending));
         assert_eq!(MessageStatus::from_code(4), None);
         assert_eq!(MessageStatus::from_code(-1), None);
+    }
+
+    #[test]
+    fn a_status_filter_takes_the_job_states_that_read_as_it() {
+        for status in MessageStatus::ALL {
+            let states = status.job_states();
+            assert!(!states.is_empty(), "{status:?}");
+            assert!(states.iter().all(|state| MessageStatus::of_job(*state) == status));
+        }
+        assert_eq!(MessageStatus::Pending.job_states(), [JobState::Pending, JobState::Retrying]);
+    }
+
+    #[test]
+    fn status_code_classes_are_svix_hundreds_with_no_answer_as_zero() {
+        let codes: Vec<u16> = StatusCodeClass::ALL.iter().map(|c| c.code()).collect();
+        assert_eq!(codes, [0, 100, 200, 300, 400, 500]);
+        assert_eq!(StatusCodeClass::from_code(400).map(StatusCodeClass::codes), Some((400, 499)));
+        assert_eq!(StatusCodeClass::from_code(0).map(StatusCodeClass::codes), Some((0, 99)));
+        assert_eq!(StatusCodeClass::from_code(250), None);
+        assert_eq!(StatusCodeClass::from_code(600), None);
     }
 
     #[test]

@@ -211,6 +211,7 @@ impl From<OutboundError> for OutboundAnswer {
                     Resource::Endpoint => "An endpoint with this uid already exists",
                     Resource::EventType => "An event type with this name already exists",
                     Resource::Message => "A message with this eventId already exists",
+                    Resource::Attempt => "This message attempt already exists",
                 },
             },
             OutboundError::EventTypeExists => {

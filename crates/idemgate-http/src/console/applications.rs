@@ -311,7 +311,7 @@ pub async fn endpoint_attempts(
     limit: usize,
 ) -> Result<AttemptsPage, ViewError> {
     let iterator = after.map(|text| AttemptIterator::parse(text).ok_or(ViewError::BadCursor)).transpose()?;
-    let query = AttemptQuery { limit: limit.clamp(1, MAX_PAGE), iterator };
+    let query = AttemptQuery { limit: limit.clamp(1, MAX_PAGE), iterator, ..AttemptQuery::newest(0) };
     let page = store.attempts_by_endpoint(Lookup::application(app), Lookup::endpoint(ep), query).await?;
     let next_after = next(&page);
     Ok(AttemptsPage { attempts: page.data.into_iter().map(attempt_view).collect(), next_after })

@@ -47,7 +47,7 @@ use crate::{
 const MAX_CHANNELS: usize = 5;
 /// The shortest `payloadRetentionPeriod`, in days.
 const MIN_RETENTION_DAYS: i64 = 5;
-const DAY_MS: i64 = 86_400_000;
+const HOUR_MS: i64 = 3_600_000;
 
 pub(super) fn routes() -> Router<Arc<ApiState>> {
     Router::new()
@@ -95,7 +95,7 @@ async fn send_example(
         event_type: event_type.as_str().to_owned(),
         channels: None,
         payload: Bytes::from(payload),
-        expires_at_ms: Some(now.saturating_add(DEFAULT_PAYLOAD_RETENTION_DAYS.saturating_mul(DAY_MS))),
+        expires_at_ms: Some(now.saturating_add(DEFAULT_PAYLOAD_RETENTION_DAYS.saturating_mul(24 * HOUR_MS))),
         operation: operation_text(operation),
     };
     let accepted =
@@ -139,14 +139,7 @@ async fn create(
         .as_deref()
         .map(|list| parse_list(list, &Loc::body("channels"), (1, MAX_CHANNELS), Channel::parse))
         .transpose()?;
-    let retention = input.payload_retention_period;
-    if !(MIN_RETENTION_DAYS..=DEFAULT_PAYLOAD_RETENTION_DAYS).contains(&retention) {
-        return Err(OutboundAnswer::invalid(
-            &["body", "payloadRetentionPeriod"],
-            format!("ensure this value is between {MIN_RETENTION_DAYS} and {DEFAULT_PAYLOAD_RETENTION_DAYS}"),
-            "value_error.number",
-        ));
-    }
+    let retention_ms = retention_ms(&input)?;
     let payload = input
         .payload
         .raw()
@@ -158,7 +151,7 @@ async fn create(
         event_type: event_type.as_str().to_owned(),
         channels: channels.map(|list| list.iter().map(|channel| channel.as_str().to_owned()).collect()),
         payload: Bytes::copy_from_slice(payload.as_bytes()),
-        expires_at_ms: Some(now.saturating_add(retention.saturating_mul(DAY_MS))),
+        expires_at_ms: Some(now.saturating_add(retention_ms)),
         operation: operation_text(operation),
     };
     let lookup = Lookup::application(&app);
@@ -178,6 +171,32 @@ async fn create(
             detail: "A message with this eventId already exists with another payload",
         }),
     }
+}
+
+/// How long the store keeps the message's payload: `payloadRetentionHours` (1 hour to 90
+/// days) when given, else `payloadRetentionPeriod` (5 to 90 days, 90 by default). The
+/// store's retention sweep drops it then, keeping the message and its receipt.
+fn retention_ms(input: &MessageIn) -> Result<i64, OutboundAnswer> {
+    let out_of = |member: &str, low: i64, high: i64| {
+        OutboundAnswer::invalid(
+            &["body", member],
+            format!("ensure this value is between {low} and {high}"),
+            "value_error.number",
+        )
+    };
+    if let Some(hours) = input.payload_retention_hours {
+        let most = DEFAULT_PAYLOAD_RETENTION_DAYS * 24;
+        return if (1..=most).contains(&hours) {
+            Ok(hours * HOUR_MS)
+        } else {
+            Err(out_of("payloadRetentionHours", 1, most))
+        };
+    }
+    let days = input.payload_retention_period;
+    if !(MIN_RETENTION_DAYS..=DEFAULT_PAYLOAD_RETENTION_DAYS).contains(&days) {
+        return Err(out_of("payloadRetentionPeriod", MIN_RETENTION_DAYS, DEFAULT_PAYLOAD_RETENTION_DAYS));
+    }
+    Ok(days * 24 * HOUR_MS)
 }
 
 /// Creates the application a message's (or an app portal access's) path names by uid,
@@ -261,8 +280,8 @@ pub(super) fn time(query: Option<&str>, name: &str) -> Result<Option<i64>, Outbo
 }
 
 /// A stored message as `MessageOut`: its payload as stored, `{}` without content, and
-/// `{"expired":true}` once purged.
-fn message_out(message: store::Message, with_content: bool) -> Result<MessageOut, OutboundAnswer> {
+/// `{"expired":true}` once purged or expunged.
+pub(super) fn message_out(message: store::Message, with_content: bool) -> Result<MessageOut, OutboundAnswer> {
     let payload = match message.payload {
         _ if !with_content => Payload::WithoutContent,
         None => Payload::Expired,

@@ -6,7 +6,8 @@
 //! `Idempotency-Key` layer in Svix's answer style (scoped to the token and the
 //! application in the path), the resources over the store: applications, event types,
 //! endpoints (with their headers and secrets), messages and their attempts, and the
-//! application tokens. Every other path answers `404` in Svix's `HttpErrorOut` shape.
+//! application tokens, and the expunges of their content. Every other path answers `404`
+//! in Svix's `HttpErrorOut` shape.
 //!
 //! - [`auth`]: tokens, roles, an application token's scope and what each request needs;
 //! - `app_tokens`: `app-portal-access` issues an application's token, `logout` revokes it;
@@ -14,7 +15,8 @@
 //! - `body`: a request's JSON body and query flags, refused in Svix's 422 shape;
 //! - `payload_schema`: an event type's schema, compiled once, checked at message create;
 //! - `applications`, `event_types`, `endpoints`, `messages` (with `send-example`),
-//!   `attempts`: one module per resource; `redelivery`: resend and recover;
+//!   `attempts`: one module per resource; `redelivery`: resend and recover; `content`:
+//!   the expunges of a message's payload and an attempt's response;
 //! - `wire`: every JSON shape of Svix's spec.
 //!
 //! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
@@ -24,13 +26,14 @@ mod applications;
 mod attempts;
 pub mod auth;
 mod body;
+mod content;
 mod endpoints;
 mod event_types;
 mod messages;
 mod pagination;
 mod payload_schema;
 mod redelivery;
-// The attempted messages' shapes wait for their route.
+// Some shapes of the spec wait for a route that answers with them.
 #[allow(dead_code)]
 pub(crate) mod wire;
 
@@ -115,6 +118,7 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         .merge(attempts::routes())
         .merge(redelivery::routes())
         .merge(app_tokens::routes())
+        .merge(content::routes())
         .with_state(state);
     // The layers run outside in: the token first, then the key, then the route.
     let authorized = resources

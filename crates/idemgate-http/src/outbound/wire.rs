@@ -412,6 +412,9 @@ pub(crate) struct MessageIn {
     pub(crate) application: Option<ApplicationIn>,
     #[serde(default = "default_retention")]
     pub(crate) payload_retention_period: i64,
+    /// The SDK's (Svix's hosted API's) finer form: hours, which win over the period.
+    #[serde(default)]
+    pub(crate) payload_retention_hours: Option<i64>,
 }
 
 /// `MessageOut`. `payload` is `{}` when the caller asked without content, and

@@ -86,6 +86,8 @@ pub(crate) fn conflict_refused<T, E: std::fmt::Display>(key: &ReceiptKey, record
 /// What either backend does when a conflict could not be recorded: it is still answered
 /// as a conflict, and the operator is told here.
 pub(crate) fn conflict_not_recorded(key: &ReceiptKey, err: &dyn std::fmt::Display) {
-    metrics::counter!("idemgate_conflicts_unrecorded_total", "source" => key.source.to_string()).increment(1);
+    // An application's messages have a source per application: never a label of its own.
+    let source = idemgate_core::outbound::label::source(key.source.as_str()).to_owned();
+    metrics::counter!("idemgate_conflicts_unrecorded_total", "source" => source).increment(1);
     tracing::error!(source = %key.source, identity = %key.identity, error = %err, "conflicting repeat refused, but could not be recorded");
 }

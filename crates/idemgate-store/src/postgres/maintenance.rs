@@ -35,7 +35,8 @@ impl PgStore {
         self.purge_or_count(now, &policies, true).await
     }
 
-    /// Applies `policies` at `now`, committed; or, when `dry_run`, counts and rolls back.
+    /// Applies `policies` at `now`, and the messages' own payload retention (`expires_at`),
+    /// committed; or, when `dry_run`, counts and rolls back.
     async fn purge_or_count(
         &self,
         now: UnixTime,
@@ -104,6 +105,7 @@ impl PgStore {
                 .await?,
             );
         }
+        report.payloads += count(super::outbound::message::purge_expired(&tx, now.0.saturating_mul(1000)).await?);
         if dry_run {
             tx.rollback().await?;
         } else {

@@ -29,7 +29,8 @@ const PURGEABLE_EVENTS: &str = "SELECT e.id FROM events e
       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state IN ('pending', 'running', 'retrying'))
       AND NOT EXISTS (SELECT 1 FROM ordering_versions o WHERE o.event_id = e.id)";
 
-/// Applies `policies` at `now` on `conn`, inside the caller's transaction.
+/// Applies `policies` at `now` on `conn`, inside the caller's transaction, and the
+/// messages' own payload retention (`expires_at`, from `payloadRetentionPeriod`).
 pub fn purge(conn: &Connection, now: UnixTime, policies: &[Retention]) -> Result<PurgeReport, rusqlite::Error> {
     let mut report = PurgeReport::default();
     for policy in policies {
@@ -70,6 +71,7 @@ pub fn purge(conn: &Connection, now: UnixTime, policies: &[Retention]) -> Result
             params![source, receipts_before],
         )?;
     }
+    report.payloads += super::outbound::message::purge_expired(conn, now.0.saturating_mul(1000))?;
     Ok(report)
 }
 

@@ -288,6 +288,11 @@ const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE api_tokens ADD COLUMN issued_by TEXT NOT NULL DEFAULT '';
 ",
+    // The retention sweep finds the messages whose payload expired by this index; a
+    // purged message's `expires_at` is cleared, so the index holds only waiting ones.
+    r"
+    CREATE INDEX messages_expiry ON messages (expires_at) WHERE expires_at IS NOT NULL;
+",
 ];
 
 /// The schema version this build writes.

@@ -10,7 +10,7 @@ use crate::model::outbound::{
     ListQuery, Lookup, OutboundError, Page, Upserted,
     app_token::{AppToken, NewAppToken},
     application::{Application, ApplicationIn, ApplicationPatch, Deletion},
-    attempt::{Attempt, AttemptQuery, AttemptedDestination, EndpointStats},
+    attempt::{Attempt, AttemptQuery, AttemptedDestination, AttemptedMessage, AttemptedMessageQuery, EndpointStats},
     endpoint::{
         ChangedEndpoints, Endpoint, EndpointPatch, Headers, HeadersPatch, NewEndpoint, NewSecret, StoredSecret,
     },
@@ -400,5 +400,50 @@ impl Store {
     /// one. Audited as `app_token_revoke`.
     pub async fn revoke_app_token(&self, digest: [u8; 32], by: &Actor, now_ms: i64) -> Result<bool, OutboundError> {
         on_backend!(self, store => store.revoke_app_token(digest, by.clone(), now_ms).await)
+    }
+
+    /// One page of the messages sent to the live endpoint `ep` of the live application
+    /// `app` (those with a job for it), newest first, each with that delivery's status.
+    pub async fn attempted_messages(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        query: AttemptedMessageQuery,
+    ) -> Result<Page<AttemptedMessage>, OutboundError> {
+        on_backend!(self, store => store.attempted_messages(app, ep, query).await)
+    }
+
+    /// Removes the payload of the message `msg` (id or `eventId`) of the live application
+    /// `app` for good, in one transaction with `by`'s audit record: its receipt (so a
+    /// repeat of its `eventId` is still judged by the fingerprint it was accepted with),
+    /// row, jobs and attempts stay; it reads as purged from then on. Its waiting
+    /// deliveries end `dead` ([`CONTENT_EXPUNGED`]): nothing is left to send.
+    ///
+    /// [`CONTENT_EXPUNGED`]: crate::outbound::message::CONTENT_EXPUNGED
+    pub async fn expunge_message_content(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        by: &Actor,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.expunge_message_content(app, msg, by.clone(), now_ms).await)
+    }
+
+    /// Replaces the stored response of the attempt stored as row `row` of the message
+    /// `msg` of the application `app` with [`RESPONSE_EXPUNGED`] for good, in one
+    /// transaction with `by`'s audit record; an attempt of another message is
+    /// [`OutboundError::NotFound`].
+    ///
+    /// [`RESPONSE_EXPUNGED`]: crate::outbound::message::RESPONSE_EXPUNGED
+    pub async fn expunge_attempt_content(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        row: i64,
+        by: &Actor,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        on_backend!(self, store => store.expunge_attempt_content(app, msg, row, by.clone(), now_ms).await)
     }
 }

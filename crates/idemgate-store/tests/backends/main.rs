@@ -18,6 +18,7 @@ mod maintenance;
 mod outbound_access;
 mod outbound_applications;
 mod outbound_attempts;
+mod outbound_content;
 mod outbound_endpoints;
 mod outbound_event_types;
 mod outbound_messages;

@@ -25,9 +25,9 @@ use crate::{
     outbound_endpoints::new_endpoint,
 };
 
-const LEASE: Duration = Duration::from_secs(30);
+pub const LEASE: Duration = Duration::from_secs(30);
 
-fn tried(started_at_ms: i64, status: Option<u16>) -> AttemptRecord {
+pub fn tried(started_at_ms: i64, status: Option<u16>) -> AttemptRecord {
     AttemptRecord {
         started_at: UnixTime(started_at_ms / 1000),
         latency: Duration::from_millis(12),
@@ -40,7 +40,7 @@ fn tried(started_at_ms: i64, status: Option<u16>) -> AttemptRecord {
 
 /// An application `uid` with one endpoint `{uid}-hook` and one message `{uid}-event`;
 /// answers the message's id.
-async fn app_with_message(t: &TestStore, uid: &str) -> String {
+pub async fn app_with_message(t: &TestStore, uid: &str) -> String {
     t.create_application(app_in(uid, Some(uid)), &ops(), NOW).await.unwrap();
     let app = Lookup::application(uid);
     let new = new_endpoint(&format!("https://{uid}.example.com/hook"), Some(&format!("{uid}-hook")), NOW);
@@ -60,7 +60,7 @@ async fn app_with_message(t: &TestStore, uid: &str) -> String {
 }
 
 /// Claims every due job at `at_ms` and finishes each with one attempt answered `status`.
-async fn try_all(t: &TestStore, at_ms: i64, status: Option<u16>, decision: Decision) {
+pub async fn try_all(t: &TestStore, at_ms: i64, status: Option<u16>, decision: Decision) {
     let claimed = t.claim_jobs(at_ms, LEASE, 100, Vec::new()).await.unwrap();
     assert!(!claimed.is_empty());
     for job in claimed {
@@ -100,10 +100,10 @@ on_both! {
         let first = t.attempts_by_message(acme.clone(), Lookup::message(&msg), AttemptQuery::newest(1)).await.unwrap();
         assert_eq!((first.data.as_slice(), first.done), (&page.data[..1], false));
         let next = AttemptIterator::parse(first.iterator.as_deref().unwrap());
-        let second = t.attempts_by_message(acme.clone(), Lookup::message(&msg), AttemptQuery { limit: 1, iterator: next }).await.unwrap();
+        let second = t.attempts_by_message(acme.clone(), Lookup::message(&msg), AttemptQuery { iterator: next, ..AttemptQuery::newest(1) }).await.unwrap();
         assert_eq!((second.data.as_slice(), second.done), (&page.data[1..], true));
         let back = AttemptIterator::parse(second.prev_iterator.as_deref().unwrap());
-        let again = t.attempts_by_message(acme.clone(), Lookup::message(&msg), AttemptQuery { limit: 1, iterator: back }).await.unwrap();
+        let again = t.attempts_by_message(acme.clone(), Lookup::message(&msg), AttemptQuery { iterator: back, ..AttemptQuery::newest(1) }).await.unwrap();
         assert_eq!(again.data, first.data);
 
         // One attempt, by the row its id names.

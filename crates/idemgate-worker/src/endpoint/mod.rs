@@ -26,7 +26,7 @@ use http::{
 };
 use http_body_util::Full;
 use hyper_util::client::legacy::connect::{HttpConnector, dns::GaiResolver};
-use idemgate_core::{SecretSet, UnixTime, outbound::signing::signed_headers};
+use idemgate_core::{SecretSet, UnixTime, outbound::signing::signed_headers, retry::AttemptResult};
 use idemgate_store::jobs::ClaimedJob;
 use ipnet::IpNet;
 
@@ -156,9 +156,24 @@ impl EndpointDelivery {
     }
 }
 
+/// The outcome of a job whose message's payload is gone (expunged, or purged by its
+/// retention while an attempt was under way): a payload is a JSON object, never empty, so
+/// an empty body is one that no longer exists. Refused for good without a connection:
+/// an empty or `{}` body is never sent in its place.
+fn content_expunged() -> AttemptOutcome {
+    AttemptOutcome {
+        result: AttemptResult::Refused { permanent: true },
+        error: Some(idemgate_store::outbound::message::CONTENT_EXPUNGED.to_owned()),
+        response_prefix: None,
+    }
+}
+
 impl Deliver for EndpointDelivery {
     fn deliver<'a>(&'a self, job: &'a ClaimedJob, now: UnixTime) -> BoxFuture<'a, AttemptOutcome> {
         Box::pin(async move {
+            if job.body.is_empty() {
+                return content_expunged();
+            }
             match self.request(job, now) {
                 Ok(request) => exchange::exchange(&self.client.client, request, self.total).await,
                 Err(_) => Failure::Unsendable.outcome(),

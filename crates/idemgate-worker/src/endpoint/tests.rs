@@ -111,6 +111,23 @@ async fn a_delivery_to_an_allowed_network_arrives_and_verifies_under_the_old_and
 }
 
 #[tokio::test]
+async fn a_job_whose_payload_is_gone_is_refused_for_good_and_nothing_is_sent() {
+    let destination = Destination::start(&[]);
+    let client = EndpointClient::new(loopback(), SECOND).unwrap();
+    let delivery = EndpointDelivery::new(&client, endpoint(&destination.url())).unwrap();
+    let expunged = ClaimedJob { body: Bytes::new(), ..job() };
+    let outcome = delivery.deliver(&expunged, UnixTime(1_700_000_000)).await;
+    assert_eq!(outcome.result, AttemptResult::Refused { permanent: true }, "{outcome:?}");
+    assert_eq!(outcome.error.as_deref(), Some("content expunged"));
+    // The same delivery with the payload does reach the destination: the refusal was the body's.
+    assert_eq!(
+        delivery.deliver(&job(), UnixTime(1_700_000_000)).await.result,
+        AttemptResult::Status { status: 200, retry_after: None }
+    );
+    assert_eq!(destination.received().len(), 1);
+}
+
+#[tokio::test]
 async fn every_attempt_keeps_the_webhook_id_and_takes_a_new_timestamp() {
     let destination = Destination::start(&[Step::Status(500)]);
     let client = EndpointClient::new(loopback(), SECOND).unwrap();

@@ -73,9 +73,10 @@ impl Worker {
             idemgate_core::retry::AttemptResult::Accepted => "accepted",
             idemgate_core::retry::AttemptResult::Refused { .. } => "refused",
         };
-        metrics::counter!("idemgate_attempts_total", "destination" => job.destination.clone(), "result" => class)
+        let destination = self.labels.destination(&job.destination).to_owned();
+        metrics::counter!("idemgate_attempts_total", "destination" => destination.clone(), "result" => class)
             .increment(1);
-        metrics::histogram!("idemgate_delivery_seconds", "destination" => job.destination.clone())
+        metrics::histogram!("idemgate_delivery_seconds", "destination" => destination)
             .record(record.latency.as_secs_f64());
         let mut attributes = result_attributes(&outcome.result);
         attributes.push(KeyValue::new("decision", decision_name(decision)));

@@ -45,7 +45,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
-use idemgate_core::{breaker::BreakerPolicy, retry::Decision};
+use idemgate_core::{breaker::BreakerPolicy, outbound::label::EndpointLabels, retry::Decision};
 use idemgate_store::{
     Store, StoreError,
     jobs::{AttemptRecord, ClaimedJob},
@@ -114,6 +114,8 @@ pub struct Worker {
     draw: Arc<dyn Fn() -> f64 + Send + Sync>,
     throttles: Throttles,
     room: Arc<Room>,
+    /// How endpoints show in the metrics' `destination` label.
+    labels: EndpointLabels,
 }
 
 impl std::fmt::Debug for Worker {
@@ -135,6 +137,7 @@ impl Worker {
             draw: Arc::new(fastrand::f64),
             throttles: Throttles::default(),
             room: Arc::new(Room::new(&options)),
+            labels: EndpointLabels::default(),
         }
     }
 
@@ -152,6 +155,15 @@ impl Worker {
     #[must_use]
     pub fn with_endpoints(mut self, endpoints: EndpointRoutes) -> Self {
         self.endpoints = Some(endpoints);
+        self
+    }
+
+    /// Shows each endpoint by its id in the metrics' `destination` label
+    /// ([`EndpointLabels::PerEndpoint`]) instead of folding them all into `api` (the
+    /// default, so that one time series is not made per customer).
+    #[must_use]
+    pub fn with_endpoint_labels(mut self, labels: EndpointLabels) -> Self {
+        self.labels = labels;
         self
     }
 
@@ -315,13 +327,19 @@ impl Worker {
             // With nothing allowed, the claim could not tell: the last answer stands.
             let throttled = if allowed == 0 { throttle.throttled.load(Ordering::Relaxed) } else { held_back };
             throttle.throttled.store(throttled, Ordering::Relaxed);
-            metrics::gauge!("idemgate_destination_throttled", "destination" => name.clone()).set(if throttled {
-                1.0
-            } else {
-                0.0
-            });
+            let label = self.labels.destination(name);
+            // A folded endpoint has no gauge of its own (one would overwrite another's);
+            // its throttled claims still count under the folded label.
+            if label == name {
+                metrics::gauge!("idemgate_destination_throttled", "destination" => name.clone()).set(if throttled {
+                    1.0
+                } else {
+                    0.0
+                });
+            }
             if held_back {
-                metrics::counter!("idemgate_destination_throttled_total", "destination" => name.clone()).increment(1);
+                metrics::counter!("idemgate_destination_throttled_total", "destination" => label.to_owned())
+                    .increment(1);
             }
             if let Some(now) = recording(throttle.recorded.load(Ordering::Relaxed), throttled) {
                 let since = throttled.then(|| self.clock.now_ms());

@@ -3,7 +3,9 @@
 //! `[api.tokens.<name>]` (a token and a role: `admin`, `publish` or `read`); `secrets_key`
 //! seals endpoint secrets at rest (32 bytes, 64 hex digits or base64); `allow_http` and
 //! `allow_networks` loosen the rule for endpoint URLs (https to public addresses only);
-//! `public_url` is the base of the links the API hands out.
+//! `public_url` is the base of the links the API hands out; `metrics_per_endpoint` makes
+//! each endpoint's id a value of the metrics' `destination` label (by default they all
+//! read `api`, so that a customer is not a time series).
 //!
 //! Every key is checked for form and listed whatever the command; the tokens are resolved
 //! only for a command that serves the API (`serve`), as the admin tokens are, and the key
@@ -13,7 +15,7 @@ use std::str::FromStr;
 
 use idemgate_core::{
     Secret, SourceName,
-    outbound::{address::UrlPolicy, sealing::SecretsKey},
+    outbound::{address::UrlPolicy, label::EndpointLabels, sealing::SecretsKey},
 };
 use idemgate_http::outbound::{Api, ApiRole, ApiToken, PREFIX};
 use ipnet::IpNet;
@@ -36,6 +38,8 @@ pub struct ApiConfig {
     pub url_policy: UrlPolicy,
     /// The base URL of the links the API hands out (the app portal's).
     pub public_url: Option<String>,
+    /// How endpoints show in the metrics' `destination` label.
+    pub endpoint_labels: EndpointLabels,
 }
 
 impl std::fmt::Debug for ApiConfig {
@@ -45,6 +49,7 @@ impl std::fmt::Debug for ApiConfig {
             .field("secrets_key", &self.secrets_key)
             .field("url_policy", &self.url_policy)
             .field("public_url", &self.public_url)
+            .field("endpoint_labels", &self.endpoint_labels)
             .finish()
     }
 }
@@ -76,6 +81,7 @@ pub(super) fn api(
     };
     let enabled = r.value("api.enabled", raw.enabled, false);
     let allow_http = r.value("api.allow_http", raw.allow_http, false);
+    let per_endpoint = r.value("api.metrics_per_endpoint", raw.metrics_per_endpoint, false);
     let mut allow_networks = Vec::new();
     for (i, text) in raw.allow_networks.iter().enumerate() {
         let key = format!("api.allow_networks[{i}]");
@@ -160,6 +166,7 @@ pub(super) fn api(
         secrets_key,
         url_policy: UrlPolicy { allow_http, allow_networks },
         public_url,
+        endpoint_labels: EndpointLabels::of(per_endpoint),
     }))
 }
 
@@ -201,6 +208,17 @@ mod tests {
     }
 
     #[test]
+    fn metrics_per_endpoint_makes_each_endpoint_a_label_value() {
+        let text = format!(
+            "[api]\nenabled = true\nsecrets_key = \"{KEY_HEX}\"\nmetrics_per_endpoint = true\n\
+             [api.tokens.ci]\ntoken = \"publish-token-0123456789\"\n"
+        );
+        let config = config(&text, Uses::Serve).unwrap();
+        assert_eq!(config.api.as_ref().unwrap().endpoint_labels, EndpointLabels::PerEndpoint);
+        assert_eq!(shown(&config, "api.metrics_per_endpoint"), Shown::Value(true.into()));
+    }
+
+    #[test]
     fn the_api_is_off_unless_enabled() {
         assert!(config("", Uses::Serve).unwrap().api.is_none());
         let off = config("[api]\n[api.tokens.ci]\ntoken = \"publish-token-0123456789\"\n", Uses::Serve).unwrap();
@@ -224,6 +242,7 @@ mod tests {
         assert_eq!(api.url_policy.allow_networks, ["127.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()]);
         assert!(!api.url_policy.allow_http);
         assert_eq!(api.public_url.as_deref(), Some("https://hooks.example.com"));
+        assert_eq!(api.endpoint_labels, EndpointLabels::Folded, "endpoints share one metrics label by default");
         assert_eq!(shown(&config, "api.tokens.ci.token"), Shown::Value(effective::REDACTED.into()));
         assert_eq!(shown(&config, "api.secrets_key"), Shown::Value(effective::REDACTED.into()));
         let listing = config.effective().to_string();

@@ -103,6 +103,8 @@ pub struct RawApi {
     pub allow_networks: Vec<String>,
     /// The base URL of the links the API hands out.
     pub public_url: Option<String>,
+    /// One metrics label value per endpoint (its id) instead of one for all (`api`).
+    pub metrics_per_endpoint: Option<bool>,
 }
 
 /// `[api.tokens.<name>]`: one API token.

@@ -31,6 +31,7 @@ mod idempotency_suite;
 mod outbound_access;
 mod outbound_api;
 mod outbound_attempts;
+mod outbound_content;
 mod outbound_delivery;
 mod outbound_endpoints;
 mod outbound_keys;

@@ -5,10 +5,13 @@
 
 use idemgate_core::{
     job::JobState,
-    outbound::{id::AttemptId, status::MessageStatus},
+    outbound::{
+        id::AttemptId,
+        status::{MessageStatus, StatusCodeClass},
+    },
 };
 
-use super::Cursor;
+use super::{Cursor, Lookup, message::Message};
 use crate::StoreError;
 
 /// One attempt (`MessageAttemptOut`).
@@ -66,20 +69,64 @@ impl AttemptIterator {
     }
 }
 
-/// One page of attempts, newest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One page of attempts, newest first, of those `filter` admits.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptQuery {
     /// Most attempts answered.
     pub limit: usize,
     /// Where the previous page ended.
     pub iterator: Option<AttemptIterator>,
+    /// Which attempts the list holds (every one by default). Applied in the statement,
+    /// beside the iterator, so a walk under a filter never skips or repeats one.
+    pub filter: AttemptFilter,
+}
+
+/// Which attempts a list holds (Svix's query filters of the attempt lists); `None` (or
+/// empty) admits every attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttemptFilter {
+    /// Only attempts of this status ([`MessageStatus::of_attempt`]: an attempt is a
+    /// success or a failure, so `pending` and `sending` admit none).
+    pub status: Option<MessageStatus>,
+    /// Only attempts whose answer's status is in this class (no answer: class 0).
+    pub status_code_class: Option<StatusCodeClass>,
+    /// Only attempts of messages on this channel.
+    pub channel: Option<String>,
+    /// Only attempts of messages of these types.
+    pub event_types: Option<Vec<String>>,
+    /// Only attempts at this endpoint (the list by message); one that is not an endpoint
+    /// of the application is [`super::OutboundError::NotFound`].
+    pub endpoint: Option<Lookup>,
+    /// Only attempts started before this time, unix milliseconds.
+    pub before_ms: Option<i64>,
+    /// Only attempts started after this time, unix milliseconds.
+    pub after_ms: Option<i64>,
+}
+
+impl AttemptFilter {
+    /// The status filter's wire code: `None` when no filter.
+    pub(crate) fn outcome(&self) -> Option<i64> {
+        self.status.map(|status| i64::from(status.code()))
+    }
+
+    /// The status codes admitted, both ends included (no answer counts as 0).
+    pub(crate) fn codes(&self) -> (Option<i64>, Option<i64>) {
+        let range = self.status_code_class.map(StatusCodeClass::codes);
+        (range.map(|(low, _)| i64::from(low)), range.map(|(_, high)| i64::from(high)))
+    }
+
+    /// The start times admitted, in the seconds the attempts are stored in: (after,
+    /// before), exclusive; an attempt's start is known to the second only.
+    pub(crate) fn started(&self) -> (Option<i64>, Option<i64>) {
+        (self.after_ms.map(|at| at.div_euclid(1000)), self.before_ms.map(|at| (at + 999).div_euclid(1000)))
+    }
 }
 
 impl AttemptQuery {
     /// The first `limit` attempts, newest first.
     #[must_use]
     pub fn newest(limit: usize) -> Self {
-        Self { limit, iterator: None }
+        Self { limit, iterator: None, filter: AttemptFilter::default() }
     }
 
     /// The walk over attempt rows (newest first) and the row it starts after.
@@ -92,6 +139,26 @@ impl AttemptQuery {
             None => (Cursor { after: None, ascending: false, reversed: false }, None),
         }
     }
+}
+
+/// The conditions both backends add for an [`AttemptFilter`], numbered from parameter
+/// `first`: the status code ([`MessageStatus::code`]: 0 a 2xx answer, 2 anything else), the
+/// class's lowest and highest code, the start's bounds in seconds (after, before). The
+/// message's channel and event types are written per backend (JSON differs). `mark` is
+/// the parameters' sign (`?`, `$`) and `cast` what follows each (PostgreSQL's `::bigint`).
+pub(crate) fn filter_sql(first: usize, mark: char, cast: &str) -> String {
+    let p = |n: usize| format!("{mark}{}{cast}", first + n);
+    let code = "coalesce(a.status, 0)";
+    format!(
+        "({s} IS NULL OR ({s} = 0 AND {code} BETWEEN 200 AND 299) OR ({s} = 2 AND {code} NOT BETWEEN 200 AND 299))
+         AND ({lo} IS NULL OR {code} BETWEEN {lo} AND {hi})
+         AND ({after} IS NULL OR a.started_at > {after}) AND ({before} IS NULL OR a.started_at < {before})",
+        s = p(0),
+        lo = p(1),
+        hi = p(2),
+        after = p(3),
+        before = p(4),
+    )
 }
 
 /// The columns both backends select for an attempt (attempts `a`, jobs `j`, messages `m`,
@@ -116,6 +183,13 @@ pub(crate) struct AttemptRow {
     pub(crate) status: Option<i64>,
     pub(crate) duration_ms: i64,
     pub(crate) manual: bool,
+}
+
+/// The public id of the attempt stored as `row`, started at `started_at_s`.
+pub(crate) fn attempt_id(started_at_s: i64, row: i64) -> Result<String, StoreError> {
+    AttemptId::for_row(started_at_s.saturating_mul(1000), row)
+        .map(|id| id.to_string())
+        .map_err(|_| StoreError::Malformed("an attempt row cannot be named"))
 }
 
 impl AttemptRow {
@@ -185,6 +259,44 @@ impl AttemptedDestination {
         let state: JobState = state.parse().map_err(|_| StoreError::Malformed("a job's state is unknown"))?;
         let waiting = matches!(state, JobState::Pending | JobState::Retrying);
         Ok(Self { endpoint, status: MessageStatus::of_job(state), next_attempt_ms: waiting.then_some(due_ms) })
+    }
+}
+
+/// A message sent to one endpoint (`EndpointMessageOut`), with that delivery's status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptedMessage {
+    /// The message.
+    pub message: Message,
+    /// The delivery's (the job's) status.
+    pub status: MessageStatus,
+    /// When a waiting delivery is tried next, unix milliseconds.
+    pub next_attempt_ms: Option<i64>,
+}
+
+impl AttemptedMessage {
+    /// The message with its job's stored state and due time.
+    pub(crate) fn of(message: Message, state: &str, due_ms: i64) -> Result<Self, StoreError> {
+        let state: JobState = state.parse().map_err(|_| StoreError::Malformed("a job's state is unknown"))?;
+        let waiting = matches!(state, JobState::Pending | JobState::Retrying);
+        Ok(Self { message, status: MessageStatus::of_job(state), next_attempt_ms: waiting.then_some(due_ms) })
+    }
+}
+
+/// One page of the messages sent to an endpoint, newest first: `messages` filters them
+/// (time window, event types, channel, iterator: a message id) and `status` the
+/// delivery's status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptedMessageQuery {
+    /// The page and the messages' filters.
+    pub messages: super::message::MessageQuery,
+    /// Only deliveries of this status.
+    pub status: Option<MessageStatus>,
+}
+
+impl AttemptedMessageQuery {
+    /// The job states the status filter admits, as their stored names; `None`: all.
+    pub(crate) fn states(&self) -> Option<Vec<String>> {
+        self.status.map(|status| status.job_states().into_iter().map(|state| state.as_str().to_owned()).collect())
     }
 }
 

@@ -205,6 +205,16 @@ pub(crate) fn message_of(result: &serde_json::Value) -> Result<String, StoreErro
     result.get("message").and_then(|id| id.as_str()).map(str::to_owned).ok_or(StoreError::Malformed("message receipt"))
 }
 
+/// Why a message's waiting deliveries ended when its content was expunged: nothing is
+/// left to send, and an empty body is never sent in its place.
+pub const CONTENT_EXPUNGED: &str = "content expunged";
+
+/// Why a message's waiting deliveries ended when its payload's retention ran out.
+pub const PAYLOAD_EXPIRED: &str = "payload expired";
+
+/// What an attempt's response reads once expunged, as Svix's server stores it.
+pub const RESPONSE_EXPUNGED: &str = "EXPUNGED";
+
 /// The content type of every message's event.
 pub(crate) const CONTENT_TYPE: &str = "application/json";
 

@@ -68,6 +68,8 @@ pub enum Resource {
     EventType,
     /// A message.
     Message,
+    /// A message attempt.
+    Attempt,
 }
 
 impl fmt::Display for Resource {
@@ -77,6 +79,7 @@ impl fmt::Display for Resource {
             Self::Endpoint => "endpoint",
             Self::EventType => "event type",
             Self::Message => "message",
+            Self::Attempt => "message attempt",
         })
     }
 }

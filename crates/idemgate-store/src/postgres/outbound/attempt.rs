@@ -3,6 +3,7 @@
 //! deliveries counted by status.
 
 use deadpool_postgres::GenericClient;
+use idemgate_core::UnixTime;
 use tokio_postgres::Row;
 
 use super::{app_id, endpoint, message};
@@ -10,9 +11,18 @@ use crate::{
     PgStore, StoreError,
     model::outbound::{
         ListQuery, Lookup, OutboundError, Page, Resource,
-        attempt::{Attempt, AttemptQuery, AttemptRow, AttemptedDestination, COLUMNS, EndpointStats, FROM},
+        attempt::{
+            Attempt, AttemptQuery, AttemptRow, AttemptedDestination, AttemptedMessage, AttemptedMessageQuery, COLUMNS,
+            EndpointStats, FROM, attempt_id, filter_sql,
+        },
         endpoint::E_COLUMNS,
+        message::{COLUMNS as MESSAGE_COLUMNS, RESPONSE_EXPUNGED},
     },
+    model::{
+        audit::{Action, Actor, target},
+        second_of,
+    },
+    postgres::audit,
 };
 
 fn attempt(row: &Row) -> Result<Attempt, StoreError> {
@@ -31,25 +41,51 @@ fn attempt(row: &Row) -> Result<Attempt, StoreError> {
     .attempt()
 }
 
-/// One page of the application's attempts whose `scope` column is `value`.
+/// One page of the application's attempts whose `scope` column is `value`, as the
+/// query's filter admits them (at the endpoint `endpoint_id` when given).
 async fn page(
     client: &impl GenericClient,
     app_id: &str,
     scope: &str,
     value: &str,
-    query: AttemptQuery,
+    query: &AttemptQuery,
+    endpoint_id: Option<&str>,
 ) -> Result<Page<Attempt>, OutboundError> {
     let (cursor, after) = query.walk();
     let (compare, order) = cursor.sql();
+    let filter = filter_sql(5, '$', "::bigint");
     let select = client
         .prepare_cached(&format!(
             "SELECT {COLUMNS} FROM {FROM}
-             WHERE m.app_id = $1 AND {scope} = $2 AND ($3::bigint IS NULL OR a.id {compare} $3)
+             WHERE m.app_id = $1 AND {scope} = $2 AND ($3::bigint IS NULL OR a.id {compare} $3) AND {filter}
+               AND ($10::text IS NULL OR j.destination = $10)
+               AND ($11::text[] IS NULL OR m.event_type = ANY($11))
+               AND ($12::text IS NULL OR coalesce(m.channels::jsonb ? $12, false))
              ORDER BY a.id {order} LIMIT $4"
         ))
         .await?;
     let limit = i64::try_from(query.limit).unwrap_or(i64::MAX - 1) + 1;
-    let rows = client.query(&select, &[&app_id, &value, &after, &limit]).await?;
+    let f = &query.filter;
+    let ((low, high), (started_after, started_before)) = (f.codes(), f.started());
+    let rows = client
+        .query(
+            &select,
+            &[
+                &app_id,
+                &value,
+                &after,
+                &limit,
+                &f.outcome(),
+                &low,
+                &high,
+                &started_after,
+                &started_before,
+                &endpoint_id,
+                &f.event_types,
+                &f.channel,
+            ],
+        )
+        .await?;
     let attempts = rows.iter().map(attempt).collect::<Result<Vec<_>, _>>()?;
     Ok(Page::of(attempts, query.limit, &cursor, |attempt| attempt.id.clone()))
 }
@@ -74,7 +110,16 @@ impl PgStore {
     ) -> Result<Page<Attempt>, OutboundError> {
         let client = self.client().await?;
         let (app_id, msg_id) = message_of(&client, &app, &msg).await?;
-        page(&client, &app_id, "m.id", &msg_id, query).await
+        let endpoint_id = match &query.filter.endpoint {
+            Some(ep) => Some(
+                endpoint::find(&client, &app_id, ep, false)
+                    .await?
+                    .ok_or(OutboundError::NotFound(Resource::Endpoint))?
+                    .id,
+            ),
+            None => None,
+        };
+        page(&client, &app_id, "m.id", &msg_id, &query, endpoint_id.as_deref()).await
     }
 
     pub(crate) async fn attempts_by_endpoint(
@@ -87,7 +132,7 @@ impl PgStore {
         let app_id = app_id(&client, &app).await?;
         let found =
             endpoint::find(&client, &app_id, &ep, false).await?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
-        page(&client, &app_id, "j.destination", &found.id, query).await
+        page(&client, &app_id, "j.destination", &found.id, &query, None).await
     }
 
     pub(crate) async fn attempt(
@@ -155,5 +200,85 @@ impl PgStore {
             found.push(AttemptedDestination::of(endpoint::endpoint(&row)?, &state, row.try_get(15)?)?);
         }
         Ok(Page::of(found, query.limit, &cursor, |d| d.endpoint.id.clone()))
+    }
+
+    pub(crate) async fn attempted_messages(
+        &self,
+        app: Lookup,
+        ep: Lookup,
+        query: AttemptedMessageQuery,
+    ) -> Result<Page<AttemptedMessage>, OutboundError> {
+        let client = self.client().await?;
+        let app_id = app_id(&client, &app).await?;
+        let found =
+            endpoint::find(&client, &app_id, &ep, false).await?.ok_or(OutboundError::NotFound(Resource::Endpoint))?;
+        let messages = &query.messages;
+        let cursor = messages.cursor();
+        let (compare, order) = cursor.sql();
+        let (above, below) = messages.window();
+        let select = client
+            .prepare_cached(&format!(
+                "SELECT {MESSAGE_COLUMNS}, j.state, j.next_attempt_at_ms
+                 FROM messages m JOIN events e ON e.id = m.event_row JOIN jobs j ON j.event_id = m.event_row
+                 WHERE m.app_id = $1 AND j.destination = $2 AND ($3::text IS NULL OR m.id {compare} $3)
+                   AND ($4::text IS NULL OR m.id > $4) AND ($5::text IS NULL OR m.id < $5)
+                   AND ($6::text[] IS NULL OR m.event_type = ANY($6))
+                   AND ($7::text IS NULL OR coalesce(m.channels::jsonb ? $7, false))
+                   AND ($8::text[] IS NULL OR j.state = ANY($8))
+                 ORDER BY m.id {order} LIMIT $9"
+            ))
+            .await?;
+        let limit = i64::try_from(messages.limit).unwrap_or(i64::MAX - 1) + 1;
+        let states = query.states();
+        let rows = client
+            .query(
+                &select,
+                &[
+                    &app_id,
+                    &found.id,
+                    &cursor.after,
+                    &above,
+                    &below,
+                    &messages.event_types,
+                    &messages.channel,
+                    &states,
+                    &limit,
+                ],
+            )
+            .await?;
+        let mut page = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let state: String = row.try_get(8)?;
+            page.push(AttemptedMessage::of(message::message(row)?, &state, row.try_get(9)?)?);
+        }
+        Ok(Page::of(page, messages.limit, &cursor, |m| m.message.id.clone()))
+    }
+
+    pub(crate) async fn expunge_attempt_content(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        row_id: i64,
+        by: Actor,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let (app_id, msg_id) = message_of(&tx, &app, &msg).await?;
+        let expunged = tx
+            .query_opt(
+                "UPDATE attempts SET response_prefix = $3 WHERE id = $1 AND job_id IN
+                   (SELECT j.id FROM jobs j JOIN messages m ON m.event_row = j.event_id WHERE m.id = $2)
+                 RETURNING started_at",
+                &[&row_id, &msg_id, &RESPONSE_EXPUNGED],
+            )
+            .await?
+            .ok_or(OutboundError::NotFound(Resource::Attempt))?;
+        let started_at_s: i64 = expunged.try_get(0)?;
+        let record = by
+            .did(Action::AttemptContentExpunge, target::attempt(&app_id, &msg_id, &attempt_id(started_at_s, row_id)?));
+        audit::insert_if(&tx, Some(&record), UnixTime(second_of(now_ms)), 1).await?;
+        tx.commit().await?;
+        Ok(())
     }
 }

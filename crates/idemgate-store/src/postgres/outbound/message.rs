@@ -19,23 +19,26 @@ use crate::{
     PgStore, ReceiveRequest, StoreError,
     inbox::IncomingEvent,
     model::{
+        audit::{Action, Actor, target},
         outbound::{
             Lookup, OutboundError, Page, Resource, from_json_opt, json_text,
             message::{
-                Accepted, Addressed, COLUMNS, CONTENT_TYPE, Message, MessageIn, MessageQuery, destinations,
-                fingerprint, message_of, receipt_key, receipt_result,
+                Accepted, Addressed, COLUMNS, CONTENT_EXPUNGED, CONTENT_TYPE, Message, MessageIn, MessageQuery,
+                PAYLOAD_EXPIRED, destinations, fingerprint, message_of, receipt_key, receipt_result,
             },
             new_message_id,
         },
         second_of,
     },
     postgres::{
+        audit,
         receipt::repeat,
         receive::{insert_event, insert_jobs, insert_receipt},
     },
 };
 
-fn message(row: &Row) -> Result<Message, StoreError> {
+/// A message row read with [`COLUMNS`].
+pub(super) fn message(row: &Row) -> Result<Message, StoreError> {
     let purged: bool = row.try_get(7)?;
     Ok(Message {
         id: row.try_get(0)?,
@@ -61,6 +64,44 @@ pub(super) async fn find(
         ))
         .await?;
     Ok(client.query_opt(&select, &[&app_id, &value]).await?.as_ref().map(message).transpose()?)
+}
+
+/// The events of the messages whose payload's retention ended at or before `$1` (unix
+/// milliseconds) and that still hold it (a purged one's `expires_at` is cleared).
+const EXPIRED: &str = "SELECT event_row FROM messages WHERE expires_at <= $1";
+
+/// The retention sweep's share for messages, on the caller's transaction: every message
+/// whose `expires_at` is at or before `now_ms` loses its payload and its attempts' stored
+/// responses; its waiting deliveries end `dead` ("payload expired"). Its receipt, row, jobs
+/// and attempts stay, so a repeat of its `eventId` is still judged against its fingerprint.
+/// Returns how many payloads it dropped.
+pub(in crate::postgres) async fn purge_expired(tx: &impl GenericClient, now_ms: i64) -> Result<u64, StoreError> {
+    tx.execute(
+        &format!(
+            "UPDATE jobs SET state = 'dead', last_error = $2, lease_until = NULL, updated_at = $3
+             WHERE state IN ('pending', 'retrying') AND event_id IN ({EXPIRED})"
+        ),
+        &[&now_ms, &PAYLOAD_EXPIRED, &second_of(now_ms)],
+    )
+    .await?;
+    tx.execute(
+        &format!(
+            "UPDATE attempts SET response_prefix = NULL
+             WHERE response_prefix IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE event_id IN ({EXPIRED}))"
+        ),
+        &[&now_ms],
+    )
+    .await?;
+    let dropped = tx
+        .execute(
+            &format!(
+                "UPDATE events SET body = ''::bytea, payload_purged = true WHERE NOT payload_purged AND id IN ({EXPIRED})"
+            ),
+            &[&now_ms],
+        )
+        .await?;
+    tx.execute("UPDATE messages SET expires_at = NULL WHERE expires_at <= $1", &[&now_ms]).await?;
+    Ok(dropped)
 }
 
 impl PgStore {
@@ -182,5 +223,40 @@ impl PgStore {
             .await?;
         let messages = rows.iter().map(message).collect::<Result<Vec<_>, _>>()?;
         Ok(Page::of(messages, query.limit, &cursor, |m| m.id.clone()))
+    }
+
+    pub(crate) async fn expunge_message_content(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        by: Actor,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await?;
+        let app_id = app_id(&tx, &app).await?;
+        let (column, value) = msg.column("event_id");
+        let select = tx
+            .prepare_cached(&format!(
+                "SELECT event_row, id FROM messages WHERE app_id = $1 AND {column} = $2 FOR UPDATE"
+            ))
+            .await?;
+        let (event_row, msg_id): (i64, String) = match tx.query_opt(&select, &[&app_id, &value]).await? {
+            Some(row) => (row.try_get(0)?, row.try_get(1)?),
+            None => return Err(OutboundError::NotFound(Resource::Message)),
+        };
+        let now_s = second_of(now_ms);
+        tx.execute(
+            "UPDATE jobs SET state = 'dead', last_error = $3, lease_until = NULL, updated_at = $2
+             WHERE event_id = $1 AND state IN ('pending', 'retrying')",
+            &[&event_row, &now_s, &CONTENT_EXPUNGED],
+        )
+        .await?;
+        tx.execute("UPDATE events SET body = ''::bytea, payload_purged = true WHERE id = $1", &[&event_row]).await?;
+        tx.execute("UPDATE messages SET expires_at = NULL WHERE event_row = $1", &[&event_row]).await?;
+        let record = by.did(Action::MessageContentExpunge, target::message(&app_id, &msg_id));
+        audit::insert_if(&tx, Some(&record), UnixTime(now_s), 1).await?;
+        tx.commit().await?;
+        Ok(())
     }
 }

@@ -9,7 +9,7 @@ mod application;
 mod attempt;
 mod endpoint;
 mod event_type;
-mod message;
+pub(super) mod message;
 mod redelivery;
 
 use deadpool_postgres::GenericClient;

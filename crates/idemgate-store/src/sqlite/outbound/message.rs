@@ -12,17 +12,20 @@ use super::{
 use crate::{
     HandlerError, ReceiveRequest, SqliteStore,
     model::{
+        audit::{Action, Actor, target},
         outbound::{
             Lookup, OutboundError, Page, Resource, json_text,
             message::{
-                Accepted, Addressed, COLUMNS, CONTENT_TYPE, ENDPOINT_DISABLED, ENDPOINT_GONE, Message, MessageIn,
-                MessageQuery, destinations, failed, fingerprint, message_of, receipt_key, receipt_result, refused,
+                Accepted, Addressed, COLUMNS, CONTENT_EXPUNGED, CONTENT_TYPE, ENDPOINT_DISABLED, ENDPOINT_GONE,
+                Message, MessageIn, MessageQuery, PAYLOAD_EXPIRED, destinations, failed, fingerprint, message_of,
+                receipt_key, receipt_result, refused,
             },
             new_message_id,
         },
         second_of,
     },
     sqlite::{
+        audit,
         handover::Leased,
         inbox::{NewEvent, accept_event},
         receive::{Effect, Produced},
@@ -94,7 +97,8 @@ pub(in crate::sqlite) fn store_message(
     Ok(Produced { result: receipt_result(&message.id), leased: Leased::new() })
 }
 
-fn message(row: &Row<'_>) -> rusqlite::Result<(Message, Option<String>)> {
+/// A message row read with [`COLUMNS`], its channels still JSON text ([`finish`] reads them).
+pub(super) fn message(row: &Row<'_>) -> rusqlite::Result<(Message, Option<String>)> {
     let purged: bool = row.get(7)?;
     Ok((
         Message {
@@ -110,7 +114,8 @@ fn message(row: &Row<'_>) -> rusqlite::Result<(Message, Option<String>)> {
     ))
 }
 
-fn finish((message, channels): (Message, Option<String>)) -> Result<Message, OutboundError> {
+/// The message of a row [`message`] read.
+pub(super) fn finish((message, channels): (Message, Option<String>)) -> Result<Message, OutboundError> {
     Ok(Message { channels: crate::model::outbound::from_json_opt(channels, "message channels")?, ..message })
 }
 
@@ -126,7 +131,76 @@ pub(super) fn find(conn: &Connection, app_id: &str, msg: &Lookup) -> Result<Opti
     row.map(finish).transpose()
 }
 
+/// Drops the payload of the message whose event is row `event_row` for good and ends its
+/// waiting deliveries `dead` with `reason` at `now_s`; its receipt, row and attempts stay.
+fn drop_payload(conn: &Connection, event_row: i64, reason: &str, now_s: i64) -> Result<(), rusqlite::Error> {
+    conn.prepare_cached(
+        "UPDATE jobs SET state = 'dead', last_error = ?3, lease_until = NULL, updated_at = ?2
+         WHERE event_id = ?1 AND state IN ('pending', 'retrying')",
+    )?
+    .execute(params![event_row, now_s, reason])?;
+    conn.prepare_cached("UPDATE events SET body = X'', payload_purged = 1 WHERE id = ?1")?
+        .execute(params![event_row])?;
+    conn.prepare_cached("UPDATE messages SET expires_at = NULL WHERE event_row = ?1")?.execute(params![event_row])?;
+    Ok(())
+}
+
+/// The events of the messages whose payload's retention ended at or before `?1` (unix
+/// milliseconds) and that still hold it (a purged one's `expires_at` is cleared).
+const EXPIRED: &str = "SELECT event_row FROM messages WHERE expires_at <= ?1";
+
+/// The retention sweep's share for messages, on the caller's transaction: every message
+/// whose `expires_at` is at or before `now_ms` loses its payload and its attempts' stored
+/// responses; its waiting deliveries end `dead` ("payload expired"). Its receipt, row, jobs
+/// and attempts stay, so a repeat of its `eventId` is still judged against its fingerprint.
+/// Returns how many payloads it dropped.
+pub(in crate::sqlite) fn purge_expired(conn: &Connection, now_ms: i64) -> Result<usize, rusqlite::Error> {
+    conn.execute(
+        &format!(
+            "UPDATE jobs SET state = 'dead', last_error = ?2, lease_until = NULL, updated_at = ?3
+             WHERE state IN ('pending', 'retrying') AND event_id IN ({EXPIRED})"
+        ),
+        params![now_ms, PAYLOAD_EXPIRED, second_of(now_ms)],
+    )?;
+    conn.execute(
+        &format!(
+            "UPDATE attempts SET response_prefix = NULL
+             WHERE response_prefix IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE event_id IN ({EXPIRED}))"
+        ),
+        params![now_ms],
+    )?;
+    let dropped = conn.execute(
+        &format!("UPDATE events SET body = X'', payload_purged = 1 WHERE payload_purged = 0 AND id IN ({EXPIRED})"),
+        params![now_ms],
+    )?;
+    conn.execute("UPDATE messages SET expires_at = NULL WHERE expires_at <= ?1", params![now_ms])?;
+    Ok(dropped)
+}
+
 impl SqliteStore {
+    pub(crate) async fn expunge_message_content(
+        &self,
+        app: Lookup,
+        msg: Lookup,
+        by: Actor,
+        now_ms: i64,
+    ) -> Result<(), OutboundError> {
+        self.change(move |conn| {
+            let app_id = live_app_id(conn, &app)?;
+            let (column, value) = msg.column("event_id");
+            let (event_row, msg_id): (i64, String) = conn
+                .prepare_cached(&format!("SELECT event_row, id FROM messages WHERE app_id = ?1 AND {column} = ?2"))?
+                .query_row(params![app_id, value], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()?
+                .ok_or(OutboundError::NotFound(Resource::Message))?;
+            drop_payload(conn, event_row, CONTENT_EXPUNGED, second_of(now_ms))?;
+            let record = by.did(Action::MessageContentExpunge, target::message(&app_id, &msg_id));
+            audit::insert(conn, &record, UnixTime(second_of(now_ms)), 1)?;
+            Ok(())
+        })
+        .await
+    }
+
     pub(crate) async fn accept_message(
         &self,
         app: Lookup,
