@@ -14,7 +14,9 @@
 //! - `payload_schema`: an event type's schema, compiled once, checked at message create;
 //! - `applications`, `event_types`, `endpoints`, `messages`, `attempts`: one module per
 //!   resource;
-//! - `wire`: every JSON shape of Svix's spec.
+//! - `wire`: every JSON shape of Svix's spec;
+//! - `openapi`: the API's OpenAPI document, served at `/api/v1/openapi.json` (no token
+//!   needed), its schemas derived from `wire`.
 //!
 //! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
 
@@ -25,6 +27,7 @@ mod body;
 mod endpoints;
 mod event_types;
 mod messages;
+mod openapi;
 mod pagination;
 mod payload_schema;
 // The attempted messages', recovery's and app portal's shapes wait for their routes.
@@ -63,6 +66,9 @@ pub struct Api {
     pub secrets_key: Option<SecretsKey>,
     /// What endpoint URLs may be (`[api] allow_http`, `allow_networks`).
     pub url_policy: UrlPolicy,
+    /// The API's public URL (`[api] public_url`): the OpenAPI document's server; `None`:
+    /// the document names its server relative to where it was fetched.
+    pub public_url: Option<String>,
 }
 
 /// What every route of the API reads: the store, the clock and the settings.
@@ -114,7 +120,14 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         .route("/{*rest}", any(api_not_found))
         .layer(keys)
         .layer(middleware::from_fn_with_state(tokens, authorize));
+    let doc =
+        Arc::<str>::from(serde_json::to_string(&openapi::document(api.public_url.as_deref())).unwrap_or_default());
+    let serve_doc = move || {
+        let doc = Arc::clone(&doc);
+        async move { ([(http::header::CONTENT_TYPE, "application/json")], doc.to_string()).into_response() }
+    };
     Router::new()
+        .route("/openapi.json", get(serve_doc).fallback(api_not_found))
         .route("/health", get(health).fallback(api_not_found))
         .route("/health/ping", get(health).fallback(api_not_found))
         .merge(authorized)

@@ -34,6 +34,8 @@ mod outbound_delivery;
 mod outbound_endpoints;
 mod outbound_keys;
 mod outbound_messages;
+mod outbound_openapi;
+mod outbound_python;
 mod outbound_racers;
 mod outbound_schemas;
 mod pg_cluster;
