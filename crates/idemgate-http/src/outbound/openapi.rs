@@ -588,8 +588,9 @@ pub(crate) const OPERATIONS: &[Operation] = &[
 #[allow(dead_code)] // Never built: the document's name for the answer `{}`.
 pub(crate) struct EmptyResponse {}
 
-/// The refusals every authenticated operation may answer: (status, component name,
-/// description, shape; `None`: the empty object of a failure of ours).
+/// The refusals every authenticated operation may answer, as `answer/outbound.rs` gives
+/// them: (status, the shared response's name, its description, whether its body is Svix's
+/// error shape; `false`: the empty object of a failure of ours).
 const REFUSALS: &[(u16, &str, &str, bool)] = &[
     (400, "BadRequest", "A request Svix refuses as malformed (`HttpErrorOut`).", true),
     (401, "Unauthorized", "No bearer token, or not one of ours (`authentication_failed`).", true),
