@@ -17,7 +17,9 @@
 //! - `applications`, `event_types`, `endpoints`, `messages` (with `send-example`),
 //!   `attempts`: one module per resource; `redelivery`: resend and recover; `content`:
 //!   the expunges of a message's payload and an attempt's response;
-//! - `wire`: every JSON shape of Svix's spec.
+//! - `wire`: every JSON shape of Svix's spec;
+//! - `openapi`: the API's OpenAPI document, served at `/api/v1/openapi.json` (no token
+//!   needed), its schemas derived from `wire`.
 //!
 //! Every status is chosen in `answer/outbound.rs` (`OutboundAnswer`).
 
@@ -30,6 +32,7 @@ mod content;
 mod endpoints;
 mod event_types;
 mod messages;
+mod openapi;
 mod pagination;
 mod payload_schema;
 mod redelivery;
@@ -70,6 +73,9 @@ pub struct Api {
     pub secrets_key: Option<SecretsKey>,
     /// What endpoint URLs may be (`[api] allow_http`, `allow_networks`).
     pub url_policy: UrlPolicy,
+    /// The API's public URL (`[api] public_url`): the OpenAPI document's server; `None`:
+    /// the document names its server relative to where it was fetched.
+    pub public_url: Option<String>,
 }
 
 /// What every route of the API reads: the store, the clock and the settings.
@@ -125,7 +131,14 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         .route("/{*rest}", any(api_not_found))
         .layer(keys)
         .layer(middleware::from_fn_with_state(access, authorize));
+    let doc =
+        Arc::<str>::from(serde_json::to_string(&openapi::document(api.public_url.as_deref())).unwrap_or_default());
+    let serve_doc = move || {
+        let doc = Arc::clone(&doc);
+        async move { ([(http::header::CONTENT_TYPE, "application/json")], doc.to_string()).into_response() }
+    };
     Router::new()
+        .route("/openapi.json", get(serve_doc).fallback(api_not_found))
         .route("/health", get(health).fallback(api_not_found))
         .route("/health/ping", get(health).fallback(api_not_found))
         .merge(authorized)

@@ -17,6 +17,7 @@ use idemgate_core::{
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+use utoipa::ToSchema;
 
 /// Svix's `metadata`: string to string.
 pub(crate) type Metadata = BTreeMap<String, String>;
@@ -133,34 +134,38 @@ impl From<MessageStatus> for StatusPair {
 // ---- Applications ----
 
 /// `ApplicationIn` (create, upsert, and inside `MessageIn` / `AppPortalAccessIn`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ApplicationIn {
     pub(crate) name: String,
     #[serde(default)]
     pub(crate) uid: Option<String>,
     #[serde(default)]
+    #[schema(value_type = BTreeMap<String, String>)]
     pub(crate) metadata: Metadata,
     #[serde(default)]
     pub(crate) throttle_rate: Option<u16>,
 }
 
 /// `ApplicationPatch`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ApplicationPatch {
     #[serde(default)]
     pub(crate) name: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<String>)]
     pub(crate) uid: Patch<String>,
     #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
     pub(crate) metadata: Option<Metadata>,
     #[serde(default)]
+    #[schema(value_type = Option<u16>)]
     pub(crate) throttle_rate: Patch<u16>,
 }
 
 /// `ApplicationOut`. `uid` is left out when there is none, as Svix does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ApplicationOut {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -168,15 +173,18 @@ pub(crate) struct ApplicationOut {
     pub(crate) name: String,
     pub(crate) throttle_rate: Option<u16>,
     pub(crate) id: String,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) created_at: WireTime,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) updated_at: WireTime,
+    #[schema(value_type = BTreeMap<String, String>)]
     pub(crate) metadata: Metadata,
 }
 
 // ---- Endpoints ----
 
 /// `EndpointIn` (create).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EndpointIn {
     pub(crate) url: String,
@@ -191,6 +199,7 @@ pub(crate) struct EndpointIn {
     #[serde(default)]
     pub(crate) channels: Option<Vec<String>>,
     #[serde(default)]
+    #[schema(value_type = BTreeMap<String, String>)]
     pub(crate) metadata: Metadata,
     /// Generated when absent. Never logged: `Debug` of this shape is for tests only.
     #[serde(default)]
@@ -204,7 +213,7 @@ pub(crate) struct EndpointIn {
 }
 
 /// `EndpointUpdate` (upsert): `EndpointIn` without `secret`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EndpointUpdate {
     pub(crate) url: String,
@@ -219,13 +228,14 @@ pub(crate) struct EndpointUpdate {
     #[serde(default)]
     pub(crate) channels: Option<Vec<String>>,
     #[serde(default)]
+    #[schema(value_type = BTreeMap<String, String>)]
     pub(crate) metadata: Metadata,
     #[serde(default)]
     pub(crate) throttle_rate: Option<u16>,
 }
 
 /// `EndpointPatch`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EndpointPatch {
     #[serde(default)]
@@ -233,28 +243,36 @@ pub(crate) struct EndpointPatch {
     #[serde(default)]
     pub(crate) description: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<String>)]
     pub(crate) uid: Patch<String>,
     #[serde(default)]
     pub(crate) disabled: Option<bool>,
     #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>)]
     pub(crate) event_types: Patch<Vec<String>>,
     #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>)]
     pub(crate) channels: Patch<Vec<String>>,
     #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
     pub(crate) metadata: Option<Metadata>,
     #[serde(default)]
+    #[schema(value_type = Option<u16>)]
     pub(crate) throttle_rate: Patch<u16>,
 }
 
 /// `EndpointOut`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EndpointOut {
     pub(crate) id: String,
     pub(crate) url: String,
     pub(crate) description: String,
+    #[schema(value_type = BTreeMap<String, String>)]
     pub(crate) metadata: Metadata,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) created_at: WireTime,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) updated_at: WireTime,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) uid: Option<String>,
@@ -265,14 +283,14 @@ pub(crate) struct EndpointOut {
 }
 
 /// `EndpointHeadersIn` (replace all).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 pub(crate) struct EndpointHeadersIn {
     pub(crate) headers: BTreeMap<String, String>,
 }
 
 /// `EndpointHeadersPatchIn`: a `null` value removes that header, as do the names in
 /// `deleteHeaders` (the hosted API's member, which the SDKs send).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 pub(crate) struct EndpointHeadersPatchIn {
     pub(crate) headers: BTreeMap<String, Option<String>>,
     #[serde(default, rename = "deleteHeaders")]
@@ -281,7 +299,7 @@ pub(crate) struct EndpointHeadersPatchIn {
 
 /// `EndpointHeadersOut`: sensitive headers are listed by name in `sensitive`, their values
 /// never shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub(crate) struct EndpointHeadersOut {
     pub(crate) headers: BTreeMap<String, String>,
     pub(crate) sensitive: Vec<String>,
@@ -299,7 +317,7 @@ impl EndpointHeadersOut {
 }
 
 /// `EndpointSecretOut`. Only `GET …/secret` and rotate's answer carry it.
-#[derive(Clone, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub(crate) struct EndpointSecretOut {
     pub(crate) key: String,
 }
@@ -315,7 +333,7 @@ pub(crate) const DEFAULT_GRACE_PERIOD_SECONDS: u32 = 86_400;
 
 /// `EndpointSecretRotateIn`: the new key (generated when absent) and how long the old one
 /// still signs (0 to 604800 s, default 86400; the handler checks the range).
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EndpointSecretRotateIn {
     #[serde(default)]
@@ -334,7 +352,7 @@ impl std::fmt::Debug for EndpointSecretRotateIn {
 }
 
 /// `EndpointStats`: the endpoint's messages by status in a time range.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
 pub(crate) struct EndpointStats {
     pub(crate) success: i64,
     pub(crate) pending: i64,
@@ -344,21 +362,24 @@ pub(crate) struct EndpointStats {
 }
 
 /// `RecoverIn`: resend the endpoint's failed messages in `[since, until)`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 pub(crate) struct RecoverIn {
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) since: WireTime,
     #[serde(default)]
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub(crate) until: Option<WireTime>,
 }
 
 /// `RecoverOut`: the background task (`status` is always `running`, `task` always
 /// `endpoint.recover`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RecoverOut {
     pub(crate) id: String,
     pub(crate) status: &'static str,
     pub(crate) task: &'static str,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) updated_at: WireTime,
 }
 
@@ -376,7 +397,7 @@ impl RecoverOut {
 }
 
 /// `EventExampleIn` (send-example).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EventExampleIn {
     pub(crate) event_type: String,
@@ -398,11 +419,12 @@ fn default_retention() -> i64 {
 }
 
 /// `MessageIn`. The payload is also accepted as `data`, as Svix's server accepts it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MessageIn {
     pub(crate) event_type: String,
     #[serde(alias = "data")]
+    #[schema(value_type = Object)]
     pub(crate) payload: Payload,
     #[serde(default)]
     pub(crate) event_id: Option<String>,
@@ -419,14 +441,16 @@ pub(crate) struct MessageIn {
 
 /// `MessageOut`. `payload` is `{}` when the caller asked without content, and
 /// `{"expired":true}` once it was purged.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MessageOut {
     pub(crate) event_id: Option<String>,
     pub(crate) event_type: String,
+    #[schema(value_type = Object)]
     pub(crate) payload: Payload,
     pub(crate) channels: Option<Vec<String>>,
     pub(crate) id: String,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) timestamp: WireTime,
 }
 
@@ -447,7 +471,7 @@ impl Serialize for TriggerType {
 }
 
 /// `MessageAttemptOut`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MessageAttemptOut {
     pub(crate) id: String,
@@ -459,19 +483,22 @@ pub(crate) struct MessageAttemptOut {
     pub(crate) response_duration_ms: i64,
     #[serde(flatten)]
     pub(crate) status: StatusPair,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) timestamp: WireTime,
     pub(crate) trigger_type: TriggerType,
 }
 
 /// `MessageEndpointOut`: an endpoint a message was sent to (its `id` is the endpoint's),
 /// with the delivery's status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct MessageEndpointOut {
     pub(crate) id: String,
     pub(crate) url: String,
     pub(crate) description: String,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) created_at: WireTime,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) updated_at: WireTime,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) uid: Option<String>,
@@ -481,17 +508,19 @@ pub(crate) struct MessageEndpointOut {
     pub(crate) throttle_rate: Option<u16>,
     #[serde(flatten)]
     pub(crate) status: StatusPair,
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub(crate) next_attempt: Option<WireTime>,
 }
 
 /// `EndpointMessageOut`: a message sent to an endpoint, with the delivery's status.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EndpointMessageOut {
     #[serde(flatten)]
     pub(crate) message: MessageOut,
     #[serde(flatten)]
     pub(crate) status: StatusPair,
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub(crate) next_attempt: Option<WireTime>,
 }
 
@@ -501,7 +530,7 @@ pub(crate) struct EndpointMessageOut {
 pub(crate) type Schemas = BTreeMap<String, serde_json::Value>;
 
 /// `EventTypeIn` (create).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EventTypeIn {
     pub(crate) name: String,
@@ -513,11 +542,12 @@ pub(crate) struct EventTypeIn {
     #[serde(default)]
     pub(crate) feature_flag: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Object>>)]
     pub(crate) schemas: Option<Schemas>,
 }
 
 /// `EventTypeUpdate` (upsert): `EventTypeIn` without `name`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EventTypeUpdate {
     pub(crate) description: String,
@@ -528,11 +558,12 @@ pub(crate) struct EventTypeUpdate {
     #[serde(default)]
     pub(crate) feature_flag: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Object>>)]
     pub(crate) schemas: Option<Schemas>,
 }
 
 /// `EventTypePatch`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EventTypePatch {
     #[serde(default)]
@@ -542,13 +573,15 @@ pub(crate) struct EventTypePatch {
     #[serde(default)]
     pub(crate) deprecated: Option<bool>,
     #[serde(default)]
+    #[schema(value_type = Option<String>)]
     pub(crate) feature_flag: Patch<String>,
     #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Object>>)]
     pub(crate) schemas: Patch<Schemas>,
 }
 
 /// `EventTypeOut`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EventTypeOut {
     pub(crate) name: String,
@@ -556,8 +589,11 @@ pub(crate) struct EventTypeOut {
     pub(crate) archived: bool,
     pub(crate) deprecated: bool,
     pub(crate) feature_flag: Option<String>,
+    #[schema(value_type = Option<BTreeMap<String, Object>>)]
     pub(crate) schemas: Option<Schemas>,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) created_at: WireTime,
+    #[schema(value_type = String, format = DateTime)]
     pub(crate) updated_at: WireTime,
 }
 
@@ -565,7 +601,7 @@ pub(crate) struct EventTypeOut {
 
 /// `AppPortalAccessIn`, with the SDK's `expiry` (seconds; Svix's hosted API has it, the
 /// open-source spec does not).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct AppPortalAccessIn {
     #[serde(default)]
@@ -577,7 +613,7 @@ pub(crate) struct AppPortalAccessIn {
 }
 
 /// `AppPortalAccessOut`. The token is shown once, in this answer.
-#[derive(Clone, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub(crate) struct AppPortalAccessOut {
     pub(crate) token: String,
     pub(crate) url: String,
@@ -603,14 +639,14 @@ pub(crate) struct ListResponse<T> {
 }
 
 /// `HttpErrorOut`: every refusal other than a 422.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub(crate) struct HttpErrorOut {
     pub(crate) code: String,
     pub(crate) detail: String,
 }
 
 /// `ValidationErrorItem`: one refused field.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub(crate) struct ValidationErrorItem {
     pub(crate) loc: Vec<String>,
     pub(crate) msg: String,
@@ -625,7 +661,8 @@ impl From<&FieldError> for ValidationErrorItem {
 }
 
 /// `HTTPValidationError`: every 422.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[schema(as = HTTPValidationError)]
 pub(crate) struct HttpValidationError {
     pub(crate) detail: Vec<ValidationErrorItem>,
 }

@@ -58,7 +58,12 @@ impl ApiConfig {
     /// What the HTTP crate's router serves.
     #[must_use]
     pub fn routes(&self) -> Api {
-        Api { tokens: self.tokens.clone(), secrets_key: self.secrets_key.clone(), url_policy: self.url_policy.clone() }
+        Api {
+            tokens: self.tokens.clone(),
+            secrets_key: self.secrets_key.clone(),
+            url_policy: self.url_policy.clone(),
+            public_url: self.public_url.clone(),
+        }
     }
 }
 

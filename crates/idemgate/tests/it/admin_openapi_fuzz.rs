@@ -34,9 +34,14 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The venv's `schemathesis`, made first (under `flock`, once for test processes running
-/// at once) when it is missing.
+/// The venv's `schemathesis`.
 fn schemathesis() -> PathBuf {
+    openapi_venv().join("bin/schemathesis")
+}
+
+/// The OpenAPI tests' venv (schemathesis and Svix's Python SDK), made first (under
+/// `flock`, once for test processes running at once) when it is missing.
+pub(crate) fn openapi_venv() -> PathBuf {
     let venv =
         std::env::var_os("IDEMGATE_OPENAPI_VENV").map_or_else(|| repo().join("target/openapi-venv"), PathBuf::from);
     std::fs::create_dir_all(venv.parent().unwrap()).unwrap();
@@ -50,12 +55,12 @@ fn schemathesis() -> PathBuf {
         .unwrap();
     assert!(
         made.status.success(),
-        "the OpenAPI fuzz test needs schemathesis at {}, and `bash tests/openapi/setup-venv.sh` could not make it \
-         (python3 with venv and pip, and PyPI, are needed): {}",
+        "the OpenAPI tests need schemathesis and svix at {}, and `bash tests/openapi/setup-venv.sh` could not \
+         make them (python3 with venv and pip, and PyPI, are needed): {}",
         venv.display(),
         String::from_utf8_lossy(&made.stderr)
     );
-    venv.join("bin/schemathesis")
+    venv
 }
 
 fn api(admin: SocketAddr, method: &str, path: &str, token: &str) -> Reply {
