@@ -32,6 +32,7 @@ mod outbound_api;
 mod outbound_attempts;
 mod outbound_delivery;
 mod outbound_endpoints;
+mod outbound_instances;
 mod outbound_keys;
 mod outbound_messages;
 mod outbound_racers;

@@ -48,6 +48,13 @@ pub(crate) fn serve_with(backend: Backend, api: &str) -> (Setup, Gateway) {
 /// [`serve_with`], and the PostgreSQL schema's URL (`None` on SQLite) for reading the
 /// store from outside ([`stored_rows`]).
 pub(crate) fn serve_keeping_url(backend: Backend, api: &str) -> (Setup, Gateway, Option<String>) {
+    let (setup, mut instances, url) = serve_instances(backend, api, 1);
+    (setup, instances.remove(0), url)
+}
+
+/// `count` instances of `idemgate serve` with one configuration (one source and `api`) on
+/// one store of `backend`, and the PostgreSQL schema's URL (`None` on SQLite).
+pub(crate) fn serve_instances(backend: Backend, api: &str, count: usize) -> (Setup, Vec<Gateway>, Option<String>) {
     let setup = Setup::new(&format!(
         "[sources.a]\nscheme = \"github\"\nsecrets = [\"env:A_SECRET\"]\n{api}\
          [api.tokens.ops]\ntoken = \"env:API_ADMIN\"\nrole = \"admin\"\n\
@@ -66,8 +73,8 @@ pub(crate) fn serve_keeping_url(backend: Backend, api: &str) -> (Setup, Gateway,
     if let Some(url) = &url {
         env.push(("IDEMGATE_STORE__URL", url.as_str()));
     }
-    let gateway = Gateway::start(&setup.config(), &env);
-    (setup, gateway, url)
+    let instances = (0..count).map(|_| Gateway::start(&setup.config(), &env)).collect();
+    (setup, instances, url)
 }
 
 /// How many rows `table` holds in the store of `setup` (SQLite) or at `url` (PostgreSQL),
