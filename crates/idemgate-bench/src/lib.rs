@@ -10,6 +10,10 @@
 //!   answered `applied` exactly once.
 //! - `api`: POSTs N requests to an API, with unique `Idempotency-Key`s, without keys, or
 //!   as replays of keys sent in an unmeasured warm-up round.
+//! - `outbound`: publishes N messages to one application of the outbound API
+//!   (`POST /api/v1/app/{app}/msg`), each with its own `idempotency-key`, a share of them
+//!   sent again later with the same key and body; then checks that every key was answered
+//!   `202` once and replayed otherwise.
 
 mod connection;
 pub mod cpu;
@@ -248,6 +252,51 @@ pub fn api_workload(requests: usize, keys: bool, seed: u64) -> Vec<Prepared> {
         .collect()
 }
 
+/// How many publishes later, at least, the repeat of a keyed publish is sent: far more
+/// than there are connections, so that its first answer is back (closed loop) and the
+/// repeat is a replay, not a request in flight.
+const REPEAT_GAP: usize = 1024;
+
+/// `messages` publishes of the outbound API (`POST /api/v1/app/{app}/msg`) with `token`:
+/// `messages * repeat` of them (rounded, at most half) repeat an earlier publish, with the
+/// same `idempotency-key` and the same bytes, at least [`REPEAT_GAP`] publishes after it
+/// (when the run is long enough); the others are distinct messages, each with its own key. Which ones repeat is drawn by
+/// `seed`; the keys carry the seed, so another seed publishes new messages.
+#[must_use]
+pub fn outbound_workload(token: &str, messages: usize, repeat: f64, seed: u64) -> Vec<Prepared> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let repeats = ((messages as f64 * repeat.clamp(0.0, 0.5)).round() as usize).min(messages);
+    let distinct = messages - repeats;
+    // Repeated are messages at least REPEAT_GAP from the last (all of them in a run too
+    // short for that), so that each repeat can follow its first publish that far behind.
+    let eligible = if distinct > REPEAT_GAP + repeats { distinct - REPEAT_GAP } else { distinct };
+    let mut repeated: Vec<usize> = (0..eligible).collect();
+    rng.shuffle(&mut repeated);
+    repeated.truncate(repeats);
+    // Each publish's place in the sending order: the i-th distinct one at i, a repeat of
+    // i somewhere after i + REPEAT_GAP (at the end when that is past the last).
+    let mut order: Vec<(f64, usize)> = (0..distinct).map(|i| (i as f64, i)).collect();
+    order.extend(repeated.into_iter().map(|i| ((i + REPEAT_GAP) as f64 + rng.f64() * REPEAT_GAP as f64, i)));
+    order.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let authorization = format!("Bearer {token}");
+    order
+        .into_iter()
+        .map(|(_, i)| {
+            let key = format!("bench-{seed}-{i}");
+            let body = format!(
+                r#"{{"eventType":"order.paid","payload":{{"order":"o-{seed}-{i}","amount":{},"currency":"EUR"}}}}"#,
+                i % 9000 + 100
+            );
+            let headers = vec![
+                ("authorization".to_owned(), authorization.clone()),
+                ("content-type".to_owned(), "application/json".to_owned()),
+                ("idempotency-key".to_owned(), key.clone()),
+            ];
+            Prepared { headers, body: body.into_bytes(), event: Some(key) }
+        })
+        .collect()
+}
+
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -443,7 +492,9 @@ fn report(samples: Vec<Sample>, events_of: &[Option<String>], elapsed: Duration)
         *outcomes.entry(sample.outcome.to_string()).or_insert(0) += 1;
         if let Some(Some(event)) = events_of.get(sample.index) {
             events.insert(event.as_str());
-            if sample.outcome == "applied" || sample.outcome == "accepted" {
+            // A counter's or gateway's first answer, or a keyed publish's (`202` without
+            // `Idempotency-Replay`; its repeats are `202 replay`).
+            if sample.outcome == "applied" || sample.outcome == "accepted" || sample.outcome == "202" {
                 *applied.entry(event.as_str()).or_insert(0) += 1;
             }
         }
@@ -545,6 +596,52 @@ mod tests {
         assert_eq!(twice.exactly_once, Some(false));
         let never = report(vec![sample(0, "503")], &events[..1], second);
         assert_eq!(never.exactly_once, Some(false));
+    }
+
+    #[test]
+    fn outbound_repeats_follow_their_first_publish_with_its_key_and_bytes() {
+        let work = outbound_workload("tok", 3000, 0.1, 5);
+        assert_eq!(work.len(), 3000);
+        let mut first: BTreeMap<String, (usize, Vec<u8>)> = BTreeMap::new();
+        let mut repeats = 0;
+        for (n, prepared) in work.iter().enumerate() {
+            let key = prepared.event.clone().unwrap();
+            assert!(prepared.headers.contains(&("idempotency-key".to_owned(), key.clone())));
+            assert!(prepared.headers.contains(&("authorization".to_owned(), "Bearer tok".to_owned())));
+            match first.get(&key) {
+                Some((at, body)) => {
+                    repeats += 1;
+                    assert!(n >= at + REPEAT_GAP, "a repeat comes well after its first publish");
+                    assert_eq!(body, &prepared.body, "a repeat sends the same bytes");
+                }
+                None => {
+                    first.insert(key, (n, prepared.body.clone()));
+                }
+            }
+        }
+        assert_eq!((first.len(), repeats), (2700, 300));
+        let sample = |index: usize, outcome: &'static str| Sample {
+            latency: Duration::ZERO,
+            late: Duration::ZERO,
+            outcome: outcome.into(),
+            index,
+        };
+        let events: Vec<_> = work.iter().map(|p| p.event.clone()).collect();
+        let mut seen = std::collections::BTreeSet::new();
+        let repeats: Vec<bool> = events.iter().map(|e| !seen.insert(e.clone())).collect();
+        let one_repeat = repeats.iter().position(|r| *r).unwrap();
+        let answers = |that_one: &'static str| {
+            let samples = (0..work.len())
+                .map(|n| match (n == one_repeat, repeats[n]) {
+                    (true, _) => sample(n, that_one),
+                    (false, true) => sample(n, "202 replay"),
+                    (false, false) => sample(n, "202"),
+                })
+                .collect();
+            report(samples, &events, Duration::from_secs(1)).exactly_once
+        };
+        assert_eq!(answers("202 replay"), Some(true));
+        assert_eq!(answers("202"), Some(false), "a key answered as new twice made two messages");
     }
 
     #[test]

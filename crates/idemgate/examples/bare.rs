@@ -1,18 +1,25 @@
 //! The ceiling for benchmarks: the same hyper accept loop as idemgate, answering every
 //! request `200 {"status":"applied","result":0}` without reading a store. Whatever idemgate
 //! achieves is measured against what HTTP alone allows on the same machine. As the
-//! gateway benchmark's sink, `GET /count` tells how many requests it has answered.
+//! gateway benchmark's sink, `GET /count` tells how many requests it has answered; as the
+//! outbound benchmark's endpoint, `POST /ids` answers the same and keeps each request's
+//! `webhook-id`, and `GET /ids` tells how many distinct ones it has seen (only that route
+//! keeps them, so the bare answer costs what it always did).
 //!
 //!     cargo run --release --example bare -- 127.0.0.1:18100
 
 use std::{
+    collections::HashSet,
     io::Write,
     net::SocketAddr,
     process::ExitCode,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::{
+        LazyLock, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
-use axum::{Json, Router, body::Bytes, routing::get};
+use axum::{Json, Router, body::Bytes, http::HeaderMap, routing::get};
 use idemgate::http::{ServeOptions, serve, termination_signal};
 use serde_json::{Value, json};
 
@@ -25,6 +32,20 @@ async fn answer(_body: Bytes) -> Json<Value> {
 
 async fn count() -> String {
     ANSWERED.load(Ordering::Relaxed).to_string()
+}
+
+/// The distinct `webhook-id`s `POST /ids` has seen.
+static IDS: LazyLock<Mutex<HashSet<Box<str>>>> = LazyLock::new(Mutex::default);
+
+async fn keep_id(headers: HeaderMap, body: Bytes) -> Json<Value> {
+    if let Some(id) = headers.get("webhook-id").and_then(|id| id.to_str().ok()) {
+        IDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.into());
+    }
+    answer(body).await
+}
+
+async fn distinct_ids() -> String {
+    IDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len().to_string()
 }
 
 fn main() -> ExitCode {
@@ -40,8 +61,9 @@ fn main() -> ExitCode {
         writeln!(stdout, "listening on {}", listener.local_addr()?)?;
         stdout.flush()?;
         drop(stdout);
-        serve(listener, Router::new().route("/count", get(count)).fallback(answer), ServeOptions::default(), shutdown)
-            .await
+        let routes =
+            Router::new().route("/count", get(count)).route("/ids", get(distinct_ids).post(keep_id)).fallback(answer);
+        serve(listener, routes, ServeOptions::default(), shutdown).await
     });
     if served.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

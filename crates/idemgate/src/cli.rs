@@ -249,6 +249,25 @@ pub(crate) enum BenchWorkload {
         #[command(flatten)]
         run: BenchRun,
     },
+    /// Keyed publishes to the outbound API (`POST /api/v1/app/<app>/msg`), a share of them
+    /// repeated later with the same key and body; checks that every key was answered 202
+    /// once and replayed otherwise.
+    Outbound {
+        /// The application's message URL, e.g. http://127.0.0.1:8080/api/v1/app/bench/msg.
+        #[arg(long)]
+        target: String,
+        /// The API token (`publish` role or above): `env:NAME`, `file:PATH` or a literal.
+        #[arg(long)]
+        token: String,
+        /// Publishes in all, repeats included.
+        #[arg(long, default_value_t = 20_000)]
+        messages: usize,
+        /// Repeats, as a share of the publishes (0.1 = 18,000 messages and 2,000 repeats of 20,000).
+        #[arg(long, default_value_t = 0.1)]
+        repeat: f64,
+        #[command(flatten)]
+        run: BenchRun,
+    },
     /// Fill a store with synthetic receipts, to measure throughput on a large store.
     Seed {
         /// The SQLite file (created if missing).

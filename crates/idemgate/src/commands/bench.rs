@@ -36,6 +36,10 @@ pub(super) async fn bench(workload: BenchWorkload, clock: &dyn Clock) -> anyhow:
             let signer = super::send::signer(&scheme, &text)?;
             (target, bench::webhook_workload(&signer, events, redeliver, run.seed, clock.now()), run)
         }
+        BenchWorkload::Outbound { target, token, messages, repeat, run } => {
+            let token = config::secrets::resolve("--token", &token, Path::new("."), &mut Vec::new())?;
+            (target, bench::outbound_workload(&token, messages, repeat, run.seed), run)
+        }
         BenchWorkload::Api { target, requests, keys, run } => {
             (target, bench::api_workload(requests, keys != Keys::None, run.seed), run)
         }

@@ -34,6 +34,7 @@ mod outbound_attempts;
 mod outbound_content;
 mod outbound_delivery;
 mod outbound_endpoints;
+mod outbound_instances;
 mod outbound_keys;
 mod outbound_messages;
 mod outbound_openapi;

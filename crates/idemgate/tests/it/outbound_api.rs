@@ -58,6 +58,23 @@ pub(crate) fn serve_with_env(
     api: &str,
     extra: &[(&'static str, &'static str)],
 ) -> (Setup, Gateway, Option<String>) {
+    let (setup, mut instances, url) = start_instances(backend, api, 1, extra);
+    (setup, instances.remove(0), url)
+}
+
+/// `count` instances of `idemgate serve` with one configuration (one source and `api`) on
+/// one store of `backend`, and the PostgreSQL schema's URL (`None` on SQLite).
+pub(crate) fn serve_instances(backend: Backend, api: &str, count: usize) -> (Setup, Vec<Gateway>, Option<String>) {
+    start_instances(backend, api, count, &[])
+}
+
+/// [`serve_instances`] with `extra` variables in every gateway's environment.
+fn start_instances(
+    backend: Backend,
+    api: &str,
+    count: usize,
+    extra: &[(&'static str, &'static str)],
+) -> (Setup, Vec<Gateway>, Option<String>) {
     let setup = Setup::new(&format!(
         "[sources.a]\nscheme = \"github\"\nsecrets = [\"env:A_SECRET\"]\n{api}\
          [api.tokens.ops]\ntoken = \"env:API_ADMIN\"\nrole = \"admin\"\n\
@@ -77,8 +94,8 @@ pub(crate) fn serve_with_env(
         env.push(("IDEMGATE_STORE__URL", url.as_str()));
     }
     env.extend_from_slice(extra);
-    let gateway = Gateway::start(&setup.config(), &env);
-    (setup, gateway, url)
+    let instances = (0..count).map(|_| Gateway::start(&setup.config(), &env)).collect();
+    (setup, instances, url)
 }
 
 /// How many rows `table` holds in the store of `setup` (SQLite) or at `url` (PostgreSQL),

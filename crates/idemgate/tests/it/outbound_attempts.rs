@@ -43,9 +43,8 @@ async fn attempts(reader: &Svix, app: &str, msg: &str, count: usize) -> ListResp
     }
 }
 
-#[tokio::test]
-async fn a_messages_attempts_are_listed_newest_first_and_read_within_their_application() {
-    let (_setup, gateway) = serve_with(Backend::Sqlite, API);
+async fn a_messages_attempts_are_listed_newest_first_and_read_within_their_application(backend: Backend) {
+    let (_setup, gateway) = serve_with(backend, API);
     let (failing, answering, elsewhere) =
         (Destination::start(&[Step::Status(500)]), Destination::start(&[]), Destination::start(&[]));
     let admin = sdk(&gateway, ADMIN_TOKEN);
@@ -139,4 +138,14 @@ async fn a_messages_attempts_are_listed_newest_first_and_read_within_their_appli
     assert_eq!((delivered.status, delivered.next_attempt), (MessageStatus::Success, None));
     assert_ne!(sent.data.iter().find(|d| d.id == shop[0]).unwrap().status, MessageStatus::Success);
     assert_eq!(http_error(reads.list_attempted_destinations("shop".to_owned(), depot_msg, None).await).0, 404);
+}
+
+#[tokio::test]
+async fn a_messages_attempts_are_listed_newest_first_and_read_within_their_application_on_sqlite() {
+    a_messages_attempts_are_listed_newest_first_and_read_within_their_application(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_messages_attempts_are_listed_newest_first_and_read_within_their_application_on_postgres() {
+    a_messages_attempts_are_listed_newest_first_and_read_within_their_application(Backend::Postgres).await;
 }
