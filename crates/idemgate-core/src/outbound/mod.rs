@@ -12,7 +12,7 @@
 //! - [`signing`]: one `webhook-signature` header signed with every valid secret.
 //! - [`sealing`]: endpoint secrets, generated and sealed at rest (XChaCha20-Poly1305).
 //! - [`status`]: a message's or attempt's `MessageStatus` from a job's state, and
-//!   `StatusCodeClass`.
+//!   `StatusClass`.
 //! - [`label`]: how endpoints and applications show in metrics' labels.
 
 pub mod address;

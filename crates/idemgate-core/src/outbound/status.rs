@@ -1,7 +1,7 @@
 //! Svix's `MessageStatus` (0 success, 1 pending, 2 fail, 3 sending; `statusText` the same
 //! as words) for what idemgate stores: a message's delivery to one endpoint is a job, and
 //! its tries are attempts (`docs/design/outbound-api.md` §3.3). Also Svix's
-//! `StatusCodeClass`, the attempt lists' filter by an answer's hundreds.
+//! `StatusClass`, the attempt lists' filter by an answer's hundreds.
 
 use crate::job::JobState;
 
@@ -81,10 +81,10 @@ impl MessageStatus {
     }
 }
 
-/// Svix's `StatusCodeClass`: an attempt's answer by its hundreds, `0` for no answer
+/// Svix's `StatusClass`: an attempt's answer by its hundreds, `0` for no answer
 /// (stored without a status, shown as status code 0) and the codes below 100.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StatusCodeClass {
+pub enum StatusClass {
     /// `0`: no answer, or a code below 100.
     None,
     /// `100`.
@@ -99,7 +99,7 @@ pub enum StatusCodeClass {
     ServerError,
 }
 
-impl StatusCodeClass {
+impl StatusClass {
     /// Every class, by code.
     pub const ALL: [Self; 6] =
         [Self::None, Self::Informational, Self::Success, Self::Redirection, Self::ClientError, Self::ServerError];
@@ -170,12 +170,12 @@ mod tests {
 
     #[test]
     fn status_code_classes_are_svix_hundreds_with_no_answer_as_zero() {
-        let codes: Vec<u16> = StatusCodeClass::ALL.iter().map(|c| c.code()).collect();
+        let codes: Vec<u16> = StatusClass::ALL.iter().map(|c| c.code()).collect();
         assert_eq!(codes, [0, 100, 200, 300, 400, 500]);
-        assert_eq!(StatusCodeClass::from_code(400).map(StatusCodeClass::codes), Some((400, 499)));
-        assert_eq!(StatusCodeClass::from_code(0).map(StatusCodeClass::codes), Some((0, 99)));
-        assert_eq!(StatusCodeClass::from_code(250), None);
-        assert_eq!(StatusCodeClass::from_code(600), None);
+        assert_eq!(StatusClass::from_code(400).map(StatusClass::codes), Some((400, 499)));
+        assert_eq!(StatusClass::from_code(0).map(StatusClass::codes), Some((0, 99)));
+        assert_eq!(StatusClass::from_code(250), None);
+        assert_eq!(StatusClass::from_code(600), None);
     }
 
     #[test]

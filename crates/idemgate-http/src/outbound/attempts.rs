@@ -19,7 +19,7 @@ use axum::{
 use idemgate_core::outbound::{
     field::{Channel, EventTypeName, Loc},
     id::AttemptId,
-    status::{MessageStatus, StatusCodeClass},
+    status::{MessageStatus, StatusClass},
 };
 use idemgate_store::outbound::{
     Lookup,
@@ -205,8 +205,7 @@ fn attempt_query(query: Option<&str>) -> Result<AttemptQuery, OutboundAnswer> {
         .transpose()?;
     let status_code_class = code(query, "status_code_class")?
         .map(|code| {
-            StatusCodeClass::from_code(code)
-                .ok_or_else(|| not_one_of("status_code_class", "0, 100, 200, 300, 400, 500"))
+            StatusClass::from_code(code).ok_or_else(|| not_one_of("status_code_class", "0, 100, 200, 300, 400, 500"))
         })
         .transpose()?;
     let filter = AttemptFilter {

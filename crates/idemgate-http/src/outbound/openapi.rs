@@ -165,7 +165,7 @@ pub(crate) enum Query {
     Until,
     EventTypes,
     Status,
-    StatusCodeClass,
+    StatusClass,
     EndpointId,
 }
 
@@ -186,7 +186,7 @@ impl Query {
             Self::Until => "until",
             Self::EventTypes => "event_types",
             Self::Status => "status",
-            Self::StatusCodeClass => "status_code_class",
+            Self::StatusClass => "status_code_class",
             Self::EndpointId => "endpoint_id",
         }
     }
@@ -225,7 +225,7 @@ impl Query {
                 ObjectBuilder::new().schema_type(Type::Integer).enum_values(Some([0, 1, 2, 3])),
                 "Only deliveries with this MessageStatus.",
             ),
-            Self::StatusCodeClass => (
+            Self::StatusClass => (
                 ObjectBuilder::new().schema_type(Type::Integer).enum_values(Some([0, 100, 200, 300, 400, 500])),
                 "Only attempts whose response status is in this class (0: no response).",
             ),
@@ -305,7 +305,7 @@ const ENDPOINT_ATTEMPTS: &[Query] = &[
     Query::Limit,
     Query::Iterator,
     Query::Status,
-    Query::StatusCodeClass,
+    Query::StatusClass,
     Query::Channel,
     Query::Before,
     Query::After,
@@ -316,7 +316,7 @@ const MESSAGE_ATTEMPTS: &[Query] = &[
     Query::Limit,
     Query::Iterator,
     Query::Status,
-    Query::StatusCodeClass,
+    Query::StatusClass,
     Query::Channel,
     Query::EndpointId,
     Query::Before,

@@ -10,7 +10,7 @@ use idemgate_core::{
     UnixTime,
     outbound::{
         id::AttemptId,
-        status::{MessageStatus, StatusCodeClass},
+        status::{MessageStatus, StatusClass},
     },
     retry::Decision,
 };
@@ -178,7 +178,7 @@ on_both! {
         assert_eq!(codes(walk(&t, status(MessageStatus::Success)).await), [Some(200); 3]);
         assert_eq!(codes(walk(&t, status(MessageStatus::Fail)).await), [None, None, None, Some(500), Some(500), Some(500)]);
         assert!(walk(&t, status(MessageStatus::Pending)).await.is_empty(), "an attempt is never pending");
-        let class = |code| AttemptFilter { status_code_class: StatusCodeClass::from_code(code), ..AttemptFilter::default() };
+        let class = |code| AttemptFilter { status_code_class: StatusClass::from_code(code), ..AttemptFilter::default() };
         assert_eq!(codes(walk(&t, class(0)).await), [None; 3], "no answer is class 0");
         assert_eq!(codes(walk(&t, class(500)).await), [Some(500); 3]);
         assert!(walk(&t, class(400)).await.is_empty());

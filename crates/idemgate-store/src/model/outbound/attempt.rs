@@ -7,7 +7,7 @@ use idemgate_core::{
     job::JobState,
     outbound::{
         id::AttemptId,
-        status::{MessageStatus, StatusCodeClass},
+        status::{MessageStatus, StatusClass},
     },
 };
 
@@ -89,7 +89,7 @@ pub struct AttemptFilter {
     /// success or a failure, so `pending` and `sending` admit none).
     pub status: Option<MessageStatus>,
     /// Only attempts whose answer's status is in this class (no answer: class 0).
-    pub status_code_class: Option<StatusCodeClass>,
+    pub status_code_class: Option<StatusClass>,
     /// Only attempts of messages on this channel.
     pub channel: Option<String>,
     /// Only attempts of messages of these types.
@@ -111,7 +111,7 @@ impl AttemptFilter {
 
     /// The status codes admitted, both ends included (no answer counts as 0).
     pub(crate) fn codes(&self) -> (Option<i64>, Option<i64>) {
-        let range = self.status_code_class.map(StatusCodeClass::codes);
+        let range = self.status_code_class.map(StatusClass::codes);
         (range.map(|(low, _)| i64::from(low)), range.map(|(_, high)| i64::from(high)))
     }
 
