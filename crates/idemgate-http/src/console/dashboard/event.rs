@@ -69,7 +69,7 @@ pub(super) async fn page(
     let Some(id) = event_id(&id) else { return DashboardAnswer::NotFound.into_response() };
     // The replay and retry forms only for a session that may use them.
     let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
-    shown("idemgate: event", &csrf, render(&state, id, operate, &done).await)
+    shown("idemgate: event", &[("/admin/events", "Events")], &csrf, render(&state, id, operate, &done).await)
 }
 
 async fn render(state: &AdminState, id: i64, operate: Option<&str>, done: &Done) -> Rendered {

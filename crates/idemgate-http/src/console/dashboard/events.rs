@@ -161,7 +161,7 @@ pub(super) async fn page(
         return DashboardAnswer::SignedOut.into_response();
     };
     let csrf = esc(&session.csrf);
-    shown("idemgate: events", &csrf, render(&state, &search).await)
+    shown("idemgate: events", &[], &csrf, render(&state, &search).await)
 }
 
 async fn render(state: &AdminState, search: &Search) -> Rendered {

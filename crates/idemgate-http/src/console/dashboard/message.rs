@@ -37,7 +37,9 @@ pub(super) async fn page(
     let Some(session) = signed_in(&state, &headers) else {
         return DashboardAnswer::SignedOut.into_response();
     };
-    shown("idemgate: message", &esc(&session.csrf), render(&state, &app, &msg).await)
+    let parent = format!("/admin/applications/{app}");
+    let crumbs = [("/admin/applications", "Applications"), (parent.as_str(), app.as_str())];
+    shown("idemgate: message", &crumbs, &esc(&session.csrf), render(&state, &app, &msg).await)
 }
 
 async fn render(state: &AdminState, app: &str, msg: &str) -> Rendered {
