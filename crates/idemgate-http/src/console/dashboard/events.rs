@@ -25,7 +25,7 @@ use super::{
 };
 use crate::{
     answer::DashboardAnswer,
-    console::{state::AdminState, views},
+    console::{state::AdminState, ui::state_badge, views},
 };
 
 /// Events per page.
@@ -183,7 +183,10 @@ async fn render(state: &AdminState, search: &Search) -> Rendered {
         let jobs: Vec<String> = if e.unmatched {
             vec![UNMATCHED.to_owned()]
         } else {
-            e.jobs.iter().map(|(d, s)| format!("<span class=\"job-{s}\">{}: {s}</span>", esc(d))).collect()
+            e.jobs
+                .iter()
+                .map(|(d, s)| format!("<span class=\"job-{s}\">{}: {}</span>", esc(d), state_badge(s)))
+                .collect()
         };
         let _ = write!(
             html,

@@ -34,7 +34,7 @@ use crate::{
     answer::DashboardAnswer,
     console::{
         state::AdminState,
-        ui::{empty_state, state_badge},
+        ui::{Tone, badge, empty_state, state_badge},
         views::{self, DestinationView},
     },
 };
@@ -93,8 +93,13 @@ fn section(heading: &str, rows: &str, table: &str, empty: (&str, &str, &str)) ->
 async fn sources(state: &AdminState) -> Result<String, StoreError> {
     let mut rows = String::new();
     for s in state.store.stats(None).await? {
-        let jobs: Vec<String> =
-            s.jobs.iter().map(|(state, n)| format!("<span class=\"job-{state}\">{state} {n}</span>")).collect();
+        let jobs: Vec<String> = s
+            .jobs
+            .iter()
+            .map(|(state, n)| {
+                format!("<span class=\"job-{state}\">{}</span>", badge(Tone::of(state), &format!("{state} {n}")))
+            })
+            .collect();
         let _ = write!(
             rows,
             "<tr data-source=\"{src}\"><td>{src}</td><td class=\"receipts\">{}</td><td class=\"conflicts\">{}</td><td>{}</td></tr>",
