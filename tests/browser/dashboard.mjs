@@ -6,22 +6,42 @@
 // so; follow the conflict to its event; then search the events, open one, replay it from
 // its page, read the destinations' charts (their scale labels whole) and the rejections,
 // tab through the search form, check every page at a phone's width, save a full-page
-// screenshot of each page, and sign out.
+// screenshot of each page at 1280 px and at 390 px, and sign out. Every page the test
+// opens is checked with axe-core: a violation of impact serious or critical fails it.
 // Environment: ADMIN_URL (http://127.0.0.1:PORT), GATEWAY_URL, ADMIN_TOKEN, DEST_PORT,
-// SCREENSHOTS (a folder; default tests/browser/screenshots).
+// SCREENSHOTS (a folder; default docs/screenshots).
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
 
+// axe-core's script, evaluated in each page through the DevTools protocol (the dashboard's
+// CSP allows no script of its own, and the test does not loosen it).
+const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
 const { ADMIN_URL, GATEWAY_URL, ADMIN_TOKEN, DEST_PORT } = process.env;
-const SCREENSHOTS = process.env.SCREENSHOTS || 'tests/browser/screenshots';
+const SCREENSHOTS = process.env.SCREENSHOTS || 'docs/screenshots';
 // The event page's address, from the events page's first link.
 async function eventUrl(page) {
   await page.goto(`${ADMIN_URL}/admin/events?identity=msg_brow`);
   return `${ADMIN_URL}${await page.getAttribute('#events a', 'href')}`;
 }
 const fail = (message) => { console.error(`browser test: ${message}`); process.exit(1); };
+// The pages axe-core checked, and what it found below serious (printed, not failing).
+const checked = new Set();
+// Runs axe-core on the page as it is now: fails on any serious or critical violation.
+async function accessible(page, what) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(AXE);
+  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const grave = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  for (const v of grave) {
+    console.error(`axe ${v.impact} ${v.id} on ${what}: ${v.help}`);
+    for (const node of v.nodes.slice(0, 5)) console.error(`  ${node.target.join(' ')}: ${node.failureSummary}`);
+  }
+  if (grave.length) fail(`${grave.length} serious or critical accessibility violation(s) on ${what}`);
+  checked.add(what);
+}
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -33,13 +53,21 @@ try {
   const page = await context.newPage();
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
   const shots = [];
-  const shoot = async (name) => {
+  // Checks the page with axe-core; `name` set, saves a full-page screenshot too.
+  const shoot = async (name, what = name) => {
+    await accessible(page, what);
+    if (!name) return;
     const file = path.join(SCREENSHOTS, `${name}.png`);
     await page.screenshot({ path: file, fullPage: true });
     shots.push(file);
   };
   await page.goto(`${ADMIN_URL}/admin/`);
   if (!page.url().endsWith('/admin/login')) fail(`not sent to sign in: ${page.url()}`);
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await shoot('sign-in-1280');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shoot('sign-in-390');
+  await page.setViewportSize({ width: 1280, height: 720 });
 
   // A wrong token: the sign-in form again, under the error, its field focused and empty.
   await page.fill('#token', 'not-the-token-typed');
@@ -52,7 +80,7 @@ try {
   if (await page.evaluate(() => document.activeElement.id) !== 'token') fail('the token field is not focused');
   if (await page.inputValue('#token') !== '') fail('the token field is not empty');
   if ((await page.content()).includes('not-the-token-typed')) fail('the page echoes the token typed');
-  await shoot('sign-in-error');
+  await shoot(null, 'the sign-in error');
   await page.fill('#token', ADMIN_TOKEN);
   await Promise.all([page.waitForURL(`${ADMIN_URL}/admin/`), page.click('#sign-in')]);
 
@@ -83,7 +111,7 @@ try {
   }
   await page.locator('#dead button.replay').first().scrollIntoViewIfNeeded();
   if (!(await page.locator('#dead button.replay').first().isVisible())) fail('the Replay button is hidden at 390 px');
-  await shoot('overview-narrow');
+  await shoot(null, 'the overview at 390 px');
   await page.setViewportSize({ width: 1280, height: 720 });
 
   // The destination comes back: a receiver that answers 204 after two seconds, so the
@@ -150,7 +178,7 @@ try {
   if (refused.status !== 401) fail(`an unsigned delivery was answered ${refused.status}`);
 
   await page.goto(`${ADMIN_URL}/admin/`);
-  await shoot('overview');
+  await shoot(null, 'the overview');
 
   // The conflict (msg_browser's id with other bytes) links to its event, which lists it
   // by hash; the admin API lists it too.
@@ -189,7 +217,7 @@ try {
   await page.fill('#q-since', '1h');
   await Promise.all([page.waitForURL(/\/admin\/events\?/), page.keyboard.press('Enter')]);
   if (await page.locator('#events tr[data-id]').count() !== 1) fail('the search does not find the one event');
-  await shoot('events');
+  await shoot(null, 'the events search');
 
   // Its page: receipt, payload, the attempts; replay its succeeded job from there.
   await Promise.all([page.waitForURL(/\/admin\/events\/\d+$/), page.click('#events a')]);
@@ -210,7 +238,7 @@ try {
     if (await page.locator('#attempts tr').count() - 1 > attempts) break;
     await page.waitForTimeout(100);
   }
-  await shoot('event');
+  await shoot(null, 'the event');
 
   // The destinations' charts: the failure before the destination came back, the successes.
   await page.click('nav a[href="/admin/destinations"]');
@@ -231,14 +259,14 @@ try {
   for (const s of scales) {
     if (s.left < 0 || s.right > s.plot) fail(`the scale label "${s.text}" is cut: ${JSON.stringify(s)}`);
   }
-  await shoot('destinations');
+  await shoot(null, 'the destinations');
 
   await page.click('nav a[href="/admin/rejections"]');
   await page.waitForURL(`${ADMIN_URL}/admin/rejections`);
   if (!(await page.textContent('#rejections')).includes('missing_header')) fail('the unsigned delivery is not counted');
   if (!(await page.textContent('#conflicts-by-source')).includes('hooks')) fail('the conflict is not counted');
   if (await page.locator('figure.conflicts svg rect.bad').count() < 1) fail('the conflict is not drawn');
-  await shoot('rejections');
+  await shoot(null, 'the rejections');
 
   // The audit log: the replay made from the event page, under the token's name.
   await page.click('nav a[href="/admin/audit"]');
@@ -248,7 +276,7 @@ try {
     fail(`the audit log does not list the replay: ${audit}`);
   }
   const auditRows = await page.locator('#audit tr').count() - 1;
-  await shoot('audit');
+  await shoot(null, 'the audit log');
 
   // A read token's session: it sees the event but no form that changes anything, and
   // the audit log gains nothing from it.
@@ -258,6 +286,7 @@ try {
   await Promise.all([viewer.waitForURL(`${ADMIN_URL}/admin/`), viewer.click('#sign-in')]);
   await viewer.goto(await eventUrl(viewer));
   if (!(await viewer.textContent('#receipt')).includes('msg_browser')) fail('a read session cannot see the event');
+  await accessible(viewer, 'the event in a read session');
   if (await viewer.locator('#replay-submit').count() !== 0) fail('a read session is offered the replay form');
   await viewer.goto(`${ADMIN_URL}/admin/`);
   const forms = 'form[action="/admin/replay"], form[action="/admin/retry"], form[action="/admin/replay-dead"]';
@@ -273,19 +302,26 @@ try {
   await page.setViewportSize({ width: 390, height: 844 });
   const pages = ['/admin/', '/admin/events?identity=msg_brow', await eventUrl(page), '/admin/destinations',
     '/admin/rejections', '/admin/audit', '/admin/applications'];
-  for (const where of pages) {
+  const names = ['overview', 'events', 'event', 'destinations', 'rejections', 'audit', 'applications'];
+  for (const [i, where] of pages.entries()) {
     await page.goto(where.startsWith('http') ? where : `${ADMIN_URL}${where}`);
     const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     if (wide > 0) fail(`${where} scrolls ${wide} px sideways at 390 px`);
+    await shoot(`${names[i]}-390`, `${where} at 390 px`);
   }
-  await page.goto(`${ADMIN_URL}/admin/destinations`);
-  await shoot('destinations-narrow');
+  // The same pages at a desktop's width, each checked and pictured.
+  await page.setViewportSize({ width: 1280, height: 720 });
+  for (const [i, where] of pages.entries()) {
+    await page.goto(where.startsWith('http') ? where : `${ADMIN_URL}${where}`);
+    await shoot(`${names[i]}-1280`, `${where} at 1280 px`);
+  }
   receiver.close();
 
   await Promise.all([page.waitForURL(`${ADMIN_URL}/admin/login`), page.click('#sign-out')]);
   await page.goto(`${ADMIN_URL}/admin/`);
   if (!page.url().endsWith('/admin/login')) fail(`still signed in after signing out: ${page.url()}`);
   for (const file of shots) console.log(`screenshot: ${file}`);
+  console.log(`axe-core: no serious or critical violation on ${checked.size} page states`);
   console.log('browser: 1 passed, 0 failed');
 } finally {
   await browser.close();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The dashboard's browser test: starts idemgate with two dead jobs and a conflict, then drives the page in
-# headless Chromium (Debian's package, installed here if missing). Full-page screenshots of
-# each page land in tests/browser/screenshots/ (SCREENSHOTS=dir for another folder).
+# headless Chromium (Debian's package, installed here if missing), checking every page with axe-core
+# (a serious or critical violation fails). Full-page screenshots of each page at 1280 px and 390 px
+# land in docs/screenshots/ (SCREENSHOTS=dir for another folder).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v chromium >/dev/null; then

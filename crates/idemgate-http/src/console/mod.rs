@@ -4,14 +4,18 @@
 //! sending side's in [`applications`]); the
 //! dashboard's signed-in sessions are kept by [`session`].
 //!
-//! Every answer of the console, API and dashboard, forbids framing and caching, and every
+//! The dashboard's look is one stylesheet ([`assets`]) and the components in [`ui`].
+//! Every answer of the console, API and dashboard, forbids framing and caching (but the
+//! content-addressed stylesheet), and every
 //! request body is read under a limit and the listener's body timeout.
 
 mod admin;
 pub mod applications;
+pub(crate) mod assets;
 pub(crate) mod dashboard;
 pub mod session;
 pub mod state;
+pub(crate) mod ui;
 pub mod views;
 
 use std::time::Duration;
@@ -23,6 +27,7 @@ use axum::{
     http::{HeaderValue, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
+    routing::get,
 };
 
 pub use self::state::AdminState;
@@ -33,15 +38,17 @@ use crate::{
 
 /// Largest request body the admin routes read (replay filters and dashboard forms).
 const BODY_LIMIT: usize = 64 * 1024;
-/// No scripts, no external anything, no framing: the dashboard needs its inline style only.
-const CONTENT_SECURITY_POLICY: &str =
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// No scripts, no external anything, no framing: the dashboard needs its own stylesheet
+/// ([`assets`]) and, inline, only each page's narrow-screen labels for its tables' cells.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self' 'unsafe-inline'; form-action 'self'; \
+     frame-ancestors 'none'; base-uri 'none'";
 
 /// The console's router: the admin API and the dashboard (mount it on its own listener).
 pub fn router(state: AdminState) -> Router {
     let body_timeout = state.body_timeout;
     admin::router(state.clone())
         .merge(dashboard::router(state))
+        .route(assets::stylesheet_path(), get(assets::stylesheet))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(middleware::from_fn_with_state(body_timeout, bounded_body))
@@ -57,12 +64,13 @@ async fn bounded_body(State(timeout): State<Duration>, request: Request, next: N
     }
 }
 
-/// The headers every admin answer carries.
+/// The headers every admin answer carries; `no-store` unless the answer says how long it
+/// may be kept (only the content-addressed stylesheet does).
 async fn guarded(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
     // Not `no-referrer`: with it, browsers send `Origin: null` on the dashboard's own forms.
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));

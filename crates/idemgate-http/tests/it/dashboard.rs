@@ -212,7 +212,7 @@ async fn the_event_page_shows_the_receipt_headers_payload_and_attempts_escaped_a
         page.contains("<h3>Sent to app (its transform <code>{tag: .a}</code>)</h3><pre class=\"sent\">{\n  &quot;tag&quot;: &quot;&lt;b&gt;&quot;\n}</pre>"),
         "the body its destination gets: {page}"
     );
-    assert!(page.contains("<td class=\"state job-dead\">dead</td>"), "{page}");
+    assert!(page.contains("<td class=\"state job-dead\"><span class=\"badge bad\">dead</span></td>"), "{page}");
     assert!(page.contains("<td>42 ms</td><td class=\"status\">400</td><td><code>&lt;oops&gt;</code></td>"), "{page}");
     assert!(page.contains("2027-01-15T08:00:10Z (9 min ago)"), "the attempt's time, as of the clock: {page}");
 
@@ -225,7 +225,10 @@ async fn the_event_page_shows_the_receipt_headers_payload_and_attempts_escaped_a
     assert!(replayed.contains(&format!("location: /admin/events/{id}?replayed=1")), "{replayed}");
     let after = admin.get(&format!("/admin/events/{id}?replayed=1")).await;
     assert!(after.contains("Replayed 1 job(s)."), "{after}");
-    assert!(after.contains("<td class=\"state job-pending\">pending</td>"), "{after}");
+    assert!(
+        after.contains("<td class=\"state job-pending\"><span class=\"badge neutral\">pending</span></td>"),
+        "{after}"
+    );
     let retried = admin.post(&format!("/admin/events/{id}/retry"), &format!("csrf={}", admin.csrf)).await;
     assert!(retried.contains(&format!("location: /admin/events/{id}?retried=")), "{retried}");
 

@@ -24,6 +24,7 @@ use crate::{
     console::{
         applications::{self, ApplicationDetail, EndpointView, MessagesPage},
         state::AdminState,
+        ui::{empty_state, state_badge},
     },
 };
 
@@ -35,7 +36,12 @@ pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap, Pa
     let Some(session) = signed_in(&state, &headers) else {
         return DashboardAnswer::SignedOut.into_response();
     };
-    shown("idemgate: application", &esc(&session.csrf), render(&state, &app).await)
+    shown(
+        "idemgate: application",
+        &[("/admin/applications", "Applications")],
+        &esc(&session.csrf),
+        render(&state, &app).await,
+    )
 }
 
 async fn render(state: &AdminState, app: &str) -> Rendered {
@@ -69,7 +75,14 @@ fn about(detail: &ApplicationDetail, now: UnixTime) -> String {
 
 fn endpoints_table(endpoints: &[EndpointView], now: UnixTime) -> String {
     if endpoints.is_empty() {
-        return "<h2>Endpoints</h2><p id=\"no-endpoints\" class=\"empty\">No endpoint.</p>".to_owned();
+        return format!(
+            "<h2>Endpoints</h2>{}",
+            empty_state(
+                "no-endpoints",
+                "No endpoint.",
+                "Add one with the outbound API (<code>POST /api/v1/app/&lt;app&gt;/endpoint</code>)."
+            )
+        );
     }
     let mut html = String::from(
         "<h2>Endpoints</h2><table id=\"endpoints\"><tr><th>endpoint</th><th>state</th><th>health</th><th>jobs</th>\
@@ -78,8 +91,8 @@ fn endpoints_table(endpoints: &[EndpointView], now: UnixTime) -> String {
     for e in endpoints {
         let state = match (&e.state[..], &e.disabled_reason) {
             ("enabled", _) => "enabled".to_owned(),
-            (state, Some(reason)) => format!("<span class=\"bad\">{} ({})</span>", esc(state), esc(reason)),
-            (state, None) => format!("<span class=\"bad\">{}</span>", esc(state)),
+            (state, Some(reason)) => format!("<span class=\"badge bad\">{} ({})</span>", esc(state), esc(reason)),
+            (state, None) => state_badge(state),
         };
         let jobs: Vec<String> = e.jobs.iter().map(|(s, n)| format!("{}={n}", esc(s))).collect();
         let failure = e.last_failure.as_ref().map_or(String::new(), |f| {
@@ -112,7 +125,14 @@ fn list(names: Option<&[String]>) -> String {
 
 fn messages_table(app_id: &str, messages: &MessagesPage, now: UnixTime) -> String {
     if messages.messages.is_empty() {
-        return "<h2>Latest messages</h2><p id=\"no-messages\" class=\"empty\">No message.</p>".to_owned();
+        return format!(
+            "<h2>Latest messages</h2>{}",
+            empty_state(
+                "no-messages",
+                "No message.",
+                "Send one with the outbound API (<code>POST /api/v1/app/&lt;app&gt;/msg</code>)."
+            )
+        );
     }
     let mut html = String::from(
         "<h2>Latest messages</h2><table id=\"messages\"><tr><th>message</th><th>event type</th><th>event id</th>\

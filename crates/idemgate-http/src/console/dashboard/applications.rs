@@ -25,6 +25,7 @@ use crate::{
     console::{
         applications::{self, ApplicationSummary, ViewError},
         state::AdminState,
+        ui::empty_state,
     },
 };
 
@@ -46,7 +47,7 @@ pub(super) async fn page(
     let Some(session) = signed_in(&state, &headers) else {
         return DashboardAnswer::SignedOut.into_response();
     };
-    shown("idemgate: applications", &esc(&session.csrf), render(&state, cursor.after).await)
+    shown("idemgate: applications", &[], &esc(&session.csrf), render(&state, cursor.after).await)
 }
 
 async fn render(state: &AdminState, after: Option<String>) -> Rendered {
@@ -54,11 +55,12 @@ async fn render(state: &AdminState, after: Option<String>) -> Rendered {
     let first = after.is_none();
     let page = applications::applications_page(&state.store, after, PAGE, now).await.map_err(store_error)?;
     if page.applications.is_empty() && first {
-        return Ok(Some(
-            "<p id=\"no-applications\" class=\"empty\">No application yet: the outbound API (<code>[api]</code>, \
-             <code>/api/v1</code>) creates them.</p>"
-                .to_owned(),
-        ));
+        return Ok(Some(empty_state(
+            "no-applications",
+            "No application yet: the outbound API (<code>[api]</code>, <code>/api/v1</code>) creates them.",
+            "Enable <code>[api]</code> in the configuration, then create one with \
+                 <code>POST /api/v1/app</code>.",
+        )));
     }
     let mut html = String::from(
         "<table id=\"applications\"><tr><th>application</th><th>uid</th><th>endpoints</th>\

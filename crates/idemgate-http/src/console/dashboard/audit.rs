@@ -53,7 +53,7 @@ pub(super) async fn page(
     };
     let rendered =
         views::audit(&state.store, filter).await.map(|entries| Some(render(&query, &entries, state.clock.now())));
-    shown("idemgate: audit log", &esc(&session.csrf), rendered)
+    shown("idemgate: audit log", &[], &esc(&session.csrf), rendered)
 }
 
 /// The filter form and the table, newest first.

@@ -36,8 +36,8 @@ fn open(label: &str, max: &str, left: u32, axis: [&str; 2]) -> String {
     let bottom = HEIGHT - BOTTOM;
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" \
-         height=\"{HEIGHT}\" role=\"img\" aria-label=\"{label}\"><title>{label}</title>\
-         <rect x=\"{left}\" y=\"{PAD}\" width=\"{}\" height=\"{PLOT}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\
+         height=\"{HEIGHT}\" class=\"chart\" role=\"img\" aria-label=\"{label}\"><title>{label}</title>\
+         <rect class=\"frame\" x=\"{left}\" y=\"{PAD}\" width=\"{}\" height=\"{PLOT}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\
          <text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>\
          <text x=\"{}\" y=\"{bottom}\" font-size=\"10\" text-anchor=\"end\">0</text>\
          <text x=\"{left}\" y=\"{}\" font-size=\"10\">{}</text>\
@@ -111,23 +111,86 @@ pub(super) fn line(label: &str, axis: [&str; 2], values: &[Option<u64>], unit: &
         let (x, y) = point(i, v);
         let joined = i > 0 && values[i - 1].is_some();
         let _ = write!(path, "{}{x:.1} {y:.1} ", if joined { "L" } else { "M" });
+        let _ = write!(
+            svg,
+            "<circle class=\"point\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\" fill-opacity=\"0\"><title>{v} {}</title></circle>",
+            esc(unit)
+        );
         let alone = !joined && values.get(i + 1).is_none_or(Option::is_none);
         if alone {
             let _ = write!(svg, "<circle class=\"dot\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2\" fill=\"{LINE}\"/>");
         }
     }
     if !path.is_empty() {
-        let _ = write!(svg, "<path d=\"{}\" fill=\"none\" stroke=\"{LINE}\" stroke-width=\"1.5\"/>", path.trim_end());
+        let _ = write!(
+            svg,
+            "<path class=\"series\" d=\"{}\" fill=\"none\" stroke=\"{LINE}\" stroke-width=\"1.5\"/>",
+            path.trim_end()
+        );
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// The figures of a bar chart ([`stacked_bars`]) as a table only a screen reader reads:
+/// per bucket that has any, its place (1 the oldest of all) and its two counts.
+pub(super) fn bars_table(label: &str, buckets: &[(u64, u64)], good: &str, bad: &str) -> String {
+    let mut html = format!(
+        "<table class=\"visually-hidden\"><caption>{}, per bucket with any (1 the oldest of {})</caption>\
+         <tr><th>bucket</th><th>{}</th><th>{}</th></tr>",
+        esc(label),
+        buckets.len(),
+        esc(good),
+        esc(bad)
+    );
+    for (i, (g, b)) in buckets.iter().enumerate().filter(|(_, (g, b))| g + b > 0) {
+        let _ = write!(html, "<tr><td>{}</td><td>{g}</td><td>{b}</td></tr>", i + 1);
+    }
+    html.push_str("</table>");
+    html
+}
+
+/// The figures of a line ([`line`]) as a table only a screen reader reads: per bucket with
+/// a value, its place (1 the oldest of all) and the value in `unit`.
+pub(super) fn line_table(label: &str, values: &[Option<u64>], unit: &str) -> String {
+    let mut html = format!(
+        "<table class=\"visually-hidden\"><caption>{}, per bucket with a value (1 the oldest of {})</caption>\
+         <tr><th>bucket</th><th>{}</th></tr>",
+        esc(label),
+        values.len(),
+        esc(unit)
+    );
+    for (i, v) in values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i, v))) {
+        let _ = write!(html, "<tr><td>{}</td><td>{v}</td></tr>", i + 1);
+    }
+    html.push_str("</table>");
+    html
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use super::{line, stacked_bars};
+    use super::{bars_table, line, line_table, stacked_bars};
+
+    #[test]
+    fn the_figures_are_in_a_hidden_table_too() {
+        let bars = bars_table("conflicts", &[(0, 0), (3, 1)], "succeeded", "failed");
+        assert!(bars.starts_with("<table class=\"visually-hidden\"><caption>conflicts"), "{bars}");
+        assert!(
+            bars.contains("<tr><td>2</td><td>3</td><td>1</td></tr>") && !bars.contains("<td>1</td><td>0"),
+            "{bars}"
+        );
+        let line = line_table("latency", &[None, Some(12)], "ms");
+        assert!(line.contains("<th>ms</th>") && line.contains("<tr><td>2</td><td>12</td></tr>"), "{line}");
+        assert_eq!(line.matches("<tr>").count(), 2, "the header and the one value: {line}");
+    }
+
+    #[test]
+    fn each_point_has_its_value_on_hover() {
+        let svg = super::line("latency", ["", ""], &[Some(10), None, Some(7)], "ms");
+        assert!(svg.contains("<title>10 ms</title>") && svg.contains("<title>7 ms</title>"), "{svg}");
+    }
 
     fn count(svg: &str, what: &str) -> usize {
         svg.matches(what).count()
@@ -150,7 +213,7 @@ mod tests {
     #[test]
     fn no_attempts_draw_no_bars() {
         let svg = stacked_bars("nothing", ["", ""], &[(0, 0); 60]);
-        assert_eq!(count(&svg, "<rect class="), 0, "{svg}");
+        assert_eq!(count(&svg, "<rect class=\"good\"") + count(&svg, "<rect class=\"bad\""), 0, "{svg}");
         assert!(svg.contains(">0</text>"));
     }
 
@@ -172,7 +235,7 @@ mod tests {
             let rest = svg.split(after).nth(1).unwrap();
             rest.split('"').next().unwrap().parse().unwrap()
         };
-        (number("<text x=\""), number("<rect x=\""))
+        (number("<text x=\""), number("<rect class=\"frame\" x=\""))
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) ->
     };
     let csrf = esc(&session.csrf);
     let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
-    shown("idemgate: destinations", &csrf, render(&state, operate).await)
+    shown("idemgate: destinations", &[], &csrf, render(&state, operate).await)
 }
 
 /// The page; `operate` is the session's CSRF token when it may change state (each
@@ -83,10 +83,12 @@ async fn render(state: &AdminState, operate: Option<&str>) -> Rendered {
             let latency: Vec<Option<u64>> = buckets.iter().map(|b| b.map(|b| b.mean_latency_ms)).collect();
             let _ = write!(
                 html,
-                "<figure class=\"chart attempts\">{}<figcaption>Attempts {label}: succeeded (green), failed (red)</figcaption></figure>\
-                 <figure class=\"chart latency\">{}<figcaption>Mean latency {label}</figcaption></figure>",
+                "<figure class=\"chart attempts\">{}<figcaption>Attempts {label}: succeeded (green), failed (red)</figcaption>{}</figure>\
+                 <figure class=\"chart latency\">{}<figcaption>Mean latency {label} (ms)</figcaption>{}</figure>",
                 chart::stacked_bars(&format!("{} attempts {label}", d.name), window.axis(), &counts),
+                chart::bars_table(&format!("{} attempts {label}", d.name), &counts, "succeeded", "failed"),
                 chart::line(&format!("{} mean latency {label}", d.name), window.axis(), &latency, "ms"),
+                chart::line_table(&format!("{} mean latency {label}", d.name), &latency, "ms"),
             );
         }
         html.push_str("</div></section>");
@@ -98,12 +100,12 @@ fn state_text(d: &DestinationView, now: UnixTime) -> String {
     let since = |at: Option<i64>| at.map_or(String::new(), |at| format!(" since {}", time_html(UnixTime(at), now)));
     match d.state.as_str() {
         "disabled" => format!(
-            "<span class=\"bad\">disabled ({}){}</span>",
+            "<span class=\"badge bad\">disabled ({}){}</span>",
             esc(d.disabled_reason.as_deref().unwrap_or("")),
             since(d.disabled_at)
         ),
         "paused" => format!(
-            "<span class=\"bad\">paused{} after {} failures</span>",
+            "<span class=\"badge warn\">paused{} after {} failures</span>",
             since(d.breaker.paused_at),
             d.breaker.failures
         ),

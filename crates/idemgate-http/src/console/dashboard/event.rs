@@ -34,6 +34,7 @@ use crate::{
     answer::DashboardAnswer,
     console::{
         state::AdminState,
+        ui::state_badge,
         views::{self, EventDetail},
     },
     current::Transforms,
@@ -69,7 +70,7 @@ pub(super) async fn page(
     let Some(id) = event_id(&id) else { return DashboardAnswer::NotFound.into_response() };
     // The replay and retry forms only for a session that may use them.
     let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
-    shown("idemgate: event", &csrf, render(&state, id, operate, &done).await)
+    shown("idemgate: event", &[("/admin/events", "Events")], &csrf, render(&state, id, operate, &done).await)
 }
 
 async fn render(state: &AdminState, id: i64, operate: Option<&str>, done: &Done) -> Rendered {
@@ -236,7 +237,8 @@ fn jobs_table(event: &EventDetail, now: UnixTime) -> String {
     for job in &event.jobs {
         let _ = write!(
             html,
-            "<tr data-destination=\"{d}\"><td>{d}</td><td class=\"state job-{s}\">{s}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-destination=\"{d}\"><td>{d}</td><td class=\"state job-{s}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            state_badge(&job.state),
             job.attempts,
             time_html(UnixTime(job.next_attempt_at), now),
             esc(job.last_error.as_deref().unwrap_or("-")),

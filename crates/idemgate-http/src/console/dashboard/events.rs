@@ -25,7 +25,7 @@ use super::{
 };
 use crate::{
     answer::DashboardAnswer,
-    console::{state::AdminState, views},
+    console::{state::AdminState, ui::state_badge, views},
 };
 
 /// Events per page.
@@ -161,7 +161,7 @@ pub(super) async fn page(
         return DashboardAnswer::SignedOut.into_response();
     };
     let csrf = esc(&session.csrf);
-    shown("idemgate: events", &csrf, render(&state, &search).await)
+    shown("idemgate: events", &[], &csrf, render(&state, &search).await)
 }
 
 async fn render(state: &AdminState, search: &Search) -> Rendered {
@@ -183,7 +183,10 @@ async fn render(state: &AdminState, search: &Search) -> Rendered {
         let jobs: Vec<String> = if e.unmatched {
             vec![UNMATCHED.to_owned()]
         } else {
-            e.jobs.iter().map(|(d, s)| format!("<span class=\"job-{s}\">{}: {s}</span>", esc(d))).collect()
+            e.jobs
+                .iter()
+                .map(|(d, s)| format!("<span class=\"job-{s}\">{}: {}</span>", esc(d), state_badge(s)))
+                .collect()
         };
         let _ = write!(
             html,

@@ -1,4 +1,4 @@
-//! The frame of every page: the layout with its style and narrow-screen labels, the
+//! The frame of every page: the layout with its stylesheet link and narrow-screen labels, the
 //! signed-in navigation, the sign-in page, and the markup every page uses (escaping,
 //! times). It knows no state and no answer, so the dashboard's answers can show their
 //! pages in it.
@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use axum::response::Html;
 use idemgate_core::{UnixTime, time::relative};
+
+use crate::console::{assets::stylesheet_path, ui::page_header};
 
 /// Escapes text for HTML: identities are any printable ASCII.
 pub(crate) fn esc(text: &str) -> String {
@@ -20,35 +22,26 @@ pub(crate) fn time_html(at: UnixTime, now: UnixTime) -> String {
     format!("<time datetime=\"{text}\">{text} ({})</time>", relative(at, now))
 }
 
-/// The style every page shares. A narrow screen keeps the page itself from scrolling
-/// sideways: long identities wrap, charts shrink, and each table row becomes a card whose
-/// cells stack, each after its column's name ([`narrow_labels`]), so a row's buttons stay
-/// in view without scrolling inside the table.
-const STYLE: &str = "body{font-family:sans-serif;margin:1em auto;padding:0 1em;max-width:80em;line-height:1.4}\
-    table{border-collapse:collapse;margin-bottom:1.5em;display:block;overflow-x:auto;max-width:100%}\
-    td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#f3f3f3}\
-    td{overflow-wrap:break-word}.bad{color:#a00}.ok{color:#060}\
-    nav{display:flex;flex-wrap:wrap;gap:.3em 1.2em;align-items:center;margin-bottom:1em}\
-    nav form{margin:0}a:focus,button:focus,input:focus,select:focus{outline:3px solid #05a;outline-offset:1px}\
-    form.fields{display:flex;flex-wrap:wrap;gap:.6em 1em;align-items:flex-end;margin-bottom:1em}\
-    form.fields label{display:flex;flex-direction:column;font-size:.9em}\
-    input,select,button{font-size:1em;max-width:100%}\
-    pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:.6em;max-height:40em;overflow-y:auto}\
-    dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em}dd{margin:0;overflow-wrap:anywhere}\
-    .charts{display:flex;flex-wrap:wrap;gap:1em}.charts figure{margin:0;max-width:100%}\
-    svg{max-width:100%;height:auto}figcaption{font-size:.9em}.empty{color:#555}\
-    @media (max-width:40em){table,tbody,tr,td,caption{display:block}table{overflow:visible}\
-    tr:has(th){display:none}tr{border:1px solid #ccc;margin-bottom:.6em;padding:.2em 0}\
-    td{border:none;padding:.15em .6em}td:empty{display:none}td::before{font-weight:bold}}";
-
-/// A dashboard page: `title` as its heading, then `body` (already HTML); its tables'
-/// cells labelled on a narrow screen by [`narrow_labels`].
+/// A dashboard page without a parent: `title` as its heading, then `body` (already HTML).
 pub(crate) fn layout(title: &str, body: &str) -> Html<String> {
+    frame(title, &[], "", body)
+}
+
+/// The frame of every page: the stylesheet ([`stylesheet_path`]), then `nav` (HTML, the
+/// pages' navigation or nothing), then the page in `<main>`: its header ([`page_header`],
+/// with `crumbs` to its parents) and `body` (already HTML). Its tables' cells are labelled
+/// on a narrow screen by [`narrow_labels`], the one style the page carries inline.
+fn frame(title: &str, crumbs: &[(&str, &str)], nav: &str, body: &str) -> Html<String> {
+    let labels = narrow_labels(body);
+    let labels =
+        if labels.is_empty() { String::new() } else { format!("<style>@media (max-width:40em){{{labels}}}</style>") };
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{title}</title>\
-         <style>{STYLE}@media (max-width:40em){{{}}}</style></head><body><h1>{title}</h1>{body}</body></html>",
-        narrow_labels(body)
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title>\
+         <link rel=\"stylesheet\" href=\"{}\">{labels}</head><body>{nav}<main>{}{body}</main></body></html>",
+        esc(title),
+        stylesheet_path(),
+        page_header(title, crumbs),
     ))
 }
 
@@ -92,17 +85,20 @@ fn css_escaped(text: &str) -> String {
         .collect()
 }
 
-/// A signed-in page: the navigation between pages and the sign-out button, then `body`.
-/// `csrf` is the session's token, escaped.
-pub(crate) fn signed_in_layout(title: &str, csrf: &str, body: &str) -> Html<String> {
-    layout(
+/// A signed-in page: the navigation between pages and the sign-out button, then the
+/// page's header with `crumbs` to its parents and `body`. `csrf` is the session's token,
+/// escaped.
+pub(crate) fn signed_in_layout(title: &str, crumbs: &[(&str, &str)], csrf: &str, body: &str) -> Html<String> {
+    frame(
         title,
+        crumbs,
         &format!(
-            "<nav aria-label=\"pages\"><a href=\"/admin/\">Overview</a><a href=\"/admin/events\">Events</a>\
+            "<nav class=\"pages\" aria-label=\"pages\"><a href=\"/admin/\">Overview</a><a href=\"/admin/events\">Events</a>\
              <a href=\"/admin/destinations\">Destinations</a><a href=\"/admin/rejections\">Rejections</a>\
              <a href=\"/admin/audit\">Audit log</a><a href=\"/admin/applications\">Applications</a><form method=\"post\" action=\"/admin/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <button id=\"sign-out\" type=\"submit\">Sign out</button></form></nav><main>{body}</main>"
+             <button id=\"sign-out\" type=\"submit\">Sign out</button></form></nav>"
         ),
+        body,
     )
 }
 

@@ -25,6 +25,7 @@ use crate::{
     console::{
         applications::{self, MessageDetail},
         state::AdminState,
+        ui::empty_state,
     },
 };
 
@@ -37,7 +38,9 @@ pub(super) async fn page(
     let Some(session) = signed_in(&state, &headers) else {
         return DashboardAnswer::SignedOut.into_response();
     };
-    shown("idemgate: message", &esc(&session.csrf), render(&state, &app, &msg).await)
+    let parent = format!("/admin/applications/{app}");
+    let crumbs = [("/admin/applications", "Applications"), (parent.as_str(), app.as_str())];
+    shown("idemgate: message", &crumbs, &esc(&session.csrf), render(&state, &app, &msg).await)
 }
 
 async fn render(state: &AdminState, app: &str, msg: &str) -> Rendered {
@@ -80,7 +83,15 @@ fn about(detail: &MessageDetail, now: UnixTime) -> String {
 
 fn deliveries_table(detail: &MessageDetail, now: UnixTime) -> String {
     if detail.deliveries.is_empty() {
-        return "<h2>Deliveries</h2><p id=\"no-deliveries\" class=\"empty\">No endpoint took it.</p>".to_owned();
+        return format!(
+            "<h2>Deliveries</h2>{}",
+            empty_state(
+                "no-deliveries",
+                "No endpoint took it.",
+                "An endpoint of the application whose filters take this event type would; see the \
+                 application's endpoints."
+            )
+        );
     }
     let mut html = String::from(
         "<h2>Deliveries</h2><table id=\"deliveries\"><tr><th>endpoint</th><th>status</th><th>next attempt</th></tr>",

@@ -10,10 +10,11 @@ use crate::answer::DashboardAnswer;
 /// What a page's render gives: its body, or `None` for a thing that is not there.
 pub(super) type Rendered = Result<Option<String>, StoreError>;
 
-/// The answer for a rendered page: the page, `404` for `None`, `503` if the store failed.
-pub(super) fn shown(title: &str, csrf: &str, rendered: Rendered) -> Response {
+/// The answer for a rendered page: the page (under `crumbs`, its parents' links and
+/// names, if it has any), `404` for `None`, `503` if the store failed.
+pub(super) fn shown(title: &str, crumbs: &[(&str, &str)], csrf: &str, rendered: Rendered) -> Response {
     match rendered {
-        Ok(Some(body)) => signed_in_layout(title, csrf, &body).into_response(),
+        Ok(Some(body)) => signed_in_layout(title, crumbs, csrf, &body).into_response(),
         Ok(None) => DashboardAnswer::NotFound.into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "dashboard could not read the store");

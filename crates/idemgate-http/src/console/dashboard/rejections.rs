@@ -34,7 +34,7 @@ pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) ->
         return DashboardAnswer::SignedOut.into_response();
     };
     let csrf = esc(&session.csrf);
-    shown("idemgate: rejections and conflicts", &csrf, render(&state).await)
+    shown("idemgate: rejections and conflicts", &[], &csrf, render(&state).await)
 }
 
 async fn render(state: &AdminState) -> Rendered {
@@ -70,8 +70,9 @@ fn rejections_over_time(state: &AdminState, now: UnixTime) -> String {
         }
         let _ = write!(
             html,
-            "<figure class=\"chart rejections\">{}<figcaption>Rejections {label}</figcaption></figure>",
-            chart::stacked_bars(&format!("rejections {label}"), window.axis(), &per_bucket)
+            "<figure class=\"chart rejections\">{}<figcaption>Rejections {label}</figcaption>{}</figure>",
+            chart::stacked_bars(&format!("rejections {label}"), window.axis(), &per_bucket),
+            chart::line_table(&format!("rejections {label}"), &counted(&per_bucket), "rejections")
         );
     }
     html.push_str(
@@ -119,8 +120,9 @@ async fn conflicts_over_time(state: &AdminState, now: UnixTime) -> Result<String
         }
         let _ = write!(
             html,
-            "<figure class=\"chart conflicts\">{}<figcaption>Conflicts first seen {label}</figcaption></figure>",
-            chart::stacked_bars(&format!("conflicts {label}"), window.axis(), &per_bucket)
+            "<figure class=\"chart conflicts\">{}<figcaption>Conflicts first seen {label}</figcaption>{}</figure>",
+            chart::stacked_bars(&format!("conflicts {label}"), window.axis(), &per_bucket),
+            chart::line_table(&format!("conflicts {label}"), &counted(&per_bucket), "conflicts")
         );
     }
     html.push_str(
@@ -165,4 +167,9 @@ pub(super) fn conflict_row(c: &RecentConflict, now: UnixTime) -> String {
         c.seen_count,
         time_html(c.last_seen_at, now)
     )
+}
+
+/// The counts of a chart's buckets (drawn as failures), `None` where there are none.
+fn counted(per_bucket: &[(u64, u64)]) -> Vec<Option<u64>> {
+    per_bucket.iter().map(|&(_, n)| (n > 0).then_some(n)).collect()
 }

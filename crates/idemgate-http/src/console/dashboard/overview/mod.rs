@@ -34,6 +34,7 @@ use crate::{
     answer::DashboardAnswer,
     console::{
         state::AdminState,
+        ui::{Tone, badge, empty_state, state_badge},
         views::{self, DestinationView},
     },
 };
@@ -52,7 +53,7 @@ pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap, Qu
     };
     let csrf = esc(&session.csrf);
     let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
-    shown("idemgate", &csrf, render(&state, operate, &done).await.map(Some))
+    shown("idemgate", &[], &csrf, render(&state, operate, &done).await.map(Some))
 }
 
 /// The page; `operate` is the session's CSRF token when it may change state (the forms
@@ -79,10 +80,11 @@ fn confirmation(done: &Done) -> String {
     }
 }
 
-/// A section: its heading, then `table` (its start) with `rows`, or `empty` (with its id) in words.
-fn section(heading: &str, rows: &str, table: &str, empty: (&str, &str)) -> String {
+/// A section: its heading, then `table` (its start) with `rows`, or `empty` (its id, its
+/// words, and what to do next) as an empty state.
+fn section(heading: &str, rows: &str, table: &str, empty: (&str, &str, &str)) -> String {
     if rows.is_empty() {
-        format!("<h2>{heading}</h2><p id=\"{}\" class=\"empty\">{}</p>", empty.0, empty.1)
+        format!("<h2>{heading}</h2>{}", empty_state(empty.0, empty.1, empty.2))
     } else {
         format!("<h2>{heading}</h2>{table}{rows}</table>")
     }
@@ -91,8 +93,13 @@ fn section(heading: &str, rows: &str, table: &str, empty: (&str, &str)) -> Strin
 async fn sources(state: &AdminState) -> Result<String, StoreError> {
     let mut rows = String::new();
     for s in state.store.stats(None).await? {
-        let jobs: Vec<String> =
-            s.jobs.iter().map(|(state, n)| format!("<span class=\"job-{state}\">{state} {n}</span>")).collect();
+        let jobs: Vec<String> = s
+            .jobs
+            .iter()
+            .map(|(state, n)| {
+                format!("<span class=\"job-{state}\">{}</span>", badge(Tone::of(state), &format!("{state} {n}")))
+            })
+            .collect();
         let _ = write!(
             rows,
             "<tr data-source=\"{src}\"><td>{src}</td><td class=\"receipts\">{}</td><td class=\"conflicts\">{}</td><td>{}</td></tr>",
@@ -103,7 +110,16 @@ async fn sources(state: &AdminState) -> Result<String, StoreError> {
         );
     }
     let table = "<table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>";
-    Ok(section("Sources", &rows, table, ("no-sources", "No event received yet.")))
+    Ok(section(
+        "Sources",
+        &rows,
+        table,
+        (
+            "no-sources",
+            "No event received yet.",
+            "Point a sender at <code>/in/&lt;source&gt;</code> on the gateway's listener; each delivery is counted here.",
+        ),
+    ))
 }
 
 async fn dead_jobs(state: &AdminState, operate: Option<&str>) -> Result<String, StoreError> {
@@ -121,7 +137,16 @@ async fn dead_jobs(state: &AdminState, operate: Option<&str>) -> Result<String, 
     }
     let table = "<table id=\"dead\"><tr><th>source</th><th>event</th><th>destination</th><th>attempts</th>\
                  <th>reason</th><th></th></tr>";
-    Ok(section("Dead jobs", &rows, table, ("no-dead", "No dead jobs.")))
+    Ok(section(
+        "Dead jobs",
+        &rows,
+        table,
+        (
+            "no-dead",
+            "No dead jobs.",
+            "Nothing to replay: a job that runs out of attempts is listed here with a Replay button.",
+        ),
+    ))
 }
 
 async fn unmatched(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
@@ -140,20 +165,37 @@ async fn unmatched(state: &AdminState, now: UnixTime) -> Result<String, StoreErr
     let table = "<p>No destination's subscription matched them; \
                  <code>idemgate events replay --to DEST --state unmatched</code> sends them to one.</p>\
                  <table id=\"unmatched\"><tr><th>source</th><th>event</th><th>type</th><th>received</th></tr>";
-    Ok(section("Unmatched events", &rows, table, ("no-unmatched", "No unmatched events.")))
+    Ok(section(
+        "Unmatched events",
+        &rows,
+        table,
+        (
+            "no-unmatched",
+            "No unmatched events.",
+            "Every event found a destination; an event no route takes would show here.",
+        ),
+    ))
 }
 
 async fn conflicts(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
     let rows: String = state.store.recent_conflicts(50).await?.iter().map(|c| conflict_row(c, now)).collect();
     let table = "<table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>";
-    Ok(section("Recent conflicts", &rows, table, ("no-conflicts", "No conflicts recorded.")))
+    Ok(section(
+        "Recent conflicts",
+        &rows,
+        table,
+        (
+            "no-conflicts",
+            "No conflicts recorded.",
+            "A delivery bringing other bytes under a known identity would show here.",
+        ),
+    ))
 }
 
 async fn destinations(state: &AdminState, operate: Option<&str>, now: UnixTime) -> Result<String, StoreError> {
     let mut rows = String::new();
     for d in views::destinations(&state.store, now).await? {
-        let health =
-            if d.health == "failing" { format!("<span class=\"bad\">{}</span>", d.health) } else { d.health.clone() };
+        let health = state_badge(&d.health);
         let jobs: Vec<String> = d.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();
         let success = d.last_success_at.map_or("-".to_owned(), |at| time_html(UnixTime(at), now));
         let failure = d.last_failure.as_ref().map_or("-".to_owned(), |f| {
@@ -172,20 +214,29 @@ async fn destinations(state: &AdminState, operate: Option<&str>, now: UnixTime) 
     }
     let table = "<table id=\"destinations\"><tr><th>destination</th><th>state</th><th>health</th><th>jobs</th>\
                  <th>last success</th><th>last failure</th><th></th></tr>";
-    Ok(section("Destinations", &rows, table, ("no-destinations", "No destination has jobs yet.")))
+    Ok(section(
+        "Destinations",
+        &rows,
+        table,
+        (
+            "no-destinations",
+            "No destination has jobs yet.",
+            "Name destinations under a source in the configuration; their queues show here.",
+        ),
+    ))
 }
 
 fn state_html(d: &DestinationView, now: UnixTime) -> String {
     if let Some(at) = d.disabled_at {
         return format!(
-            "<span class=\"bad\">disabled ({}) since {}</span>",
+            "<span class=\"badge bad\">disabled ({}) since {}</span>",
             esc(d.disabled_reason.as_deref().unwrap_or("")),
             time_html(UnixTime(at), now)
         );
     }
     match (d.breaker.paused_at, d.breaker.next_probe_at, d.throttled_since) {
         (Some(at), Some(probe), _) => format!(
-            "<span class=\"bad\">paused since {} after {} failures; next probe {}</span>",
+            "<span class=\"badge warn\">paused since {} after {} failures; next probe {}</span>",
             time_html(UnixTime(at), now),
             d.breaker.failures,
             time_html(UnixTime(probe), now)
@@ -201,5 +252,14 @@ fn rejections(state: &AdminState) -> String {
         let _ = write!(rows, "<tr><td>{}</td><td>{reason}</td><td>{count}</td></tr>", esc(&source));
     }
     let table = "<table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>";
-    section("Rejections", &rows, table, ("no-rejections", "No rejections since the process started."))
+    section(
+        "Rejections",
+        &rows,
+        table,
+        (
+            "no-rejections",
+            "No rejections since the process started.",
+            "A delivery refused at the edge (signature, size, source) is counted here by reason.",
+        ),
+    )
 }
