@@ -120,7 +120,15 @@ fn each_destination_shows_its_state_jobs_latest_success_and_failure_and_a_health
             .unwrap()
             .to_owned()
     };
-    assert!(row("app").contains("<td class=\"health\"><span class=\"bad\">failing</span>"), "{}", row("app"));
-    assert!(row("billing").contains("<td class=\"health\">ok</td>"), "{}", row("billing"));
+    assert!(
+        row("app").contains("<td class=\"health\"><span class=\"badge warn\">failing</span></td>"),
+        "{}",
+        row("app")
+    );
+    assert!(
+        row("billing").contains("<td class=\"health\"><span class=\"badge good\">ok</span></td>"),
+        "{}",
+        row("billing")
+    );
     assert!(row("legacy").contains("disabled (410 Gone) since <time datetime="), "{}", row("legacy"));
 }
