@@ -583,3 +583,6 @@ impl Audited<'_> {
 
 /// The outbound API's operations (`docs/design/outbound-api.md` §3.2), in a file of their own.
 mod outbound;
+
+/// The signed-in sessions' operations (`crate::session`), in a file of their own.
+mod session;

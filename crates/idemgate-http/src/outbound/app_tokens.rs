@@ -64,7 +64,11 @@ async fn portal_access(
     getrandom::fill(&mut random).map_err(|_| OutboundAnswer::Unavailable)?;
     let token = new_app_token(random);
     let now = state.now_ms();
-    let new = NewAppToken { digest: access::digest(token.expose()), expires_at_ms: now.saturating_add(lifetime_ms) };
+    let new = NewAppToken {
+        digest: access::digest(token.expose()),
+        expires_at_ms: now.saturating_add(lifetime_ms),
+        login: None,
+    };
     state.store.issue_app_token(lookup, new, &by, now).await?;
     let token = String::from_utf8_lossy(token.expose()).into_owned();
     let mut answer = Done::Ok.with(AppPortalAccessOut { token, url: PORTAL_URL.to_owned() });

@@ -294,6 +294,30 @@ const MIGRATIONS: &[&str] = &[
     r"
     CREATE INDEX messages_expiry ON messages (expires_at) WHERE expires_at IS NOT NULL;
 ",
+    // Signed-in browser sessions (the portal's; the dashboard's), known to every instance,
+    // and the portal's single-use logins (see the model's `session`).
+    r#"
+    CREATE TABLE sessions (
+        digest      BYTEA   PRIMARY KEY,
+        kind        TEXT COLLATE "C" NOT NULL CHECK (kind IN ('portal', 'dashboard')),
+        app_id      TEXT COLLATE "C",
+        via         BYTEA,
+        name        TEXT    NOT NULL,
+        role        TEXT    NOT NULL,
+        csrf        TEXT    NOT NULL,
+        lifetime_ms BIGINT  NOT NULL,
+        expires_at  BIGINT  NOT NULL,
+        created_at  BIGINT  NOT NULL
+    );
+    CREATE INDEX sessions_expiry ON sessions (expires_at);
+    CREATE TABLE portal_logins (
+        digest     BYTEA   PRIMARY KEY,
+        app_id     TEXT COLLATE "C" NOT NULL,
+        via        BYTEA   NOT NULL,
+        expires_at BIGINT  NOT NULL,
+        created_at BIGINT  NOT NULL
+    );
+"#,
 ];
 
 /// The schema version this build writes on PostgreSQL.

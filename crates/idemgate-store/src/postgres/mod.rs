@@ -27,6 +27,7 @@ mod migrations;
 mod outbound;
 mod receipt;
 mod receive;
+mod session;
 mod views;
 
 use std::{future::Future, str::FromStr, sync::Arc, time::Duration};

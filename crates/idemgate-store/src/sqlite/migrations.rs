@@ -293,6 +293,30 @@ const MIGRATIONS: &[&str] = &[
     r"
     CREATE INDEX messages_expiry ON messages (expires_at) WHERE expires_at IS NOT NULL;
 ",
+    // Signed-in browser sessions (the portal's; the dashboard's), known to every process on
+    // the file, and the portal's single-use logins (see the model's `session`).
+    r"
+    CREATE TABLE sessions (
+        digest      BLOB    PRIMARY KEY,
+        kind        TEXT    NOT NULL CHECK (kind IN ('portal', 'dashboard')),
+        app_id      TEXT,
+        via         BLOB,
+        name        TEXT    NOT NULL,
+        role        TEXT    NOT NULL,
+        csrf        TEXT    NOT NULL,
+        lifetime_ms INTEGER NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX sessions_expiry ON sessions (expires_at);
+    CREATE TABLE portal_logins (
+        digest     BLOB    PRIMARY KEY,
+        app_id     TEXT    NOT NULL,
+        via        BLOB    NOT NULL,
+        expires_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+    ) STRICT, WITHOUT ROWID;
+",
 ];
 
 /// The schema version this build writes.

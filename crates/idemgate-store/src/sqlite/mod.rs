@@ -34,6 +34,7 @@ mod pool;
 mod reader;
 mod receive;
 mod savepoint;
+mod session;
 pub mod views;
 mod writer;
 

@@ -21,7 +21,7 @@ use crate::{
 };
 
 fn token(byte: u8, expires_at_ms: i64) -> NewAppToken {
-    NewAppToken { digest: [byte; 32], expires_at_ms }
+    NewAppToken { digest: [byte; 32], expires_at_ms, login: None }
 }
 
 /// The log's (token, action, target), oldest first.

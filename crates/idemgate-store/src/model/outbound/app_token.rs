@@ -14,6 +14,9 @@ pub struct NewAppToken {
     pub digest: [u8; 32],
     /// When it stops being accepted, unix milliseconds.
     pub expires_at_ms: i64,
+    /// The portal login issued with it, if any: the single-use link that starts a portal
+    /// session for the same application (`crate::session`).
+    pub login: Option<crate::model::session::NewPortalLogin>,
 }
 
 /// A live token, as a request presenting it is authorized by.

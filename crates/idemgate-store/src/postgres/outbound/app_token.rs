@@ -32,6 +32,14 @@ impl PgStore {
             .await?;
         let digest = &token.digest[..];
         tx.execute(&insert, &[&digest, &app_id, &by.name(), &token.expires_at_ms, &now_ms]).await?;
+        if let Some(login) = &token.login {
+            tx.execute("DELETE FROM portal_logins WHERE expires_at <= $1", &[&now_ms]).await?;
+            tx.execute(
+                "INSERT INTO portal_logins (digest, app_id, via, expires_at, created_at) VALUES ($1, $2, $3, $4, $5)",
+                &[&&login.digest[..], &app_id, &digest, &login.expires_at_ms, &now_ms],
+            )
+            .await?;
+        }
         record(&tx, &by, Action::AppTokenIssue, target::app_token(&app_id), now_ms).await?;
         tx.commit().await?;
         Ok(app_id)
@@ -68,6 +76,8 @@ impl PgStore {
         let row = tx.query_opt("DELETE FROM api_tokens WHERE digest = $1 RETURNING app_id", &[&&digest[..]]).await?;
         let Some(row) = row else { return Ok(false) };
         let app_id: String = row.try_get(0)?;
+        tx.execute("DELETE FROM sessions WHERE via = $1", &[&&digest[..]]).await?;
+        tx.execute("DELETE FROM portal_logins WHERE via = $1", &[&&digest[..]]).await?;
         record(&tx, &by, Action::AppTokenRevoke, target::app_token(&app_id), now_ms).await?;
         tx.commit().await?;
         Ok(true)

@@ -27,6 +27,13 @@ fn issue(
         "INSERT INTO api_tokens (digest, app_id, issued_by, expires_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![&token.digest[..], app_id, by.name(), token.expires_at_ms, now_ms])?;
+    if let Some(login) = &token.login {
+        conn.prepare_cached("DELETE FROM portal_logins WHERE expires_at <= ?1")?.execute(params![now_ms])?;
+        conn.prepare_cached(
+            "INSERT INTO portal_logins (digest, app_id, via, expires_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![&login.digest[..], app_id, &token.digest[..], login.expires_at_ms, now_ms])?;
+    }
     record(conn, by, Action::AppTokenIssue, target::app_token(&app_id), now_ms)?;
     Ok(app_id)
 }
@@ -38,6 +45,8 @@ fn revoke(conn: &Connection, digest: &[u8; 32], by: &Actor, now_ms: i64) -> Resu
         .query_row(params![&digest[..]], |row| row.get(0))
         .optional()?;
     let Some(app_id) = app_id else { return Ok(false) };
+    conn.prepare_cached("DELETE FROM sessions WHERE via = ?1")?.execute(params![&digest[..]])?;
+    conn.prepare_cached("DELETE FROM portal_logins WHERE via = ?1")?.execute(params![&digest[..]])?;
     record(conn, by, Action::AppTokenRevoke, target::app_token(&app_id), now_ms)?;
     Ok(true)
 }
