@@ -211,6 +211,9 @@ pub fn router(
     }
     if let Some(api) = &routes.api {
         router = router.nest_service(outbound::PREFIX, outbound::router(api, store, Arc::clone(&clock)));
+        if let Some(portal) = outbound::portal_router(api, store, Arc::clone(&clock)) {
+            router = router.nest_service(crate::portal::PREFIX, portal);
+        }
     }
     Ok(router.fallback(not_found).with_state(gateway))
 }

@@ -29,6 +29,7 @@ pub mod gateway;
 pub mod idempotency;
 pub mod inbound;
 pub mod outbound;
+pub mod portal;
 pub mod proxy;
 pub mod scrape;
 pub mod server;

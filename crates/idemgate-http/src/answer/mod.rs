@@ -11,7 +11,8 @@
 //! - [`ProxyAnswer`]: proxy mode's own answers;
 //! - [`AdminError`]: the admin API's refusals and failures;
 //! - [`DashboardAnswer`]: the dashboard's;
-//! - `OutboundAnswer` (`outbound.rs`): the outbound API's (`/api/v1`), in Svix's shapes.
+//! - `OutboundAnswer` (`outbound.rs`): the outbound API's (`/api/v1`), in Svix's shapes;
+//! - `PortalAnswer` (`portal.rs`): the customer portal's (`/portal`), as pages.
 //!
 //! A delivery's answers:
 //!
@@ -54,6 +55,7 @@ mod admin;
 mod dashboard;
 mod idempotency;
 mod outbound;
+mod portal;
 mod proxy;
 
 pub use admin::{AdminError, Part};
@@ -61,6 +63,7 @@ pub(crate) use admin::{no_route, wrong_method};
 pub use dashboard::DashboardAnswer;
 pub(crate) use idempotency::{Replay, refused, replayed};
 pub(crate) use outbound::{Done, OutboundAnswer, api_not_found};
+pub(crate) use portal::PortalAnswer;
 pub use proxy::ProxyAnswer;
 
 /// Seconds a sender is asked to wait before retrying a failed delivery.

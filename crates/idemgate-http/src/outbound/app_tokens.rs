@@ -3,8 +3,10 @@
 //! application, kept in the store as its SHA-256 (never the token) with its expiry, so
 //! every instance on one store knows it; logout deletes the one the call presents.
 //!
-//! The answer's `url` is the one Svix's open-source server gives (its fixed page about
-//! the app portal) until idemgate's own portal serves one. The token is shown once: the
+//! The answer's `url` opens idemgate's own portal (`crate::portal`) when it is served
+//! (`[api] public_url` set): `{public_url}/portal/enter#{login}`, a single-use login kept
+//! beside the token, valid ten minutes; else it is the one Svix's open-source server gives
+//! (its fixed page about the app portal). The token and the link are shown once: the
 //! `Idempotency-Key` record of the answer keeps its status, not its body.
 
 use std::sync::Arc;
@@ -16,9 +18,12 @@ use axum::{
     response::{IntoResponse, Response},
     routing::post,
 };
-use idemgate_store::outbound::{
-    Lookup,
-    app_token::{DEFAULT_LIFETIME_MS, NewAppToken},
+use idemgate_store::{
+    outbound::{
+        Lookup,
+        app_token::{DEFAULT_LIFETIME_MS, NewAppToken},
+    },
+    session::{LOGIN_LIFETIME_MS, NewPortalLogin},
 };
 
 use super::{
@@ -33,8 +38,8 @@ use crate::{
     idempotency::BodyNotStored,
 };
 
-/// The `url` Svix's open-source server answers (`v1/endpoints/auth.rs`), until the portal
-/// is idemgate's own.
+/// The `url` Svix's open-source server answers (`v1/endpoints/auth.rs`), given when
+/// idemgate's portal is not served.
 pub(crate) const PORTAL_URL: &str = "https://docs.svix.com/app-portal/oss";
 
 /// The shortest and longest `expiry` a caller may ask for, in seconds (the SDK's range).
@@ -64,14 +69,21 @@ async fn portal_access(
     getrandom::fill(&mut random).map_err(|_| OutboundAnswer::Unavailable)?;
     let token = new_app_token(random);
     let now = state.now_ms();
-    let new = NewAppToken {
-        digest: access::digest(token.expose()),
-        expires_at_ms: now.saturating_add(lifetime_ms),
-        login: None,
+    let (login, url) = match &state.portal_url {
+        Some(base) => {
+            getrandom::fill(&mut random).map_err(|_| OutboundAnswer::Unavailable)?;
+            let login = hex::encode(random);
+            let expires_at_ms = now.saturating_add(LOGIN_LIFETIME_MS);
+            let url = format!("{base}{}/enter#{login}", crate::portal::PREFIX);
+            (Some(NewPortalLogin { digest: access::digest(login.as_bytes()), expires_at_ms }), url)
+        }
+        None => (None, PORTAL_URL.to_owned()),
     };
+    let new =
+        NewAppToken { digest: access::digest(token.expose()), expires_at_ms: now.saturating_add(lifetime_ms), login };
     state.store.issue_app_token(lookup, new, &by, now).await?;
     let token = String::from_utf8_lossy(token.expose()).into_owned();
-    let mut answer = Done::Ok.with(AppPortalAccessOut { token, url: PORTAL_URL.to_owned() });
+    let mut answer = Done::Ok.with(AppPortalAccessOut { token, url });
     answer.extensions_mut().insert(BodyNotStored);
     Ok(answer)
 }

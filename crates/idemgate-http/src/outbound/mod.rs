@@ -76,6 +76,9 @@ pub struct Api {
     /// The API's public URL (`[api] public_url`): the OpenAPI document's server; `None`:
     /// the document names its server relative to where it was fetched.
     pub public_url: Option<String>,
+    /// The customer portal (`/portal`), served when `public_url` is set: its links start
+    /// there.
+    pub portal: Option<crate::portal::Portal>,
 }
 
 /// What every route of the API reads: the store, the clock and the settings.
@@ -86,9 +89,23 @@ pub(crate) struct ApiState {
     pub(crate) url_policy: UrlPolicy,
     /// The event types' compiled payload schemas.
     pub(crate) schemas: payload_schema::PayloadSchemas,
+    /// The portal's base URL when it is served: `app-portal-access` links there.
+    pub(crate) portal_url: Option<String>,
 }
 
 impl ApiState {
+    /// The state of the API's routes (and the portal's pages) over `store` on `clock`.
+    pub(crate) fn new(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            store: store.clone(),
+            clock,
+            secrets_key: api.secrets_key.clone(),
+            url_policy: api.url_policy.clone(),
+            schemas: payload_schema::PayloadSchemas::default(),
+            portal_url: api.portal.as_ref().map(|portal| portal.public_url.clone()),
+        }
+    }
+
     /// Now, unix milliseconds.
     pub(crate) fn now_ms(&self) -> i64 {
         self.clock.now_ms()
@@ -109,13 +126,7 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         ..IdempotencyConfig::default()
     };
     let keys = IdempotencyLayer::with_clock(store.clone(), config, Arc::clone(&clock));
-    let state = Arc::new(ApiState {
-        store: store.clone(),
-        clock,
-        secrets_key: api.secrets_key.clone(),
-        url_policy: api.url_policy.clone(),
-        schemas: payload_schema::PayloadSchemas::default(),
-    });
+    let state = Arc::new(ApiState::new(api, store, clock));
     let resources = Router::new()
         .merge(applications::routes())
         .merge(event_types::routes())
@@ -143,6 +154,13 @@ pub(crate) fn router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Router 
         .route("/health/ping", get(health).fallback(api_not_found))
         .merge(authorized)
         .fallback(api_not_found)
+}
+
+/// The customer portal's router (nest it at [`crate::portal::PREFIX`]) when `api` serves
+/// one, over its own [`ApiState`] on the same store.
+pub(crate) fn portal_router(api: &Api, store: &Store, clock: Arc<dyn Clock>) -> Option<Router> {
+    let portal = api.portal.as_ref()?;
+    Some(crate::portal::router(Arc::new(ApiState::new(api, store, clock)), portal))
 }
 
 /// `GET`/`HEAD /health` and `/health/ping`: 204 while the process answers (the spec's
