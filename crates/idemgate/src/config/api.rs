@@ -17,7 +17,10 @@ use idemgate_core::{
     Secret, SourceName,
     outbound::{address::UrlPolicy, label::EndpointLabels, sealing::SecretsKey},
 };
-use idemgate_http::outbound::{Api, ApiRole, ApiToken, PREFIX};
+use idemgate_http::{
+    outbound::{Api, ApiRole, ApiToken, PREFIX},
+    portal::Portal,
+};
 use ipnet::IpNet;
 
 use super::{
@@ -40,6 +43,8 @@ pub struct ApiConfig {
     pub public_url: Option<String>,
     /// How endpoints show in the metrics' `destination` label.
     pub endpoint_labels: EndpointLabels,
+    /// The customer portal, served when `public_url` is set (`[api.portal]`).
+    pub portal: Option<Portal>,
 }
 
 impl std::fmt::Debug for ApiConfig {
@@ -50,6 +55,7 @@ impl std::fmt::Debug for ApiConfig {
             .field("url_policy", &self.url_policy)
             .field("public_url", &self.public_url)
             .field("endpoint_labels", &self.endpoint_labels)
+            .field("portal", &self.portal)
             .finish()
     }
 }
@@ -63,6 +69,7 @@ impl ApiConfig {
             secrets_key: self.secrets_key.clone(),
             url_policy: self.url_policy.clone(),
             public_url: self.public_url.clone(),
+            portal: self.portal.clone(),
         }
     }
 }
@@ -104,10 +111,11 @@ pub(super) fn api(
             Some(url)
         }
         None => {
-            r.show("api.public_url", Shown::Note("(not set: links name Svix's fixed portal page)"));
+            r.show("api.public_url", Shown::Note("(not set: the portal is off; links name Svix's fixed portal page)"));
             None
         }
     };
+    let portal = super::portal::portal(raw.portal, public_url.as_deref(), r)?;
     match &raw.secrets_key {
         Some(reference) => r.show("api.secrets_key", Shown::Value(effective::reference(reference))),
         None => r.show("api.secrets_key", Shown::Note("(not set: `serve` refuses to start the API)")),
@@ -126,6 +134,15 @@ pub(super) fn api(
         let key = format!("{table}.token");
         r.show(&key, Shown::Value(effective::reference(&token.token)));
         named.push((key, name, role, token.token));
+    }
+    if let Some(i) = proxies.iter().position(|prefix| enabled && *prefix == idemgate_http::portal::PREFIX) {
+        return Err(ConfigError::new(
+            "api.enabled",
+            format!(
+                "the customer portal is served at {}, which is already the prefix of proxy[{i}]",
+                idemgate_http::portal::PREFIX
+            ),
+        ));
     }
     if let Some(i) = proxies.iter().position(|prefix| enabled && *prefix == PREFIX) {
         return Err(ConfigError::new(
@@ -172,6 +189,7 @@ pub(super) fn api(
         url_policy: UrlPolicy { allow_http, allow_networks },
         public_url,
         endpoint_labels: EndpointLabels::of(per_endpoint),
+        portal,
     }))
 }
 

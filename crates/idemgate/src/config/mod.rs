@@ -15,6 +15,7 @@ mod listeners;
 mod metrics;
 pub mod origin;
 pub mod paths;
+mod portal;
 mod proxies;
 pub mod raw;
 mod reading;

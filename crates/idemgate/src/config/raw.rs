@@ -105,6 +105,23 @@ pub struct RawApi {
     pub public_url: Option<String>,
     /// One metrics label value per endpoint (its id) instead of one for all (`api`).
     pub metrics_per_endpoint: Option<bool>,
+    /// `[api.portal]`: the customer portal's branding and framing.
+    pub portal: Option<RawPortal>,
+}
+
+/// `[api.portal]`: how the customer portal looks and who may frame it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPortal {
+    /// The provider's name, in every page's header and title.
+    pub name: Option<String>,
+    /// An `https` URL of the provider's logo.
+    pub logo_url: Option<String>,
+    /// The accent colour, `#rrggbb`.
+    pub accent: Option<String>,
+    /// The origins that may show the portal in an iframe.
+    #[serde(default)]
+    pub frame_ancestors: Vec<String>,
 }
 
 /// `[api.tokens.<name>]`: one API token.

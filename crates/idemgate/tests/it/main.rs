@@ -45,6 +45,8 @@ mod outbound_racers;
 mod outbound_resend;
 mod outbound_schemas;
 mod pg_cluster;
+mod portal_enter;
+mod portal_harness;
 mod postgres_instances;
 mod proxy_hardening;
 mod queue_outcomes;

@@ -1,0 +1,125 @@
+//! Entering the customer portal of a real `idemgate serve` (`docs/design/portal.md` §2), on
+//! SQLite and PostgreSQL: the link `app-portal-access` answers opens the portal once; the
+//! session is in the store, so it ends on the API's `logout` of the token it came with and
+//! when the application is deleted; a post from elsewhere changes nothing; every answer
+//! carries the portal's CSP and framing rule.
+
+use svix::models::{AppPortalAccessIn, ApplicationIn};
+
+use crate::{
+    outbound_api::{ADMIN_TOKEN, Backend, sdk, serve_with},
+    portal_harness::{Customer, PUBLIC_URL, portal_api},
+};
+
+async fn a_link_opens_the_portal_once(backend: Backend) {
+    let (_setup, gateway) = serve_with(backend, &portal_api());
+    let admin = sdk(&gateway, ADMIN_TOKEN);
+    admin
+        .application()
+        .create(ApplicationIn { uid: Some("acme".into()), ..ApplicationIn::new("Acme".into()) }, None)
+        .await
+        .unwrap();
+    let access =
+        admin.authentication().app_portal_access("acme".to_owned(), AppPortalAccessIn::new(), None).await.unwrap();
+    assert!(access.url.starts_with(&format!("{PUBLIC_URL}/portal/enter#")), "{}", access.url);
+
+    let mut customer = Customer::new(&gateway);
+    let entered = customer.open(&access.url).await;
+    assert_eq!((entered.status, entered.location.as_deref()), (303, Some("/portal/endpoints")), "{}", entered.body);
+    let cookie = entered.set_cookie.clone().unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax") && cookie.contains("Path=/portal"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains("Secure"), "plain http public URL: {cookie}");
+    let home = customer.get("/portal/").await;
+    assert_eq!((home.status, home.location.as_deref()), (303, Some("/portal/endpoints")));
+
+    // The same link again, from another browser: used.
+    let mut other = Customer::new(&gateway);
+    let again = other.open(&access.url).await;
+    assert_eq!((again.status, again.set_cookie), (401, None));
+    assert!(again.body.contains("Ask for a new link"), "{}", again.body);
+    assert_eq!(other.get("/portal/").await.status, 401, "no session without the cookie");
+    // A made-up login, and a login from another origin: refused, nothing started.
+    let mut forged = Customer::new(&gateway);
+    assert_eq!(forged.open(&format!("{PUBLIC_URL}/portal/enter#{}", "ab".repeat(32))).await.status, 401);
+    let fresh = crate::portal_harness::link(&gateway, "acme").await;
+    let login = crate::portal_harness::login_of(&fresh);
+    let body = format!("token={login}");
+    let elsewhere =
+        forged.send(reqwest::Method::POST, "/portal/enter", Some(body.clone()), Some("http://evil.test")).await;
+    assert_eq!(elsewhere.status, 403);
+    assert_eq!(
+        forged.send(reqwest::Method::POST, "/portal/enter", Some(body), Some(PUBLIC_URL)).await.status,
+        303,
+        "the refused try did not use it up"
+    );
+
+    // Every answer's headers: the CSP, no framing, no caching.
+    let headers = &home.headers;
+    let csp = &headers["content-security-policy"];
+    assert!(
+        csp.contains("frame-ancestors 'none'")
+            && csp.contains("form-action 'self'")
+            && csp.contains("script-src 'self'"),
+        "{csp}"
+    );
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert_eq!(headers["cache-control"], "no-store");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    let landing = Customer::new(&gateway).get("/portal/enter").await;
+    assert_eq!(landing.status, 200);
+    assert!(
+        landing.body.contains("<script src=\"/portal/enter.js\"></script>") && landing.body.contains("Acme"),
+        "{}",
+        landing.body
+    );
+}
+
+async fn the_session_ends_with_its_token_and_its_application(backend: Backend) {
+    let (_setup, gateway) = serve_with(backend, &portal_api());
+    let admin = sdk(&gateway, ADMIN_TOKEN);
+    for uid in ["one", "two"] {
+        admin
+            .application()
+            .create(ApplicationIn { uid: Some(uid.into()), ..ApplicationIn::new(uid.into()) }, None)
+            .await
+            .unwrap();
+    }
+    let access =
+        admin.authentication().app_portal_access("one".to_owned(), AppPortalAccessIn::new(), None).await.unwrap();
+    let mut by_token = Customer::new(&gateway);
+    assert_eq!(by_token.open(&access.url).await.status, 303);
+    let mut two = Customer::enter(&gateway, "two").await;
+    assert_eq!(by_token.get("/portal/").await.status, 303, "signed in");
+
+    // The API's logout of the token the link came with ends the portal's session.
+    sdk(&gateway, &access.token).authentication().logout(None).await.unwrap();
+    assert_eq!(by_token.get("/portal/").await.status, 401);
+    assert_eq!(two.get("/portal/").await.status, 303, "another application's session is untouched");
+
+    // Deleting the application ends its sessions.
+    admin.application().delete("two".to_owned()).await.unwrap();
+    assert_eq!(two.get("/portal/").await.status, 401);
+}
+
+#[tokio::test]
+async fn a_link_opens_the_portal_once_on_sqlite() {
+    a_link_opens_the_portal_once(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_link_opens_the_portal_once_on_postgres() {
+    a_link_opens_the_portal_once(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn the_session_ends_with_its_token_and_its_application_on_sqlite() {
+    the_session_ends_with_its_token_and_its_application(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn the_session_ends_with_its_token_and_its_application_on_postgres() {
+    the_session_ends_with_its_token_and_its_application(Backend::Postgres).await;
+}
