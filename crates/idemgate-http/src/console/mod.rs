@@ -2,7 +2,7 @@
 //! (`admin/`) and the dashboard under `/admin/` (`dashboard/`), both working on one
 //! [`AdminState`] ([`state`]) and reading the store through the operator's [`views`] (the
 //! sending side's in [`applications`]); the
-//! dashboard's signed-in sessions are kept by [`session`].
+//! dashboard's signed-in sessions are kept in the store through [`session`].
 //!
 //! The dashboard's look is one stylesheet ([`assets`]) and the components in [`ui`].
 //! Every answer of the console, API and dashboard, forbids framing and caching (but the

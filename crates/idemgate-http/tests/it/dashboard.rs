@@ -48,7 +48,7 @@ impl Admin {
                 secret: Secret::new(TOKEN.as_bytes().to_vec()),
             }]),
             rejections: Arc::clone(&rejections),
-            sessions: Arc::new(Sessions::new(Duration::from_secs(7 * 86_400))),
+            sessions: Sessions::new(store.clone(), Duration::from_secs(7 * 86_400)),
             tls: false,
             body_timeout: Duration::from_secs(5),
             clock,

@@ -11,6 +11,7 @@ mod broker_logs;
 mod broker_setup;
 mod cli_docs;
 mod config_cli;
+mod dashboard_instances;
 mod doc_citations;
 mod doc_links;
 mod gateway_admin;

@@ -19,13 +19,10 @@ use super::{
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{
-        applications::{self, ApplicationDetail, EndpointView, MessagesPage},
-        state::AdminState,
-        ui::{empty_state, state_badge},
-    },
+use crate::console::{
+    applications::{self, ApplicationDetail, EndpointView, MessagesPage},
+    state::AdminState,
+    ui::{empty_state, state_badge},
 };
 
 /// How many of the latest messages the page lists.
@@ -33,8 +30,9 @@ const LATEST: usize = 20;
 
 /// The application page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap, Path(app): Path<String>) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     shown(
         "idemgate: application",

@@ -20,13 +20,10 @@ use super::{
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{
-        applications::{self, ApplicationSummary, ViewError},
-        state::AdminState,
-        ui::empty_state,
-    },
+use crate::console::{
+    applications::{self, ApplicationSummary, ViewError},
+    state::AdminState,
+    ui::empty_state,
 };
 
 /// Applications per page.
@@ -44,8 +41,9 @@ pub(super) async fn page(
     headers: HeaderMap,
     Query(cursor): Query<Cursor>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     shown("idemgate: applications", &[], &esc(&session.csrf), render(&state, cursor.after).await)
 }

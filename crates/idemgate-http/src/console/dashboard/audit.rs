@@ -17,12 +17,9 @@ use super::{
     page::shown,
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{
-        state::AdminState,
-        views::{self, AuditEntry},
-    },
+use crate::console::{
+    state::AdminState,
+    views::{self, AuditEntry},
 };
 
 /// How many entries the page shows.
@@ -42,8 +39,9 @@ pub(super) async fn page(
     headers: HeaderMap,
     Query(query): Query<AuditQuery>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let filter = AuditFilter {
         token: Some(query.token.clone()).filter(|t| !t.is_empty()),

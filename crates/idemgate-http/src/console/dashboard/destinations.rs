@@ -22,7 +22,6 @@ use super::{
 };
 use crate::{
     access::Need,
-    answer::DashboardAnswer,
     console::{
         state::AdminState,
         views::{self, AttemptBucketView, AttemptSeries, DestinationView, Window},
@@ -31,8 +30,9 @@ use crate::{
 
 /// The destinations page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());

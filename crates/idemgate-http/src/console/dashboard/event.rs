@@ -63,8 +63,9 @@ pub(super) async fn page(
     Path(id): Path<String>,
     Query(done): Query<Done>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     let Some(id) = event_id(&id) else { return DashboardAnswer::NotFound.into_response() };
@@ -377,7 +378,7 @@ pub(super) async fn replay(
     Path(id): Path<String>,
     Form(form): Form<ReplayForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
@@ -417,7 +418,7 @@ pub(super) async fn retry(
     Path(id): Path<String>,
     Form(form): Form<RetryForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };

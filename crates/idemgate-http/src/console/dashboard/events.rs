@@ -23,10 +23,7 @@ use super::{
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{state::AdminState, ui::state_badge, views},
-};
+use crate::console::{state::AdminState, ui::state_badge, views};
 
 /// Events per page.
 const PAGE: usize = 50;
@@ -157,8 +154,9 @@ pub(super) async fn page(
     headers: HeaderMap,
     Query(search): Query<Search>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     shown("idemgate: events", &[], &csrf, render(&state, &search).await)

@@ -20,13 +20,10 @@ use super::{
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{
-        applications::{self, MessageDetail},
-        state::AdminState,
-        ui::empty_state,
-    },
+use crate::console::{
+    applications::{self, MessageDetail},
+    state::AdminState,
+    ui::empty_state,
 };
 
 /// The message page.
@@ -35,8 +32,9 @@ pub(super) async fn page(
     headers: HeaderMap,
     Path((app, msg)): Path<(String, String)>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let parent = format!("/admin/applications/{app}");
     let crumbs = [("/admin/applications", "Applications"), (parent.as_str(), app.as_str())];

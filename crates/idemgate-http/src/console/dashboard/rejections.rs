@@ -23,15 +23,13 @@ use super::{
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{state::AdminState, views::Window},
-};
+use crate::console::{state::AdminState, views::Window};
 
 /// The rejections page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     shown("idemgate: rejections and conflicts", &[], &csrf, render(&state).await)

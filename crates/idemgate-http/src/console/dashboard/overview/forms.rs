@@ -81,7 +81,7 @@ pub(in crate::console::dashboard) async fn replay(
     headers: HeaderMap,
     Form(form): Form<ReplayForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
@@ -110,7 +110,7 @@ pub(in crate::console::dashboard) async fn retry(
     headers: HeaderMap,
     Form(form): Form<DestinationForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
@@ -131,7 +131,7 @@ pub(in crate::console::dashboard) async fn enable(
     headers: HeaderMap,
     Form(form): Form<DestinationForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
@@ -152,7 +152,7 @@ pub(in crate::console::dashboard) async fn replay_dead(
     headers: HeaderMap,
     Form(form): Form<DestinationForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };

@@ -31,7 +31,6 @@ use super::{
 };
 use crate::{
     access::Need,
-    answer::DashboardAnswer,
     console::{
         state::AdminState,
         ui::{Tone, badge, empty_state, state_badge},
@@ -48,8 +47,9 @@ pub(super) struct Done {
 
 /// The overview page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap, Query(done): Query<Done>) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
