@@ -72,8 +72,10 @@ pub(crate) fn state_badge(state: &str) -> String {
 /// then take its [`Table::html`].
 #[derive(Debug, Clone)]
 pub(crate) struct Table {
-    /// The opening tag, the caption and the header row.
-    head: String,
+    /// The opening tag.
+    open: String,
+    /// The caption's text, escaped; empty for none.
+    caption: String,
     /// The columns' names, escaped, in order.
     labels: Vec<String>,
     /// The rows so far.
@@ -116,21 +118,12 @@ impl Table {
     }
 
     fn opened(open: String, columns: &[&str]) -> Self {
-        let labels: Vec<String> = columns.iter().map(|c| esc(c)).collect();
-        let mut head = open;
-        head.push_str("<tr>");
-        for label in &labels {
-            let _ = write!(head, "<th>{label}</th>");
-        }
-        head.push_str("</tr>");
-        Self { head, labels, rows: String::new() }
+        Self { open, caption: String::new(), labels: columns.iter().map(|c| esc(c)).collect(), rows: String::new() }
     }
 
     /// The same table with `text` (plain) as its caption.
-    pub(crate) fn caption(mut self, text: &str) -> Self {
-        let at = self.head.find("<tr>").unwrap_or(self.head.len());
-        self.head.insert_str(at, &format!("<caption>{}</caption>", esc(text)));
-        self
+    pub(crate) fn caption(self, text: &str) -> Self {
+        Self { caption: esc(text), ..self }
     }
 
     /// Adds a row of `cells`, in the columns' order.
@@ -167,9 +160,18 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// The table's HTML.
+    /// The table's HTML: the caption, the header row, the rows.
     pub(crate) fn html(&self) -> String {
-        format!("{}{}</table>", self.head, self.rows)
+        let mut html = self.open.clone();
+        if !self.caption.is_empty() {
+            let _ = write!(html, "<caption>{}</caption>", self.caption);
+        }
+        html.push_str("<tr>");
+        for label in &self.labels {
+            let _ = write!(html, "<th>{label}</th>");
+        }
+        let _ = write!(html, "</tr>{}</table>", self.rows);
+        html
     }
 }
 
