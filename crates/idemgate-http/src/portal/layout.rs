@@ -6,7 +6,10 @@
 use axum::response::Html;
 
 use super::{Brand, PortalState, session::Customer};
-use crate::console::{assets::stylesheet_path, dashboard::layout::esc, ui::page_header};
+use crate::console::{
+    assets::stylesheet_path,
+    ui::{esc, page_header},
+};
 
 /// The portal's pages, as the navigation lists them: path below `/portal` and name.
 const PAGES: [(&str, &str); 3] =

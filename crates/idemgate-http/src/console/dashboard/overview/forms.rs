@@ -18,11 +18,7 @@ use serde::Deserialize;
 
 use crate::{
     answer::DashboardAnswer,
-    console::{
-        dashboard::{layout::esc, session::operate_session},
-        state::AdminState,
-        views::DestinationView,
-    },
+    console::{dashboard::session::operate_session, state::AdminState, ui::esc, views::DestinationView},
 };
 
 /// How many jobs one click of "Replay dead jobs" replays at most, per write transaction.
