@@ -197,6 +197,7 @@ async fn another_applications_endpoint_is_not_found(backend: Backend) {
     for (post, fields) in &posts {
         assert_eq!(customer.post(post, fields).await.status, 404, "POST {post}");
     }
+    assert_eq!(customer.get(&format!("{path}/disable")).await.status, 404, "no other method");
     assert_eq!(eps.get("other".to_owned(), theirs.id.clone()).await.unwrap(), before, "unchanged");
     assert_eq!(eps.get_headers("other".to_owned(), theirs.id.clone()).await.unwrap(), headers_before);
     assert_eq!(eps.get_secret("other".to_owned(), theirs.id.clone()).await.unwrap().key, secret_before);

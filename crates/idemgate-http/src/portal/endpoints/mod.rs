@@ -22,7 +22,7 @@ use axum::{
 use idemgate_store::outbound::{ListQuery, Lookup, endpoint::Endpoint};
 use serde::Deserialize;
 
-use super::{Customer, PortalState, Posted, Shared, layout::page as frame, session::NoFields};
+use super::{Customer, PortalState, Posted, Shared, layout::page as frame, not_found, session::NoFields};
 use crate::{
     answer::{OutboundAnswer, PortalAnswer},
     console::{dashboard::layout::esc, ui::empty_state},
@@ -40,19 +40,21 @@ const LIST_LIMIT: usize = 250;
 /// A day, in milliseconds.
 const DAY_MS: i64 = 86_400_000;
 
+/// The routes below `/portal`; another method on one of them is "Not found", as any other
+/// path of the portal.
 pub(super) fn routes() -> Router<Arc<PortalState>> {
     Router::new()
-        .route("/endpoints", get(list).post(form::create))
-        .route("/endpoints/new", get(form::new))
-        .route("/endpoints/{ep}", get(page::show).post(form::update))
-        .route("/endpoints/{ep}/edit", get(form::edit))
-        .route("/endpoints/{ep}/disable", post(disable))
-        .route("/endpoints/{ep}/enable", post(enable))
-        .route("/endpoints/{ep}/delete", post(delete))
-        .route("/endpoints/{ep}/headers", post(page::headers))
-        .route("/endpoints/{ep}/secret", get(secret))
-        .route("/endpoints/{ep}/secret/rotate", post(rotate))
-        .route("/endpoints/{ep}/test", post(test_event))
+        .route("/endpoints", get(list).post(form::create).fallback(not_found))
+        .route("/endpoints/new", get(form::new).fallback(not_found))
+        .route("/endpoints/{ep}", get(page::show).post(form::update).fallback(not_found))
+        .route("/endpoints/{ep}/edit", get(form::edit).fallback(not_found))
+        .route("/endpoints/{ep}/disable", post(disable).fallback(not_found))
+        .route("/endpoints/{ep}/enable", post(enable).fallback(not_found))
+        .route("/endpoints/{ep}/delete", post(delete).fallback(not_found))
+        .route("/endpoints/{ep}/headers", post(page::headers).fallback(not_found))
+        .route("/endpoints/{ep}/secret", get(secret).fallback(not_found))
+        .route("/endpoints/{ep}/secret/rotate", post(rotate).fallback(not_found))
+        .route("/endpoints/{ep}/test", post(test_event).fallback(not_found))
 }
 
 /// The endpoint `ep` of the customer's application, or 404 (another application's too).
