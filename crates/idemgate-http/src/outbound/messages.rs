@@ -71,7 +71,8 @@ async fn send_example(
     bytes: Bytes,
 ) -> Result<Response, OutboundAnswer> {
     let input: EventExampleIn = body::json(&bytes)?;
-    let event_type = EventTypeName::parse(&input.event_type, Loc::body("eventType"))?;
+    // The type's name is judged before the payload, as the route always did.
+    EventTypeName::parse(&input.event_type, Loc::body("eventType"))?;
     if input.payload.is_some() {
         return Err(OutboundAnswer::invalid(
             &["body", "payload"],
@@ -80,6 +81,22 @@ async fn send_example(
         ));
     }
     let index = usize::try_from(input.example_index.unwrap_or(0)).unwrap_or(usize::MAX);
+    let (app, ep) = (Lookup::application(&app), Lookup::endpoint(&ep));
+    let message = send_example_to(&state, (app, ep), &input.event_type, index, operation_text(operation)).await?;
+    Ok(Done::Ok.with(message_out(message, true)?))
+}
+
+/// Publishes the example `index` of `event_type` to the endpoint `ep` of `app` alone
+/// (`send-example`, and the portal's "Send test event"), once durable. An event type that
+/// does not exist is 404; one without that example 400 `invalid_scheme`, as Svix.
+pub(crate) async fn send_example_to(
+    state: &ApiState,
+    (app, ep): (Lookup, Lookup),
+    event_type: &str,
+    index: usize,
+    operation: Option<String>,
+) -> Result<store::Message, OutboundAnswer> {
+    let event_type = EventTypeName::parse(event_type, Loc::body("eventType"))?;
     let payload = if event_type.as_str() == PING_EVENT_TYPE {
         PING_PAYLOAD.to_owned()
     } else {
@@ -96,12 +113,10 @@ async fn send_example(
         channels: None,
         payload: Bytes::from(payload),
         expires_at_ms: Some(now.saturating_add(DEFAULT_PAYLOAD_RETENTION_DAYS.saturating_mul(24 * HOUR_MS))),
-        operation: operation_text(operation),
+        operation,
     };
-    let accepted =
-        state.store.accept_message_to(Lookup::application(&app), Lookup::endpoint(&ep), message, now).await?;
-    match accepted {
-        Accepted::Created(message) | Accepted::Duplicate(message) => Ok(Done::Ok.with(message_out(message, true)?)),
+    match state.store.accept_message_to(app, ep, message, now).await? {
+        Accepted::Created(message) | Accepted::Duplicate(message) => Ok(message),
         // A message without an `eventId` has its own receipt: it cannot conflict.
         Accepted::Conflict => Err(OutboundAnswer::Unavailable),
     }

@@ -18,6 +18,7 @@
 //!
 //! Every status is chosen in `answer/portal.rs` (`PortalAnswer`).
 
+mod endpoints;
 mod enter;
 pub(crate) mod layout;
 pub(crate) mod session;
@@ -102,6 +103,7 @@ pub(crate) fn router(api: Arc<ApiState>, portal: &Portal) -> Router {
     Router::new()
         .route("/", get(home))
         .merge(enter::routes())
+        .merge(endpoints::routes())
         .fallback(not_found)
         .layer(middleware::map_response_with_state(Arc::clone(&state), guarded))
         .with_state(state)

@@ -46,6 +46,7 @@ mod outbound_racers;
 mod outbound_resend;
 mod outbound_schemas;
 mod pg_cluster;
+mod portal_endpoints;
 mod portal_enter;
 mod portal_harness;
 mod postgres_instances;
