@@ -19,7 +19,9 @@
 //! Every status is chosen in `answer/portal.rs` (`PortalAnswer`).
 
 mod enter;
+mod event_types;
 pub(crate) mod layout;
+mod messages;
 pub(crate) mod session;
 
 use std::sync::Arc;
@@ -102,6 +104,8 @@ pub(crate) fn router(api: Arc<ApiState>, portal: &Portal) -> Router {
     Router::new()
         .route("/", get(home))
         .merge(enter::routes())
+        .merge(messages::routes())
+        .merge(event_types::routes())
         .fallback(not_found)
         .layer(middleware::map_response_with_state(Arc::clone(&state), guarded))
         .with_state(state)

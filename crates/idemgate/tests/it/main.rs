@@ -47,6 +47,7 @@ mod outbound_schemas;
 mod pg_cluster;
 mod portal_enter;
 mod portal_harness;
+mod portal_messages;
 mod postgres_instances;
 mod proxy_hardening;
 mod queue_outcomes;
