@@ -409,7 +409,13 @@ fn segment(text: &str) -> String {
 
 /// `GET /portal/messages/{msg}`: the payload, then per endpoint its delivery and every
 /// attempt, each endpoint with a Resend button; reloads itself while one waits or is tried.
-async fn one(State(state): Shared, customer: Customer, Path(msg): Path<String>) -> Result<Html<String>, PortalAnswer> {
+async fn one(
+    State(state): Shared,
+    customer: Customer,
+    Path(msg): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Html<String>, PortalAnswer> {
+    let view: View = serde_urlencoded::from_str(query.as_deref().unwrap_or("")).unwrap_or_default();
     let store = &state.api.store;
     let message = store.message(customer.app(), Lookup::message(&msg)).await?.ok_or(PortalAnswer::NotFound)?;
     let id = Lookup::Id(message.id.clone());
@@ -474,13 +480,35 @@ async fn one(State(state): Shared, customer: Customer, Path(msg): Path<String>) 
             esc(&endpoint.url),
         );
     }
-    if under_way {
-        body.push_str("<p class=\"muted\" role=\"status\">A delivery is under way: this page reloads itself.</p>");
+    let reloading = under_way && view.refresh != "off";
+    let here = format!("/portal/messages/{}", segment(&message.id));
+    if reloading {
+        let _ = write!(
+            body,
+            "<p class=\"muted\" role=\"status\">A delivery is under way: this page reloads itself every \
+             {REFRESH_SECONDS} seconds. <a href=\"{}?refresh=off\">Stop reloading</a></p>",
+            esc(&here)
+        );
+    } else if under_way {
+        let _ = write!(
+            body,
+            "<p class=\"muted\" role=\"status\">A delivery is under way. <a href=\"{}\">Reload</a></p>",
+            esc(&here)
+        );
     }
     let title = format!("Message {}", message.event_type);
     let crumbs = [("/portal/messages", "Messages")];
-    let refresh = under_way.then_some(REFRESH_SECONDS);
+    let refresh = reloading.then_some(REFRESH_SECONDS);
     Ok(refreshing_page(&state, &customer, "/portal/messages", &title, &crumbs, &body, refresh))
+}
+
+/// How a message's page is shown: `refresh=off` stops its reloading (a customer reading
+/// it at their own pace).
+#[derive(Debug, Default, Deserialize)]
+struct View {
+    /// `off`: no reloading.
+    #[serde(default)]
+    refresh: String,
 }
 
 /// An endpoint's attempts, newest first.

@@ -168,7 +168,7 @@ async fn a_message_shows_its_payload_and_attempts_and_is_resent(backend: Backend
     application(&admin, "shop").await;
     // The destination holds its answer a while, so the delivery is under way when read.
     let sink = Destination::start(&[]);
-    sink.delay(Duration::from_millis(1_500));
+    sink.delay(Duration::from_millis(2_500));
     let ep = endpoint(&admin, "shop", &sink, &[]).await;
     let mut customer = Customer::enter(&gateway, "shop").await;
     let message = publish(&gateway, "shop", "order.paid", json!({"note": "<b>hi</b>", "n": 1})).await;
@@ -180,6 +180,8 @@ async fn a_message_shows_its_payload_and_attempts_and_is_resent(backend: Backend
     assert!(sending.body.contains("&quot;note&quot;: &quot;&lt;b&gt;hi&lt;/b&gt;&quot;"), "{}", sending.body);
     assert!(!sending.body.contains("<b>hi</b>"), "the payload is escaped");
     assert!(sending.body.contains("<meta http-equiv=\"refresh\" content=\"3\">"), "{}", sending.body);
+    let still = customer.get(&format!("{path}?refresh=off")).await;
+    assert!(!still.body.contains("http-equiv=\"refresh\"") && still.body.contains(">Reload</a>"), "{}", still.body);
 
     // Poll the page until the attempt appears, as a customer watching it would.
     let deadline = Instant::now() + Duration::from_secs(20);
