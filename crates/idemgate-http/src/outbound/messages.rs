@@ -97,15 +97,16 @@ pub(crate) async fn send_example_to(
     operation: Option<String>,
 ) -> Result<store::Message, OutboundAnswer> {
     let event_type = EventTypeName::parse(event_type, Loc::body("eventType"))?;
-    let payload = if event_type.as_str() == PING_EVENT_TYPE {
-        PING_PAYLOAD.to_owned()
+    let schemas = if event_type.as_str() == PING_EVENT_TYPE {
+        None
     } else {
-        let found = state.store.event_type(event_type.as_str().to_owned()).await?.ok_or(OutboundAnswer::NotFound)?;
-        example(found.schemas.as_deref(), index).ok_or(OutboundAnswer::BadRequest {
+        state.store.event_type(event_type.as_str().to_owned()).await?.ok_or(OutboundAnswer::NotFound)?.schemas
+    };
+    let payload =
+        example_payload(event_type.as_str(), schemas.as_deref(), index).ok_or(OutboundAnswer::BadRequest {
             code: "invalid_scheme",
             detail: "Unable to generate example message from event-type schema",
-        })?
-    };
+        })?;
     let now = state.now_ms();
     let message = store::MessageIn {
         event_id: None,
@@ -126,6 +127,13 @@ pub(crate) async fn send_example_to(
 /// ([`store::MessageIn::operation`]).
 fn operation_text(operation: Option<Extension<Operation>>) -> Option<String> {
     operation.map(|Extension(op)| format!("{}\n{}\n{}", op.scope, op.key, op.expires_at_ms))
+}
+
+/// The example `index` of the event type `name` whose `schemas` are given: what
+/// `send-example` sends and the portal's catalog shows. [`PING_PAYLOAD`] for
+/// [`PING_EVENT_TYPE`], else [`example`] of its schemas.
+pub(crate) fn example_payload(name: &str, schemas: Option<&str>, index: usize) -> Option<String> {
+    if name == PING_EVENT_TYPE { Some(PING_PAYLOAD.to_owned()) } else { example(schemas, index) }
 }
 
 /// The example `index` of an event type's `schemas` (the JSON text of an object of

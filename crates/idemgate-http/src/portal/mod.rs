@@ -20,7 +20,9 @@
 
 mod endpoints;
 mod enter;
+mod event_types;
 pub(crate) mod layout;
+mod messages;
 pub(crate) mod session;
 
 use std::sync::Arc;
@@ -104,6 +106,8 @@ pub(crate) fn router(api: Arc<ApiState>, portal: &Portal) -> Router {
         .route("/", get(home))
         .merge(enter::routes())
         .merge(endpoints::routes())
+        .merge(messages::routes())
+        .merge(event_types::routes())
         .fallback(not_found)
         .layer(middleware::map_response_with_state(Arc::clone(&state), guarded))
         .with_state(state)
