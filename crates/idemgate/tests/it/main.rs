@@ -49,6 +49,7 @@ mod pg_cluster;
 mod portal_endpoints;
 mod portal_enter;
 mod portal_harness;
+mod portal_isolation;
 mod portal_messages;
 mod postgres_instances;
 mod proxy_hardening;

@@ -240,6 +240,8 @@ async fn test_event(
     posted: Posted<TestEvent>,
 ) -> Result<Redirect, PortalAnswer> {
     let customer = posted.customer;
+    // The endpoint first: another application's is 404 whatever the event type.
+    state.api.store.endpoint(customer.app(), Lookup::Id(ep.clone())).await?.ok_or(PortalAnswer::NotFound)?;
     let lookups = (customer.app(), Lookup::Id(ep));
     let message =
         send_example_to(&state.api, lookups, &posted.form.event_type, 0, None).await.map_err(
