@@ -10,6 +10,7 @@
 //! that implements [`Scheme`] and one entry there.
 
 pub mod demo;
+pub mod generic;
 pub mod github;
 pub mod registry;
 pub mod shopify;
@@ -33,6 +34,7 @@ use crate::{
 };
 
 pub use demo::DemoV1;
+pub use generic::{BasicAuth, GenericHmac, SharedToken};
 pub use github::GitHub;
 pub use registry::{OUTGOING, SCHEMES, UnknownScheme, lookup, names};
 pub use shopify::Shopify;
