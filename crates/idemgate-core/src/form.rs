@@ -20,7 +20,50 @@
 
 use std::collections::BTreeMap;
 
-use crate::json::{Json, Object};
+use crate::{
+    Rejection,
+    json::{self, Json, Object},
+};
+
+/// How a source's bodies are read into the JSON view that identity pointers, event types
+/// and filters read, once the signature holds (`body = "json"` or `"form"`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BodyFormat {
+    /// Strict JSON ([`json::parse`]).
+    #[default]
+    Json,
+    /// A strict `application/x-www-form-urlencoded` form ([`parse`]).
+    Form,
+}
+
+impl BodyFormat {
+    /// The format configured as `name`: `json` or `form`.
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "json" => Some(Self::Json),
+            "form" => Some(Self::Form),
+            _ => None,
+        }
+    }
+
+    /// The configuration name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Form => "form",
+        }
+    }
+
+    /// The JSON view of `bytes`, or why they are refused.
+    pub fn read(self, bytes: &[u8], limits: json::Limits) -> Result<Json, Rejection> {
+        match self {
+            Self::Json => Ok(json::parse(bytes, limits)?),
+            Self::Form => Ok(parse(bytes)?),
+        }
+    }
+}
 
 /// The most fields a form body may have.
 pub const MAX_FIELDS: usize = 1024;
@@ -187,6 +230,19 @@ mod tests {
         assert_eq!(parse(&body), Err(FormError::TooManyFields { limit: MAX_FIELDS }));
         let most: Vec<u8> = (0..MAX_FIELDS).map(|i| format!("f{i}=1")).collect::<Vec<_>>().join("&").into_bytes();
         assert_eq!(parse(&most).unwrap().as_object().unwrap().len(), MAX_FIELDS);
+    }
+
+    #[test]
+    fn a_source_reads_its_bodies_in_its_format() {
+        let limits = json::Limits::default();
+        assert_eq!(
+            BodyFormat::from_name("form").map(|f| f.read(b"id=1", limits)),
+            Some(parse(b"id=1").map_err(Rejection::from))
+        );
+        assert!(matches!(BodyFormat::Json.read(b"id=1", limits), Err(Rejection::InvalidJson(_))));
+        assert!(matches!(BodyFormat::Form.read(b"a=1&a=2", limits), Err(Rejection::InvalidForm(_))));
+        assert_eq!(BodyFormat::default().name(), "json");
+        assert_eq!(BodyFormat::from_name("xml"), None);
     }
 
     #[test]

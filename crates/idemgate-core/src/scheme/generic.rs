@@ -426,9 +426,9 @@ impl Scheme for GenericHmac {
         };
         let material =
             self.template.material(delivery.body, timestamp, |name| single_header(delivery.headers, name))?;
-        let matched = secrets.iter().fold(Choice::from(0), |acc, secret| {
-            acc | self.algorithm.mac(secret.expose(), &material).ct_eq(&given)
-        });
+        let matched = secrets
+            .iter()
+            .fold(Choice::from(0), |acc, secret| acc | self.algorithm.mac(secret.expose(), &material).ct_eq(&given));
         if !bool::from(matched) {
             return Err(AuthError::SignatureMismatch);
         }

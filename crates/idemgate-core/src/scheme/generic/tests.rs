@@ -85,7 +85,10 @@ fn a_base64_sha512_template_with_a_signed_header_verifies_a_python_vector() {
     assert!(scheme.verify(&keys, RawDelivery { headers: &sent, body: BODY }, NOW).is_ok());
     let mut other = sent.clone();
     other.insert("x-delivery", HeaderValue::from_static("d-43"));
-    assert_eq!(scheme.verify(&keys, RawDelivery { headers: &other, body: BODY }, NOW), Err(AuthError::SignatureMismatch));
+    assert_eq!(
+        scheme.verify(&keys, RawDelivery { headers: &other, body: BODY }, NOW),
+        Err(AuthError::SignatureMismatch)
+    );
     other.remove("x-delivery");
     assert_eq!(
         scheme.verify(&keys, RawDelivery { headers: &other, body: BODY }, NOW),
@@ -142,14 +145,9 @@ fn malformed_signatures_and_timestamps_are_refused_before_any_mac() {
 #[test]
 fn every_configured_scheme_signs_what_it_verifies_and_only_its_headers() {
     let hmac = acme();
-    let signed_header = GenericHmac::new(&settings(
-        Algorithm::Sha1,
-        Encoding::Base64,
-        "sha1=",
-        "{header:X-Acme-Delivery}{body}",
-        None,
-    ))
-    .unwrap();
+    let signed_header =
+        GenericHmac::new(&settings(Algorithm::Sha1, Encoding::Base64, "sha1=", "{header:X-Acme-Delivery}{body}", None))
+            .unwrap();
     let token = SharedToken::new("X-Token").unwrap();
     let schemes: [(&'static dyn Scheme, &str); 4] = [
         (Box::leak(Box::new(hmac)), "acme-secret"),
@@ -261,7 +259,8 @@ fn github_as_hmac() -> GenericHmac {
 #[test]
 fn githubs_scheme_equals_its_generic_configuration() {
     let generic = github_as_hmac();
-    let (keys, secret) = (secrets(&["It's a Secret to Everybody"]), Secret::new(b"It's a Secret to Everybody".to_vec()));
+    let (keys, secret) =
+        (secrets(&["It's a Secret to Everybody"]), Secret::new(b"It's a Secret to Everybody".to_vec()));
     let body: &[u8] = b"Hello, World!";
     let good = github::sign(&secret, body);
     let digest = &good["sha256=".len()..];
