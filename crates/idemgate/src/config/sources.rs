@@ -93,6 +93,7 @@ pub(super) struct Sources {
 pub(super) fn sources(
     raw: BTreeMap<String, RawSource>,
     destinations: &BTreeSet<String>,
+    transformed: &BTreeMap<String, Program>,
     r: &mut Reading<'_>,
     verifies: Verifies<'_>,
 ) -> Result<Sources, ConfigError> {
@@ -104,6 +105,17 @@ pub(super) fn sources(
             Verifies::One(one) => one == id,
             Verifies::None => false,
         };
+        let form = raw.body.as_deref() == Some(BodyFormat::Form.name());
+        if let Some(entry) = raw.destinations.iter().find(|entry| form && transformed.contains_key(&entry.name)) {
+            // A transform runs in the worker on the stored bytes, which for a form are not JSON.
+            return Err(ConfigError::new(
+                format!("sources.{id}.body"),
+                format!(
+                    "a form source cannot deliver to a destination with a transform yet ({:?} has one)",
+                    entry.name
+                ),
+            ));
+        }
         let (retention, route, source) = source(&id, raw, destinations, r, verified)?;
         if !routes.insert(route.clone()) {
             return Err(ConfigError::new(format!("sources.{id}.route"), format!("route {route:?} is used twice")));
