@@ -87,7 +87,9 @@ impl std::fmt::Display for IdentityLocation {
 
 impl IdentityLocation {
     /// Whether `scheme`'s signature covers the identity found here: always for the body,
-    /// which every scheme signs; for a header only if the scheme signs that header.
+    /// which every scheme signs but `token` and `basic` (which sign nothing, and where
+    /// another identity in the body is other bytes anyway, so a body receipt adds nothing);
+    /// for a header only if the scheme signs that header.
     #[must_use]
     pub fn is_signed_by(&self, scheme: &dyn Scheme) -> bool {
         match self {
