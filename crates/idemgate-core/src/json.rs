@@ -76,6 +76,11 @@ pub enum Number {
 pub struct Object(BTreeMap<String, Json>);
 
 impl Object {
+    /// An object of these members (unique by construction of the map).
+    pub(crate) fn from_members(members: BTreeMap<String, Json>) -> Self {
+        Self(members)
+    }
+
     /// The member named `key`, if any.
     pub fn get(&self, key: &str) -> Option<&Json> {
         self.0.get(key)

@@ -7,6 +7,7 @@
 pub mod alert;
 pub mod breaker;
 pub mod fingerprint;
+pub mod form;
 pub mod idempotency;
 
 pub mod job;

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::{AuthError, BodyHash, json::JsonError};
+use crate::{AuthError, BodyHash, form::FormError, json::JsonError};
 
 /// The result of offering an authenticated, parsed delivery to the store.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,6 +107,9 @@ pub enum Rejection {
     /// The authenticated body is not strict JSON.
     #[error("invalid json: {0}")]
     InvalidJson(#[from] JsonError),
+    /// The authenticated body of a form source is not a strict form.
+    #[error("invalid form: {0}")]
+    InvalidForm(#[from] FormError),
     /// The JSON is well formed but breaks the source's event contract.
     #[error("event contract violated: {reason}")]
     Contract {
@@ -153,6 +156,7 @@ impl Rejection {
             Self::BodyTooLarge { .. } => "body_size",
             Self::Authentication(err) => err.reason(),
             Self::InvalidJson(err) => err.reason(),
+            Self::InvalidForm(err) => err.reason(),
             Self::Contract { .. } => "event_contract",
         }
     }

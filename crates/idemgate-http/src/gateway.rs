@@ -30,7 +30,9 @@ use axum::{
 use http::{HeaderMap, HeaderName, header::CONTENT_TYPE};
 use idemgate_clock::Clock;
 use idemgate_core::{
-    Outcome, Rejection, Scheme, SecretSet, SourceName, UnixTime, json,
+    Outcome, Rejection, Scheme, SecretSet, SourceName, UnixTime,
+    form::BodyFormat,
+    json,
     outcome::{Field, Location},
     routing::{self, TypePattern},
     scheme::IdentityLocation,
@@ -88,6 +90,8 @@ pub struct Source {
     pub body_limit: usize,
     /// Strict JSON limits.
     pub json_limits: json::Limits,
+    /// How bodies are read into the JSON view (JSON, or a form).
+    pub body: BodyFormat,
     /// Where the stable event identity is.
     pub identity: IdentityLocation,
     /// Whether the same body bytes under another identity are a duplicate of the first.
@@ -250,6 +254,7 @@ fn route(routes: &Routes, source: &Source, store: &Store, rejections: &Arc<Rejec
         body_timeout: routes.body_timeout,
         dedupe_body: source.dedupe_body,
         json_limits: source.json_limits,
+        body_format: source.body,
         answers: AnswerStyle::Queued,
         rejections: Arc::clone(rejections),
         store: store.clone(),
@@ -336,7 +341,16 @@ impl SourceRoute {
             .as_ref()
             .filter(|allowed| !event_type.as_ref().is_some_and(|t| allowed.contains(t)))
             .map(|_| Rejection::Contract { reason: TYPE_NOT_ACCEPTED, field: self.event_type_field(checked.headers) });
-        let (destinations, dead) = self.route(event_type.as_deref(), checked.raw);
+        // Filters read the JSON view: the body itself, or a form's fields as a JSON object.
+        let view;
+        let filtered: &[u8] = match self.source.body {
+            BodyFormat::Json => checked.raw,
+            BodyFormat::Form => {
+                view = serde_json::to_vec(&serde_json::Value::from(checked.event)).unwrap_or_default();
+                &view
+            }
+        };
+        let (destinations, dead) = self.route(event_type.as_deref(), filtered);
         let event = IncomingEvent {
             result: json!({ "event": identity.as_str() }),
             outgoing_id: self.shares_a_destination.then(|| format!("{}:{identity}", self.source.id)),

@@ -1,5 +1,6 @@
 //! One delivery from raw request to outcome, in the order that keeps it safe:
-//! size limit while reading, signature over the raw bytes, strict JSON, the source's event
+//! size limit while reading, signature over the raw bytes, strict JSON (or a strict form,
+//! read into a JSON view, for a `body = "form"` source), the source's event
 //! contract, then the store's receipt transaction. Nothing is parsed before the signature
 //! holds, and nothing is stored for a delivery refused on the way.
 //!
@@ -19,6 +20,7 @@ use bytes::Bytes;
 use http::HeaderMap;
 use idemgate_core::{
     BodyHash, Identity, Outcome, ReceiptKey, Rejection, Scheme, SecretSet, SourceName, UnixTime, VerifiedDelivery,
+    form::BodyFormat,
     json::{self, Json},
     scheme::RawDelivery,
 };
@@ -48,7 +50,7 @@ pub struct Checked<'a> {
     pub raw: &'a Bytes,
     /// What the scheme vouched for.
     pub delivery: &'a VerifiedDelivery,
-    /// The strictly parsed body.
+    /// The strictly parsed body: the JSON itself, or a form's JSON view.
     pub event: &'a Json,
     /// The time the delivery is being judged at.
     pub now: UnixTime,
@@ -163,6 +165,8 @@ pub struct Inbound<R> {
     pub dedupe_body: bool,
     /// Strict JSON limits.
     pub json_limits: json::Limits,
+    /// How the verified bytes are read into the JSON view the contract looks at.
+    pub body_format: BodyFormat,
     /// Whether the effect completes in the transaction or is queued as jobs.
     pub answers: AnswerStyle,
     /// Where rejections are counted for the operator.
@@ -213,11 +217,11 @@ impl<R: Receiver> Inbound<R> {
         Delivered { answer, identity: Some(identity) }
     }
 
-    /// Verifies the signature on the raw bytes, then parses them strictly.
+    /// Verifies the signature on the raw bytes, then reads them strictly in the source's format.
     fn check(&self, headers: &HeaderMap, raw: &[u8], now: UnixTime) -> Result<(VerifiedDelivery, Json), Rejection> {
         let delivery = info_span!("verify")
             .in_scope(|| self.scheme.verify(&self.secrets, RawDelivery { headers, body: raw }, now))?;
-        let event = info_span!("parse").in_scope(|| json::parse(raw, self.json_limits))?;
+        let event = info_span!("parse").in_scope(|| self.body_format.read(raw, self.json_limits))?;
         Ok((delivery, event))
     }
 

@@ -26,6 +26,7 @@ use idemgate::{
     clock::{Clock, SystemClock},
     core::{
         Identity, Rejection, Secret, SecretSet, SourceName,
+        form::BodyFormat,
         json::{Json, Limits, MAX_DEPTH_CEILING},
         scheme::DemoV1,
     },
@@ -160,6 +161,7 @@ fn inbound(secret: Secret, store: Arc<SqliteStore>) -> Result<Inbound<Arc<Sqlite
         // The contract names no depth limit, so allow the deepest nesting the parser ever
         // accepts; only a body nested deeper than that is refused as invalid JSON.
         json_limits: Limits { max_depth: MAX_DEPTH_CEILING },
+        body_format: BodyFormat::Json,
         store,
     })
 }

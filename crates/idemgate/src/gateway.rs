@@ -28,6 +28,7 @@ fn source(source: &SourceConfig) -> Source {
         secrets: source.secrets.clone(),
         body_limit: source.body_limit,
         json_limits: source.json_limits,
+        body: source.body,
         identity: source.identity.clone(),
         dedupe_body: source.dedupe_body,
         event_type: source.event_type.clone(),

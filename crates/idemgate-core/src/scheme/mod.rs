@@ -10,6 +10,7 @@
 //! that implements [`Scheme`] and one entry there.
 
 pub mod demo;
+pub mod generic;
 pub mod github;
 pub mod registry;
 pub mod shopify;
@@ -33,6 +34,7 @@ use crate::{
 };
 
 pub use demo::DemoV1;
+pub use generic::{BasicAuth, GenericHmac, SharedToken};
 pub use github::GitHub;
 pub use registry::{OUTGOING, SCHEMES, UnknownScheme, lookup, names};
 pub use shopify::Shopify;
@@ -85,7 +87,9 @@ impl std::fmt::Display for IdentityLocation {
 
 impl IdentityLocation {
     /// Whether `scheme`'s signature covers the identity found here: always for the body,
-    /// which every scheme signs; for a header only if the scheme signs that header.
+    /// which every scheme signs but `token` and `basic` (which sign nothing, and where
+    /// another identity in the body is other bytes anyway, so a body receipt adds nothing);
+    /// for a header only if the scheme signs that header.
     #[must_use]
     pub fn is_signed_by(&self, scheme: &dyn Scheme) -> bool {
         match self {

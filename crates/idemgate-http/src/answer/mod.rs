@@ -21,6 +21,7 @@
 //! | body over the limit | 413 | `{"error":"body_size"}` |
 //! | authentication failed | 401 | `{"error":"authentication"}` |
 //! | not strict JSON | 400 | `{"error":"invalid_json","reason":R}` |
+//! | not a strict form (a `body = "form"` source) | 400 | `{"error":"invalid_form","reason":R}` |
 //! | event contract not met, or refused by the handler | 422 | `{"error":"event_contract"}`, with the field when the contract names one |
 //! | same identity, other bytes | 409 | `{"error":"event_conflict"}` |
 //! | same identity, same bytes | 200 | `{"status":"duplicate","result":R}` |
@@ -36,7 +37,8 @@
 //! A refusal says why in bounded fields, so a sender can fix its side, and never echoes
 //! the payload: invalid JSON gets `"reason"`, the strict parser's code (`syntax`,
 //! `duplicate_key`, `too_deep`, `invalid_utf8`, `byte_order_mark`, `number_out_of_range`,
-//! `trailing_data`); a contract refusal of a configured field gets `"field"` (`identity` or
+//! `trailing_data`), invalid form its code (`duplicate_key`, `invalid_percent_encoding`,
+//! `invalid_utf8`, `too_many_fields`); a contract refusal of a configured field gets `"field"` (`identity` or
 //! `event_type`) and where it was looked for, `"header"` or `"pointer"` as configured.
 //! [`CodeOnly`] answers without them, for an interface that was fixed before they existed
 //! (the counter example's).
@@ -89,7 +91,7 @@ impl DeliveryAnswer {
         match self {
             Self::Rejected(Rejection::BodyTooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Rejected(Rejection::Authentication(_)) => StatusCode::UNAUTHORIZED,
-            Self::Rejected(Rejection::InvalidJson(_)) => StatusCode::BAD_REQUEST,
+            Self::Rejected(Rejection::InvalidJson(_) | Rejection::InvalidForm(_)) => StatusCode::BAD_REQUEST,
             Self::Rejected(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unreadable(BodyError::TooLarge { .. }) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unreadable(BodyError::Timeout) => StatusCode::REQUEST_TIMEOUT,
@@ -106,6 +108,7 @@ impl DeliveryAnswer {
         let mut body = self.code_body();
         match self {
             Self::Rejected(Rejection::InvalidJson(err)) => body["reason"] = err.reason().into(),
+            Self::Rejected(Rejection::InvalidForm(err)) => body["reason"] = err.reason().into(),
             Self::Rejected(Rejection::Contract { field: Some(field), .. }) => {
                 body["field"] = field.name.into();
                 let (key, at) = match &field.location {
@@ -126,6 +129,7 @@ impl DeliveryAnswer {
             Self::Rejected(Rejection::BodyTooLarge { .. }) => error("body_size"),
             Self::Rejected(Rejection::Authentication(_)) => error("authentication"),
             Self::Rejected(Rejection::InvalidJson(_)) => error("invalid_json"),
+            Self::Rejected(Rejection::InvalidForm(_)) => error("invalid_form"),
             Self::Rejected(_) => error("event_contract"),
             Self::Unreadable(BodyError::TooLarge { .. }) => error("body_size"),
             Self::Unreadable(BodyError::Timeout) => error("body_timeout"),
@@ -273,6 +277,7 @@ fn problem(status: StatusCode, title: &str, detail: Option<String>) -> Response 
 mod tests {
     use idemgate_core::{
         AuthError,
+        form::FormError,
         json::JsonError,
         outcome::{FailureCause, Field},
     };
@@ -288,6 +293,11 @@ mod tests {
                 DeliveryAnswer::Rejected(JsonError::InvalidUtf8.into()),
                 400,
                 json!({"error":"invalid_json","reason":"invalid_utf8"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(FormError::InvalidPercentEncoding { field: 2 }.into()),
+                400,
+                json!({"error":"invalid_form","reason":"invalid_percent_encoding"}),
             ),
             (
                 DeliveryAnswer::Rejected(Rejection::Contract { reason: "x", field: None }),

@@ -8,7 +8,12 @@ use anyhow::{Context, anyhow};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use idemgate::config::SourceConfig;
 use idemgate_clock::Clock;
-use idemgate_core::{UnixTime, json, scheme::RawDelivery};
+use idemgate_core::{
+    UnixTime,
+    form::{self, BodyFormat},
+    json,
+    scheme::RawDelivery,
+};
 
 use super::{EXIT_FAILED, shown, to_stdout};
 
@@ -40,7 +45,7 @@ pub(super) fn capture(
 /// One check and what came of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Check {
-    /// `signature`, `json`, `identity` or `type`.
+    /// `signature`, `json` (`form` for a form source), `identity` or `type`.
     name: &'static str,
     /// What was found, or why it failed.
     result: Result<String, String>,
@@ -61,14 +66,20 @@ fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], now: 
         return checks;
     }
     let Ok(delivery) = delivery else { return checks };
-    let event = match json::parse(body, source.json_limits) {
+    // Named by the source's format: `json`, or `form` for a form read into its JSON view.
+    let (check, read) = match source.body {
+        BodyFormat::Json => ("json", json::parse(body, source.json_limits).map_err(|err| err.to_string())),
+        BodyFormat::Form => ("form", form::parse(body).map_err(|err| err.to_string())),
+    };
+    let event = match read {
         Ok(event) => event,
         Err(err) => {
-            push(&mut checks, "json", Err(err.to_string()));
+            push(&mut checks, check, Err(err));
             return checks;
         }
     };
-    push(&mut checks, "json", Ok("strict JSON".into()));
+    let strict = if source.body == BodyFormat::Json { "strict JSON" } else { "strict form, read as JSON fields" };
+    push(&mut checks, check, Ok(strict.into()));
     let identity = source
         .identity
         .resolve(source.scheme.as_ref(), headers, &delivery, &event)

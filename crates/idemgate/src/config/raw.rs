@@ -292,6 +292,12 @@ pub struct RawSource {
     pub route: Option<String>,
     /// Signature scheme name.
     pub scheme: String,
+    /// `[sources.<id>.hmac]`: what `scheme = "hmac"` signs and how.
+    pub hmac: Option<RawHmac>,
+    /// `[sources.<id>.token]`: where `scheme = "token"` reads the token.
+    pub token: Option<RawToken>,
+    /// How the body is read once verified: `"json"` (default) or `"form"`.
+    pub body: Option<String>,
     /// Active secrets: `env:NAME`, `file:PATH` or a literal.
     #[serde(default)]
     pub secrets: Vec<String>,
@@ -325,6 +331,32 @@ pub struct RawSource {
     pub forward_headers: Vec<String>,
     /// The ordering guard: JSON pointers to the ordering key and the version.
     pub ordering: Option<RawOrdering>,
+}
+
+/// `[sources.<id>.hmac]`: a configured HMAC scheme.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHmac {
+    /// `sha1`, `sha256` or `sha512`.
+    pub algorithm: String,
+    /// `hex` or `base64`.
+    pub encoding: String,
+    /// The header carrying the signature.
+    pub header: String,
+    /// Text before the encoded signature, required when given.
+    pub prefix: Option<String>,
+    /// The template of what is signed: `{body}`, `{timestamp}`, `{header:Name}`, text.
+    pub signed: String,
+    /// The header `{timestamp}` comes from (decimal Unix seconds).
+    pub timestamp_header: Option<String>,
+}
+
+/// `[sources.<id>.token]`: a shared token in a header.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawToken {
+    /// The header carrying the token.
+    pub header: String,
 }
 
 /// `ordering = { key = "/data/id", version = "/data/version" }`.

@@ -10,9 +10,13 @@ use std::{
 
 use idemgate_core::{
     Scheme, SecretSet, SourceName,
+    form::BodyFormat,
     json::Limits,
     routing::TypePattern,
-    scheme::{self, IdentityLocation},
+    scheme::{
+        self, BasicAuth, GenericHmac, IdentityLocation, SharedToken,
+        generic::{self, Algorithm, Encoding, HmacSettings, SettingError},
+    },
 };
 use idemgate_http::gateway::Subscription;
 use idemgate_jq::Program;
@@ -21,7 +25,7 @@ use idemgate_store::maintenance::Retention;
 use super::{
     ConfigError, ConfigWarning,
     effective::{self, Shown},
-    raw::{RawIdentity, RawSource, RawSubscription},
+    raw::{RawHmac, RawIdentity, RawSource, RawSubscription, RawToken},
     reading::{Reading, Verifies},
 };
 
@@ -46,6 +50,8 @@ pub struct SourceConfig {
     pub body_limit: usize,
     /// Strict JSON limits.
     pub json_limits: Limits,
+    /// How bodies are read into the JSON view (`body = "json"` or `"form"`).
+    pub body: BodyFormat,
     /// Where the stable event identity is.
     pub identity: IdentityLocation,
     /// Whether the same body bytes under another identity are a duplicate of the first.
@@ -87,6 +93,7 @@ pub(super) struct Sources {
 pub(super) fn sources(
     raw: BTreeMap<String, RawSource>,
     destinations: &BTreeSet<String>,
+    transformed: &BTreeMap<String, Program>,
     r: &mut Reading<'_>,
     verifies: Verifies<'_>,
 ) -> Result<Sources, ConfigError> {
@@ -98,6 +105,17 @@ pub(super) fn sources(
             Verifies::One(one) => one == id,
             Verifies::None => false,
         };
+        let form = raw.body.as_deref() == Some(BodyFormat::Form.name());
+        if let Some(entry) = raw.destinations.iter().find(|entry| form && transformed.contains_key(&entry.name)) {
+            // A transform runs in the worker on the stored bytes, which for a form are not JSON.
+            return Err(ConfigError::new(
+                format!("sources.{id}.body"),
+                format!(
+                    "a form source cannot deliver to a destination with a transform yet ({:?} has one)",
+                    entry.name
+                ),
+            ));
+        }
         let (retention, route, source) = source(&id, raw, destinations, r, verified)?;
         if !routes.insert(route.clone()) {
             return Err(ConfigError::new(format!("sources.{id}.route"), format!("route {route:?} is used twice")));
@@ -133,14 +151,28 @@ fn source(
             None
         }
     };
-    let scheme = scheme::lookup(&raw.scheme)
-        .map_err(|unknown| ConfigError::new(format!("{key}.scheme"), unknown.to_string()))?
-        .configured(tolerance);
+    let tables = SchemeTables { hmac: raw.hmac.as_ref(), token: raw.token.as_ref() };
+    let scheme = source_scheme(&key, &raw.scheme, tables, tolerance, r)?;
+    let body = match raw.body.as_deref() {
+        None => BodyFormat::Json,
+        Some(name) => BodyFormat::from_name(name)
+            .ok_or_else(|| ConfigError::new(format!("{key}.body"), "must be \"json\" or \"form\""))?,
+    };
+    r.show(&format!("{key}.body"), Shown::Value(body.name().into()));
     let shown = raw.secrets.iter().map(|reference| effective::reference(reference)).collect();
     r.show(&format!("{key}.secrets"), Shown::Value(toml::Value::Array(shown)));
     let body_limit = r.count(&format!("{key}.body_limit"), raw.body_limit, DEFAULT_BODY_LIMIT);
     let max_depth = r.count(&format!("{key}.max_depth"), raw.max_depth, Limits::default().max_depth);
     let configured_identity = raw.identity.is_some();
+    if !configured_identity && generic::NAMES.contains(&scheme.name()) {
+        return Err(ConfigError::new(
+            format!("{key}.identity"),
+            format!(
+                "scheme {:?} carries no event identity of its own: give identity = {{ pointer = \"/…\" }} or {{ header = \"…\" }}",
+                scheme.name()
+            ),
+        ));
+    }
     let identity = identity(&key, raw.identity, scheme.as_ref())?;
     r.show(&format!("{key}.identity"), Shown::Value(shown_identity(&identity)));
     let signed = identity.is_signed_by(scheme.as_ref());
@@ -213,6 +245,7 @@ fn source(
         secrets,
         body_limit,
         json_limits: Limits { max_depth },
+        body,
         identity,
         dedupe_body,
         event_type,
@@ -225,6 +258,81 @@ fn source(
         ordering,
     };
     Ok((kept, route, Some(source)))
+}
+
+/// The tables of a source that configure its scheme, when given.
+#[derive(Clone, Copy)]
+struct SchemeTables<'a> {
+    hmac: Option<&'a RawHmac>,
+    token: Option<&'a RawToken>,
+}
+
+/// The source's scheme: one of the registry's by name, or one configured by its table
+/// (`hmac`, `token`, `basic`), shown in the effective view. A table that its scheme does not
+/// read is refused rather than ignored.
+fn source_scheme(
+    key: &str,
+    name: &str,
+    raw: SchemeTables<'_>,
+    tolerance: Option<u64>,
+    r: &mut Reading<'_>,
+) -> Result<Arc<dyn Scheme>, ConfigError> {
+    if raw.hmac.is_some() && name != generic::HMAC {
+        return Err(ConfigError::new(format!("{key}.hmac"), "only read when scheme = \"hmac\""));
+    }
+    if raw.token.is_some() && name != generic::TOKEN {
+        return Err(ConfigError::new(format!("{key}.token"), "only read when scheme = \"token\""));
+    }
+    let setting = |err: SettingError| ConfigError::new(format!("{key}.{name}.{}", err.setting), err.reason);
+    let needs =
+        |table: &str| ConfigError::new(format!("{key}.{table}"), format!("scheme = {table:?} needs this table"));
+    match name {
+        generic::HMAC => {
+            let table = raw.hmac.ok_or_else(|| needs(generic::HMAC))?;
+            let scheme = GenericHmac::new(&hmac_settings(table).map_err(setting)?).map_err(setting)?;
+            r.show(&format!("{key}.hmac"), Shown::Value(shown_hmac(&scheme.settings())));
+            Ok(scheme.configured(tolerance))
+        }
+        generic::TOKEN => {
+            let table = raw.token.ok_or_else(|| needs(generic::TOKEN))?;
+            let scheme = SharedToken::new(&table.header).map_err(setting)?;
+            r.show(&format!("{key}.token.header"), Shown::Value(scheme.header().into()));
+            Ok(scheme.configured(tolerance))
+        }
+        generic::BASIC => Ok(BasicAuth.configured(tolerance)),
+        name => {
+            let known = scheme::lookup(name).map_err(|unknown| {
+                let configured = generic::NAMES.join(", ");
+                ConfigError::new(format!("{key}.scheme"), format!("{unknown}, or one configured: {configured}"))
+            })?;
+            Ok(known.configured(tolerance))
+        }
+    }
+}
+
+fn hmac_settings(table: &RawHmac) -> Result<HmacSettings, SettingError> {
+    Ok(HmacSettings {
+        algorithm: Algorithm::from_name(&table.algorithm)?,
+        encoding: Encoding::from_name(&table.encoding)?,
+        header: table.header.clone(),
+        prefix: table.prefix.clone().unwrap_or_default(),
+        signed: table.signed.clone(),
+        timestamp_header: table.timestamp_header.clone(),
+    })
+}
+
+/// `[sources.<id>.hmac]` as in effect: header names lowercased, the prefix shown even empty.
+fn shown_hmac(settings: &HmacSettings) -> toml::Value {
+    let mut table = toml::Table::new();
+    table.insert("algorithm".to_owned(), settings.algorithm.name().into());
+    table.insert("encoding".to_owned(), settings.encoding.name().into());
+    table.insert("header".to_owned(), settings.header.clone().into());
+    table.insert("prefix".to_owned(), settings.prefix.clone().into());
+    table.insert("signed".to_owned(), settings.signed.clone().into());
+    if let Some(name) = &settings.timestamp_header {
+        table.insert("timestamp_header".to_owned(), name.clone().into());
+    }
+    toml::Value::Table(table)
 }
 
 /// One entry of `destinations` at `key`: the destination exists, every pattern is one, and

@@ -245,7 +245,8 @@ fn parts<'a, S>(
     let server = super::listeners::server(server, r, resolves.listeners)?;
     let store = store(raw_store, r)?;
     let destinations = super::destinations::destinations(destinations, r, resolves.destinations)?;
-    let mut sources = super::sources::sources(sources, &destinations.names, r, resolves.sources)?;
+    let mut sources =
+        super::sources::sources(sources, &destinations.names, &destinations.transforms, r, resolves.sources)?;
     let server_tls_loaded = server.tls.as_ref();
     let smtp = super::smtp::listeners(
         smtp,
@@ -480,6 +481,52 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
             assert_eq!(err.to_string(), expected, "{text}");
             assert!(!err.to_string().contains(secret) && !err.to_string().contains("12345678901234567"), "{err}");
         }
+    }
+
+    #[test]
+    fn configured_schemes_and_form_bodies_are_read_and_their_slips_named() {
+        let source = |scheme: &str, extra: &str| {
+            let text = format!(
+                "[worker]\nenabled = false\n[sources.a]\nscheme = \"{scheme}\"\nsecrets = [\"user:secret\"]\n\
+                 destinations = [\"app\"]\n{extra}\n[destinations.app]\nurl = \"http://127.0.0.1:9/\"\n"
+            );
+            validated(&text, &[], Uses::Serve)
+        };
+        let hmac = "identity = { pointer = \"/id\" }\nbody = \"form\"\n[sources.a.hmac]\nalgorithm = \"sha1\"\n\
+                    encoding = \"base64\"\nheader = \"X-Sig\"\nsigned = \"{body}\"\n";
+        let config = source("hmac", hmac).unwrap();
+        assert_eq!(config.sources[0].scheme.name(), "hmac");
+        assert_eq!(config.sources[0].body, idemgate_core::form::BodyFormat::Form);
+        assert!(source("token", "identity = { pointer = \"/id\" }\n[sources.a.token]\nheader = \"X-Token\"").is_ok());
+        assert!(source("basic", "identity = { header = \"X-Id\" }").unwrap().sources[0].dedupe_body);
+        let cases = [
+            ("hmac", "identity = { pointer = \"/id\" }", "sources.a.hmac: scheme = \"hmac\" needs this table"),
+            ("token", "identity = { pointer = \"/id\" }", "sources.a.token: scheme = \"token\" needs this table"),
+            ("github", "[sources.a.token]\nheader = \"X-T\"", "sources.a.token: only read when scheme = \"token\""),
+            (
+                "basic",
+                "",
+                "sources.a.identity: scheme \"basic\" carries no event identity of its own: give identity = { pointer = \"/…\" } or { header = \"…\" }",
+            ),
+            ("hmac", &hmac.replace("sha1", "md5"), "sources.a.hmac.algorithm: must be sha1, sha256 or sha512"),
+            (
+                "hmac",
+                &hmac.replace("\"{body}\"", "\"{timestamp}.{body}\""),
+                "sources.a.hmac.timestamp_header: required when signed names {timestamp}",
+            ),
+            ("hmac", &hmac.replace("\"form\"", "\"xml\""), "sources.a.body: must be \"json\" or \"form\""),
+        ];
+        for (scheme, extra, expected) in cases {
+            assert_eq!(source(scheme, extra).unwrap_err().to_string(), expected, "{scheme} {extra}");
+        }
+        let transformed = "[worker]\nenabled = false\n[sources.a]\nscheme = \"basic\"\nsecrets = [\"u:p\"]\n\
+                           identity = { pointer = \"/id\" }\nbody = \"form\"\ndestinations = [\"app\"]\n\
+                           [destinations.app]\nurl = \"http://127.0.0.1:9/\"\ntransform = \".\"\n";
+        let err = validated(transformed, &[], Uses::Store).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sources.a.body: a form source cannot deliver to a destination with a transform yet (\"app\" has one)"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod doc_links;
 mod gateway_admin;
 mod gateway_brokers;
 mod gateway_cli;
+mod gateway_configured;
 mod gateway_dashboard;
 mod gateway_delivery;
 mod gateway_destinations;

@@ -1,0 +1,653 @@
+//! `hmac`, `token` and `basic`: schemes a source configures rather than idemgate codes, for
+//! providers that have no scheme of their own here.
+//!
+//! - [`GenericHmac`] (`scheme = "hmac"`): an HMAC (SHA-1, SHA-256 or SHA-512) keyed with the
+//!   secret's UTF-8 bytes, over a declared template of what is signed (`{body}`,
+//!   `{timestamp}`, `{header:Name}` and literal text), sent hex or base64 in one header,
+//!   after an optional prefix. A template must sign `{body}` exactly once; one that signs
+//!   `{timestamp}` names the header it comes from (decimal Unix seconds) and gets a tolerance
+//!   (five minutes unless configured), checked in both directions.
+//! - [`SharedToken`] (`scheme = "token"`): the secret itself, sent in a header.
+//! - [`BasicAuth`] (`scheme = "basic"`): HTTP Basic authentication, the secret being
+//!   `user:password`.
+//!
+//! A token or a Basic password proves only that the sender knows it: the body is not
+//! covered (a proxy or anyone holding one request can change it), a captured request can be
+//! replayed for as long as the secret is valid, and the secret travels in every request.
+//! Every comparison is constant-time: the HMAC tags directly, the token and the Basic
+//! credentials through their SHA-256 digests, so that not even their length leaks.
+//!
+//! These schemes carry no event identity: a source using one names its `identity`.
+//! Configured header names are interned once per distinct name (the trait hands out
+//! `&'static str` names), so reloading a configuration does not grow memory.
+
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use base64::{Engine, engine::general_purpose::STANDARD};
+use hmac::{Hmac, Mac};
+use sha1::Sha1;
+use sha2::{Digest, Sha256, Sha512};
+use subtle::{Choice, ConstantTimeEq};
+
+use super::{
+    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, check_tolerance, plain_secret,
+    single_header,
+};
+use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
+
+/// `scheme = "hmac"`.
+pub const HMAC: &str = "hmac";
+/// `scheme = "token"`.
+pub const TOKEN: &str = "token";
+/// `scheme = "basic"`.
+pub const BASIC: &str = "basic";
+/// The configured schemes' names, in the order error messages list them.
+pub const NAMES: [&str; 3] = [HMAC, TOKEN, BASIC];
+/// The tolerance of a signed timestamp unless the source configures one.
+pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
+/// The header Basic credentials travel in.
+const AUTHORIZATION: &str = "authorization";
+/// The most digits accepted in a timestamp (`i64::MAX` has 19).
+const MAX_TIMESTAMP_DIGITS: usize = 19;
+/// The longest signature header accepted, in bytes.
+const MAX_SIGNATURE_LEN: usize = 1024;
+
+/// A setting of a configured scheme that cannot be used; names the setting, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting}: {reason}")]
+pub struct SettingError {
+    /// The setting's name within the scheme's table (`algorithm`, `signed`, …).
+    pub setting: &'static str,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+fn setting(setting: &'static str, reason: &'static str) -> SettingError {
+    SettingError { setting, reason }
+}
+
+/// The hash an HMAC is computed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// HMAC-SHA1 (20 bytes); still what some providers sign with.
+    Sha1,
+    /// HMAC-SHA256 (32 bytes).
+    Sha256,
+    /// HMAC-SHA512 (64 bytes).
+    Sha512,
+}
+
+impl Algorithm {
+    /// The algorithm configured as `name`: `sha1`, `sha256` or `sha512`.
+    pub fn from_name(name: &str) -> Result<Self, SettingError> {
+        match name {
+            "sha1" => Ok(Self::Sha1),
+            "sha256" => Ok(Self::Sha256),
+            "sha512" => Ok(Self::Sha512),
+            _ => Err(setting("algorithm", "must be sha1, sha256 or sha512")),
+        }
+    }
+
+    /// The configuration name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sha1 => "sha1",
+            Self::Sha256 => "sha256",
+            Self::Sha512 => "sha512",
+        }
+    }
+
+    /// The HMAC under `key` of the concatenation of `parts`.
+    #[must_use]
+    pub fn mac(self, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+        fn run<M: Mac + hmac::digest::KeyInit>(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+            // HMAC accepts keys of any length, so this cannot fail.
+            let mut mac = <M as Mac>::new_from_slice(key).unwrap_or_else(|_| unreachable!());
+            for part in parts {
+                mac.update(part);
+            }
+            mac.finalize().into_bytes().to_vec()
+        }
+        match self {
+            Self::Sha1 => run::<Hmac<Sha1>>(key, parts),
+            Self::Sha256 => run::<Hmac<Sha256>>(key, parts),
+            Self::Sha512 => run::<Hmac<Sha512>>(key, parts),
+        }
+    }
+
+    fn len(self) -> usize {
+        match self {
+            Self::Sha1 => 20,
+            Self::Sha256 => 32,
+            Self::Sha512 => 64,
+        }
+    }
+}
+
+/// How the tag is written in its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Lowercase hexadecimal (uppercase digits are refused, as GitHub's and Shopify's
+    /// own checks refuse them).
+    Hex,
+    /// Standard base64 with padding (RFC 4648 §4).
+    Base64,
+}
+
+impl Encoding {
+    /// The encoding configured as `name`: `hex` or `base64`.
+    pub fn from_name(name: &str) -> Result<Self, SettingError> {
+        match name {
+            "hex" => Ok(Self::Hex),
+            "base64" => Ok(Self::Base64),
+            _ => Err(setting("encoding", "must be hex or base64")),
+        }
+    }
+
+    /// The configuration name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Hex => "hex",
+            Self::Base64 => "base64",
+        }
+    }
+
+    fn encode(self, tag: &[u8]) -> String {
+        match self {
+            Self::Hex => hex::encode(tag),
+            Self::Base64 => STANDARD.encode(tag),
+        }
+    }
+
+    /// The tag written as `text`, or `None` when it is not in this encoding.
+    fn decode(self, text: &str) -> Option<Vec<u8>> {
+        match self {
+            Self::Hex if text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => {
+                hex::decode(text).ok()
+            }
+            Self::Hex => None,
+            Self::Base64 => STANDARD.decode(text).ok(),
+        }
+    }
+}
+
+/// One piece of what is signed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// The raw body bytes.
+    Body,
+    /// The signed timestamp, as the header carried it.
+    Timestamp,
+    /// The value of this request header (lowercase name).
+    Header(&'static str),
+    /// This text, as written.
+    Literal(String),
+}
+
+/// What an HMAC signs: a sequence of [`Part`]s, written like `{timestamp}.{body}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    parts: Vec<Part>,
+    text: String,
+}
+
+impl Template {
+    /// Parses `text`: `{body}` (exactly once), `{timestamp}`, `{header:Name}`, and literal
+    /// text between them; `{{` and `}}` stand for a literal brace.
+    pub fn parse(text: &str) -> Result<Self, SettingError> {
+        let bad = |reason| setting("signed", reason);
+        let mut parts = Vec::new();
+        let mut literal = String::new();
+        let mut rest = text;
+        while let Some(c) = rest.chars().next() {
+            if let Some(after) = rest.strip_prefix("{{").or_else(|| rest.strip_prefix("}}")) {
+                literal.push(c);
+                rest = after;
+                continue;
+            }
+            match c {
+                '{' => {
+                    let end = rest.find('}').ok_or(bad("a { is not closed"))?;
+                    let part = match &rest[1..end] {
+                        "body" => Part::Body,
+                        "timestamp" => Part::Timestamp,
+                        name => match name.strip_prefix("header:") {
+                            Some(header) => Part::Header(header_name("signed", header)?),
+                            None => return Err(bad("a placeholder is {body}, {timestamp} or {header:Name}")),
+                        },
+                    };
+                    if !literal.is_empty() {
+                        parts.push(Part::Literal(std::mem::take(&mut literal)));
+                    }
+                    parts.push(part);
+                    rest = &rest[end + 1..];
+                }
+                '}' => return Err(bad("a } without its {")),
+                c => {
+                    literal.push(c);
+                    rest = &rest[c.len_utf8()..];
+                }
+            }
+        }
+        if !literal.is_empty() {
+            parts.push(Part::Literal(literal));
+        }
+        if parts.iter().filter(|part| **part == Part::Body).count() != 1 {
+            return Err(bad("must sign {body} exactly once"));
+        }
+        Ok(Self { parts, text: text.to_owned() })
+    }
+
+    /// The parts, in order.
+    #[must_use]
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// The template as configured.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    fn signs_timestamp(&self) -> bool {
+        self.parts.contains(&Part::Timestamp)
+    }
+
+    /// The bytes of each part for one delivery; `header` reads a named header's value.
+    fn material<'a>(
+        &'a self,
+        body: &'a [u8],
+        timestamp: &'a str,
+        header: impl Fn(&'static str) -> Result<&'a str, AuthError>,
+    ) -> Result<Vec<&'a [u8]>, AuthError> {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Body => Ok(body),
+                Part::Timestamp => Ok(timestamp.as_bytes()),
+                Part::Header(name) => header(name).map(str::as_bytes),
+                Part::Literal(text) => Ok(text.as_bytes()),
+            })
+            .collect()
+    }
+}
+
+/// What `scheme = "hmac"` is configured with (`[sources.<id>.hmac]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HmacSettings {
+    /// `algorithm`.
+    pub algorithm: Algorithm,
+    /// `encoding`.
+    pub encoding: Encoding,
+    /// `header`: where the signature is sent.
+    pub header: String,
+    /// `prefix`: text before the encoded tag (`sha256=`), required when set.
+    pub prefix: String,
+    /// `signed`: the template of what is signed.
+    pub signed: String,
+    /// `timestamp_header`: where `{timestamp}` comes from.
+    pub timestamp_header: Option<String>,
+}
+
+/// `scheme = "hmac"`: an HMAC over a configured template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenericHmac {
+    algorithm: Algorithm,
+    encoding: Encoding,
+    header: &'static str,
+    prefix: String,
+    template: Template,
+    timestamp_header: Option<&'static str>,
+    tolerance_secs: u64,
+    signing_headers: &'static [&'static str],
+}
+
+impl GenericHmac {
+    /// The scheme `settings` describe, with the default tolerance.
+    pub fn new(settings: &HmacSettings) -> Result<Self, SettingError> {
+        let header = header_name("header", &settings.header)?;
+        let template = Template::parse(&settings.signed)?;
+        let timestamp_header =
+            settings.timestamp_header.as_deref().map(|name| header_name("timestamp_header", name)).transpose()?;
+        match (template.signs_timestamp(), timestamp_header) {
+            (true, None) => return Err(setting("timestamp_header", "required when signed names {timestamp}")),
+            (false, Some(_)) => return Err(setting("timestamp_header", "set, but signed does not name {timestamp}")),
+            _ => {}
+        }
+        if settings.prefix.chars().any(char::is_whitespace) || !settings.prefix.is_ascii() {
+            return Err(setting("prefix", "must be ASCII without whitespace"));
+        }
+        let mut sent: Vec<&'static str> = timestamp_header.into_iter().collect();
+        for part in template.parts() {
+            if let Part::Header(name) = part
+                && !sent.contains(name)
+            {
+                sent.push(name);
+            }
+        }
+        if sent.contains(&header) {
+            return Err(setting("header", "the signature header cannot also be signed"));
+        }
+        sent.push(header);
+        Ok(Self {
+            algorithm: settings.algorithm,
+            encoding: settings.encoding,
+            header,
+            prefix: settings.prefix.clone(),
+            template,
+            timestamp_header,
+            tolerance_secs: DEFAULT_TOLERANCE_SECS,
+            signing_headers: intern_list(sent),
+        })
+    }
+
+    /// The settings this scheme was made from.
+    #[must_use]
+    pub fn settings(&self) -> HmacSettings {
+        HmacSettings {
+            algorithm: self.algorithm,
+            encoding: self.encoding,
+            header: self.header.to_owned(),
+            prefix: self.prefix.clone(),
+            signed: self.template.as_str().to_owned(),
+            timestamp_header: self.timestamp_header.map(str::to_owned),
+        }
+    }
+
+    /// The tolerance of the signed timestamp, in seconds (unused when none is signed).
+    #[must_use]
+    pub fn tolerance_secs(&self) -> u64 {
+        self.tolerance_secs
+    }
+
+    /// The signature header's value for `body` signed at `timestamp` under `key`, the named
+    /// headers of the template taking their values from `header`.
+    fn sign(&self, key: &Secret, body: &[u8], timestamp: &str, header: impl Fn(&'static str) -> String) -> String {
+        let values: Vec<(&'static str, String)> = self
+            .template
+            .parts()
+            .iter()
+            .filter_map(|part| match part {
+                Part::Header(name) => Some((*name, header(name))),
+                _ => None,
+            })
+            .collect();
+        let lookup = |name: &'static str| {
+            values.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str()).ok_or(AuthError::MissingHeader(name))
+        };
+        // Every named header has a value above, so the material is complete.
+        let material = self.template.material(body, timestamp, lookup).unwrap_or_default();
+        format!("{}{}", self.prefix, self.encoding.encode(&self.algorithm.mac(key.expose(), &material)))
+    }
+}
+
+impl Scheme for GenericHmac {
+    fn name(&self) -> &'static str {
+        HMAC
+    }
+
+    /// None of its own: a source using it names its identity; `/id` stands in.
+    fn default_identity(&self) -> IdentityLocation {
+        IdentityLocation::Body("/id".into())
+    }
+
+    /// The secret as the provider shows it; its UTF-8 bytes are the key.
+    fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
+        plain_secret(text)
+    }
+
+    fn verify(
+        &self,
+        secrets: &SecretSet,
+        delivery: RawDelivery<'_>,
+        now: UnixTime,
+    ) -> Result<VerifiedDelivery, AuthError> {
+        let value = single_header(delivery.headers, self.header)?;
+        let malformed = AuthError::MalformedHeader(self.header);
+        if value.len() > MAX_SIGNATURE_LEN {
+            return Err(malformed);
+        }
+        let encoded = value.strip_prefix(self.prefix.as_str()).ok_or(malformed.clone())?;
+        let given = self.encoding.decode(encoded).filter(|tag| tag.len() == self.algorithm.len()).ok_or(malformed)?;
+        let (timestamp, signed_at) = match self.timestamp_header {
+            Some(name) => {
+                let text = single_header(delivery.headers, name)?;
+                let seconds = parse_timestamp(text).ok_or(AuthError::MalformedHeader(name))?;
+                check_tolerance(seconds, now, self.tolerance_secs)?;
+                (text, Some(seconds))
+            }
+            None => ("", None),
+        };
+        let material =
+            self.template.material(delivery.body, timestamp, |name| single_header(delivery.headers, name))?;
+        let matched = secrets
+            .iter()
+            .fold(Choice::from(0), |acc, secret| acc | self.algorithm.mac(secret.expose(), &material).ct_eq(&given));
+        if !bool::from(matched) {
+            return Err(AuthError::SignatureMismatch);
+        }
+        Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: signed_at })
+    }
+
+    fn configured(&self, tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        let mut scheme = self.clone();
+        if let Some(tolerance_secs) = tolerance_secs {
+            scheme.tolerance_secs = tolerance_secs;
+        }
+        Arc::new(scheme)
+    }
+
+    /// The timestamp header, and the message id in every header the template signs.
+    fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        self.signing_headers
+            .iter()
+            .filter(|name| **name != self.header)
+            .map(|name| {
+                let value = if Some(*name) == self.timestamp_header {
+                    message.timestamp.0.to_string()
+                } else {
+                    message.id.to_owned()
+                };
+                (*name, value)
+            })
+            .collect()
+    }
+
+    fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        let timestamp = message.timestamp.0.to_string();
+        let timestamp = if self.timestamp_header.is_some() { timestamp.as_str() } else { "" };
+        Some((self.header, self.sign(key, message.body, timestamp, |_| message.id.to_owned())))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        self.signing_headers
+    }
+}
+
+/// `scheme = "token"`: a shared token in a header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedToken {
+    header: &'static str,
+    signing_headers: &'static [&'static str],
+}
+
+impl SharedToken {
+    /// The scheme reading the token from `header`.
+    pub fn new(header: &str) -> Result<Self, SettingError> {
+        let header = header_name("header", header)?;
+        Ok(Self { header, signing_headers: intern_list(vec![header]) })
+    }
+
+    /// The header the token is sent in.
+    #[must_use]
+    pub fn header(&self) -> &'static str {
+        self.header
+    }
+}
+
+impl Scheme for SharedToken {
+    fn name(&self) -> &'static str {
+        TOKEN
+    }
+
+    /// None of its own: a source using it names its identity; `/id` stands in.
+    fn default_identity(&self) -> IdentityLocation {
+        IdentityLocation::Body("/id".into())
+    }
+
+    /// The token exactly as the provider sends it.
+    fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
+        plain_secret(text)
+    }
+
+    fn verify(
+        &self,
+        secrets: &SecretSet,
+        delivery: RawDelivery<'_>,
+        _now: UnixTime,
+    ) -> Result<VerifiedDelivery, AuthError> {
+        let given = single_header(delivery.headers, self.header)?;
+        if !any_secret_equals(secrets, given.as_bytes()) {
+            return Err(AuthError::SignatureMismatch);
+        }
+        Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: None })
+    }
+
+    fn configured(&self, _tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(self.clone())
+    }
+
+    fn envelope(&self, _message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    fn signature(&self, key: &Secret, _message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        Some((self.header, String::from_utf8(key.expose().to_vec()).ok()?))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        self.signing_headers
+    }
+
+    /// The token goes into a header, so it must be text.
+    fn check_signing_key(&self, key: &Secret) -> Result<(), SecretError> {
+        plain_secret(std::str::from_utf8(key.expose()).unwrap_or("")).map(|_| ())
+    }
+}
+
+/// `scheme = "basic"`: HTTP Basic authentication (RFC 7617); the secret is `user:password`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BasicAuth;
+
+impl Scheme for BasicAuth {
+    fn name(&self) -> &'static str {
+        BASIC
+    }
+
+    /// None of its own: a source using it names its identity; `/id` stands in.
+    fn default_identity(&self) -> IdentityLocation {
+        IdentityLocation::Body("/id".into())
+    }
+
+    /// `user:password`, as the provider is told to send it.
+    fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
+        let secret = plain_secret(text)?;
+        match text.split_once(':') {
+            Some((user, password)) if !user.is_empty() && !password.is_empty() => Ok(secret),
+            _ => Err(SecretError::Invalid { reason: "a Basic secret is user:password, both non-empty" }),
+        }
+    }
+
+    fn verify(
+        &self,
+        secrets: &SecretSet,
+        delivery: RawDelivery<'_>,
+        _now: UnixTime,
+    ) -> Result<VerifiedDelivery, AuthError> {
+        let value = single_header(delivery.headers, AUTHORIZATION)?;
+        let malformed = AuthError::MalformedHeader(AUTHORIZATION);
+        let (kind, encoded) = value.split_once(' ').ok_or(malformed.clone())?;
+        if !kind.eq_ignore_ascii_case("basic") {
+            return Err(malformed);
+        }
+        let credentials = STANDARD.decode(encoded.trim()).map_err(|_| malformed)?;
+        if !any_secret_equals(secrets, &credentials) {
+            return Err(AuthError::SignatureMismatch);
+        }
+        Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: None })
+    }
+
+    fn configured(&self, _tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {
+        Arc::new(*self)
+    }
+
+    fn envelope(&self, _message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    fn signature(&self, key: &Secret, _message: &Outgoing<'_>) -> Option<(&'static str, String)> {
+        Some((AUTHORIZATION, format!("Basic {}", STANDARD.encode(key.expose()))))
+    }
+
+    fn signing_headers(&self) -> &'static [&'static str] {
+        &[AUTHORIZATION]
+    }
+}
+
+/// Whether `given` equals any of `secrets`, compared through SHA-256 digests so that the
+/// time taken tells neither which secret matched, nor how much of one, nor its length.
+fn any_secret_equals(secrets: &SecretSet, given: &[u8]) -> bool {
+    let given = Sha256::digest(given);
+    let matched =
+        secrets.iter().fold(Choice::from(0), |acc, secret| acc | Sha256::digest(secret.expose()).ct_eq(&given));
+    bool::from(matched)
+}
+
+/// Decimal Unix seconds, digits only.
+fn parse_timestamp(text: &str) -> Option<UnixTime> {
+    let bounded = (1..=MAX_TIMESTAMP_DIGITS).contains(&text.len());
+    if !bounded || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok().map(UnixTime)
+}
+
+/// A configured header name, valid and lowercased, interned.
+fn header_name(at: &'static str, name: &str) -> Result<&'static str, SettingError> {
+    let parsed = http::HeaderName::try_from(name).map_err(|_| setting(at, "not a valid header name"))?;
+    Ok(intern(parsed.as_str()))
+}
+
+/// Names handed out as `&'static str`, each leaked once however often it is configured.
+static NAMES_SEEN: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+/// Lists of names handed out as `&'static [&'static str]`, likewise.
+static LISTS_SEEN: Mutex<BTreeSet<&'static [&'static str]>> = Mutex::new(BTreeSet::new());
+
+fn intern(name: &str) -> &'static str {
+    let mut seen = NAMES_SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(known) = seen.get(name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    seen.insert(leaked);
+    leaked
+}
+
+fn intern_list(names: Vec<&'static str>) -> &'static [&'static str] {
+    let mut seen = LISTS_SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(known) = seen.get(names.as_slice()) {
+        return known;
+    }
+    let leaked: &'static [&'static str] = Box::leak(names.into_boxed_slice());
+    seen.insert(leaked);
+    leaked
+}
+
+#[cfg(test)]
+mod tests;
