@@ -43,12 +43,17 @@ pub(crate) async fn stylesheet() -> Response {
 
 /// `text` as CSS with its long-lived `Cache-Control`.
 fn css(text: &'static str) -> Response {
+    css_response(text)
+}
+
+/// `text` as CSS with the long-lived `Cache-Control` of a content-addressed path.
+pub(crate) fn css_response(text: impl Into<axum::body::Body>) -> Response {
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8")),
             (header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)),
         ],
-        text,
+        text.into(),
     )
         .into_response()
 }

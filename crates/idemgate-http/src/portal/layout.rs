@@ -7,8 +7,8 @@ use axum::response::Html;
 
 use super::{Brand, PortalState, session::Customer};
 use crate::console::{
-    assets::stylesheet_path,
-    ui::{esc, page_header},
+    assets::{BrandSheet, stylesheet_path},
+    ui::{Accent, esc, page_header},
 };
 
 /// The portal's pages, as the navigation lists them: path below `/portal` and name.
@@ -64,7 +64,15 @@ pub(crate) fn notice_page(title: &str, words: &str) -> Html<String> {
     plain_page(&Brand::default(), title, &format!("<p class=\"notice\" role=\"alert\">{}</p>", esc(words)))
 }
 
-/// The document: `head` (HTML) added to its head, then the brand, `nav` and `main`.
+/// The brand's stylesheet: its accent's custom properties, or idemgate's own accent.
+pub(crate) fn brand_sheet(brand: &Brand) -> BrandSheet {
+    let accent = brand.accent.as_deref().and_then(|text| Accent::parse(text).ok()).unwrap_or(Accent::DEFAULT);
+    BrandSheet::new(accent)
+}
+
+/// The document: the console's stylesheet and the brand's after it (both below `/portal`,
+/// since the public listener has no `/assets`), `head` (HTML) added to its head, then the
+/// brand, `nav` and `main`.
 fn frame(brand: &Brand, title: &str, head: &str, nav: &str, main: &str) -> Html<String> {
     let logo = brand
         .logo_url
@@ -75,10 +83,13 @@ fn frame(brand: &Brand, title: &str, head: &str, nav: &str, main: &str) -> Html<
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{} · {name}</title>\
-         <link rel=\"stylesheet\" href=\"{}\">{head}</head><body class=\"portal\">\
+         <link rel=\"stylesheet\" href=\"{prefix}{}\"><link rel=\"stylesheet\" href=\"{prefix}{}\">{head}</head>\
+         <body class=\"portal\">\
          <header class=\"brand\">{logo}<span class=\"brand-name\">{name}</span></header>{nav}<main>{main}</main></body></html>",
         esc(title),
         stylesheet_path(),
+        brand_sheet(brand).path(),
+        prefix = super::PREFIX,
     ))
 }
 

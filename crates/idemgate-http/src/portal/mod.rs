@@ -37,7 +37,11 @@ use axum::{
 };
 
 pub(crate) use self::session::{Customer, Posted};
-use crate::{answer::PortalAnswer, outbound::ApiState};
+use crate::{
+    answer::PortalAnswer,
+    console::assets::{css_response, stylesheet, stylesheet_path},
+    outbound::ApiState,
+};
 
 /// Where the portal is mounted on the public listener.
 pub const PREFIX: &str = "/portal";
@@ -102,8 +106,19 @@ pub(crate) fn router(api: Arc<ApiState>, portal: &Portal) -> Router {
     let origin = origin_of(&portal.public_url);
     let headers = answer_headers(portal);
     let state = Arc::new(PortalState { api, portal: portal.clone(), origin, headers });
-    Router::new()
+    let (configured, default) = (layout::brand_sheet(&portal.brand), layout::brand_sheet(&Brand::default()));
+    let (configured_css, default_css): (Arc<str>, Arc<str>) = (configured.css().into(), default.css().into());
+    // The console's stylesheet, below `/portal` (the public listener serves no `/assets`),
+    // and the brand's: the configured accent's, and idemgate's own for the pages drawn
+    // without the settings (the refusals), when they differ.
+    let mut router = Router::new()
         .route("/", get(home))
+        .route(stylesheet_path(), get(stylesheet))
+        .route(configured.path(), get(move || brand_css(configured_css)));
+    if default.path() != configured.path() {
+        router = router.route(default.path(), get(move || brand_css(default_css)));
+    }
+    router
         .merge(enter::routes())
         .merge(endpoints::routes())
         .merge(messages::routes())
@@ -111,6 +126,11 @@ pub(crate) fn router(api: Arc<ApiState>, portal: &Portal) -> Router {
         .fallback(not_found)
         .layer(middleware::map_response_with_state(Arc::clone(&state), guarded))
         .with_state(state)
+}
+
+/// A brand's stylesheet, with the long `Cache-Control` of a content-addressed path.
+async fn brand_css(css: Arc<str>) -> Response {
+    css_response(css.to_string())
 }
 
 /// `/portal/`: the endpoints are the portal's first page.
@@ -140,7 +160,7 @@ fn answer_headers(portal: &Portal) -> Vec<(header::HeaderName, HeaderValue)> {
     let ancestors =
         if portal.frame_ancestors.is_empty() { "'none'".to_owned() } else { portal.frame_ancestors.join(" ") };
     let csp = format!(
-        "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'{logo}; \
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'{logo}; \
          form-action 'self'; frame-ancestors {ancestors}; base-uri 'none'"
     );
     let mut headers = vec![

@@ -231,6 +231,35 @@ mod tests {
     }
 
     #[test]
+    fn the_portal_is_served_with_a_public_url_and_its_brand_is_checked() {
+        let api = |extra: &str| {
+            format!(
+                "[api]\nenabled = true\nsecrets_key = \"{KEY_HEX}\"\n{extra}\
+                 [api.tokens.ci]\ntoken = \"publish-token-0123456789\"\n"
+            )
+        };
+        let off = config(&api(""), Uses::Serve).unwrap();
+        assert!(off.api.as_ref().unwrap().portal.is_none(), "no public_url: no portal");
+        let text =
+            api("public_url = \"https://hooks.example.com/\"\n[api.portal]\nname = \"Acme\"\naccent = \"#0B6E4F\"\n\
+             logo_url = \"https://cdn.example/l.svg\"\nframe_ancestors = [\"https://app.example\"]\n");
+        let portal = config(&text, Uses::Serve).unwrap().api.unwrap().portal.unwrap();
+        assert_eq!(portal.public_url, "https://hooks.example.com");
+        assert_eq!((portal.brand.name.as_str(), portal.brand.accent.as_deref()), ("Acme", Some("#0b6e4f")));
+        assert_eq!(portal.frame_ancestors, ["https://app.example"]);
+        for (bad, key) in [
+            ("accent = \"green\"", "api.portal.accent"),
+            ("logo_url = \"http://cdn.example/l.svg\"", "api.portal.logo_url"),
+            ("frame_ancestors = [\"https://app.example/path\"]", "api.portal.frame_ancestors[0]"),
+            ("name = \"\"", "api.portal.name"),
+        ] {
+            let text = api(&format!("public_url = \"https://hooks.example.com\"\n[api.portal]\n{bad}\n"));
+            let err = config(&text, Uses::Serve).unwrap_err().to_string();
+            assert!(err.contains(key), "{bad}: {err}");
+        }
+    }
+
+    #[test]
     fn metrics_per_endpoint_makes_each_endpoint_a_label_value() {
         let text = format!(
             "[api]\nenabled = true\nsecrets_key = \"{KEY_HEX}\"\nmetrics_per_endpoint = true\n\

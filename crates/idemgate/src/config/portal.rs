@@ -5,7 +5,10 @@
 //! (`#rrggbb`), `frame_ancestors` (origins allowed to show it in an iframe: `https://host`
 //! with an optional port, or `http://` for loopback only).
 
-use idemgate_http::portal::{Brand, Portal};
+use idemgate_http::{
+    console::Accent,
+    portal::{Brand, Portal},
+};
 
 use super::{ConfigError, effective::Shown, raw::RawPortal, reading::Reading};
 
@@ -35,11 +38,10 @@ pub(super) fn portal(
     };
     let accent = match raw.accent {
         Some(accent) => {
-            if !is_colour(&accent) {
-                return Err(ConfigError::new("api.portal.accent", format!("{accent:?} is not a colour #rrggbb")));
-            }
+            let parsed = Accent::parse(&accent)
+                .map_err(|_| ConfigError::new("api.portal.accent", format!("{accent:?} is not a colour #rrggbb")))?;
             r.show("api.portal.accent", Shown::Value(accent.clone().into()));
-            Some(accent.to_ascii_lowercase())
+            Some(parsed.to_string())
         }
         None => {
             r.show("api.portal.accent", Shown::Note("(not set: idemgate's own)"));
@@ -70,11 +72,6 @@ fn logo(url: &str) -> Result<(), ConfigError> {
     if ok { Ok(()) } else { Err(ConfigError::new("api.portal.logo_url", format!("{url:?} is not a plain https URL"))) }
 }
 
-/// `#rrggbb`.
-fn is_colour(text: &str) -> bool {
-    text.len() == 7 && text.starts_with('#') && text[1..].bytes().all(|b| b.is_ascii_hexdigit())
-}
-
 /// An origin that may frame the portal: `https://host[:port]`, or `http://` to loopback.
 fn frame_ancestor(origin: &str) -> Result<(), String> {
     let (scheme, host) = origin.split_once("://").ok_or_else(|| format!("{origin:?} is not an origin"))?;
@@ -94,15 +91,6 @@ fn frame_ancestor(origin: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_colour_is_six_hex_digits() {
-        assert!(is_colour("#0a7cff"));
-        assert!(is_colour("#ABCDEF"));
-        for bad in ["0a7cff", "#0a7cf", "#0a7cffa", "#0a7cfg", "red"] {
-            assert!(!is_colour(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn only_plain_https_origins_may_frame_the_portal() {

@@ -68,6 +68,30 @@ async fn a_link_opens_the_portal_once(backend: Backend) {
     assert_eq!(headers["x-frame-options"], "DENY");
     assert_eq!(headers["cache-control"], "no-store");
     assert_eq!(headers["x-content-type-options"], "nosniff");
+    // White-label: the brand's stylesheet carries the configured accent and the text
+    // colour readable on it, and is served below /portal with a long cache.
+    let endpoints = customer.get("/portal/endpoints").await;
+    let sheets: Vec<&str> = endpoints
+        .body
+        .split("<link rel=\"stylesheet\" href=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(sheets.len(), 2, "{}", endpoints.body);
+    assert!(sheets.iter().all(|path| path.starts_with("/portal/assets/")), "{sheets:?}");
+    let brand = customer.get(sheets[1]).await;
+    assert_eq!(brand.status, 200);
+    assert!(
+        brand.body.contains("--accent: #7fe0a0;") && brand.body.contains("--on-accent: #000000;"),
+        "{}",
+        brand.body
+    );
+    assert!(
+        brand.headers["cache-control"].contains("immutable") || brand.headers["cache-control"].contains("max-age"),
+        "{:?}",
+        brand.headers
+    );
+    assert_eq!(customer.get(sheets[0]).await.status, 200);
     let landing = Customer::new(&gateway).get("/portal/enter").await;
     assert_eq!(landing.status, 200);
     assert!(

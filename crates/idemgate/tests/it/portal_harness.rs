@@ -17,9 +17,10 @@ use crate::{
 /// The portal's public base URL in these tests.
 pub(crate) const PUBLIC_URL: &str = "http://portal.test";
 
-/// [`API`] with the portal served at [`PUBLIC_URL`], branded "Acme".
+/// [`API`] with the portal served at [`PUBLIC_URL`], branded "Acme" in a light green
+/// (text on it is then drawn black).
 pub(crate) fn portal_api() -> String {
-    format!("{API}public_url = \"{PUBLIC_URL}\"\n[api.portal]\nname = \"Acme\"\n")
+    format!("{API}public_url = \"{PUBLIC_URL}\"\n[api.portal]\nname = \"Acme\"\naccent = \"#7FE0A0\"\n")
 }
 
 /// One answer of the portal: its status, `Location`, `Set-Cookie` and body.
