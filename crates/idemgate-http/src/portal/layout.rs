@@ -55,9 +55,10 @@ fn frame(brand: &Brand, title: &str, nav: &str, main: &str) -> Html<String> {
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{} · {name}</title>\
-         <link rel=\"stylesheet\" href=\"{}\"></head><body class=\"portal\">\
+         <link rel=\"stylesheet\" href=\"{}{}\"></head><body class=\"portal\">\
          <header class=\"brand\">{logo}<span class=\"brand-name\">{name}</span></header>{nav}<main>{main}</main></body></html>",
         esc(title),
+        super::PREFIX,
         stylesheet_path(),
     ))
 }

@@ -34,7 +34,11 @@ use axum::{
 };
 
 pub(crate) use self::session::{Customer, Posted};
-use crate::{answer::PortalAnswer, outbound::ApiState};
+use crate::{
+    answer::PortalAnswer,
+    console::assets::{stylesheet, stylesheet_path},
+    outbound::ApiState,
+};
 
 /// Where the portal is mounted on the public listener.
 pub const PREFIX: &str = "/portal";
@@ -101,6 +105,8 @@ pub(crate) fn router(api: Arc<ApiState>, portal: &Portal) -> Router {
     let state = Arc::new(PortalState { api, portal: portal.clone(), origin, headers });
     Router::new()
         .route("/", get(home))
+        // The console's stylesheet, below `/portal` (the public listener serves no `/assets`).
+        .route(stylesheet_path(), get(stylesheet))
         .merge(enter::routes())
         .fallback(not_found)
         .layer(middleware::map_response_with_state(Arc::clone(&state), guarded))
