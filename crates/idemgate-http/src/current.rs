@@ -108,6 +108,13 @@ impl AdminTokens {
     pub fn identify(&self, given: &[u8]) -> Option<crate::access::Principal> {
         crate::access::identify(&self.0.load(), given)
     }
+
+    /// Whether a token of `principal`'s name is configured now, with its role: a dashboard
+    /// session signed in with a token since renamed, removed or given another role is not.
+    #[must_use]
+    pub fn configures(&self, principal: &crate::access::Principal) -> bool {
+        self.0.load().iter().any(|token| token.name == principal.name && token.role == principal.role)
+    }
 }
 
 /// The configured destinations: their names, for the admin API's replay to a named one,
@@ -197,5 +204,24 @@ mod tests {
         tokens.replace(named(b"new-token"));
         assert!(shared.identify(b"new-token").is_some());
         assert!(shared.identify(b"old-token").is_none());
+    }
+
+    #[test]
+    fn only_a_configured_name_with_its_role_is_configured() {
+        use crate::access::{NamedToken, Principal, Role};
+        let token = |name: &str, role| NamedToken {
+            name: name.into(),
+            role,
+            secret: idemgate_core::Secret::new(b"some-token".to_vec()),
+        };
+        let tokens = AdminTokens::new(vec![token("ops", Role::Operate), token("viewer", Role::Read)]);
+        let who = |name: &str, role| Principal { name: name.into(), role };
+        assert!(tokens.configures(&who("ops", Role::Operate)));
+        assert!(tokens.configures(&who("viewer", Role::Read)));
+        assert!(!tokens.configures(&who("ops", Role::Read)), "another role");
+        assert!(!tokens.configures(&who("admin", Role::Operate)), "another name");
+        tokens.replace(vec![token("ops", Role::Read)]);
+        assert!(!tokens.configures(&who("ops", Role::Operate)), "its role changed");
+        assert!(!tokens.configures(&who("viewer", Role::Read)), "removed");
     }
 }

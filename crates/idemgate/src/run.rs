@@ -220,10 +220,10 @@ async fn receive_until_stopped(
     let admin = match (&config.admin, admin_listener) {
         (Some(admin), Some(listener)) => {
             let (token, sessions) =
-                (AdminTokens::new(admin.tokens.clone()), Arc::new(Sessions::new(admin.session_lifetime)));
+                (AdminTokens::new(admin.tokens.clone()), Sessions::new(store.clone(), admin.session_lifetime));
             let names =
                 DestinationNames::new(config.destination_names().clone()).with_transforms(config.transforms().clone());
-            live.admin = Some((token.clone(), Arc::clone(&sessions)));
+            live.admin = Some((token.clone(), sessions.clone()));
             live.destination_names = Some(names.clone());
             let access = (token, sessions, names);
             let observed = (access, rejections, admin_metrics);
@@ -294,7 +294,7 @@ async fn purge_every(store: Store, policies: watch::Receiver<Policies>, interval
 
 /// What the admin API checks requests against: the token, the dashboard's sessions and the
 /// configured destinations' names, each replaced by a reload.
-type AdminAccess = (AdminTokens, Arc<Sessions>, DestinationNames);
+type AdminAccess = (AdminTokens, Sessions, DestinationNames);
 
 /// Starts the admin API on its own listener, with the public listener's timeouts and TLS
 /// (`[admin.tls]` or `[server.tls]`).
@@ -349,7 +349,7 @@ async fn until_stopped(mut stopped: watch::Receiver<bool>) {
 #[derive(Default)]
 struct Live {
     public: Option<LiveGateway>,
-    admin: Option<(AdminTokens, Arc<Sessions>)>,
+    admin: Option<(AdminTokens, Sessions)>,
     destination_names: Option<DestinationNames>,
     worker: Option<RouteTable>,
     retention: Option<watch::Sender<Policies>>,
@@ -360,7 +360,7 @@ impl Live {
     /// goes away.
     async fn apply(self, mut running: Config, mut reloads: mpsc::Receiver<Config>) {
         while let Some(new) = reloads.recv().await {
-            if let Some(applied) = self.reload(&running, new) {
+            if let Some(applied) = self.reload(&running, new).await {
                 running = applied;
             }
         }
@@ -368,7 +368,7 @@ impl Live {
 
     /// Builds the worker's routes, then replaces the router, then the rest; a part that
     /// cannot be built keeps the whole running configuration. Returns what now runs.
-    fn reload(&self, running: &Config, new: Config) -> Option<Config> {
+    async fn reload(&self, running: &Config, new: Config) -> Option<Config> {
         let reload::Plan { applied, changes, needs_restart } = reload::plan(running, new);
         if !needs_restart.is_empty() {
             tracing::warn!(keys = %needs_restart.join(", "), "changed keys need a restart; they keep their running values");
@@ -390,7 +390,14 @@ impl Live {
         if let (Some((token, sessions)), Some(admin), true) = (&self.admin, &applied.admin, changes.admin_token_changed)
         {
             token.replace(admin.tokens.clone());
-            sessions.end_all();
+            // In the store, so on every instance; should that fail, a session of a token
+            // renamed or given another role still reads as signed out here.
+            match sessions.end_all().await {
+                Ok(ended) => tracing::info!(ended, "admin tokens changed: every dashboard session signed out"),
+                Err(err) => {
+                    tracing::error!(error = %err, "admin tokens changed, but the dashboard sessions could not be ended")
+                }
+            }
         }
         if let Some(retention) = &self.retention {
             retention.send_replace((applied.retention(), applied.audit_retention));

@@ -9,8 +9,9 @@
 //! | no such event | 404 | "No such event." |
 //! | a form value the dashboard never offers | 400 | "Not a value this form offers." |
 //! | sign-in with a wrong token | 401 | the sign-in page again: its form under "Wrong token." |
-//! | a session cannot be started (no randomness) | 503 | the sign-in page again: its form under "Try again." |
-//! | the store cannot be read for the page | 503 | "The store cannot be read." |
+//! | a session cannot be started (no randomness, or the store cannot keep it) | 503 | the sign-in page again: its form under "Try again." |
+//! | the store cannot be read for the page (its session included) | 503 | "The store cannot be read." |
+//! | a session cannot be ended in the store | 503 | "Sign-out failed; try again." |
 //! | a replay cannot be recorded | 503 | "Replay failed; try again." |
 //! | a retry-now cannot be recorded | 503 | "Retry failed; try again." |
 //! | a destination cannot be enabled | 503 | "Enable failed; try again." |
@@ -39,8 +40,10 @@ pub enum DashboardAnswer {
     NotFound,
     /// A form value the dashboard's own forms never send: nothing was changed.
     BadForm,
-    /// The store could not be read for the page.
+    /// The store could not be read for the page, or for the request's session.
     StoreUnreadable,
+    /// The session could not be ended in the store: it is still signed in.
+    SignOutFailed,
     /// A replay could not be recorded.
     ReplayFailed,
     /// A retry-now could not be recorded.
@@ -72,6 +75,7 @@ impl IntoResponse for DashboardAnswer {
             Self::StoreUnreadable => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "The store cannot be read."),
             Self::ReplayFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Replay failed; try again."),
             Self::RetryFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Retry failed; try again."),
+            Self::SignOutFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Sign-out failed; try again."),
             Self::EnableFailed => (StatusCode::SERVICE_UNAVAILABLE, PAGE, "Enable failed; try again."),
         };
         (status, layout(title, &format!("<p class=\"bad\">{message}</p>"))).into_response()
@@ -96,6 +100,7 @@ mod tests {
             (DashboardAnswer::ReplayFailed, 503),
             (DashboardAnswer::RetryFailed, 503),
             (DashboardAnswer::EnableFailed, 503),
+            (DashboardAnswer::SignOutFailed, 503),
         ];
         for (answer, status) in cases {
             assert_eq!(answer.into_response().status().as_u16(), status, "{answer:?}");

@@ -2,11 +2,11 @@
 //! (`admin/`) and the dashboard under `/admin/` (`dashboard/`), both working on one
 //! [`AdminState`] ([`state`]) and reading the store through the operator's [`views`] (the
 //! sending side's in [`applications`]); the
-//! dashboard's signed-in sessions are kept by [`session`].
+//! dashboard's signed-in sessions are kept in the store through [`session`].
 //!
 //! The dashboard's look is one stylesheet ([`assets`]) and the components in [`ui`].
 //! Every answer of the console, API and dashboard, forbids framing and caching (but the
-//! content-addressed stylesheet), and every
+//! content-addressed stylesheets), and every
 //! request body is read under a limit and the listener's body timeout.
 
 mod admin;
@@ -30,7 +30,10 @@ use axum::{
     routing::get,
 };
 
-pub use self::state::AdminState;
+pub use self::{
+    state::AdminState,
+    ui::{Accent, AccentError},
+};
 use crate::{
     answer::{AdminError, no_route, wrong_method},
     body::read_limited,
@@ -38,9 +41,9 @@ use crate::{
 
 /// Largest request body the admin routes read (replay filters and dashboard forms).
 const BODY_LIMIT: usize = 64 * 1024;
-/// No scripts, no external anything, no framing: the dashboard needs its own stylesheet
-/// ([`assets`]) and, inline, only each page's narrow-screen labels for its tables' cells.
-const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self' 'unsafe-inline'; form-action 'self'; \
+/// No scripts, no external anything, no framing, no inline style: the dashboard needs only
+/// its own stylesheets ([`assets`]).
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; form-action 'self'; \
      frame-ancestors 'none'; base-uri 'none'";
 
 /// The console's router: the admin API and the dashboard (mount it on its own listener).
@@ -49,6 +52,7 @@ pub fn router(state: AdminState) -> Router {
     admin::router(state.clone())
         .merge(dashboard::router(state))
         .route(assets::stylesheet_path(), get(assets::stylesheet))
+        .route(assets::brand_sheet().path(), get(assets::brand_stylesheet))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(middleware::from_fn_with_state(body_timeout, bounded_body))
@@ -65,7 +69,7 @@ async fn bounded_body(State(timeout): State<Duration>, request: Request, next: N
 }
 
 /// The headers every admin answer carries; `no-store` unless the answer says how long it
-/// may be kept (only the content-addressed stylesheet does).
+/// may be kept (only the content-addressed stylesheets do).
 async fn guarded(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));

@@ -1,30 +1,53 @@
-//! Dashboard sessions. Signing in with an admin token yields a random session id, never
-//! the token itself, so a leaked cookie expires, can be signed out, and tells nothing about
-//! the token. Sessions live in memory (a restart signs everyone out), bounded in number;
-//! each carries its own CSRF token for the dashboard's forms and the name and role of the
-//! token it was signed in with (so a `read` session is shown no buttons and refused any
-//! change). The map is keyed by the
-//! SHA-256 of the id, so the ids themselves are not kept. Times are milliseconds since the
-//! epoch from the admin listener's clock, so expiry is tested on a manual clock.
+//! Dashboard sessions, kept in the store (`idemgate_store::session`, kind `dashboard`) so
+//! that every instance on one store knows them: signed in on one, a session is known on
+//! every other, and a sign-out on one ends it everywhere; a restart signs nobody out.
+//!
+//! Signing in with an admin token yields a random session id, never the token itself, so a
+//! leaked cookie expires, can be signed out, and tells nothing about the token. The store
+//! keeps the SHA-256 of the id (never the id), the session's own CSRF token for the
+//! dashboard's forms, and the name and role (its configuration name) of the token it was
+//! signed in with, so a `read` session is shown no buttons and refused any change. A
+//! session ends once unused for its lifetime (the store moves its expiry on once half of it
+//! is used). There is no bound on their number: every sign-in first purges the expired
+//! rows in the store.
+//!
+//! Each request checks its session's token against the admin tokens this instance runs
+//! with now: a session whose token name is no longer configured, or whose role changed,
+//! reads as signed out, on an instance that has not reloaded yet as much as on one that
+//! has (and a reload that changes the admin tokens ends every dashboard session in the
+//! store, [`Sessions::end_all`]). An unknown role reads as signed out too. Times are
+//! milliseconds since the epoch from the admin listener's clock, so expiry is tested on a
+//! manual clock.
 
-use std::{collections::HashMap, sync::Mutex, time::Duration};
+use std::time::Duration;
 
+use idemgate_store::{
+    Store, StoreError,
+    session::{self, SessionKind},
+};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::access::Principal;
+use crate::{
+    access::{Principal, Role},
+    current::AdminTokens,
+};
 
-/// Most sessions kept at once; signing in beyond it ends the oldest.
-pub const MAX_SESSIONS: usize = 256;
-/// How long a session lasts unless configured otherwise.
+/// How long a session lasts unused unless configured otherwise.
 pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 
-/// The operating system's random source failed.
+/// Why a session could not be started, read or ended.
 #[derive(Debug, thiserror::Error)]
-#[error("no randomness available for a session id")]
-pub struct NoRandomness;
+pub enum SessionError {
+    /// The operating system's random source failed.
+    #[error("no randomness available for a session id")]
+    NoRandomness,
+    /// The store could not keep or read the session.
+    #[error("the store cannot keep the dashboard's sessions: {0}")]
+    Store(#[from] StoreError),
+}
 
-/// A session just created: the cookie value and the CSRF token of its forms.
+/// A session just started: the cookie value and the CSRF token of its forms.
 #[derive(Debug)]
 pub struct NewSession {
     /// The session id, hex, for the cookie.
@@ -33,105 +56,80 @@ pub struct NewSession {
     pub csrf: String,
 }
 
-struct Session {
-    expires_ms: i64,
-    csrf: String,
-    principal: Principal,
+/// A live session: the CSRF token of its forms and the token it was signed in with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveSession {
+    /// The CSRF token its forms carry.
+    pub csrf: String,
+    /// The name and role of the admin token it was signed in with.
+    pub principal: Principal,
 }
 
-/// The signed-in sessions of one admin listener.
+/// Whether `given` is the session's CSRF token `csrf` (compared in constant time).
+#[must_use]
+pub fn csrf_matches(csrf: &str, given: &str) -> bool {
+    bool::from(digest(csrf.as_bytes()).ct_eq(&digest(given.as_bytes())))
+}
+
+/// The dashboard's signed-in sessions: a door to the store's, with their lifetime.
+#[derive(Debug, Clone)]
 pub struct Sessions {
+    store: Store,
     lifetime: Duration,
-    by_digest: Mutex<HashMap<[u8; 32], Session>>,
-}
-
-impl std::fmt::Debug for Sessions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sessions").field("lifetime", &self.lifetime).finish_non_exhaustive()
-    }
 }
 
 impl Sessions {
-    /// Sessions that last `lifetime` from sign-in.
+    /// Sessions in `store` that last `lifetime` since they were last used.
     #[must_use]
-    pub fn new(lifetime: Duration) -> Self {
-        Self { lifetime, by_digest: Mutex::default() }
+    pub fn new(store: Store, lifetime: Duration) -> Self {
+        Self { store, lifetime }
     }
 
-    /// How long a session lasts.
+    /// How long a session lasts unused.
     #[must_use]
     pub fn lifetime(&self) -> Duration {
         self.lifetime
     }
 
-    fn lifetime_ms(&self) -> i64 {
-        i64::try_from(self.lifetime.as_millis()).unwrap_or(i64::MAX)
-    }
-
-    /// Starts a session for `principal` at `now_ms`, dropping expired ones and, when full,
-    /// the oldest.
-    pub fn create(&self, now_ms: i64, principal: Principal) -> Result<NewSession, NoRandomness> {
+    /// Starts a session for `principal` at `now_ms`.
+    pub async fn start(&self, principal: &Principal, now_ms: i64) -> Result<NewSession, SessionError> {
         let id = random_hex()?;
         let csrf = random_hex()?;
-        let mut sessions = self.lock();
-        sessions.retain(|_, s| s.expires_ms > now_ms);
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions.iter().min_by_key(|(_, s)| s.expires_ms).map(|(k, _)| *k)
-        {
-            sessions.remove(&oldest);
-        }
-        sessions.insert(
-            digest(id.as_bytes()),
-            Session { expires_ms: now_ms.saturating_add(self.lifetime_ms()), csrf: csrf.clone(), principal },
-        );
+        let new = session::NewSession {
+            digest: digest(id.as_bytes()),
+            csrf: csrf.clone(),
+            lifetime_ms: i64::try_from(self.lifetime.as_millis()).unwrap_or(i64::MAX),
+            name: principal.name.clone(),
+            role: principal.role.as_str().to_owned(),
+        };
+        self.store.start_session(new, now_ms).await?;
         Ok(NewSession { id, csrf })
     }
 
-    /// The CSRF token of the live session `id`; `None` if unknown, signed out or expired.
-    #[must_use]
-    pub fn csrf(&self, id: &str, now_ms: i64) -> Option<String> {
-        self.live(id, now_ms).map(|(csrf, _)| csrf)
-    }
-
-    /// The CSRF token and the token's name and role of the live session `id`.
-    #[must_use]
-    pub fn live(&self, id: &str, now_ms: i64) -> Option<(String, Principal)> {
-        let mut sessions = self.lock();
-        let key = digest(id.as_bytes());
-        match sessions.get(&key) {
-            Some(s) if s.expires_ms > now_ms => Some((s.csrf.clone(), s.principal.clone())),
-            Some(_) => {
-                sessions.remove(&key);
-                None
-            }
-            None => None,
+    /// The live session `id` at `now_ms`, if its token is still configured in `tokens` by
+    /// its name with its role; `None` if unknown, signed out, expired, of a token renamed,
+    /// removed or given another role, or not a dashboard session.
+    pub async fn live(&self, id: &str, tokens: &AdminTokens, now_ms: i64) -> Result<Option<LiveSession>, SessionError> {
+        let Some(found) = self.store.session(digest(id.as_bytes()), now_ms).await? else { return Ok(None) };
+        if found.kind != SessionKind::Dashboard {
+            return Ok(None);
         }
+        let Some(role) = Role::parse(&found.role) else { return Ok(None) };
+        let principal = Principal { name: found.name, role };
+        Ok(tokens.configures(&principal).then_some(LiveSession { csrf: found.csrf, principal }))
     }
 
-    /// Whether `given` is the CSRF token of the live session `id`.
-    #[must_use]
-    pub fn csrf_matches(&self, id: &str, given: &str, now_ms: i64) -> bool {
-        self.csrf(id, now_ms).is_some_and(|csrf| digest_eq(csrf.as_bytes(), given.as_bytes()))
+    /// Signs the session `id` out, on every instance.
+    pub async fn end(&self, id: &str) -> Result<(), SessionError> {
+        self.store.end_session(digest(id.as_bytes())).await?;
+        Ok(())
     }
 
-    /// Signs the session `id` out.
-    pub fn end(&self, id: &str) {
-        self.lock().remove(&digest(id.as_bytes()));
+    /// Signs every dashboard session out, on every instance: when the admin tokens change,
+    /// the sessions signed in with the old ones end with them. How many there were.
+    pub async fn end_all(&self) -> Result<u64, SessionError> {
+        Ok(self.store.end_sessions(SessionKind::Dashboard).await?)
     }
-
-    /// Signs every session out: when the admin tokens change, the sessions signed in with
-    /// the old ones end with them.
-    pub fn end_all(&self) {
-        self.lock().clear();
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Session>> {
-        self.by_digest.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-fn digest_eq(a: &[u8], b: &[u8]) -> bool {
-    bool::from(digest(a).ct_eq(&digest(b)))
 }
 
 fn digest(bytes: &[u8]) -> [u8; 32] {
@@ -139,53 +137,22 @@ fn digest(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// 32 bytes from the operating system's CSPRNG, as hex.
-fn random_hex() -> Result<String, NoRandomness> {
+fn random_hex() -> Result<String, SessionError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|_| NoRandomness)?;
+    getrandom::fill(&mut bytes).map_err(|_| SessionError::NoRandomness)?;
     Ok(hex::encode(bytes))
 }
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
-
     use super::*;
-    use crate::access::Role;
-
-    fn ops() -> Principal {
-        Principal { name: "ops".into(), role: Role::Operate }
-    }
 
     #[test]
-    fn a_session_lives_until_its_expiry_and_not_after_sign_out() {
-        let sessions = Sessions::new(Duration::from_secs(60));
-        let start = 1_800_000_000_000_i64;
-        let session = sessions.create(start, ops()).unwrap();
-        assert_eq!(session.id.len(), 64);
-        assert_ne!(session.id, session.csrf);
-        assert_eq!(sessions.csrf(&session.id, start + 59_000).as_deref(), Some(&*session.csrf));
-        assert_eq!(sessions.live(&session.id, start).map(|(_, who)| who), Some(ops()), "it knows its token");
-        assert!(sessions.csrf_matches(&session.id, &session.csrf, start));
-        assert!(!sessions.csrf_matches(&session.id, "", start));
-        assert!(!sessions.csrf_matches(&session.id, &session.id, start));
-        assert_eq!(sessions.csrf(&session.id, start + 60_000), None, "expired");
-        let other = sessions.create(start, ops()).unwrap();
-        sessions.end(&other.id);
-        assert_eq!(sessions.csrf(&other.id, start), None, "signed out");
-        sessions.end_all();
-        assert_eq!(sessions.csrf(&session.id, start), None, "all signed out");
-        assert_eq!(sessions.csrf("", start), None);
-    }
-
-    #[test]
-    fn sessions_are_bounded_and_the_oldest_goes_first() {
-        let sessions = Sessions::new(Duration::from_secs(60));
-        let start = 1_800_000_000_000_i64;
-        let first = sessions.create(start, ops()).unwrap();
-        let ids: Vec<String> =
-            (1..=MAX_SESSIONS as u64).map(|i| sessions.create(start + i as i64, ops()).unwrap().id).collect();
-        assert_eq!(sessions.lock().len(), MAX_SESSIONS);
-        assert_eq!(sessions.csrf(&first.id, start), None);
-        assert!(ids.iter().all(|id| sessions.csrf(id, start).is_some()));
+    fn a_csrf_token_matches_only_itself() {
+        let csrf = "ab".repeat(32);
+        assert!(csrf_matches(&csrf, &"ab".repeat(32)));
+        assert!(!csrf_matches(&csrf, ""));
+        assert!(!csrf_matches(&csrf, &"ab".repeat(31)));
+        assert!(!csrf_matches(&csrf, &"ba".repeat(32)));
     }
 }

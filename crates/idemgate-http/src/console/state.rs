@@ -20,8 +20,8 @@ pub struct AdminState {
     pub tokens: AdminTokens,
     /// Rejections counted by the inbound routes.
     pub rejections: Arc<RejectionCounts>,
-    /// The dashboard's signed-in sessions.
-    pub sessions: Arc<Sessions>,
+    /// The dashboard's signed-in sessions, in the store.
+    pub sessions: Sessions,
     /// Whether the listener terminates TLS (the session cookie is then `Secure`).
     pub tls: bool,
     /// How long a client may take to send a request body.

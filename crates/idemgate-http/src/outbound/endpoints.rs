@@ -24,10 +24,13 @@ use idemgate_core::outbound::{
     id::EndpointId,
     sealing::{EndpointSecret, SealedSecret, SecretsKey},
 };
-use idemgate_store::outbound::{
-    Lookup, OutboundError,
-    endpoint::{self as store, FIRST_SECRET_SEQ, NewEndpoint, NewSecret},
-    new_endpoint_id,
+use idemgate_store::{
+    audit::Actor,
+    outbound::{
+        Lookup, OutboundError,
+        endpoint::{self as store, FIRST_SECRET_SEQ, NewEndpoint, NewSecret},
+        new_endpoint_id,
+    },
 };
 
 use super::{
@@ -86,10 +89,6 @@ async fn list(state: Shared, Path(app): Path<String>, RawQuery(query): RawQuery)
 
 async fn create(state: Shared, By(by): By, Path(app): Path<String>, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EndpointIn = body::json(&bytes)?;
-    let secret = match &input.secret {
-        Some(text) => EndpointSecret::parse(text, Loc::body("secret"))?,
-        None => EndpointSecret::generate(random()?),
-    };
     let fields = Fields {
         url: input.url,
         description: input.description,
@@ -100,12 +99,31 @@ async fn create(state: Shared, By(by): By, Path(app): Path<String>, bytes: Bytes
         metadata: input.metadata,
         throttle_rate: input.throttle_rate,
     };
-    headers::check_all(input.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &Loc::body("headers"))?;
-    let endpoint = fields.checked(&state.url_policy).await?;
-    let mut new = new_endpoint(&state, endpoint, &secret)?;
-    new.headers = input.headers;
-    let created = state.store.create_endpoint(Lookup::application(&app), new, &by, state.now_ms()).await?;
+    let created =
+        create_endpoint(&state, Lookup::application(&app), fields, input.headers, input.secret.as_deref(), &by).await?;
     Ok(Done::Created.with(EndpointOut::from(created)))
+}
+
+/// Creates an endpoint of `app` (`POST …/endpoint`, and the portal's "Add endpoint"):
+/// its headers by core's rules, its fields checked ([`Fields::checked`]), its first secret
+/// `secret` (Svix's `whsec_…`) or a new one, sealed.
+pub(crate) async fn create_endpoint(
+    state: &ApiState,
+    app: Lookup,
+    fields: Fields,
+    headers: store::Headers,
+    secret: Option<&str>,
+    by: &Actor,
+) -> Result<store::Endpoint, OutboundAnswer> {
+    let secret = match secret {
+        Some(text) => EndpointSecret::parse(text, Loc::body("secret"))?,
+        None => EndpointSecret::generate(random()?),
+    };
+    headers::check_all(headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &Loc::body("headers"))?;
+    let endpoint = fields.checked(&state.url_policy).await?;
+    let mut new = new_endpoint(state, endpoint, &secret)?;
+    new.headers = headers;
+    Ok(state.store.create_endpoint(app, new, by, state.now_ms()).await?)
 }
 
 async fn read(state: Shared, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
@@ -137,6 +155,20 @@ async fn upsert(state: Shared, By(by): By, Path((app, ep)): Pair, bytes: Bytes) 
 
 async fn patch(state: Shared, By(by): By, Path((app, ep)): Pair, bytes: Bytes) -> Result<Response, OutboundAnswer> {
     let input: EndpointPatch = body::json(&bytes)?;
+    let (app, ep) = lookups(&app, &ep);
+    let patched = patch_endpoint(&state, app, ep, input, &by).await?;
+    Ok(Done::Ok.with(EndpointOut::from(patched)))
+}
+
+/// Changes the fields `input` names of the endpoint `ep` of `app` (`PATCH`, and the
+/// portal's edit, disable and enable), each checked as at create.
+pub(crate) async fn patch_endpoint(
+    state: &ApiState,
+    app: Lookup,
+    ep: Lookup,
+    input: EndpointPatch,
+    by: &Actor,
+) -> Result<store::Endpoint, OutboundAnswer> {
     let url = match input.url {
         Some(url) => Some(checked_url(&state.url_policy, url).await?),
         None => None,
@@ -156,9 +188,7 @@ async fn patch(state: Shared, By(by): By, Path((app, ep)): Pair, bytes: Bytes) -
         metadata: input.metadata,
         throttle_rate: patch_of(input.throttle_rate),
     };
-    let (app, ep) = lookups(&app, &ep);
-    let patched = state.store.patch_endpoint(app, ep, patch, &by, state.now_ms()).await?;
-    Ok(Done::Ok.with(EndpointOut::from(patched)))
+    Ok(state.store.patch_endpoint(app, ep, patch, by, state.now_ms()).await?)
 }
 
 async fn delete(state: Shared, By(by): By, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
@@ -180,10 +210,23 @@ async fn set_headers(
     bytes: Bytes,
 ) -> Result<Response, OutboundAnswer> {
     let input: EndpointHeadersIn = body::json(&bytes)?;
-    headers::check_all(input.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &Loc::body("headers"))?;
     let (app, ep) = lookups(&app, &ep);
-    state.store.set_endpoint_headers(app, ep, input.headers, &by, state.now_ms()).await?;
+    set_endpoint_headers(&state, app, ep, input.headers, &by).await?;
     Ok(OutboundAnswer::NoContent.into_response())
+}
+
+/// Replaces the custom headers of the endpoint `ep` of `app` (`PUT …/headers`, and the
+/// portal's headers form), each checked by core's rules (422 at `["body","headers"]`).
+pub(crate) async fn set_endpoint_headers(
+    state: &ApiState,
+    app: Lookup,
+    ep: Lookup,
+    headers: store::Headers,
+    by: &Actor,
+) -> Result<(), OutboundAnswer> {
+    headers::check_all(headers.iter().map(|(n, v)| (n.as_str(), v.as_str())), &Loc::body("headers"))?;
+    state.store.set_endpoint_headers(app, ep, headers, by, state.now_ms()).await?;
+    Ok(())
 }
 
 async fn patch_headers(
@@ -207,17 +250,27 @@ async fn patch_headers(
 }
 
 async fn read_secret(state: Shared, Path((app, ep)): Pair) -> Result<Response, OutboundAnswer> {
-    let key = state.secrets_key.as_ref().ok_or(OutboundAnswer::Unavailable)?;
     let (app, ep) = lookups(&app, &ep);
+    let secret = current_secret(&state, app, ep).await?;
+    Ok(Done::Ok.with(EndpointSecretOut { key: secret.reveal() }))
+}
+
+/// The current signing secret of the endpoint `ep` of `app`, opened (`GET …/secret`, and
+/// the portal's "Reveal").
+pub(crate) async fn current_secret(
+    state: &ApiState,
+    app: Lookup,
+    ep: Lookup,
+) -> Result<EndpointSecret, OutboundAnswer> {
+    let key = state.secrets_key.as_ref().ok_or(OutboundAnswer::Unavailable)?;
     let endpoint = state.store.endpoint(app.clone(), ep).await?.ok_or(OutboundAnswer::NotFound)?;
     let secrets = state.store.endpoint_secrets(app, Lookup::Id(endpoint.id.clone()), state.now_ms()).await?;
     let current = secrets.first().ok_or(OutboundAnswer::NotFound)?;
     let id = EndpointId::parse(&endpoint.id).map_err(|_| OutboundAnswer::Unavailable)?;
-    let secret = key.open(&current.sealed, &id, current.seq).map_err(|err| {
+    key.open(&current.sealed, &id, current.seq).map_err(|err| {
         tracing::warn!(error = %err, "an endpoint's secret could not be opened");
         OutboundAnswer::Unavailable
-    })?;
-    Ok(Done::Ok.with(EndpointSecretOut { key: secret.reveal() }))
+    })
 }
 
 /// Rotation answers 200 with the new key (`EndpointSecretOut`), not Svix's 204: the Rust
@@ -236,12 +289,28 @@ async fn rotate(state: Shared, By(by): By, Path((app, ep)): Pair, bytes: Bytes) 
             "value_error.number.not_le",
         ));
     }
-    let secret = match &input.key {
+    let secret = rotate_secret(&state, lookups(&app, &ep), input.key.as_deref(), grace, &by).await?;
+    // The new key is shown once: the key's record keeps the status, not the body.
+    let mut answer = Done::Ok.with(EndpointSecretOut { key: secret.reveal() });
+    answer.extensions_mut().insert(crate::idempotency::BodyNotStored);
+    Ok(answer)
+}
+
+/// Rotates the signing secret of the endpoint `ep` of `app` (`POST …/secret/rotate`, and
+/// the portal's "Rotate"): `key` (Svix's `whsec_…`) or a new one becomes the current
+/// secret, sealed; the previous one keeps signing for `grace_seconds`. Answers the new one.
+pub(crate) async fn rotate_secret(
+    state: &ApiState,
+    (app, ep): (Lookup, Lookup),
+    key: Option<&str>,
+    grace_seconds: u32,
+    by: &Actor,
+) -> Result<EndpointSecret, OutboundAnswer> {
+    let secret = match key {
         Some(text) => EndpointSecret::parse(text, Loc::body("key"))?,
         None => EndpointSecret::generate(random()?),
     };
     let key = state.secrets_key.as_ref().ok_or(OutboundAnswer::Unavailable)?;
-    let (app, ep) = lookups(&app, &ep);
     let endpoint = state.store.endpoint(app.clone(), ep).await?.ok_or(OutboundAnswer::NotFound)?;
     let id = EndpointId::parse(&endpoint.id).map_err(|_| OutboundAnswer::Unavailable)?;
     let ep = Lookup::Id(endpoint.id.clone());
@@ -251,30 +320,34 @@ async fn rotate(state: Shared, By(by): By, Path((app, ep)): Pair, bytes: Bytes) 
         let secrets = state.store.endpoint_secrets(app.clone(), ep.clone(), now).await?;
         let seq = secrets.iter().map(|stored| stored.seq).max().unwrap_or(FIRST_SECRET_SEQ - 1) + 1;
         let sealed = NewSecret { seq, sealed: seal(key, &secret, &id, seq)? };
-        let grace_ms = i64::from(grace) * 1000;
-        match state.store.rotate_endpoint_secret(app.clone(), ep.clone(), sealed, grace_ms, &by, now).await {
-            Ok(()) => {
-                // The new key is shown once: the key's record keeps the status, not the body.
-                let mut answer = Done::Ok.with(EndpointSecretOut { key: secret.reveal() });
-                answer.extensions_mut().insert(crate::idempotency::BodyNotStored);
-                return Ok(answer);
-            }
+        let grace_ms = i64::from(grace_seconds) * 1000;
+        match state.store.rotate_endpoint_secret(app.clone(), ep.clone(), sealed, grace_ms, by, now).await {
+            Ok(()) => return Ok(secret),
             Err(OutboundError::StaleSecret) if tries + 1 < ROTATION_TRIES => tries += 1,
             Err(err) => return Err(err.into()),
         }
     }
 }
 
-/// An endpoint's fields as the wire gives them, before they are checked.
-struct Fields {
-    url: String,
-    description: String,
-    uid: Option<String>,
-    disabled: bool,
-    event_types: Option<Vec<String>>,
-    channels: Option<Vec<String>>,
-    metadata: super::wire::Metadata,
-    throttle_rate: Option<u16>,
+/// An endpoint's fields as the wire (or the portal's form) gives them, before they are
+/// checked.
+pub(crate) struct Fields {
+    /// Where messages go.
+    pub(crate) url: String,
+    /// Free text.
+    pub(crate) description: String,
+    /// The caller's name for it.
+    pub(crate) uid: Option<String>,
+    /// Disabled from the start.
+    pub(crate) disabled: bool,
+    /// The event types it receives; `None`: all.
+    pub(crate) event_types: Option<Vec<String>>,
+    /// The channels it receives; `None`: all.
+    pub(crate) channels: Option<Vec<String>>,
+    /// Free text → text pairs.
+    pub(crate) metadata: super::wire::Metadata,
+    /// Most messages per second it gets.
+    pub(crate) throttle_rate: Option<u16>,
 }
 
 impl Fields {

@@ -71,7 +71,8 @@ async fn send_example(
     bytes: Bytes,
 ) -> Result<Response, OutboundAnswer> {
     let input: EventExampleIn = body::json(&bytes)?;
-    let event_type = EventTypeName::parse(&input.event_type, Loc::body("eventType"))?;
+    // The type's name is judged before the payload, as the route always did.
+    EventTypeName::parse(&input.event_type, Loc::body("eventType"))?;
     if input.payload.is_some() {
         return Err(OutboundAnswer::invalid(
             &["body", "payload"],
@@ -80,15 +81,32 @@ async fn send_example(
         ));
     }
     let index = usize::try_from(input.example_index.unwrap_or(0)).unwrap_or(usize::MAX);
-    let payload = if event_type.as_str() == PING_EVENT_TYPE {
-        PING_PAYLOAD.to_owned()
+    let (app, ep) = (Lookup::application(&app), Lookup::endpoint(&ep));
+    let message = send_example_to(&state, (app, ep), &input.event_type, index, operation_text(operation)).await?;
+    Ok(Done::Ok.with(message_out(message, true)?))
+}
+
+/// Publishes the example `index` of `event_type` to the endpoint `ep` of `app` alone
+/// (`send-example`, and the portal's "Send test event"), once durable. An event type that
+/// does not exist is 404; one without that example 400 `invalid_scheme`, as Svix.
+pub(crate) async fn send_example_to(
+    state: &ApiState,
+    (app, ep): (Lookup, Lookup),
+    event_type: &str,
+    index: usize,
+    operation: Option<String>,
+) -> Result<store::Message, OutboundAnswer> {
+    let event_type = EventTypeName::parse(event_type, Loc::body("eventType"))?;
+    let schemas = if event_type.as_str() == PING_EVENT_TYPE {
+        None
     } else {
-        let found = state.store.event_type(event_type.as_str().to_owned()).await?.ok_or(OutboundAnswer::NotFound)?;
-        example(found.schemas.as_deref(), index).ok_or(OutboundAnswer::BadRequest {
+        state.store.event_type(event_type.as_str().to_owned()).await?.ok_or(OutboundAnswer::NotFound)?.schemas
+    };
+    let payload =
+        example_payload(event_type.as_str(), schemas.as_deref(), index).ok_or(OutboundAnswer::BadRequest {
             code: "invalid_scheme",
             detail: "Unable to generate example message from event-type schema",
-        })?
-    };
+        })?;
     let now = state.now_ms();
     let message = store::MessageIn {
         event_id: None,
@@ -96,12 +114,10 @@ async fn send_example(
         channels: None,
         payload: Bytes::from(payload),
         expires_at_ms: Some(now.saturating_add(DEFAULT_PAYLOAD_RETENTION_DAYS.saturating_mul(24 * HOUR_MS))),
-        operation: operation_text(operation),
+        operation,
     };
-    let accepted =
-        state.store.accept_message_to(Lookup::application(&app), Lookup::endpoint(&ep), message, now).await?;
-    match accepted {
-        Accepted::Created(message) | Accepted::Duplicate(message) => Ok(Done::Ok.with(message_out(message, true)?)),
+    match state.store.accept_message_to(app, ep, message, now).await? {
+        Accepted::Created(message) | Accepted::Duplicate(message) => Ok(message),
         // A message without an `eventId` has its own receipt: it cannot conflict.
         Accepted::Conflict => Err(OutboundAnswer::Unavailable),
     }
@@ -111,6 +127,13 @@ async fn send_example(
 /// ([`store::MessageIn::operation`]).
 fn operation_text(operation: Option<Extension<Operation>>) -> Option<String> {
     operation.map(|Extension(op)| format!("{}\n{}\n{}", op.scope, op.key, op.expires_at_ms))
+}
+
+/// The example `index` of the event type `name` whose `schemas` are given: what
+/// `send-example` sends and the portal's catalog shows. [`PING_PAYLOAD`] for
+/// [`PING_EVENT_TYPE`], else [`example`] of its schemas.
+pub(crate) fn example_payload(name: &str, schemas: Option<&str>, index: usize) -> Option<String> {
+    if name == PING_EVENT_TYPE { Some(PING_PAYLOAD.to_owned()) } else { example(schemas, index) }
 }
 
 /// The example `index` of an event type's `schemas` (the JSON text of an object of

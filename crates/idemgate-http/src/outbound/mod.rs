@@ -29,13 +29,13 @@ mod attempts;
 pub mod auth;
 mod body;
 mod content;
-mod endpoints;
-mod event_types;
-mod messages;
+pub(crate) mod endpoints;
+pub(crate) mod event_types;
+pub(crate) mod messages;
 mod openapi;
 mod pagination;
 mod payload_schema;
-mod redelivery;
+pub(crate) mod redelivery;
 // Some shapes of the spec wait for a route that answers with them.
 #[allow(dead_code)]
 pub(crate) mod wire;

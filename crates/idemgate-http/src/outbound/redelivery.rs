@@ -10,7 +10,13 @@ use std::sync::Arc;
 
 use axum::{Router, body::Bytes, extract::Path, response::Response, routing::post};
 use idemgate_core::outbound::id::{PAYLOAD_LEN, TaskId};
-use idemgate_store::outbound::{Lookup, redelivery::Recovery};
+use idemgate_store::{
+    audit::Actor,
+    outbound::{
+        Lookup, OutboundError,
+        redelivery::{Recovery, Resent},
+    },
+};
 use serde_json::json;
 
 use super::{
@@ -38,9 +44,35 @@ async fn resend(
     By(by): By,
     Path((app, msg, ep)): Path<(String, String, String)>,
 ) -> Result<Response, OutboundAnswer> {
-    let (app, msg, ep) = (Lookup::application(&app), Lookup::message(&msg), Lookup::endpoint(&ep));
-    state.store.resend_message(app, msg, ep, &by, state.now_ms()).await?;
+    resend_to(&state, Lookup::application(&app), Lookup::message(&msg), Lookup::endpoint(&ep), &by).await?;
     Ok(Done::Accepted.with(json!({})))
+}
+
+/// Sends the message `msg` of the application `app` again to its endpoint `ep`, by `by`:
+/// what `resend` and the portal's "Resend" do.
+pub(crate) async fn resend_to(
+    state: &ApiState,
+    app: Lookup,
+    msg: Lookup,
+    ep: Lookup,
+    by: &Actor,
+) -> Result<Resent, OutboundError> {
+    state.store.resend_message(app, msg, ep, by, state.now_ms()).await
+}
+
+/// Makes the failed messages of the endpoint `ep` of the application `app` in the range
+/// `input` asks at `now_ms` due again, by `by` ([`recovery`] checks the range): what
+/// `recover` and the portal's recovery do. Answers how many.
+pub(crate) async fn recover_failed(
+    state: &ApiState,
+    app: Lookup,
+    ep: Lookup,
+    input: &RecoverIn,
+    by: &Actor,
+    now_ms: i64,
+) -> Result<usize, OutboundAnswer> {
+    let range = recovery(input, now_ms)?;
+    Ok(state.store.recover_endpoint(app, ep, range, by, now_ms).await?)
 }
 
 /// `POST …/endpoint/{endpoint_id}/recover`: 202 `RecoverOut`, `finished`: the recovery
@@ -53,8 +85,7 @@ async fn recover(
 ) -> Result<Response, OutboundAnswer> {
     let input: RecoverIn = body::json(&bytes)?;
     let now = state.now_ms();
-    let range = recovery(&input, now)?;
-    state.store.recover_endpoint(Lookup::application(&app), Lookup::endpoint(&ep), range, &by, now).await?;
+    recover_failed(&state, Lookup::application(&app), Lookup::endpoint(&ep), &input, &by, now).await?;
     let mut random = [0; PAYLOAD_LEN];
     getrandom::fill(&mut random).map_err(|_| OutboundAnswer::Unavailable)?;
     let task = TaskId::generate(now, random).map_err(|_| OutboundAnswer::Unavailable)?;

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use axum::{
-    Form, Router,
-    extract::State,
-    http::{HeaderMap, header},
+    Router,
+    extract::{Request, State},
+    http::header,
     response::{IntoResponse, Redirect, Response},
     routing::{get, post},
 };
@@ -21,7 +21,7 @@ use serde::Deserialize;
 use super::{
     PortalState, Shared,
     layout::plain_page,
-    session::{NoFields, Posted, from_own_origin, set_cookie},
+    session::{NoFields, Posted, from_own_origin, read_form, set_cookie},
 };
 use crate::{access::digest, answer::PortalAnswer};
 
@@ -64,10 +64,13 @@ struct Login {
 
 /// Consumes the login and starts the session: to the endpoints with the cookie set; a login
 /// that is unknown, used or expired is 401 and changes nothing.
-async fn enter(state: Shared, headers: HeaderMap, Form(login): Form<Login>) -> Result<Response, PortalAnswer> {
-    if !from_own_origin(&headers, &state.origin) {
+async fn enter(state: Shared, request: Request) -> Result<Response, PortalAnswer> {
+    let (parts, body) = request.into_parts();
+    if !from_own_origin(&parts.headers, &state.origin) {
         return Err(PortalAnswer::Refused);
     }
+    let bytes = read_form(&parts.headers, body).await?;
+    let login: Login = serde_urlencoded::from_bytes(&bytes).map_err(|_| PortalAnswer::SignedOut)?;
     let login = digest(login.token.trim().as_bytes());
     let (id, csrf) = (random_hex()?, random_hex()?);
     let new = NewSession {

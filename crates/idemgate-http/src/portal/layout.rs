@@ -6,7 +6,10 @@
 use axum::response::Html;
 
 use super::{Brand, PortalState, session::Customer};
-use crate::console::{assets::stylesheet_path, dashboard::layout::esc, ui::page_header};
+use crate::console::{
+    assets::stylesheet_path,
+    ui::{esc, page_header},
+};
 
 /// The portal's pages, as the navigation lists them: path below `/portal` and name.
 const PAGES: [(&str, &str); 3] =
@@ -22,6 +25,20 @@ pub(crate) fn page(
     crumbs: &[(&str, &str)],
     body: &str,
 ) -> Html<String> {
+    refreshing_page(state, customer, current, title, crumbs, body, None)
+}
+
+/// [`page`], reloading itself every `refresh` seconds when given (a
+/// `<meta http-equiv="refresh">`: no script), for a page showing what is still under way.
+pub(crate) fn refreshing_page(
+    state: &PortalState,
+    customer: &Customer,
+    current: &str,
+    title: &str,
+    crumbs: &[(&str, &str)],
+    body: &str,
+    refresh: Option<u32>,
+) -> Html<String> {
     let mut nav = String::from("<nav class=\"pages\" aria-label=\"portal\">");
     for (href, name) in PAGES {
         let here = if href == current { " aria-current=\"page\"" } else { "" };
@@ -31,12 +48,14 @@ pub(crate) fn page(
         "<form method=\"post\" action=\"/portal/sign-out\">{}<button id=\"sign-out\" type=\"submit\">Sign out</button></form></nav>",
         customer.csrf_field()
     ));
-    frame(&state.portal.brand, title, &nav, &format!("{}{body}", page_header(title, crumbs)))
+    let head =
+        refresh.map(|seconds| format!("<meta http-equiv=\"refresh\" content=\"{seconds}\">")).unwrap_or_default();
+    frame(&state.portal.brand, title, &head, &nav, &format!("{}{body}", page_header(title, crumbs)))
 }
 
 /// A page without a session: the brand, then `title` and `body` (already HTML).
 pub(crate) fn plain_page(brand: &Brand, title: &str, body: &str) -> Html<String> {
-    frame(brand, title, "", &format!("{}{body}", page_header(title, &[])))
+    frame(brand, title, "", "", &format!("{}{body}", page_header(title, &[])))
 }
 
 /// A page saying one thing (`words`, plain text), for the portal's refusals; it carries no
@@ -45,7 +64,8 @@ pub(crate) fn notice_page(title: &str, words: &str) -> Html<String> {
     plain_page(&Brand::default(), title, &format!("<p class=\"notice\" role=\"alert\">{}</p>", esc(words)))
 }
 
-fn frame(brand: &Brand, title: &str, nav: &str, main: &str) -> Html<String> {
+/// The document: `head` (HTML) added to its head, then the brand, `nav` and `main`.
+fn frame(brand: &Brand, title: &str, head: &str, nav: &str, main: &str) -> Html<String> {
     let logo = brand
         .logo_url
         .as_deref()
@@ -55,7 +75,7 @@ fn frame(brand: &Brand, title: &str, nav: &str, main: &str) -> Html<String> {
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{} · {name}</title>\
-         <link rel=\"stylesheet\" href=\"{}{}\"></head><body class=\"portal\">\
+         <link rel=\"stylesheet\" href=\"{}{}\">{head}</head><body class=\"portal\">\
          <header class=\"brand\">{logo}<span class=\"brand-name\">{name}</span></header>{nav}<main>{main}</main></body></html>",
         esc(title),
         super::PREFIX,

@@ -18,8 +18,11 @@
 //!
 //! Every status is chosen in `answer/portal.rs` (`PortalAnswer`).
 
+mod endpoints;
 mod enter;
+mod event_types;
 pub(crate) mod layout;
+mod messages;
 pub(crate) mod session;
 
 use std::sync::Arc;
@@ -108,6 +111,9 @@ pub(crate) fn router(api: Arc<ApiState>, portal: &Portal) -> Router {
         // The console's stylesheet, below `/portal` (the public listener serves no `/assets`).
         .route(stylesheet_path(), get(stylesheet))
         .merge(enter::routes())
+        .merge(endpoints::routes())
+        .merge(messages::routes())
+        .merge(event_types::routes())
         .fallback(not_found)
         .layer(middleware::map_response_with_state(Arc::clone(&state), guarded))
         .with_state(state)

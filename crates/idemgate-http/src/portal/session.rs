@@ -18,7 +18,11 @@ use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
 use super::PortalState;
-use crate::{access::digest, answer::PortalAnswer};
+use crate::{
+    access::digest,
+    answer::PortalAnswer,
+    body::{BODY_TIMEOUT, read_limited},
+};
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "idemgate_portal";
@@ -133,7 +137,7 @@ impl<T: DeserializeOwned> FromRequest<Arc<PortalState>> for Posted<T> {
             return Err(PortalAnswer::Refused);
         }
         let customer = Customer::from_request_parts(&mut parts, state).await?;
-        let bytes = axum::body::to_bytes(body, FORM_LIMIT).await.map_err(|_| PortalAnswer::Refused)?;
+        let bytes = read_form(&parts.headers, body).await?;
         let given: Csrf = serde_urlencoded::from_bytes(&bytes).map_err(|_| PortalAnswer::Refused)?;
         if !bool::from(digest(given.csrf.as_bytes()).ct_eq(&digest(customer.csrf.as_bytes()))) {
             return Err(PortalAnswer::Refused);
@@ -146,6 +150,14 @@ impl<T: DeserializeOwned> FromRequest<Arc<PortalState>> for Posted<T> {
 
 /// The largest form the portal reads: an endpoint's headers and description fit well.
 const FORM_LIMIT: usize = 64 * 1024;
+
+/// A form's body, read under [`FORM_LIMIT`] and the listener's body timeout, so a slow or
+/// endless body cannot hold a connection.
+pub(crate) async fn read_form(headers: &HeaderMap, body: axum::body::Body) -> Result<bytes::Bytes, PortalAnswer> {
+    read_limited(headers, body, FORM_LIMIT, BODY_TIMEOUT)
+        .await
+        .map_err(|_| PortalAnswer::Rejected(vec!["The form could not be read: too large or too slow.".to_owned()]))
+}
 
 #[cfg(test)]
 mod tests {

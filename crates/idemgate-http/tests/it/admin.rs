@@ -44,7 +44,7 @@ async fn start_with_store(clock: Arc<ManualClock>, lifetime: Duration) -> (Socke
             named("viewer", Role::Read, VIEWER),
         ]),
         rejections: Arc::new(RejectionCounts::default()),
-        sessions: Arc::new(Sessions::new(lifetime)),
+        sessions: Sessions::new(store.clone(), lifetime),
         tls: false,
         body_timeout: Duration::from_secs(5),
         clock,
@@ -193,7 +193,7 @@ async fn a_read_token_sees_everything_and_changes_nothing() {
     let cookie = sign_in_with(addr, VIEWER).await;
     let page = dashboard(addr, &cookie).await;
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
-    assert!(page.contains("<td>dead</td>"), "the dead job is listed: {page}");
+    assert!(page.contains("<td data-label=\"event\">dead</td>"), "the dead job is listed: {page}");
     for button in ["class=\"replay\"", "class=\"retry\"", "class=\"enable\"", "class=\"replay-dead\""] {
         assert!(!page.contains(button), "no {button} for a read session");
     }
@@ -275,7 +275,7 @@ async fn an_operators_changes_appear_in_the_audit_log_exactly() {
     assert_eq!(api(addr, "GET", "/admin/v1/audit?action=delete", TOKEN, None).await.0, 400);
     let page = get_page(addr, "/admin/audit?action=enable", &cookie).await;
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
-    assert!(page.contains("<td class=\"target\">destination gone</td>"), "{page}");
+    assert!(page.contains("<td class=\"target\" data-label=\"target\">destination gone</td>"), "{page}");
     assert!(!page.contains("event src/dead"), "filtered by action: {page}");
 
     // The event page's forms are audited too: replay the dead event from its page.
@@ -293,20 +293,122 @@ async fn an_operators_changes_appear_in_the_audit_log_exactly() {
 }
 
 #[tokio::test]
-async fn a_dashboard_session_ends_when_the_injected_clock_passes_its_lifetime() {
+async fn a_dashboard_session_ends_once_unused_for_its_lifetime_on_the_injected_clock() {
     let clock = Arc::new(ManualClock::at(UnixTime(1_800_000_000)));
     let (addr, _dir) = start_admin(Arc::clone(&clock), Duration::from_secs(60)).await;
     let cookie = sign_in(addr).await;
 
-    clock.advance(59);
+    clock.advance(29);
     let page = dashboard(addr, &cookie).await;
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains("id=\"sign-out\""), "{page}");
 
-    clock.advance(1);
+    clock.advance(31);
     let page = dashboard(addr, &cookie).await;
-    assert!(page.starts_with("HTTP/1.1 303"), "{page}");
+    assert!(page.starts_with("HTTP/1.1 303"), "used before half its lifetime, it still ends at sign-in + 60 s: {page}");
     assert!(page.contains("location: /admin/login"), "{page}");
+
+    // Used once more than half its lifetime is gone, a session lasts its lifetime from then.
+    let cookie = sign_in(addr).await;
+    clock.advance(31);
+    assert!(dashboard(addr, &cookie).await.starts_with("HTTP/1.1 200"));
+    clock.advance(59);
+    assert!(dashboard(addr, &cookie).await.starts_with("HTTP/1.1 200"), "60 s from sign-in, 29 s from its use");
+    clock.advance(60);
+    assert!(dashboard(addr, &cookie).await.starts_with("HTTP/1.1 303"), "unused for 60 s");
+}
+
+/// The admin listener of [`start_with_store`] on `store`, with `tokens` shared with the
+/// caller, who may replace them as a reload does.
+async fn start_on(store: Store, tokens: idemgate_http::current::AdminTokens, clock: Arc<ManualClock>) -> SocketAddr {
+    let state = AdminState {
+        store: store.clone(),
+        tokens,
+        rejections: Arc::new(RejectionCounts::default()),
+        sessions: Sessions::new(store, Duration::from_secs(3600)),
+        tls: false,
+        body_timeout: Duration::from_secs(5),
+        clock,
+        destinations: idemgate_http::current::DestinationNames::default(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(serve(listener, console::router(state), ServeOptions::default(), std::future::pending()));
+    addr
+}
+
+fn token(name: &str, role: Role, secret: &str) -> NamedToken {
+    NamedToken { name: name.to_owned(), role, secret: Secret::new(secret.as_bytes().to_vec()) }
+}
+
+#[tokio::test]
+async fn a_session_of_a_token_renamed_removed_or_given_another_role_reads_as_signed_out() {
+    let clock = Arc::new(ManualClock::at(UnixTime(1_800_000_000)));
+    let dir = tempfile::tempdir().unwrap();
+    let store: Store =
+        Arc::new(SqliteStore::open(&dir.path().join("s.sqlite3"), StoreOptions::default()).unwrap()).into();
+    let tokens = idemgate_http::current::AdminTokens::new(vec![
+        token("admin", Role::Operate, TOKEN),
+        token("viewer", Role::Read, VIEWER),
+    ]);
+    let addr = start_on(store, tokens.clone(), clock).await;
+    let (ops, viewer) = (sign_in(addr).await, sign_in_with(addr, VIEWER).await);
+    let signed_in = |cookie: String| async move { status_of(&dashboard(addr, &cookie).await) == 200 };
+    assert!(signed_in(ops.clone()).await && signed_in(viewer.clone()).await);
+
+    // The same secrets, the operator's now under another name, the viewer's now operate:
+    // neither session is its token's any more, though no session was ended.
+    tokens.replace(vec![token("ops", Role::Operate, TOKEN), token("viewer", Role::Operate, VIEWER)]);
+    assert!(!signed_in(ops.clone()).await, "renamed");
+    assert!(!signed_in(viewer.clone()).await, "another role");
+    assert!(signed_in(sign_in_with(addr, VIEWER).await).await, "a new session, of the token as it is now");
+
+    // Back as they were: the first sessions are theirs again (nothing in the store ended).
+    tokens.replace(vec![token("admin", Role::Operate, TOKEN), token("viewer", Role::Read, VIEWER)]);
+    assert!(signed_in(ops.clone()).await && signed_in(viewer).await);
+    tokens.replace(vec![token("viewer", Role::Read, VIEWER)]);
+    assert!(!signed_in(ops).await, "removed");
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_be_reached_answers_503_for_sessions_and_never_signs_in() {
+    let clock = Arc::new(ManualClock::at(UnixTime(1_800_000_000)));
+    let store = Store::unavailable();
+    let addr = start_on(
+        store.clone(),
+        idemgate_http::current::AdminTokens::new(vec![token("admin", Role::Operate, TOKEN)]),
+        clock,
+    )
+    .await;
+    let form = format!("token={TOKEN}");
+    let answer = exchange(
+        addr,
+        format!(
+            "POST /admin/login HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        ),
+    )
+    .await;
+    assert_eq!(status_of(&answer), 503, "{answer}");
+    assert!(answer.contains("Try again.") && !answer.contains("set-cookie"), "{answer}");
+    let page = dashboard(addr, &format!("idemgate_admin={}", "0".repeat(64))).await;
+    assert_eq!(status_of(&page), 503, "{page}");
+    assert!(page.contains("The store cannot be read."), "{page}");
+    let out = post_form(addr, "/admin/logout", &format!("idemgate_admin={}", "0".repeat(64)), "csrf=x").await;
+    assert_eq!(status_of(&out), 503, "{out}");
+
+    // Once the store opens, the same instance signs in.
+    let dir = tempfile::tempdir().unwrap();
+    let opened: Store =
+        Arc::new(SqliteStore::open(&dir.path().join("late.sqlite3"), StoreOptions::default()).unwrap()).into();
+    assert!(store.make_available(&opened));
+    let cookie = sign_in(addr).await;
+    assert_eq!(status_of(&dashboard(addr, &cookie).await), 200);
+}
+
+fn status_of(answer: &str) -> u16 {
+    answer[9..12].parse().unwrap()
 }
 
 /// The status, the `Content-Type` and the JSON body of a raw request's answer.

@@ -48,7 +48,7 @@ impl Admin {
                 secret: Secret::new(TOKEN.as_bytes().to_vec()),
             }]),
             rejections: Arc::clone(&rejections),
-            sessions: Arc::new(Sessions::new(Duration::from_secs(7 * 86_400))),
+            sessions: Sessions::new(store.clone(), Duration::from_secs(7 * 86_400)),
             tls: false,
             body_timeout: Duration::from_secs(5),
             clock,
@@ -190,6 +190,15 @@ async fn the_event_search_filters_and_pages_through_the_events() {
     let wrong = admin.get("/admin/events?since=yesterday").await;
     assert_eq!(status(&wrong), 200);
     assert!(wrong.contains("role=\"alert\" id=\"search-problem\">since: "), "{wrong}");
+    // The field at fault says so itself, tied to its error and marked invalid; the others do not.
+    assert!(wrong.contains("<div class=\"field invalid\"><label for=\"q-since\">Received since</label>"), "{wrong}");
+    assert!(
+        wrong.contains(
+            "aria-invalid=\"true\" aria-describedby=\"q-since-hint q-since-error\" type=\"text\" value=\"yesterday\">"
+        ),
+        "{wrong}"
+    );
+    assert_eq!(wrong.matches("aria-invalid").count(), 1, "{wrong}");
 }
 
 #[tokio::test]
@@ -202,7 +211,10 @@ async fn the_event_page_shows_the_receipt_headers_payload_and_attempts_escaped_a
     let page = admin.get(&format!("/admin/events/{id}")).await;
     assert_eq!(status(&page), 200, "{page}");
     assert!(page.contains(&BodyHash::of(br#"{"a":"<b>","n":12345678901234567890123}"#).to_hex()), "{page}");
-    assert!(page.contains("<td>x-trace</td><td>t&lt;1&gt;</td>"), "headers as stored, escaped: {page}");
+    assert!(
+        page.contains("<td data-label=\"name\">x-trace</td><td data-label=\"value\">t&lt;1&gt;</td>"),
+        "headers as stored, escaped: {page}"
+    );
     assert!(
         page.contains("{\n  &quot;a&quot;: &quot;&lt;b&gt;&quot;,\n  &quot;n&quot;: 12345678901234567890123\n}"),
         "the payload re-indented, escaped, every digit kept: {page}"
@@ -212,8 +224,17 @@ async fn the_event_page_shows_the_receipt_headers_payload_and_attempts_escaped_a
         page.contains("<h3>Sent to app (its transform <code>{tag: .a}</code>)</h3><pre class=\"sent\">{\n  &quot;tag&quot;: &quot;&lt;b&gt;&quot;\n}</pre>"),
         "the body its destination gets: {page}"
     );
-    assert!(page.contains("<td class=\"state job-dead\"><span class=\"badge bad\">dead</span></td>"), "{page}");
-    assert!(page.contains("<td>42 ms</td><td class=\"status\">400</td><td><code>&lt;oops&gt;</code></td>"), "{page}");
+    assert!(
+        page.contains("<td class=\"state job-dead\" data-label=\"state\"><span class=\"badge bad\">dead</span></td>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "<td data-label=\"duration\">42 ms</td><td class=\"status\" data-label=\"status\">400</td>\
+         <td data-label=\"response\"><code>&lt;oops&gt;</code></td>"
+        ),
+        "{page}"
+    );
     assert!(page.contains("2027-01-15T08:00:10Z (9 min ago)"), "the attempt's time, as of the clock: {page}");
 
     let refused = admin.post(&format!("/admin/events/{id}/replay"), "state=dead").await;
@@ -226,7 +247,9 @@ async fn the_event_page_shows_the_receipt_headers_payload_and_attempts_escaped_a
     let after = admin.get(&format!("/admin/events/{id}?replayed=1")).await;
     assert!(after.contains("Replayed 1 job(s)."), "{after}");
     assert!(
-        after.contains("<td class=\"state job-pending\"><span class=\"badge neutral\">pending</span></td>"),
+        after.contains(
+            "<td class=\"state job-pending\" data-label=\"state\"><span class=\"badge neutral\">pending</span></td>"
+        ),
         "{after}"
     );
     let retried = admin.post(&format!("/admin/events/{id}/retry"), &format!("csrf={}", admin.csrf)).await;
@@ -258,8 +281,8 @@ async fn the_destinations_page_draws_the_last_hour_and_day_and_the_queue() {
     let page = admin.get("/admin/destinations").await;
     assert_eq!(status(&page), 200, "{page}");
     let row = page.split_once("<tr data-destination=\"app\">").unwrap().1.split("</tr>").next().unwrap();
-    assert!(row.contains("<td class=\"state\">enabled</td>"), "{row}");
-    assert!(row.contains("<td class=\"depth\">1</td>"), "the waiting job: {row}");
+    assert!(row.contains("<td class=\"state\" data-label=\"state\">enabled</td>"), "{row}");
+    assert!(row.contains("<td class=\"depth\" data-label=\"waiting\">1</td>"), "the waiting job: {row}");
     assert!(row.contains("2027-01-15T08:00:20Z (9 min ago)"), "since when the oldest waits: {row}");
     assert!(row.contains("1 attempts, 0% succeeded, mean 42 ms"), "{row}");
     assert_eq!(page.matches("<svg").count(), 4, "attempts and latency, hour and day");
@@ -306,18 +329,33 @@ async fn the_rejections_page_lists_rejections_and_conflicts() {
     admin.rejections.record(&hooks, "signature_mismatch", UnixTime(T0.0 - 30));
     admin.rejections.record(&hooks, "syntax", UnixTime(T0.0 - 30));
     let page = admin.get("/admin/rejections").await;
-    assert!(page.contains("<tr><td>signature_mismatch</td><td>1</td><td>2</td></tr>"), "hour and day: {page}");
-    assert!(page.contains("<tr><td>syntax</td><td>1</td><td>1</td></tr>"), "{page}");
-    assert!(page.contains("<tr><td>hooks</td><td>signature_mismatch</td><td class=\"count\">2</td></tr>"), "{page}");
+    assert!(
+        page.contains(
+            "<tr><td data-label=\"reason\">signature_mismatch</td><td data-label=\"last hour\">1</td>\
+         <td data-label=\"last day\">2</td></tr>"
+        ),
+        "hour and day: {page}"
+    );
+    assert!(page.contains("<tr><td data-label=\"reason\">syntax</td><td data-label=\"last hour\">1</td><td data-label=\"last day\">1</td></tr>"), "{page}");
+    assert!(
+        page.contains(
+            "<tr><td data-label=\"source\">hooks</td><td data-label=\"reason\">signature_mismatch</td>\
+         <td class=\"count\" data-label=\"count\">2</td></tr>"
+        ),
+        "{page}"
+    );
     assert_eq!(
         page.matches("<rect class=\"bad\"").count(),
         5,
         "rejections: one bar in the hour, two in the day; the conflict's two: {page}"
     );
     let id = admin.id_of("msg_c").await;
-    let row = format!("<tr><td>hooks</td><td class=\"event\"><a href=\"/admin/events/{id}\">msg_c</a></td><td>1</td>");
+    let row = format!(
+        "<tr><td data-label=\"source\">hooks</td><td class=\"event\" data-label=\"identity\">\
+         <a href=\"/admin/events/{id}\">msg_c</a></td><td data-label=\"times seen\">1</td>"
+    );
     assert!(page.contains(&row), "the conflict links to its event: {page}");
-    assert!(page.contains("<table id=\"conflicts-by-source\"><tr><th>source</th><th>last hour</th><th>last day</th></tr><tr><td>hooks</td><td>1</td><td>1</td></tr>"), "{page}");
+    assert!(page.contains("<table id=\"conflicts-by-source\"><tr><th>source</th><th>last hour</th><th>last day</th></tr><tr><td data-label=\"source\">hooks</td><td data-label=\"last hour\">1</td><td data-label=\"last day\">1</td></tr>"), "{page}");
     let (_, conflicts) = admin.api("/admin/v1/conflicts/series?window=day").await;
     assert_eq!(conflicts, json!([{"source": "hooks", "start": T0.0 - 86_400 + 48 * 1800, "conflicts": 1}]));
 }
@@ -442,7 +480,12 @@ async fn conflicts_show_on_their_event_link_from_the_overview_and_list_in_the_ap
     assert_eq!(status(&page), 200, "{page}");
     assert!(page.contains("3 conflicting deliveries (other bytes, answered 409), 2 other bodies"), "{page}");
     let hash = BodyHash::of(b"{\"x\":\"secret-payload\"}").to_hex();
-    assert!(page.contains(&format!("<td><code>{hash}</code></td><td>2</td>")), "{page}");
+    assert!(
+        page.contains(&format!(
+            "<td data-label=\"other body SHA-256\"><code>{hash}</code></td><td data-label=\"deliveries\">2</td>"
+        )),
+        "{page}"
+    );
     assert!(page.contains("2027-01-15T08:00:10Z (9 min ago)") && page.contains("2027-01-15T08:00:20Z"), "{page}");
     assert!(!page.contains("secret-payload"), "never the conflicting bytes: {page}");
     let quiet = admin.get(&format!("/admin/events/{}", admin.id_of("msg_quiet").await)).await;

@@ -1,7 +1,7 @@
 //! Sessions and portal logins on PostgreSQL (`sessions`, `portal_logins`): a login is
 //! consumed and its session started in one transaction (`DELETE … RETURNING`, so two
 //! instances cannot both use one login); a lookup is one statement, and a renewal one more
-//! only once half a session's lifetime is used.
+//! only once half a session's lifetime is used. Expired rows are purged after a start.
 
 use crate::{
     PgStore, StoreError,
@@ -32,8 +32,6 @@ impl PgStore {
             tx.commit().await?;
             return Ok(None);
         }
-        tx.execute("DELETE FROM sessions WHERE expires_at <= $1", &[&now_ms]).await?;
-        tx.execute("DELETE FROM portal_logins WHERE expires_at <= $1", &[&now_ms]).await?;
         let name = format!("app:{app_id}");
         let expires_at = now_ms.saturating_add(new.lifetime_ms);
         tx.execute(
@@ -43,6 +41,7 @@ impl PgStore {
         )
         .await?;
         tx.commit().await?;
+        purge(&client, now_ms).await;
         Ok(Some(Session {
             kind: SessionKind::Portal,
             app_id: Some(app_id),
@@ -54,10 +53,8 @@ impl PgStore {
     }
 
     pub(crate) async fn start_session(&self, new: NewSession, now_ms: i64) -> Result<(), StoreError> {
-        let mut client = self.client().await?;
-        let tx = client.transaction().await?;
-        tx.execute("DELETE FROM sessions WHERE expires_at <= $1", &[&now_ms]).await?;
-        tx.execute(
+        let client = self.client().await?;
+        client.execute(
             "INSERT INTO sessions (digest, kind, app_id, via, name, role, csrf, lifetime_ms, expires_at, created_at)
              VALUES ($1, 'dashboard', NULL, NULL, $2, $3, $4, $5, $6, $7)",
             &[
@@ -71,7 +68,7 @@ impl PgStore {
             ],
         )
         .await?;
-        tx.commit().await?;
+        purge(&client, now_ms).await;
         Ok(())
     }
 
@@ -120,5 +117,17 @@ impl PgStore {
     pub(crate) async fn end_sessions(&self, kind: SessionKind) -> Result<u64, StoreError> {
         let client = self.client().await?;
         Ok(client.execute("DELETE FROM sessions WHERE kind = $1", &[&kind.as_str()]).await?)
+    }
+}
+
+/// Drops the sessions and logins that expired, after the entry's own commit and each in a
+/// statement of its own, so two entries at once never wait on each other's purge. A purge
+/// that fails is left to the next entry: the expired rows are never read as live.
+async fn purge(client: &impl deadpool_postgres::GenericClient, now_ms: i64) {
+    for table in ["sessions", "portal_logins"] {
+        let statement = format!("DELETE FROM {table} WHERE expires_at <= $1");
+        if client.execute(&statement, &[&now_ms]).await.is_err() {
+            return;
+        }
     }
 }

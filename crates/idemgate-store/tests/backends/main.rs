@@ -27,6 +27,7 @@ mod outcome;
 mod receive;
 mod routing;
 mod senders;
+mod sessions;
 mod views;
 
 use std::{

@@ -57,6 +57,7 @@ async fn jobs_stored_with_due_times_in_seconds_keep_their_time_after_the_upgrade
         .execute_batch(
             "DROP TABLE endpoint_secrets; DROP TABLE messages; DROP TABLE endpoints; DROP TABLE applications;
              DROP TABLE event_types; DROP TABLE outbound_version; DROP TABLE api_tokens;
+             DROP TABLE sessions; DROP TABLE portal_logins;
              ALTER TABLE attempts DROP COLUMN outcome; ALTER TABLE attempts DROP COLUMN manual;
              ALTER TABLE jobs DROP COLUMN manual; DROP TABLE audit_log; DROP TABLE alerts; DROP INDEX jobs_dead_at;
              ALTER TABLE jobs RENAME COLUMN next_attempt_at_ms TO next_attempt_at;

@@ -70,7 +70,7 @@ pub struct AdminConfig {
     pub listen: SocketAddr,
     /// The named bearer tokens and their roles (`[admin] token` is `admin`, `operate`).
     pub tokens: Vec<NamedToken>,
-    /// How long a dashboard session lasts.
+    /// How long a dashboard session lasts unused (in the store; its cookie since sign-in).
     pub session_lifetime: Duration,
     /// TLS: `[admin.tls]`, else `[server.tls]`; plain HTTP only when neither is set.
     pub tls: Option<TlsConfig>,

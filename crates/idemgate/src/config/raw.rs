@@ -67,7 +67,7 @@ pub struct RawAdmin {
     /// `[admin.tokens.<name>]`: named tokens, each with its role.
     #[serde(default)]
     pub tokens: BTreeMap<String, RawAdminToken>,
-    /// How long a dashboard session lasts after signing in.
+    /// How long a dashboard session lasts unused.
     pub session_lifetime: Option<String>,
     /// `[admin.tls]`: its own certificate; `[server.tls]` otherwise.
     pub tls: Option<RawTls>,

@@ -194,20 +194,28 @@ fn every_admin_answer_forbids_framing_and_the_page_loads_nothing_from_elsewhere(
     }
     let html = &answers[1].body;
     assert!(html.contains("<h2>Sources</h2>") && html.contains("No event received yet."), "{html}");
-    // The one thing the page loads is its own stylesheet, from the same listener, kept a year.
+    // The only things the page loads are its own stylesheet and the brand's after it (the
+    // accent), from the same listener, kept a year; nothing is styled inline.
     let link = "<link rel=\"stylesheet\" href=\"/assets/idemgate.";
-    assert_eq!(html.matches("<link").count(), 1, "{html}");
+    assert_eq!(html.matches("<link").count(), 2, "{html}");
+    let brand = html.split("<link rel=\"stylesheet\" href=\"/assets/brand.").nth(1);
+    let brand = brand.and_then(|rest| rest.split('"').next()).unwrap_or_else(|| panic!("no brand sheet: {html}"));
+    assert!(!html.contains("<style") && !html.contains("style="), "{html}");
     let href = html.split(link).nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_else(|| panic!("{html}"));
     for external in ["<script", "src=", "http://", "https://"] {
         assert!(!html.contains(external), "the page has {external}: {html}");
     }
     let policy = answers[1].header("content-security-policy").unwrap();
-    assert!(policy.contains("style-src 'self'"), "{policy}");
+    assert!(policy.contains("style-src 'self';") && !policy.contains("unsafe-inline"), "{policy}");
     let sheet = send(admin, "GET", &format!("/assets/idemgate.{href}"), &[], "");
     assert_eq!(sheet.status, 200, "{sheet:?}");
     assert_eq!(sheet.header("cache-control"), Some("public, max-age=31536000, immutable"));
     assert!(sheet.header("content-type").is_some_and(|t| t.starts_with("text/css")), "{sheet:?}");
     assert!(sheet.body.contains("prefers-color-scheme: dark"), "the stylesheet itself");
+    let accent = send(admin, "GET", &format!("/assets/brand.{brand}"), &[], "");
+    assert_eq!(accent.status, 200, "{accent:?}");
+    assert_eq!(accent.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    assert!(accent.body.contains("--accent: #0b57a4; --on-accent: #ffffff;"), "the default accent: {accent:?}");
     assert_eq!(answers[1].header("cache-control"), Some("no-store"), "pages are still never kept");
 }
 

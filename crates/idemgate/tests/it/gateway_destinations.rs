@@ -121,12 +121,13 @@ fn each_destination_shows_its_state_jobs_latest_success_and_failure_and_a_health
             .to_owned()
     };
     assert!(
-        row("app").contains("<td class=\"health\"><span class=\"badge warn\">failing</span></td>"),
+        row("app")
+            .contains("<td class=\"health\" data-label=\"health\"><span class=\"badge warn\">failing</span></td>"),
         "{}",
         row("app")
     );
     assert!(
-        row("billing").contains("<td class=\"health\"><span class=\"badge good\">ok</span></td>"),
+        row("billing").contains("<td class=\"health\" data-label=\"health\"><span class=\"badge good\">ok</span></td>"),
         "{}",
         row("billing")
     );

@@ -253,18 +253,34 @@ async fn the_operator_sees_applications_endpoints_and_messages_but_no_secret(bac
     assert_eq!(page.status, 200, "{page:?}");
     assert!(page.body.contains("<a href=\"/admin/applications\">Applications</a>"), "in the navigation");
     assert!(page.body.contains(&format!("<a href=\"/admin/applications/{app_id}\">Shop</a>")), "{}", page.body);
-    assert!(page.body.contains("<td class=\"not-delivering\"><span class=\"bad\">1</span>"), "{}", page.body);
+    assert!(
+        page.body.contains("<td class=\"not-delivering\" data-label=\"not delivering\"><span class=\"bad\">1</span>"),
+        "{}",
+        page.body
+    );
     let app_page = dashboard(served.admin, &cookie, &format!("/admin/applications/{app_id}"));
     assert_eq!(app_page.status, 200, "{app_page:?}");
-    assert!(app_page.body.contains("<td class=\"headers\">authorization</td>"), "{}", app_page.body);
+    assert!(
+        app_page.body.contains("<td class=\"headers\" data-label=\"header names\">authorization</td>"),
+        "{}",
+        app_page.body
+    );
     assert!(app_page.body.contains("disabled (endpoint disabled)"), "{}", app_page.body);
     let link = format!("<a href=\"/admin/applications/{app_id}/messages/{first}\">");
     assert!(app_page.body.contains(&link), "{}", app_page.body);
     let message_page = dashboard(served.admin, &cookie, &format!("/admin/applications/{app_id}/messages/{first}"));
     assert_eq!(message_page.status, 200, "{message_page:?}");
     assert!(message_page.body.contains("payload-shown-to-operators"), "{}", message_page.body);
-    assert!(message_page.body.contains("<td class=\"code\">500</td>"), "{}", message_page.body);
-    assert!(message_page.body.contains("<td class=\"code\">200</td>"), "{}", message_page.body);
+    assert!(
+        message_page.body.contains("<td class=\"code\" data-label=\"status code\">500</td>"),
+        "{}",
+        message_page.body
+    );
+    assert!(
+        message_page.body.contains("<td class=\"code\" data-label=\"status code\">200</td>"),
+        "{}",
+        message_page.body
+    );
     for page in [&page, &app_page, &message_page] {
         secret_free("the dashboard", &page.body);
     }

@@ -80,7 +80,7 @@ fn assert_healthy(setup: &Setup, admin: SocketAddr, name: &str, expected: u64) {
         dashboard_get(admin, "GET", "/admin/destinations", &[("Cookie", format!("idemgate_admin={session}"))], "");
     let row =
         page.body.split(&format!("<tr data-destination=\"{name}\">")).nth(1).unwrap().split("</tr>").next().unwrap();
-    assert!(row.contains("<td class=\"health\">ok</td>"), "{row}");
+    assert!(row.contains("<td class=\"health\" data-label=\"health\">ok</td>"), "{row}");
     assert!(row.contains(&format!("{expected} attempts, 100% succeeded")), "{row}");
 }
 

@@ -4,8 +4,6 @@
 //! and latest failure; then its latest messages, each linking to its page
 //! ([`super::message`]) with its deliveries by status. Read-only.
 
-use std::fmt::Write as _;
-
 use axum::{
     extract::{Path, State},
     http::HeaderMap,
@@ -15,17 +13,14 @@ use idemgate_core::UnixTime;
 
 use super::{
     applications::subject,
-    layout::{esc, time_html},
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{
-        applications::{self, ApplicationDetail, EndpointView, MessagesPage},
-        state::AdminState,
-        ui::{empty_state, state_badge},
-    },
+use crate::console::ui::{esc, time_html};
+use crate::console::{
+    applications::{self, ApplicationDetail, EndpointView, MessagesPage},
+    state::AdminState,
+    ui::{Table, cell, empty_state, state_badge},
 };
 
 /// How many of the latest messages the page lists.
@@ -33,8 +28,9 @@ const LATEST: usize = 20;
 
 /// The application page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap, Path(app): Path<String>) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     shown(
         "idemgate: application",
@@ -84,9 +80,19 @@ fn endpoints_table(endpoints: &[EndpointView], now: UnixTime) -> String {
             )
         );
     }
-    let mut html = String::from(
-        "<h2>Endpoints</h2><table id=\"endpoints\"><tr><th>endpoint</th><th>state</th><th>health</th><th>jobs</th>\
-         <th>event types</th><th>channels</th><th>rate limit</th><th>header names</th><th>latest failure</th></tr>",
+    let mut table = Table::new(
+        "endpoints",
+        &[
+            "endpoint",
+            "state",
+            "health",
+            "jobs",
+            "event types",
+            "channels",
+            "rate limit",
+            "header names",
+            "latest failure",
+        ],
     );
     for e in endpoints {
         let state = match (&e.state[..], &e.disabled_reason) {
@@ -99,24 +105,23 @@ fn endpoints_table(endpoints: &[EndpointView], now: UnixTime) -> String {
             let what = f.status.map(|s| s.to_string()).or_else(|| f.error.clone()).unwrap_or_default();
             format!("{} {}", esc(&what), time_html(UnixTime(f.at), now))
         });
-        let _ = write!(
-            html,
-            "<tr data-endpoint=\"{id}\"><td>{url}<br><code>{id}</code>{uid}</td><td class=\"state\">{state}</td>\
-             <td class=\"health\">{}</td><td class=\"jobs\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"headers\">{}</td>\
-             <td>{failure}</td></tr>",
-            esc(&e.health),
-            jobs.join(" "),
-            list(e.event_types.as_deref()),
-            list(e.channels.as_deref()),
-            e.throttle_rate.map_or("none".to_owned(), |r| format!("{r}/s")),
-            esc(&e.header_names.join(", ")),
-            id = esc(&e.id),
-            url = esc(&e.url),
-            uid = e.uid.as_deref().map_or(String::new(), |uid| format!(" ({})", esc(uid))),
+        let uid = e.uid.as_deref().map_or(String::new(), |uid| format!(" ({})", esc(uid)));
+        table.keyed_row(
+            ("endpoint", &e.id),
+            [
+                cell(format!("{}<br><code>{}</code>{uid}", esc(&e.url), esc(&e.id))),
+                cell(state).class("state"),
+                cell(esc(&e.health)).class("health"),
+                cell(jobs.join(" ")).class("jobs"),
+                cell(list(e.event_types.as_deref())),
+                cell(list(e.channels.as_deref())),
+                cell(e.throttle_rate.map_or("none".to_owned(), |r| format!("{r}/s"))),
+                cell(esc(&e.header_names.join(", "))).class("headers"),
+                cell(failure),
+            ],
         );
     }
-    html.push_str("</table>");
-    html
+    format!("<h2>Endpoints</h2>{}", table.html())
 }
 
 fn list(names: Option<&[String]>) -> String {
@@ -134,24 +139,20 @@ fn messages_table(app_id: &str, messages: &MessagesPage, now: UnixTime) -> Strin
             )
         );
     }
-    let mut html = String::from(
-        "<h2>Latest messages</h2><table id=\"messages\"><tr><th>message</th><th>event type</th><th>event id</th>\
-         <th>deliveries</th><th>accepted</th></tr>",
-    );
+    let mut table = Table::new("messages", &["message", "event type", "event id", "deliveries", "accepted"]);
     for m in &messages.messages {
         let deliveries: Vec<String> = m.deliveries.iter().map(|(s, n)| format!("{}={n}", esc(s))).collect();
-        let _ = write!(
-            html,
-            "<tr data-message=\"{id}\"><td><a href=\"/admin/applications/{app}/messages/{id}\"><code>{id}</code></a></td>\
-             <td>{}</td><td>{}</td><td class=\"deliveries\">{}</td><td>{}</td></tr>",
-            esc(&m.event_type),
-            esc(m.event_id.as_deref().unwrap_or("")),
-            if deliveries.is_empty() { "none".to_owned() } else { deliveries.join(" ") },
-            time_html(UnixTime(m.created_at), now),
-            id = esc(&m.id),
-            app = esc(app_id),
+        let (id, app) = (esc(&m.id), esc(app_id));
+        table.keyed_row(
+            ("message", &m.id),
+            [
+                cell(format!("<a href=\"/admin/applications/{app}/messages/{id}\"><code>{id}</code></a>")),
+                cell(esc(&m.event_type)),
+                cell(esc(m.event_id.as_deref().unwrap_or(""))),
+                cell(if deliveries.is_empty() { "none".to_owned() } else { deliveries.join(" ") }).class("deliveries"),
+                cell(time_html(UnixTime(m.created_at), now)),
+            ],
         );
     }
-    html.push_str("</table>");
-    html
+    format!("<h2>Latest messages</h2>{}", table.html())
 }

@@ -16,17 +16,14 @@ use idemgate_store::StoreError;
 use serde::Deserialize;
 
 use super::{
-    layout::{esc, time_html},
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{
-        applications::{self, ApplicationSummary, ViewError},
-        state::AdminState,
-        ui::empty_state,
-    },
+use crate::console::ui::{esc, time_html};
+use crate::console::{
+    applications::{self, ApplicationSummary, ViewError},
+    state::AdminState,
+    ui::{Cell, Table, cell, empty_state},
 };
 
 /// Applications per page.
@@ -44,8 +41,9 @@ pub(super) async fn page(
     headers: HeaderMap,
     Query(cursor): Query<Cursor>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     shown("idemgate: applications", &[], &esc(&session.csrf), render(&state, cursor.after).await)
 }
@@ -62,14 +60,14 @@ async fn render(state: &AdminState, after: Option<String>) -> Rendered {
                  <code>POST /api/v1/app</code>.",
         )));
     }
-    let mut html = String::from(
-        "<table id=\"applications\"><tr><th>application</th><th>uid</th><th>endpoints</th>\
-         <th>not delivering</th><th>retrying</th><th>with dead jobs</th><th>created</th></tr>",
+    let mut table = Table::new(
+        "applications",
+        &["application", "uid", "endpoints", "not delivering", "retrying", "with dead jobs", "created"],
     );
     for app in &page.applications {
-        html.push_str(&row(app, now));
+        table.keyed_row(("application", &app.id), cells(app, now));
     }
-    html.push_str("</table>");
+    let mut html = table.html();
     match &page.next_after {
         Some(next) => {
             let _ =
@@ -81,21 +79,19 @@ async fn render(state: &AdminState, after: Option<String>) -> Rendered {
     Ok(Some(html))
 }
 
-fn row(app: &ApplicationSummary, now: UnixTime) -> String {
+/// An application's cells in the listing.
+fn cells(app: &ApplicationSummary, now: UnixTime) -> [Cell; 7] {
     let flagged = |n: u64| if n > 0 { format!("<span class=\"bad\">{n}</span>") } else { "0".to_owned() };
-    format!(
-        "<tr data-application=\"{id}\"><td><a href=\"/admin/applications/{id}\">{name}</a><br><code>{id}</code></td>\
-         <td>{uid}</td><td class=\"endpoints\">{}</td><td class=\"not-delivering\">{}</td><td class=\"retrying\">{}</td>\
-         <td class=\"dead\">{}</td><td>{}</td></tr>",
-        app.endpoints,
-        flagged(app.endpoints_not_delivering),
-        flagged(app.endpoints_retrying),
-        flagged(app.endpoints_with_dead_jobs),
-        time_html(UnixTime(app.created_at), now),
-        id = esc(&app.id),
-        name = esc(&app.name),
-        uid = esc(app.uid.as_deref().unwrap_or("")),
-    )
+    let id = esc(&app.id);
+    [
+        cell(format!("<a href=\"/admin/applications/{id}\">{}</a><br><code>{id}</code>", esc(&app.name))),
+        cell(esc(app.uid.as_deref().unwrap_or(""))),
+        cell(app.endpoints.to_string()).class("endpoints"),
+        cell(flagged(app.endpoints_not_delivering)).class("not-delivering"),
+        cell(flagged(app.endpoints_retrying)).class("retrying"),
+        cell(flagged(app.endpoints_with_dead_jobs)).class("dead"),
+        cell(time_html(UnixTime(app.created_at), now)),
+    ]
 }
 
 /// A view's failure as a page's: the store's failure (a listing has no subject to miss,

@@ -2,8 +2,6 @@
 //! queue's state (who, when, what, on what, how many), filtered by token and action as
 //! `GET /admin/v1/audit` is. Any signed-in session may read it.
 
-use std::fmt::Write as _;
-
 use axum::{
     extract::{Query, State},
     http::HeaderMap,
@@ -12,17 +10,11 @@ use axum::{
 use idemgate_store::audit::{Action, AuditFilter};
 use serde::Deserialize;
 
-use super::{
-    layout::{esc, time_html},
-    page::shown,
-    session::signed_in,
-};
-use crate::{
-    answer::DashboardAnswer,
-    console::{
-        state::AdminState,
-        views::{self, AuditEntry},
-    },
+use super::{page::shown, session::signed_in};
+use crate::console::ui::{Control, Field, Table, cell, esc, time_html};
+use crate::console::{
+    state::AdminState,
+    views::{self, AuditEntry},
 };
 
 /// How many entries the page shows.
@@ -42,8 +34,9 @@ pub(super) async fn page(
     headers: HeaderMap,
     Query(query): Query<AuditQuery>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let filter = AuditFilter {
         token: Some(query.token.clone()).filter(|t| !t.is_empty()),
@@ -58,31 +51,24 @@ pub(super) async fn page(
 
 /// The filter form and the table, newest first.
 fn render(query: &AuditQuery, entries: &[AuditEntry], now: idemgate_core::UnixTime) -> String {
-    let mut options = String::from("<option value=\"\">any</option>");
-    for action in Action::ALL {
-        let selected = if query.action == action.as_str() { " selected" } else { "" };
-        let _ = write!(options, "<option value=\"{action}\"{selected}>{action}</option>");
-    }
+    let actions: Vec<(&str, &str)> =
+        [("", "any")].into_iter().chain(Action::ALL.iter().map(|a| (a.as_str(), a.as_str()))).collect();
     let mut html = format!(
-        "<form method=\"get\" class=\"fields\" action=\"/admin/audit\"><label>Token <input id=\"audit-token\" name=\"token\" \
-         value=\"{}\"></label> <label>Action <select id=\"audit-action\" name=\"action\">{options}</select></label> \
-         <button type=\"submit\">Filter</button></form>\
-         <table id=\"audit\"><tr><th>when</th><th>token</th><th>action</th><th>target</th><th>affected</th></tr>",
-        esc(&query.token)
+        "<form method=\"get\" class=\"fields\" action=\"/admin/audit\">{}{}<button type=\"submit\">Filter</button></form>",
+        Field::new("audit-token", "token", "Token", Control::Text).value(&query.token).html(),
+        Field::new("audit-action", "action", "Action", Control::Select(&actions)).value(&query.action).html(),
     );
+    let mut table = Table::new("audit", &["when", "token", "action", "target", "affected"]);
     for e in entries {
-        let _ = write!(
-            html,
-            "<tr><td>{}</td><td class=\"token\">{}</td><td class=\"action\">{}</td><td class=\"target\">{}</td>\
-             <td class=\"affected\">{}</td></tr>",
-            time_html(idemgate_core::UnixTime(e.at), now),
-            esc(&e.token),
-            esc(&e.action),
-            esc(&e.target),
-            e.affected
-        );
+        table.row([
+            cell(time_html(idemgate_core::UnixTime(e.at), now)),
+            cell(esc(&e.token)).class("token"),
+            cell(esc(&e.action)).class("action"),
+            cell(esc(&e.target)).class("target"),
+            cell(e.affected.to_string()).class("affected"),
+        ]);
     }
-    html.push_str("</table>");
+    html.push_str(&table.html());
     if entries.is_empty() {
         html.push_str("<p>No action recorded.</p>");
     }
@@ -107,10 +93,15 @@ mod tests {
         };
         let query = AuditQuery { token: "o\"ps".into(), action: "retry".into() };
         let html = render(&query, &[entry], UnixTime(1_796_147_038 + 60));
-        assert!(html.contains("<td class=\"target\">event gh/&lt;b&gt;</td>"), "{html}");
+        assert!(html.contains("<td class=\"target\" data-label=\"target\">event gh/&lt;b&gt;</td>"), "{html}");
+        assert!(html.contains("<label for=\"audit-token\">Token</label>"), "{html}");
         assert!(html.contains("value=\"o&quot;ps\""), "{html}");
         assert!(html.contains("<option value=\"retry\" selected>retry</option>"), "{html}");
-        assert!(html.contains("<td class=\"affected\">2</td>") && !html.contains("No action recorded"), "{html}");
+        assert!(
+            html.contains("<td class=\"affected\" data-label=\"affected\">2</td>")
+                && !html.contains("No action recorded"),
+            "{html}"
+        );
         assert!(render(&AuditQuery::default(), &[], UnixTime(0)).contains("No action recorded."));
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::layout::esc;
+use crate::console::ui::{Table, cell, esc};
 
 /// The drawing's size in SVG units (it scales down with the page).
 const WIDTH: u32 = 360;
@@ -67,7 +67,7 @@ fn height_of(value: u64, max: u64) -> f64 {
 /// One bar per bucket: its `good` count (green) with its `bad` count (red) stacked on top,
 /// scaled to the tallest bar, over a time axis from `axis[0]` to `axis[1]`. A bucket of
 /// `(0, 0)` draws nothing.
-pub(super) fn stacked_bars(label: &str, axis: [&str; 2], buckets: &[(u64, u64)]) -> String {
+pub(crate) fn stacked_bars(label: &str, axis: [&str; 2], buckets: &[(u64, u64)]) -> String {
     let max = buckets.iter().map(|(good, bad)| good + bad).max().unwrap_or(0);
     let max_label = max.to_string();
     let left = left_of(&max_label);
@@ -97,7 +97,7 @@ pub(super) fn stacked_bars(label: &str, axis: [&str; 2], buckets: &[(u64, u64)])
 /// A line through each bucket's value, scaled to the largest, in `unit`, over a time axis
 /// from `axis[0]` to `axis[1]`; a bucket without
 /// a value (`None`) breaks the line, and a value between two gaps is a dot.
-pub(super) fn line(label: &str, axis: [&str; 2], values: &[Option<u64>], unit: &str) -> String {
+pub(crate) fn line(label: &str, axis: [&str; 2], values: &[Option<u64>], unit: &str) -> String {
     let max = values.iter().flatten().copied().max().unwrap_or(0);
     let max_label = format!("{max} {unit}");
     let left = left_of(&max_label);
@@ -134,37 +134,24 @@ pub(super) fn line(label: &str, axis: [&str; 2], values: &[Option<u64>], unit: &
 
 /// The figures of a bar chart ([`stacked_bars`]) as a table only a screen reader reads:
 /// per bucket that has any, its place (1 the oldest of all) and its two counts.
-pub(super) fn bars_table(label: &str, buckets: &[(u64, u64)], good: &str, bad: &str) -> String {
-    let mut html = format!(
-        "<table class=\"visually-hidden\"><caption>{}, per bucket with any (1 the oldest of {})</caption>\
-         <tr><th>bucket</th><th>{}</th><th>{}</th></tr>",
-        esc(label),
-        buckets.len(),
-        esc(good),
-        esc(bad)
-    );
+pub(crate) fn bars_table(label: &str, buckets: &[(u64, u64)], good: &str, bad: &str) -> String {
+    let mut table = Table::hidden(&["bucket", good, bad])
+        .caption(&format!("{label}, per bucket with any (1 the oldest of {})", buckets.len()));
     for (i, (g, b)) in buckets.iter().enumerate().filter(|(_, (g, b))| g + b > 0) {
-        let _ = write!(html, "<tr><td>{}</td><td>{g}</td><td>{b}</td></tr>", i + 1);
+        table.row([cell((i + 1).to_string()), cell(g.to_string()), cell(b.to_string())]);
     }
-    html.push_str("</table>");
-    html
+    table.html()
 }
 
 /// The figures of a line ([`line`]) as a table only a screen reader reads: per bucket with
 /// a value, its place (1 the oldest of all) and the value in `unit`.
-pub(super) fn line_table(label: &str, values: &[Option<u64>], unit: &str) -> String {
-    let mut html = format!(
-        "<table class=\"visually-hidden\"><caption>{}, per bucket with a value (1 the oldest of {})</caption>\
-         <tr><th>bucket</th><th>{}</th></tr>",
-        esc(label),
-        values.len(),
-        esc(unit)
-    );
+pub(crate) fn line_table(label: &str, values: &[Option<u64>], unit: &str) -> String {
+    let mut table = Table::hidden(&["bucket", unit])
+        .caption(&format!("{label}, per bucket with a value (1 the oldest of {})", values.len()));
     for (i, v) in values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i, v))) {
-        let _ = write!(html, "<tr><td>{}</td><td>{v}</td></tr>", i + 1);
+        table.row([cell((i + 1).to_string()), cell(v.to_string())]);
     }
-    html.push_str("</table>");
-    html
+    table.html()
 }
 
 #[cfg(test)]
@@ -178,11 +165,17 @@ mod tests {
         let bars = bars_table("conflicts", &[(0, 0), (3, 1)], "succeeded", "failed");
         assert!(bars.starts_with("<table class=\"visually-hidden\"><caption>conflicts"), "{bars}");
         assert!(
-            bars.contains("<tr><td>2</td><td>3</td><td>1</td></tr>") && !bars.contains("<td>1</td><td>0"),
+            bars.contains(
+                "<tr><td data-label=\"bucket\">2</td><td data-label=\"succeeded\">3</td><td data-label=\"failed\">1</td></tr>"
+            ) && !bars.contains(">1</td><td data-label=\"succeeded\">0"),
             "{bars}"
         );
         let line = line_table("latency", &[None, Some(12)], "ms");
-        assert!(line.contains("<th>ms</th>") && line.contains("<tr><td>2</td><td>12</td></tr>"), "{line}");
+        assert!(
+            line.contains("<th>ms</th>")
+                && line.contains("<tr><td data-label=\"bucket\">2</td><td data-label=\"ms\">12</td></tr>"),
+            "{line}"
+        );
         assert_eq!(line.matches("<tr>").count(), 2, "the header and the one value: {line}");
     }
 

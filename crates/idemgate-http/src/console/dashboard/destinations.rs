@@ -15,14 +15,13 @@ use idemgate_core::UnixTime;
 
 use super::{
     chart,
-    layout::{esc, time_html},
     overview::destination_forms,
     page::{Rendered, shown},
     session::signed_in,
 };
+use crate::console::ui::{Table, cell, esc, time_html};
 use crate::{
     access::Need,
-    answer::DashboardAnswer,
     console::{
         state::AdminState,
         views::{self, AttemptBucketView, AttemptSeries, DestinationView, Window},
@@ -31,8 +30,9 @@ use crate::{
 
 /// The destinations page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
@@ -50,27 +50,28 @@ async fn render(state: &AdminState, operate: Option<&str>) -> Rendered {
     if destinations.is_empty() {
         return Ok(Some("<p id=\"no-destinations\">No destination has jobs yet.</p>".to_owned()));
     }
-    let mut html = String::from(
-        "<table id=\"destinations\"><tr><th>destination</th><th>state</th><th>health</th><th>waiting</th>\
-         <th>oldest waiting</th><th>last hour</th><th>last day</th><th></th></tr>",
+    let mut table = Table::new(
+        "destinations",
+        &["destination", "state", "health", "waiting", "oldest waiting", "last hour", "last day", ""],
     );
     for d in &destinations {
         let queue = queues.iter().find(|q| q.destination == d.name);
-        let _ = write!(
-            html,
-            "<tr data-destination=\"{name}\"><td><a href=\"#dest-{name}\">{name}</a></td><td class=\"state\">{}</td>\
-             <td class=\"health\">{}</td><td class=\"depth\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            state_text(d, now),
-            esc(&d.health),
-            queue.map_or(0, |q| q.depth),
-            queue.map_or("-".to_owned(), |q| time_html(q.oldest, now)),
-            summary(series_of(&hour, &d.name)),
-            summary(series_of(&day, &d.name)),
-            operate.map_or(String::new(), |csrf| destination_forms(d, csrf)),
-            name = esc(&d.name),
+        let name = esc(&d.name);
+        table.keyed_row(
+            ("destination", &d.name),
+            [
+                cell(format!("<a href=\"#dest-{name}\">{name}</a>")),
+                cell(state_text(d, now)).class("state"),
+                cell(esc(&d.health)).class("health"),
+                cell(queue.map_or(0, |q| q.depth).to_string()).class("depth"),
+                cell(queue.map_or("-".to_owned(), |q| time_html(q.oldest, now))),
+                cell(summary(series_of(&hour, &d.name))),
+                cell(summary(series_of(&day, &d.name))),
+                cell(operate.map_or(String::new(), |csrf| destination_forms(d, csrf))),
+            ],
         );
     }
-    html.push_str("</table>");
+    let mut html = table.html();
     for d in &destinations {
         let name = esc(&d.name);
         let _ = write!(html, "<section id=\"dest-{name}\" class=\"destination\"><h2>{name}</h2><div class=\"charts\">");

@@ -25,16 +25,16 @@ use idemgate_store::{
 use serde::Deserialize;
 
 use super::{
-    layout::{esc, time_html},
     page::{Rendered, shown},
     session::{operate_session, signed_in},
 };
+use crate::console::ui::{esc, time_html};
 use crate::{
     access::Need,
     answer::DashboardAnswer,
     console::{
         state::AdminState,
-        ui::state_badge,
+        ui::{Table, cell, state_badge},
         views::{self, EventDetail},
     },
     current::Transforms,
@@ -63,8 +63,9 @@ pub(super) async fn page(
     Path(id): Path<String>,
     Query(done): Query<Done>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     let Some(id) = event_id(&id) else { return DashboardAnswer::NotFound.into_response() };
@@ -160,26 +161,23 @@ fn conflicts_table(event: &EventDetail, now: UnixTime) -> String {
             .to_owned();
     }
     let seen: u64 = event.conflicts.iter().map(|c| c.seen_count).sum();
-    let mut html = format!(
+    let mut table = Table::new("conflicts", &["other body SHA-256", "deliveries", "first seen", "last seen"]);
+    for c in &event.conflicts {
+        table.row([
+            cell(format!("<code>{}</code>", esc(&c.body_sha256))),
+            cell(c.seen_count.to_string()),
+            cell(time_html(UnixTime(c.first_seen_at), now)),
+            cell(time_html(UnixTime(c.last_seen_at), now)),
+        ]);
+    }
+    format!(
         "<h2>Conflicts</h2><p id=\"conflict-summary\" class=\"bad\">{seen} conflicting deliver{} (other bytes, \
-         answered 409), {} other bod{}: the receipt above was kept.</p><table id=\"conflicts\"><tr>\
-         <th>other body SHA-256</th><th>deliveries</th><th>first seen</th><th>last seen</th></tr>",
+         answered 409), {} other bod{}: the receipt above was kept.</p>{}",
         if seen == 1 { "y" } else { "ies" },
         event.conflicts.len(),
         if event.conflicts.len() == 1 { "y" } else { "ies" },
-    );
-    for c in &event.conflicts {
-        let _ = write!(
-            html,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            c.body_sha256,
-            c.seen_count,
-            time_html(UnixTime(c.first_seen_at), now),
-            time_html(UnixTime(c.last_seen_at), now)
-        );
-    }
-    html.push_str("</table>");
-    html
+        table.html()
+    )
 }
 
 /// Whether any of the event's jobs waits for an attempt (pending or retrying): only then
@@ -216,12 +214,11 @@ fn headers_table(headers: &[(String, String)]) -> String {
     if headers.is_empty() {
         return "<h2>Headers</h2><p id=\"no-headers\">None kept (the source's allowlist keeps them).</p>".to_owned();
     }
-    let mut html = String::from("<h2>Headers</h2><table id=\"headers\"><tr><th>name</th><th>value</th></tr>");
+    let mut table = Table::new("headers", &["name", "value"]);
     for (name, value) in headers {
-        let _ = write!(html, "<tr><td>{}</td><td>{}</td></tr>", esc(name), esc(value));
+        table.row([cell(esc(name)), cell(esc(value))]);
     }
-    html.push_str("</table>");
-    html
+    format!("<h2>Headers</h2>{}", table.html())
 }
 
 fn jobs_table(event: &EventDetail, now: UnixTime) -> String {
@@ -230,34 +227,27 @@ fn jobs_table(event: &EventDetail, now: UnixTime) -> String {
                 (<code>idemgate events replay --to DEST</code> sends it to one).</p>"
             .to_owned();
     }
-    let mut html = String::from(
-        "<h2>Jobs</h2><table id=\"jobs\"><tr><th>destination</th><th>state</th><th>attempts</th>\
-         <th>next, or finished</th><th>last error</th></tr>",
-    );
+    let mut table = Table::new("jobs", &["destination", "state", "attempts", "next, or finished", "last error"]);
     for job in &event.jobs {
-        let _ = write!(
-            html,
-            "<tr data-destination=\"{d}\"><td>{d}</td><td class=\"state job-{s}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            state_badge(&job.state),
-            job.attempts,
-            time_html(UnixTime(job.next_attempt_at), now),
-            esc(job.last_error.as_deref().unwrap_or("-")),
-            d = esc(&job.destination),
-            s = esc(&job.state),
+        table.keyed_row(
+            ("destination", &job.destination),
+            [
+                cell(esc(&job.destination)),
+                cell(state_badge(&job.state)).class(&format!("state job-{}", job.state)),
+                cell(job.attempts.to_string()),
+                cell(time_html(UnixTime(job.next_attempt_at), now)),
+                cell(esc(job.last_error.as_deref().unwrap_or("-"))),
+            ],
         );
     }
-    html.push_str("</table>");
-    html
+    format!("<h2>Jobs</h2>{}", table.html())
 }
 
 fn attempts_table(event: &EventDetail, now: UnixTime) -> String {
     if event.attempts.is_empty() {
         return "<h2>Attempts</h2><p id=\"no-attempts\">None yet.</p>".to_owned();
     }
-    let mut html = String::from(
-        "<h2>Attempts</h2><table id=\"attempts\"><tr><th>destination</th><th>#</th><th>started</th>\
-         <th>duration</th><th>status</th><th>response</th></tr>",
-    );
+    let mut table = Table::new("attempts", &["destination", "#", "started", "duration", "status", "response"]);
     for a in &event.attempts {
         let succeeded = a.outcome == "succeeded";
         let status = match (a.status, &a.error) {
@@ -267,18 +257,16 @@ fn attempts_table(event: &EventDetail, now: UnixTime) -> String {
             (None, Some(error)) => esc(error),
             (None, None) => "failed".to_owned(),
         };
-        let _ = write!(
-            html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} ms</td><td class=\"status\">{status}</td><td><code>{}</code></td></tr>",
-            esc(&a.destination),
-            a.attempt,
-            time_html(UnixTime(a.started_at), now),
-            a.latency_ms,
-            esc(a.response_prefix.as_deref().unwrap_or("")),
-        );
+        table.row([
+            cell(esc(&a.destination)),
+            cell(a.attempt.to_string()),
+            cell(time_html(UnixTime(a.started_at), now)),
+            cell(format!("{} ms", a.latency_ms)),
+            cell(status).class("status"),
+            cell(format!("<code>{}</code>", esc(a.response_prefix.as_deref().unwrap_or("")))),
+        ]);
     }
-    html.push_str("</table>");
-    html
+    format!("<h2>Attempts</h2>{}", table.html())
 }
 
 /// The body as the page shows it: JSON re-indented, anything else as text (invalid
@@ -377,7 +365,7 @@ pub(super) async fn replay(
     Path(id): Path<String>,
     Form(form): Form<ReplayForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
@@ -417,7 +405,7 @@ pub(super) async fn retry(
     Path(id): Path<String>,
     Form(form): Form<RetryForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };

@@ -19,13 +19,14 @@ use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 
 use super::{
-    layout::{esc, time_html},
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{state::AdminState, ui::state_badge, views},
+use crate::console::ui::{esc, time_html};
+use crate::console::{
+    state::AdminState,
+    ui::{Control, Field, Table, cell, state_badge},
+    views,
 };
 
 /// Events per page.
@@ -61,11 +62,22 @@ fn given(text: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
+/// What is wrong with a search: the field (its form name) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Problem {
+    field: &'static str,
+    why: String,
+}
+
 /// The filter a search asks for at `now`, or what is wrong with it.
-fn filter(search: &Search, now: UnixTime) -> Result<EventFilter, String> {
-    let time = |field: &str, text: &str| -> Result<Option<UnixTime>, String> {
+fn filter(search: &Search, now: UnixTime) -> Result<EventFilter, Problem> {
+    let time = |field: &'static str, text: &str| -> Result<Option<UnixTime>, Problem> {
         given(text)
-            .map(|t| t.parse::<TimeSpec>().map(|spec| spec.resolve(now)).map_err(|err| format!("{field}: {err}")))
+            .map(|t| {
+                t.parse::<TimeSpec>()
+                    .map(|spec| spec.resolve(now))
+                    .map_err(|err| Problem { field, why: err.to_string() })
+            })
             .transpose()
     };
     let state = given(&search.state);
@@ -73,7 +85,7 @@ fn filter(search: &Search, now: UnixTime) -> Result<EventFilter, String> {
         && s != UNMATCHED
         && s.parse::<JobState>().is_err()
     {
-        return Err("state: not a job state".to_owned());
+        return Err(Problem { field: "state", why: "not a job state".to_owned() });
     }
     Ok(EventFilter {
         source: given(&search.source),
@@ -124,31 +136,40 @@ fn page_link(query: &str, before: i64, trail: &[i64]) -> String {
     esc(link.trim_end_matches(['&', '?']))
 }
 
-fn input(name: &str, label: &str, value: &str, hint: &str) -> String {
-    format!(
-        "<label for=\"q-{name}\">{label}<input id=\"q-{name}\" name=\"{name}\" value=\"{}\" placeholder=\"{hint}\"></label>",
-        esc(value)
-    )
-}
-
-fn form(search: &Search) -> String {
-    let mut states = String::from("<option value=\"\">any</option>");
-    let names = JobState::ALL.iter().map(|s| s.as_str()).chain([UNMATCHED]);
-    for name in names {
-        let selected = if search.state == name { " selected" } else { "" };
-        let _ = write!(states, "<option value=\"{name}\"{selected}>{name}</option>");
+/// The search form, holding `search`; the field `problem` names says what is wrong with
+/// its value.
+fn form(search: &Search, problem: Option<&Problem>) -> String {
+    let states: Vec<(&str, &str)> = [("", "any")]
+        .into_iter()
+        .chain(JobState::ALL.iter().map(|s| (s.as_str(), s.as_str())))
+        .chain([(UNMATCHED, UNMATCHED)])
+        .collect();
+    let text = |name: &'static str, label: &'static str, value: &'static str| (name, label, Control::Text, value);
+    let fields = [
+        (text("source", "Source", "any"), search.source.as_str()),
+        (text("identity", "Identity starts with", "any"), &search.identity),
+        (text("type", "Type", "any"), &search.event_type),
+        (("state", "Job state", Control::Select(&states), ""), &search.state),
+        (text("destination", "Destination", "any"), &search.destination),
+        (text("since", "Received since", ""), &search.since),
+        (text("until", "Received before", ""), &search.until),
+    ];
+    let mut html =
+        String::from("<form id=\"search\" class=\"fields\" method=\"get\" action=\"/admin/events\" role=\"search\">");
+    for ((name, label, control, placeholder), value) in fields {
+        let id = format!("q-{name}");
+        let mut field = Field::new(&id, name, label, control).value(value);
+        if !placeholder.is_empty() {
+            field = field.placeholder(placeholder);
+        }
+        if matches!(name, "since" | "until") {
+            field = field.hint("1h, 30m, 2026-12-01 or RFC 3339");
+        }
+        let error = problem.filter(|p| p.field == name).map(|p| p.why.as_str());
+        html.push_str(&field.error(error).html());
     }
-    format!(
-        "<form id=\"search\" class=\"fields\" method=\"get\" action=\"/admin/events\" role=\"search\">{}{}{}\
-         <label for=\"q-state\">Job state<select id=\"q-state\" name=\"state\">{states}</select></label>{}{}{}\
-         <button id=\"search-submit\" type=\"submit\">Search</button></form>",
-        input("source", "Source", &search.source, "any"),
-        input("identity", "Identity starts with", &search.identity, "any"),
-        input("type", "Type", &search.event_type, "any"),
-        input("destination", "Destination", &search.destination, "any"),
-        input("since", "Received since", &search.since, "1h, 2026-12-01, RFC 3339"),
-        input("until", "Received before", &search.until, "RFC 3339 or 30m"),
-    )
+    html.push_str("<button id=\"search-submit\" type=\"submit\">Search</button></form>");
+    html
 }
 
 /// The search page: the form, then the page of events it selects.
@@ -157,8 +178,9 @@ pub(super) async fn page(
     headers: HeaderMap,
     Query(search): Query<Search>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     shown("idemgate: events", &[], &csrf, render(&state, &search).await)
@@ -166,19 +188,21 @@ pub(super) async fn page(
 
 async fn render(state: &AdminState, search: &Search) -> Rendered {
     let now = state.clock.now();
-    let mut html = form(search);
     let filter = match filter(search, now) {
         Ok(filter) => filter,
         Err(problem) => {
-            let _ = write!(html, "<p class=\"bad\" role=\"alert\" id=\"search-problem\">{}</p>", esc(&problem));
-            return Ok(Some(html));
+            return Ok(Some(format!(
+                "<p class=\"bad\" role=\"alert\" id=\"search-problem\">{}: {}</p>{}",
+                problem.field,
+                esc(&problem.why),
+                form(search, Some(&problem))
+            )));
         }
     };
+    let mut html = form(search, None);
     let page = views::events_page(&state.store, filter).await?;
-    html.push_str(
-        "<table id=\"events\"><caption>Newest first</caption><tr><th>id</th><th>source</th><th>identity</th>\
-         <th>type</th><th>received</th><th>jobs</th></tr>",
-    );
+    let mut table =
+        Table::new("events", &["id", "source", "identity", "type", "received", "jobs"]).caption("Newest first");
     for e in &page.events {
         let jobs: Vec<String> = if e.unmatched {
             vec![UNMATCHED.to_owned()]
@@ -188,19 +212,20 @@ async fn render(state: &AdminState, search: &Search) -> Rendered {
                 .map(|(d, s)| format!("<span class=\"job-{s}\">{}: {}</span>", esc(d), state_badge(s)))
                 .collect()
         };
-        let _ = write!(
-            html,
-            "<tr data-id=\"{id}\"><td>{id}</td><td>{}</td><td><a href=\"/admin/events/{id}\">{}</a></td><td>{}</td>\
-             <td>{}</td><td>{}</td></tr>",
-            esc(&e.source),
-            esc(&e.identity),
-            esc(e.event_type.as_deref().unwrap_or("-")),
-            time_html(UnixTime(e.received_at), now),
-            jobs.join(", "),
-            id = e.id,
+        let id = e.id;
+        table.keyed_row(
+            ("id", &id.to_string()),
+            [
+                cell(id.to_string()),
+                cell(esc(&e.source)),
+                cell(format!("<a href=\"/admin/events/{id}\">{}</a>", esc(&e.identity))),
+                cell(esc(e.event_type.as_deref().unwrap_or("-"))),
+                cell(time_html(UnixTime(e.received_at), now)),
+                cell(jobs.join(", ")),
+            ],
         );
     }
-    html.push_str("</table>");
+    html.push_str(&table.html());
     if page.events.is_empty() {
         html.push_str("<p id=\"no-events\">No event matches.</p>");
     }
@@ -254,9 +279,12 @@ mod tests {
         assert_eq!(f.until, Some(now), "1_800_000_000 is that instant");
         assert_eq!(f.state.as_deref(), Some("unmatched"));
         let bad = Search { since: "yesterday".to_owned(), ..Search::default() };
-        assert!(filter(&bad, now).unwrap_err().starts_with("since: "));
+        assert_eq!(filter(&bad, now).unwrap_err().field, "since");
         let state = Search { state: "lost".to_owned(), ..Search::default() };
-        assert!(filter(&state, now).is_err());
+        assert_eq!(
+            filter(&state, now).unwrap_err(),
+            super::Problem { field: "state", why: "not a job state".to_owned() }
+        );
     }
 
     #[test]

@@ -1,88 +1,34 @@
-//! The frame of every page: the layout with its stylesheet link and narrow-screen labels, the
-//! signed-in navigation, the sign-in page, and the markup every page uses (escaping,
-//! times). It knows no state and no answer, so the dashboard's answers can show their
-//! pages in it.
-
-use std::fmt::Write as _;
+//! The frame of every page: the layout with its stylesheets, the signed-in navigation, the
+//! sign-in page. It knows no state and no answer, so the dashboard's answers can show their
+//! pages in it; the markup inside a page is the components' ([`crate::console::ui`]).
 
 use axum::response::Html;
-use idemgate_core::{UnixTime, time::relative};
 
-use crate::console::{assets::stylesheet_path, ui::page_header};
-
-/// Escapes text for HTML: identities are any printable ASCII.
-pub(crate) fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
-}
-
-/// A time as the page shows it: RFC 3339 UTC and how long ago as of `now`, in a `<time>`
-/// element whose `datetime` a script or a browser extension can read.
-pub(crate) fn time_html(at: UnixTime, now: UnixTime) -> String {
-    let text = at.rfc3339();
-    format!("<time datetime=\"{text}\">{text} ({})</time>", relative(at, now))
-}
+use crate::console::{
+    assets::{brand_sheet, stylesheet_path},
+    ui::{esc, page_header},
+};
 
 /// A dashboard page without a parent: `title` as its heading, then `body` (already HTML).
 pub(crate) fn layout(title: &str, body: &str) -> Html<String> {
     frame(title, &[], "", body)
 }
 
-/// The frame of every page: the stylesheet ([`stylesheet_path`]), then `nav` (HTML, the
-/// pages' navigation or nothing), then the page in `<main>`: its header ([`page_header`],
-/// with `crumbs` to its parents) and `body` (already HTML). Its tables' cells are labelled
-/// on a narrow screen by [`narrow_labels`], the one style the page carries inline.
+/// The frame of every page: the stylesheet ([`stylesheet_path`]) and the brand's after it
+/// ([`brand_sheet`]), then `nav` (HTML, the pages' navigation or nothing), then the page in
+/// `<main>`: its header ([`page_header`], with `crumbs` to its parents) and `body` (already
+/// HTML). Nothing is styled inline.
 fn frame(title: &str, crumbs: &[(&str, &str)], nav: &str, body: &str) -> Html<String> {
-    let labels = narrow_labels(body);
-    let labels =
-        if labels.is_empty() { String::new() } else { format!("<style>@media (max-width:40em){{{labels}}}</style>") };
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title>\
-         <link rel=\"stylesheet\" href=\"{}\">{labels}</head><body>{nav}<main>{}{body}</main></body></html>",
+         <link rel=\"stylesheet\" href=\"{}\"><link rel=\"stylesheet\" href=\"{}\"></head>\
+         <body>{nav}<main>{}{body}</main></body></html>",
         esc(title),
         stylesheet_path(),
+        brand_sheet().path(),
         page_header(title, crumbs),
     ))
-}
-
-/// The narrow screen's label for each cell: per table with an id, one CSS rule per named
-/// column putting the column's name (its header cell's text) before each cell's value, as
-/// `#dead td:nth-child(2)::before{content:"event: "}`. Read from the dashboard's own
-/// markup, where every table's first row holds its header cells; the cells themselves
-/// stay as they are.
-fn narrow_labels(body: &str) -> String {
-    let mut rules = String::new();
-    for table in body.split("<table id=\"").skip(1) {
-        let Some((id, rest)) = table.split_once('"') else { continue };
-        let header = rest.split("</tr>").next().unwrap_or("");
-        for (column, cell) in header.split("<th").skip(1).enumerate() {
-            let name = cell.split_once('>').map_or("", |(_, text)| text.split('<').next().unwrap_or(""));
-            if !name.is_empty() {
-                let _ = write!(
-                    rules,
-                    "#{} td:nth-child({})::before{{content:\"{}: \"}}",
-                    css_escaped(id),
-                    column + 1,
-                    css_escaped(name)
-                );
-            }
-        }
-    }
-    rules
-}
-
-/// `text` with everything but letters, digits, `-`, `_` and spaces as a CSS escape, so it
-/// can neither end a string or rule nor the style element.
-fn css_escaped(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ' ') {
-                c.to_string()
-            } else {
-                format!("\\{:x} ", u32::from(c))
-            }
-        })
-        .collect()
 }
 
 /// A signed-in page: the navigation between pages and the sign-out button, then the
@@ -125,27 +71,19 @@ pub(crate) fn sign_in_page(error: Option<&str>) -> Html<String> {
 
 #[cfg(test)]
 mod tests {
-    use idemgate_core::UnixTime;
+    use axum::response::Html;
 
-    use super::{narrow_labels, time_html};
-
-    #[test]
-    fn each_named_column_gets_its_label_on_a_narrow_screen() {
-        let body = "<p>x</p><table id=\"t\"><caption>c</caption><tr><th>source</th><th></th><th>a \"b\"</th></tr>\
-                    <tr><td>s</td><td><form><button>Go</button></form></td><td class=\"n\">1</td></tr>\
-                    </table><table><tr><th>unnamed table</th></tr></table><table id=\"u\"><tr><th>#</th></tr></table>";
-        assert_eq!(
-            narrow_labels(body),
-            "#t td:nth-child(1)::before{content:\"source: \"}#t td:nth-child(3)::before{content:\"a \\22 b\\22 : \"}\
-             #u td:nth-child(1)::before{content:\"\\23 : \"}"
-        );
-    }
+    use super::{layout, signed_in_layout};
+    use crate::console::assets::{brand_sheet, stylesheet_path};
 
     #[test]
-    fn a_time_reads_as_rfc_3339_with_how_long_ago() {
-        assert_eq!(
-            time_html(UnixTime(1_796_147_038), UnixTime(1_796_147_038 + 180)),
-            "<time datetime=\"2026-12-01T17:43:58Z\">2026-12-01T17:43:58Z (3 min ago)</time>"
-        );
+    fn a_page_links_both_stylesheets_in_order_and_styles_nothing_inline() {
+        let table = "<table id=\"t\"><tr><th>a</th></tr><tr><td data-label=\"a\">1</td></tr></table>";
+        for Html(page) in [layout("t", table), signed_in_layout("t", &[("/admin/", "Overview")], "c", table)] {
+            let sheet = page.find(stylesheet_path()).unwrap_or(usize::MAX);
+            let brand = page.find(brand_sheet().path()).unwrap_or(0);
+            assert!(sheet < brand, "the brand's after the one stylesheet: {page}");
+            assert!(!page.contains("<style") && !page.contains("style="), "{page}");
+        }
     }
 }

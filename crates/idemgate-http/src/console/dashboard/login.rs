@@ -1,5 +1,5 @@
-//! `/admin/login` and `/admin/logout`: signing in with an admin token starts a session
-//! and sets its cookie; signing out ends it.
+//! `/admin/login` and `/admin/logout`: signing in with an admin token starts a session in
+//! the store and sets its cookie; signing out ends it in the store, so on every instance.
 
 use axum::{
     Form,
@@ -44,7 +44,7 @@ pub(super) async fn login(State(state): State<AdminState>, headers: HeaderMap, F
     let Some(principal) = state.tokens.identify(form.token.as_bytes()) else {
         return DashboardAnswer::WrongToken.into_response();
     };
-    match state.sessions.create(state.clock.now_ms(), principal) {
+    match state.sessions.start(&principal, state.clock.now_ms()).await {
         Ok(session) => {
             let cookie =
                 session_cookie(&session.id, state.sessions.lifetime().as_secs(), over_https(&headers, state.tls));
@@ -64,10 +64,13 @@ pub(super) struct SignOut {
 }
 
 pub(super) async fn logout(State(state): State<AdminState>, headers: HeaderMap, Form(form): Form<SignOut>) -> Response {
-    let session = match form_session(&state, &headers, &form.csrf) {
+    let session = match form_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
-    state.sessions.end(&session.id);
+    if let Err(err) = state.sessions.end(&session.id).await {
+        tracing::error!(error = %err, "cannot end a dashboard session");
+        return DashboardAnswer::SignOutFailed.into_response();
+    }
     with_cookie(Redirect::to("/admin/login").into_response(), session_cookie("", 0, over_https(&headers, state.tls)))
 }

@@ -16,17 +16,14 @@ use idemgate_core::UnixTime;
 use super::{
     applications::subject,
     event::shown_body,
-    layout::{esc, time_html},
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{
-        applications::{self, MessageDetail},
-        state::AdminState,
-        ui::empty_state,
-    },
+use crate::console::ui::{esc, time_html};
+use crate::console::{
+    applications::{self, MessageDetail},
+    state::AdminState,
+    ui::{Table, cell, empty_state},
 };
 
 /// The message page.
@@ -35,8 +32,9 @@ pub(super) async fn page(
     headers: HeaderMap,
     Path((app, msg)): Path<(String, String)>,
 ) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let parent = format!("/admin/applications/{app}");
     let crumbs = [("/admin/applications", "Applications"), (parent.as_str(), app.as_str())];
@@ -93,44 +91,31 @@ fn deliveries_table(detail: &MessageDetail, now: UnixTime) -> String {
             )
         );
     }
-    let mut html = String::from(
-        "<h2>Deliveries</h2><table id=\"deliveries\"><tr><th>endpoint</th><th>status</th><th>next attempt</th></tr>",
-    );
+    let mut table = Table::new("deliveries", &["endpoint", "status", "next attempt"]);
     for d in &detail.deliveries {
-        let _ = write!(
-            html,
-            "<tr><td>{}<br><code>{}</code></td><td class=\"status\">{}</td><td>{}</td></tr>",
-            esc(&d.url),
-            esc(&d.endpoint_id),
-            esc(&d.status),
-            d.next_attempt_at.map_or("-".to_owned(), |at| time_html(UnixTime(at), now)),
-        );
+        table.row([
+            cell(format!("{}<br><code>{}</code>", esc(&d.url), esc(&d.endpoint_id))),
+            cell(esc(&d.status)).class("status"),
+            cell(d.next_attempt_at.map_or("-".to_owned(), |at| time_html(UnixTime(at), now))),
+        ]);
     }
-    html.push_str("</table>");
-    html
+    format!("<h2>Deliveries</h2>{}", table.html())
 }
 
 fn attempts_table(detail: &MessageDetail, now: UnixTime) -> String {
     if detail.attempts.is_empty() {
         return "<h2>Attempts</h2><p id=\"no-attempts\">None yet.</p>".to_owned();
     }
-    let mut html = String::from(
-        "<h2>Attempts</h2><table id=\"attempts\"><tr><th>endpoint</th><th>started</th><th>duration</th>\
-         <th>status code</th><th>status</th><th>response</th></tr>",
-    );
+    let mut table = Table::new("attempts", &["endpoint", "started", "duration", "status code", "status", "response"]);
     for a in &detail.attempts {
-        let _ = write!(
-            html,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{} ms</td><td class=\"code\">{}</td><td class=\"status\">{}</td>\
-             <td><code>{}</code></td></tr>",
-            esc(&a.endpoint_id),
-            time_html(UnixTime(a.started_at), now),
-            a.duration_ms,
-            a.status_code.map_or("no answer".to_owned(), |c| c.to_string()),
-            esc(&a.status),
-            esc(&a.response),
-        );
+        table.row([
+            cell(format!("<code>{}</code>", esc(&a.endpoint_id))),
+            cell(time_html(UnixTime(a.started_at), now)),
+            cell(format!("{} ms", a.duration_ms)),
+            cell(a.status_code.map_or("no answer".to_owned(), |c| c.to_string())).class("code"),
+            cell(esc(&a.status)).class("status"),
+            cell(format!("<code>{}</code>", esc(&a.response))),
+        ]);
     }
-    html.push_str("</table>");
-    html
+    format!("<h2>Attempts</h2>{}", table.html())
 }

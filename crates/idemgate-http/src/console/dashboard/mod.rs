@@ -26,7 +26,7 @@
 mod application;
 mod applications;
 mod audit;
-mod chart;
+pub(crate) mod chart;
 mod destinations;
 mod event;
 mod events;

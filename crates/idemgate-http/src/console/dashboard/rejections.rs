@@ -19,19 +19,17 @@ use idemgate_store::{StoreError, views::RecentConflict};
 
 use super::{
     chart,
-    layout::{esc, time_html},
     page::{Rendered, shown},
     session::signed_in,
 };
-use crate::{
-    answer::DashboardAnswer,
-    console::{state::AdminState, views::Window},
-};
+use crate::console::ui::{Cell, Table, cell, esc, time_html};
+use crate::console::{state::AdminState, views::Window};
 
 /// The rejections page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     shown("idemgate: rejections and conflicts", &[], &csrf, render(&state).await)
@@ -75,13 +73,12 @@ fn rejections_over_time(state: &AdminState, now: UnixTime) -> String {
             chart::line_table(&format!("rejections {label}"), &counted(&per_bucket), "rejections")
         );
     }
-    html.push_str(
-        "</div><table id=\"rejections-by-reason\"><tr><th>reason</th><th>last hour</th><th>last day</th></tr>",
-    );
+    let mut table = Table::new("rejections-by-reason", &["reason", "last hour", "last day"]);
     for (reason, [hour, day]) in &by_reason {
-        let _ = write!(html, "<tr><td>{reason}</td><td>{hour}</td><td>{day}</td></tr>");
+        table.row([cell(*reason), cell(hour.to_string()), cell(day.to_string())]);
     }
-    html.push_str("</table>");
+    html.push_str("</div>");
+    html.push_str(&table.html());
     if by_reason.is_empty() {
         html.push_str("<p id=\"no-recent-rejections\" class=\"empty\">None in the last day.</p>");
     }
@@ -90,14 +87,12 @@ fn rejections_over_time(state: &AdminState, now: UnixTime) -> String {
 
 /// Rejections by source and reason since the process started.
 fn rejections_since_start(state: &AdminState) -> String {
-    let mut html = String::from(
-        "<h2>Rejections since start</h2><table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>",
-    );
+    let mut table = Table::new("rejections", &["source", "reason", "count"]);
     let rejections = state.rejections.snapshot();
     for (source, reason, count) in &rejections {
-        let _ = write!(html, "<tr><td>{}</td><td>{reason}</td><td class=\"count\">{count}</td></tr>", esc(source));
+        table.row([cell(esc(source)), cell(*reason), cell(count.to_string()).class("count")]);
     }
-    html.push_str("</table>");
+    let mut html = format!("<h2>Rejections since start</h2>{}", table.html());
     if rejections.is_empty() {
         html.push_str("<p id=\"no-rejections\" class=\"empty\">None since the process started.</p>");
     }
@@ -125,13 +120,12 @@ async fn conflicts_over_time(state: &AdminState, now: UnixTime) -> Result<String
             chart::line_table(&format!("conflicts {label}"), &counted(&per_bucket), "conflicts")
         );
     }
-    html.push_str(
-        "</div><table id=\"conflicts-by-source\"><tr><th>source</th><th>last hour</th><th>last day</th></tr>",
-    );
+    let mut table = Table::new("conflicts-by-source", &["source", "last hour", "last day"]);
     for (source, [hour, day]) in &by_source {
-        let _ = write!(html, "<tr><td>{}</td><td>{hour}</td><td>{day}</td></tr>", esc(source));
+        table.row([cell(esc(source)), cell(hour.to_string()), cell(day.to_string())]);
     }
-    html.push_str("</table>");
+    html.push_str("</div>");
+    html.push_str(&table.html());
     if by_source.is_empty() {
         html.push_str("<p id=\"no-recent-conflicts\" class=\"empty\">None in the last day.</p>");
     }
@@ -140,33 +134,31 @@ async fn conflicts_over_time(state: &AdminState, now: UnixTime) -> Result<String
 
 /// The most recent conflicts, each linking to its event while stored.
 async fn recent_conflicts(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
-    let mut html = String::from(
-        "<h2>Recent conflicts</h2><table id=\"conflicts\"><tr><th>source</th><th>identity</th><th>times seen</th>\
-         <th>last seen</th></tr>",
-    );
+    let mut table = Table::new("conflicts", &["source", "identity", "times seen", "last seen"]);
     let recent = state.store.recent_conflicts(100).await?;
     for c in &recent {
-        html.push_str(&conflict_row(c, now));
+        table.row(conflict_cells(c, now));
     }
-    html.push_str("</table>");
+    let mut html = format!("<h2>Recent conflicts</h2>{}", table.html());
     if recent.is_empty() {
         html.push_str("<p id=\"no-conflicts\" class=\"empty\">None recorded.</p>");
     }
     Ok(html)
 }
 
-/// One recent conflict as a table row (source, event, times seen, last seen), as the
-/// overview and the rejections page list them; the event links to its page while stored.
-pub(super) fn conflict_row(c: &RecentConflict, now: UnixTime) -> String {
+/// One recent conflict as a table row's cells (source, event, times seen, last seen), as
+/// the overview and the rejections page list them; the event links to its page while
+/// stored.
+pub(super) fn conflict_cells(c: &RecentConflict, now: UnixTime) -> [Cell; 4] {
     let identity = esc(&c.identity);
     let event =
         c.event_id.map_or_else(|| identity.clone(), |id| format!("<a href=\"/admin/events/{id}\">{identity}</a>"));
-    format!(
-        "<tr><td>{}</td><td class=\"event\">{event}</td><td>{}</td><td>{}</td></tr>",
-        esc(&c.source),
-        c.seen_count,
-        time_html(c.last_seen_at, now)
-    )
+    [
+        cell(esc(&c.source)),
+        cell(event).class("event"),
+        cell(c.seen_count.to_string()),
+        cell(time_html(c.last_seen_at, now)),
+    ]
 }
 
 /// The counts of a chart's buckets (drawn as failures), `None` where there are none.

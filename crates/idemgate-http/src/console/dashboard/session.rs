@@ -1,9 +1,10 @@
 //! Who is signed in: the session cookie, the dashboard's own origin, and the CSRF token
-//! every state-changing form carries. Signing in with an admin token starts a session
-//! ([`crate::console::session`]): the cookie holds a random id (HttpOnly, SameSite=Strict,
-//! Secure under TLS), never the token. The session keeps the token's name and role: a
-//! `read` session sees no buttons, and any change it posts is refused
-//! ([`crate::access`]); changes are audited under the name.
+//! every state-changing form carries. Signing in with an admin token starts a session in
+//! the store ([`crate::console::session`]), known to every instance: the cookie holds a
+//! random id (HttpOnly, SameSite=Strict, Secure under TLS), never the token. The session
+//! keeps the token's name and role: a `read` session sees no buttons, and any change it
+//! posts is refused ([`crate::access`]); changes are audited under the name. Every request
+//! reads its session from the store, so a sign-out on any instance counts at once.
 //!
 //! `SameSite` does not cover another port of the same host (a page behind `[[proxy]]`,
 //! say), so every state-changing request must also come from the dashboard's own origin
@@ -14,7 +15,10 @@ use axum::http::{HeaderMap, header};
 use crate::{
     access::{self, Need, Principal},
     answer::DashboardAnswer,
-    console::state::AdminState,
+    console::{
+        session::{LiveSession, csrf_matches},
+        state::AdminState,
+    },
 };
 
 /// The session cookie's name.
@@ -27,15 +31,27 @@ pub(super) struct SignedIn {
     pub(super) principal: Principal,
 }
 
-pub(super) fn signed_in(state: &AdminState, headers: &HeaderMap) -> Option<SignedIn> {
-    let id = headers
+/// The live session the request's cookie names, read from the store: `SignedOut` when
+/// there is none (or its token is no longer configured with its role), `StoreUnreadable`
+/// when the store cannot say.
+pub(super) async fn signed_in(state: &AdminState, headers: &HeaderMap) -> Result<SignedIn, DashboardAnswer> {
+    let Some(id) = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .find_map(|pair| pair.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_owned))?;
-    let (csrf, principal) = state.sessions.live(&id, state.clock.now_ms())?;
-    Some(SignedIn { id, csrf, principal })
+        .find_map(|pair| pair.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_owned))
+    else {
+        return Err(DashboardAnswer::SignedOut);
+    };
+    match state.sessions.live(&id, &state.tokens, state.clock.now_ms()).await {
+        Ok(Some(LiveSession { csrf, principal })) => Ok(SignedIn { id, csrf, principal }),
+        Ok(None) => Err(DashboardAnswer::SignedOut),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot read a dashboard session");
+            Err(DashboardAnswer::StoreUnreadable)
+        }
+    }
 }
 
 /// Whether a state-changing request comes from the dashboard's own origin, as far as the
@@ -65,24 +81,28 @@ pub(super) fn over_https(headers: &HeaderMap, tls: bool) -> bool {
 
 /// The checks every state-changing form passes: the dashboard's own origin, a live
 /// session, and that session's CSRF token.
-pub(super) fn form_session(state: &AdminState, headers: &HeaderMap, csrf: &str) -> Result<SignedIn, DashboardAnswer> {
+pub(super) async fn form_session(
+    state: &AdminState,
+    headers: &HeaderMap,
+    csrf: &str,
+) -> Result<SignedIn, DashboardAnswer> {
     if !from_own_origin(headers, state.tls) {
         return Err(DashboardAnswer::Refused);
     }
-    let Some(session) = signed_in(state, headers) else { return Err(DashboardAnswer::SignedOut) };
-    if !state.sessions.csrf_matches(&session.id, csrf, state.clock.now_ms()) {
+    let session = signed_in(state, headers).await?;
+    if !csrf_matches(&session.csrf, csrf) {
         return Err(DashboardAnswer::Refused);
     }
     Ok(session)
 }
 
 /// [`form_session`] for a form that changes state: its token must be allowed to operate.
-pub(super) fn operate_session(
+pub(super) async fn operate_session(
     state: &AdminState,
     headers: &HeaderMap,
     csrf: &str,
 ) -> Result<SignedIn, DashboardAnswer> {
-    let session = form_session(state, headers, csrf)?;
+    let session = form_session(state, headers, csrf).await?;
     access::check(&session.principal, Need::Operate)?;
     Ok(session)
 }

@@ -18,11 +18,7 @@ use serde::Deserialize;
 
 use crate::{
     answer::DashboardAnswer,
-    console::{
-        dashboard::{layout::esc, session::operate_session},
-        state::AdminState,
-        views::DestinationView,
-    },
+    console::{dashboard::session::operate_session, state::AdminState, ui::esc, views::DestinationView},
 };
 
 /// How many jobs one click of "Replay dead jobs" replays at most, per write transaction.
@@ -81,7 +77,7 @@ pub(in crate::console::dashboard) async fn replay(
     headers: HeaderMap,
     Form(form): Form<ReplayForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
@@ -110,7 +106,7 @@ pub(in crate::console::dashboard) async fn retry(
     headers: HeaderMap,
     Form(form): Form<DestinationForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
@@ -131,7 +127,7 @@ pub(in crate::console::dashboard) async fn enable(
     headers: HeaderMap,
     Form(form): Form<DestinationForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };
@@ -152,7 +148,7 @@ pub(in crate::console::dashboard) async fn replay_dead(
     headers: HeaderMap,
     Form(form): Form<DestinationForm>,
 ) -> Response {
-    let session = match operate_session(&state, &headers, &form.csrf) {
+    let session = match operate_session(&state, &headers, &form.csrf).await {
         Ok(session) => session,
         Err(refusal) => return refusal.into_response(),
     };

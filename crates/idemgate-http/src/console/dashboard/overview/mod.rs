@@ -7,8 +7,6 @@
 
 mod forms;
 
-use std::fmt::Write as _;
-
 use axum::{
     extract::{Query, State},
     http::HeaderMap,
@@ -23,18 +21,13 @@ use serde::Deserialize;
 
 use self::forms::replay_button;
 pub(super) use self::forms::{destination_forms, enable, replay, replay_dead, retry};
-use super::{
-    layout::{esc, time_html},
-    page::shown,
-    rejections::conflict_row,
-    session::signed_in,
-};
+use super::{page::shown, rejections::conflict_cells, session::signed_in};
+use crate::console::ui::{esc, time_html};
 use crate::{
     access::Need,
-    answer::DashboardAnswer,
     console::{
         state::AdminState,
-        ui::{Tone, badge, empty_state, state_badge},
+        ui::{Table, Tone, badge, cell, empty_state, state_badge},
         views::{self, DestinationView},
     },
 };
@@ -48,8 +41,9 @@ pub(super) struct Done {
 
 /// The overview page.
 pub(super) async fn page(State(state): State<AdminState>, headers: HeaderMap, Query(done): Query<Done>) -> Response {
-    let Some(session) = signed_in(&state, &headers) else {
-        return DashboardAnswer::SignedOut.into_response();
+    let session = match signed_in(&state, &headers).await {
+        Ok(session) => session,
+        Err(answer) => return answer.into_response(),
     };
     let csrf = esc(&session.csrf);
     let operate = session.principal.role.allows(Need::Operate).then_some(csrf.as_str());
@@ -80,18 +74,18 @@ fn confirmation(done: &Done) -> String {
     }
 }
 
-/// A section: its heading, then `table` (its start) with `rows`, or `empty` (its id, its
-/// words, and what to do next) as an empty state.
-fn section(heading: &str, rows: &str, table: &str, empty: (&str, &str, &str)) -> String {
-    if rows.is_empty() {
+/// A section: its heading, then `intro` (HTML) and `table`, or, when the table has no
+/// rows, `empty` (its id, its words, and what to do next) as an empty state.
+fn section(heading: &str, intro: &str, table: &Table, empty: (&str, &str, &str)) -> String {
+    if table.is_empty() {
         format!("<h2>{heading}</h2>{}", empty_state(empty.0, empty.1, empty.2))
     } else {
-        format!("<h2>{heading}</h2>{table}{rows}</table>")
+        format!("<h2>{heading}</h2>{intro}{}", table.html())
     }
 }
 
 async fn sources(state: &AdminState) -> Result<String, StoreError> {
-    let mut rows = String::new();
+    let mut table = Table::new("sources", &["source", "receipts", "conflicts", "jobs"]);
     for s in state.store.stats(None).await? {
         let jobs: Vec<String> = s
             .jobs
@@ -100,20 +94,20 @@ async fn sources(state: &AdminState) -> Result<String, StoreError> {
                 format!("<span class=\"job-{state}\">{}</span>", badge(Tone::of(state), &format!("{state} {n}")))
             })
             .collect();
-        let _ = write!(
-            rows,
-            "<tr data-source=\"{src}\"><td>{src}</td><td class=\"receipts\">{}</td><td class=\"conflicts\">{}</td><td>{}</td></tr>",
-            s.receipts,
-            s.conflicts,
-            jobs.join(", "),
-            src = esc(&s.source)
+        table.keyed_row(
+            ("source", &s.source),
+            [
+                cell(esc(&s.source)),
+                cell(s.receipts.to_string()).class("receipts"),
+                cell(s.conflicts.to_string()).class("conflicts"),
+                cell(jobs.join(", ")),
+            ],
         );
     }
-    let table = "<table id=\"sources\"><tr><th>source</th><th>receipts</th><th>conflicts</th><th>jobs</th></tr>";
     Ok(section(
         "Sources",
-        &rows,
-        table,
+        "",
+        &table,
         (
             "no-sources",
             "No event received yet.",
@@ -123,24 +117,23 @@ async fn sources(state: &AdminState) -> Result<String, StoreError> {
 }
 
 async fn dead_jobs(state: &AdminState, operate: Option<&str>) -> Result<String, StoreError> {
-    let mut rows = String::new();
+    let mut table = Table::new("dead", &["source", "event", "destination", "attempts", "reason", ""]);
     for job in state.store.dead_jobs(50).await? {
         let (src, id) = (esc(&job.source), esc(&job.identity));
         let button = operate.map_or(String::new(), |csrf| replay_button(&src, &id, csrf));
-        let _ = write!(
-            rows,
-            "<tr><td>{src}</td><td>{id}</td><td>{}</td><td>{}</td><td>{}</td><td>{button}</td></tr>",
-            esc(&job.destination),
-            job.attempts,
-            esc(job.reason.as_deref().unwrap_or("")),
-        );
+        table.row([
+            cell(src),
+            cell(id),
+            cell(esc(&job.destination)),
+            cell(job.attempts.to_string()),
+            cell(esc(job.reason.as_deref().unwrap_or(""))),
+            cell(button),
+        ]);
     }
-    let table = "<table id=\"dead\"><tr><th>source</th><th>event</th><th>destination</th><th>attempts</th>\
-                 <th>reason</th><th></th></tr>";
     Ok(section(
         "Dead jobs",
-        &rows,
-        table,
+        "",
+        &table,
         (
             "no-dead",
             "No dead jobs.",
@@ -150,25 +143,21 @@ async fn dead_jobs(state: &AdminState, operate: Option<&str>) -> Result<String, 
 }
 
 async fn unmatched(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
-    let mut rows = String::new();
+    let mut table = Table::new("unmatched", &["source", "event", "type", "received"]);
     let unmatched = EventFilter { state: Some(UNMATCHED.to_owned()), limit: 50, ..EventFilter::default() };
     for e in state.store.list_events(unmatched).await? {
-        let _ = write!(
-            rows,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&e.source),
-            esc(&e.identity),
-            esc(e.event_type.as_deref().unwrap_or("-")),
-            time_html(e.received_at, now)
-        );
+        table.row([
+            cell(esc(&e.source)),
+            cell(esc(&e.identity)),
+            cell(esc(e.event_type.as_deref().unwrap_or("-"))),
+            cell(time_html(e.received_at, now)),
+        ]);
     }
-    let table = "<p>No destination's subscription matched them; \
-                 <code>idemgate events replay --to DEST --state unmatched</code> sends them to one.</p>\
-                 <table id=\"unmatched\"><tr><th>source</th><th>event</th><th>type</th><th>received</th></tr>";
     Ok(section(
         "Unmatched events",
-        &rows,
-        table,
+        "<p>No destination's subscription matched them; \
+         <code>idemgate events replay --to DEST --state unmatched</code> sends them to one.</p>",
+        &table,
         (
             "no-unmatched",
             "No unmatched events.",
@@ -178,12 +167,14 @@ async fn unmatched(state: &AdminState, now: UnixTime) -> Result<String, StoreErr
 }
 
 async fn conflicts(state: &AdminState, now: UnixTime) -> Result<String, StoreError> {
-    let rows: String = state.store.recent_conflicts(50).await?.iter().map(|c| conflict_row(c, now)).collect();
-    let table = "<table id=\"conflicts\"><tr><th>source</th><th>event</th><th>seen</th><th>last seen</th></tr>";
+    let mut table = Table::new("conflicts", &["source", "event", "seen", "last seen"]);
+    for c in state.store.recent_conflicts(50).await? {
+        table.row(conflict_cells(&c, now));
+    }
     Ok(section(
         "Recent conflicts",
-        &rows,
-        table,
+        "",
+        &table,
         (
             "no-conflicts",
             "No conflicts recorded.",
@@ -193,7 +184,8 @@ async fn conflicts(state: &AdminState, now: UnixTime) -> Result<String, StoreErr
 }
 
 async fn destinations(state: &AdminState, operate: Option<&str>, now: UnixTime) -> Result<String, StoreError> {
-    let mut rows = String::new();
+    let mut table =
+        Table::new("destinations", &["destination", "state", "health", "jobs", "last success", "last failure", ""]);
     for d in views::destinations(&state.store, now).await? {
         let health = state_badge(&d.health);
         let jobs: Vec<String> = d.jobs.iter().map(|(state, n)| format!("{state} {n}")).collect();
@@ -202,22 +194,23 @@ async fn destinations(state: &AdminState, operate: Option<&str>, now: UnixTime) 
             let what = f.status.map_or_else(|| f.error.clone().unwrap_or_default(), |s| s.to_string());
             format!("{} {}", time_html(UnixTime(f.at), now), esc(&what))
         });
-        let _ = write!(
-            rows,
-            "<tr data-destination=\"{name}\"><td>{name}</td><td class=\"state\">{}</td>\
-             <td class=\"health\">{health}</td><td>{}</td><td>{success}</td><td>{failure}</td><td>{}</td></tr>",
-            state_html(&d, now),
-            jobs.join(", "),
-            operate.map_or(String::new(), |csrf| destination_forms(&d, csrf)),
-            name = esc(&d.name),
+        table.keyed_row(
+            ("destination", &d.name),
+            [
+                cell(esc(&d.name)),
+                cell(state_html(&d, now)).class("state"),
+                cell(health).class("health"),
+                cell(jobs.join(", ")),
+                cell(success),
+                cell(failure),
+                cell(operate.map_or(String::new(), |csrf| destination_forms(&d, csrf))),
+            ],
         );
     }
-    let table = "<table id=\"destinations\"><tr><th>destination</th><th>state</th><th>health</th><th>jobs</th>\
-                 <th>last success</th><th>last failure</th><th></th></tr>";
     Ok(section(
         "Destinations",
-        &rows,
-        table,
+        "",
+        &table,
         (
             "no-destinations",
             "No destination has jobs yet.",
@@ -247,15 +240,14 @@ fn state_html(d: &DestinationView, now: UnixTime) -> String {
 }
 
 fn rejections(state: &AdminState) -> String {
-    let mut rows = String::new();
+    let mut table = Table::new("rejections", &["source", "reason", "count"]);
     for (source, reason, count) in state.rejections.snapshot() {
-        let _ = write!(rows, "<tr><td>{}</td><td>{reason}</td><td>{count}</td></tr>", esc(&source));
+        table.row([cell(esc(&source)), cell(reason), cell(count.to_string())]);
     }
-    let table = "<table id=\"rejections\"><tr><th>source</th><th>reason</th><th>count</th></tr>";
     section(
         "Rejections",
-        &rows,
-        table,
+        "",
+        &table,
         (
             "no-rejections",
             "No rejections since the process started.",
