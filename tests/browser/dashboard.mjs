@@ -1,73 +1,38 @@
-// The dashboard end to end in headless Chromium: a wrong token answers the sign-in form
-// again; sign in, read the counts, check the overview at a phone's width (no sideways
-// scrolling, the Replay buttons in view), see a form posted from a page on another port
-// refused, click Replay on one dead job, see it delivered once the destination is back,
-// replay the destination's other dead job with its own button, see the empty sections say
-// so; follow the conflict to its event; then search the events, open one, replay it from
-// its page, read the destinations' charts (their scale labels whole) and the rejections,
-// tab through the search form, check every page at a phone's width, save a full-page
-// screenshot of each page at 1280 px and at 390 px, and sign out. Every page the test
-// opens is checked with axe-core: a violation of impact serious or critical fails it.
-// Environment: ADMIN_URL (http://127.0.0.1:PORT), GATEWAY_URL, ADMIN_TOKEN, DEST_PORT,
-// SCREENSHOTS (a folder; default docs/screenshots).
-import fs from 'node:fs';
+// The operator's journey in the dashboard, in headless Chromium: a wrong token answers the
+// sign-in form again; sign in, read the counts, check the overview at a phone's width (no
+// sideways scrolling, the Replay buttons in view), see a form posted from a page on another
+// port refused, click Replay on one dead job, see it delivered once the destination is
+// back, replay the destination's other dead job with its own button, see the empty
+// sections say so; follow the conflict to its event; then search the events, open one,
+// replay it from its page, read the destinations' charts (their scale labels whole) and the
+// rejections, tab through the search form; the sending side: the applications, the second
+// application seeded through /api/v1 with its endpoint, one of its messages with its
+// attempt; the audit log (the replay, and the API's changes); a read session; every page
+// at a phone's width and a desktop's, each checked with axe-core and pictured; sign out.
+// Environment: ADMIN_URL (http://127.0.0.1:PORT), GATEWAY_URL, ADMIN_TOKEN, VIEWER_TOKEN,
+// DEST_PORT, OTHER_APP, OTHER_ENDPOINT, OTHER_MESSAGE (the seeded application's ids).
 import http from 'node:http';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { chromium } from 'playwright-core';
+import { DESKTOP, PHONE, accessible, fail, shoot as shootPage } from './common.mjs';
 
-// axe-core's script, evaluated in each page through the DevTools protocol (the dashboard's
-// CSP allows no script of its own, and the test does not loosen it).
-const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-const { ADMIN_URL, GATEWAY_URL, ADMIN_TOKEN, DEST_PORT } = process.env;
-const SCREENSHOTS = process.env.SCREENSHOTS || 'docs/screenshots';
+const { ADMIN_URL, GATEWAY_URL, ADMIN_TOKEN, DEST_PORT, OTHER_APP, OTHER_ENDPOINT, OTHER_MESSAGE } = process.env;
 // The event page's address, from the events page's first link.
 async function eventUrl(page) {
   await page.goto(`${ADMIN_URL}/admin/events?identity=msg_brow`);
   return `${ADMIN_URL}${await page.getAttribute('#events a', 'href')}`;
 }
-const fail = (message) => { console.error(`browser test: ${message}`); process.exit(1); };
-// The pages axe-core checked, and what it found below serious (printed, not failing).
-const checked = new Set();
-// Runs axe-core on the page as it is now: fails on any serious or critical violation.
-async function accessible(page, what) {
-  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(AXE);
-  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-  const grave = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  for (const v of grave) {
-    console.error(`axe ${v.impact} ${v.id} on ${what}: ${v.help}`);
-    for (const node of v.nodes.slice(0, 5)) console.error(`  ${node.target.join(' ')}: ${node.failureSummary}`);
-  }
-  if (grave.length) fail(`${grave.length} serious or critical accessibility violation(s) on ${what}`);
-  checked.add(what);
-}
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-try {
-  const context = await browser.newContext();
+/** The operator's journey, in a fresh browser context of `browser`. */
+export async function operator(browser, context) {
   const page = await context.newPage();
-  fs.mkdirSync(SCREENSHOTS, { recursive: true });
-  const shots = [];
   // Checks the page with axe-core; `name` set, saves a full-page screenshot too.
-  const shoot = async (name, what = name) => {
-    await accessible(page, what);
-    if (!name) return;
-    const file = path.join(SCREENSHOTS, `${name}.png`);
-    await page.screenshot({ path: file, fullPage: true });
-    shots.push(file);
-  };
+  const shoot = (name, what = name) => shootPage(page, name, what);
   await page.goto(`${ADMIN_URL}/admin/`);
   if (!page.url().endsWith('/admin/login')) fail(`not sent to sign in: ${page.url()}`);
-  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.setViewportSize(DESKTOP);
   await shoot('sign-in-1280');
-  await page.setViewportSize({ width: 390, height: 844 });
+  await page.setViewportSize(PHONE);
   await shoot('sign-in-390');
-  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.setViewportSize(DESKTOP);
 
   // A wrong token: the sign-in form again, under the error, its field focused and empty.
   await page.fill('#token', 'not-the-token-typed');
@@ -95,7 +60,7 @@ try {
 
   // A phone's width: the overview does not scroll sideways, and each row's buttons are in
   // view without scrolling inside its table.
-  await page.setViewportSize({ width: 390, height: 844 });
+  await page.setViewportSize(PHONE);
   await page.reload();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   if (overflow > 0) fail(`the overview scrolls ${overflow} px sideways at 390 px`);
@@ -112,7 +77,7 @@ try {
   await page.locator('#dead button.replay').first().scrollIntoViewIfNeeded();
   if (!(await page.locator('#dead button.replay').first().isVisible())) fail('the Replay button is hidden at 390 px');
   await shoot(null, 'the overview at 390 px');
-  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.setViewportSize(DESKTOP);
 
   // The destination comes back: a receiver that answers 204 after two seconds, so the
   // latency chart's scale reads four digits (the failed attempts took ~0 ms: the mean of
@@ -268,12 +233,40 @@ try {
   if (await page.locator('figure.conflicts svg rect.bad').count() < 1) fail('the conflict is not drawn');
   await shoot(null, 'the rejections');
 
+  // The sending side: the applications seeded through /api/v1; the second one's page lists
+  // its endpoint and its message; the message's page, its attempt at the endpoint (which
+  // nobody answers: a failure).
+  await page.click('nav a[href="/admin/applications"]');
+  await page.waitForURL(`${ADMIN_URL}/admin/applications`);
+  const applications = await page.textContent('#applications');
+  if (!applications.includes('Globex Corporation') || !applications.includes('Initech')) {
+    fail(`the applications page lists ${applications}`);
+  }
+  await Promise.all([page.waitForURL(`${ADMIN_URL}/admin/applications/${OTHER_APP}`),
+    page.click(`tr[data-application="${OTHER_APP}"] a`)]);
+  if (!(await page.textContent('#application')).includes('initech')) fail('the application page shows no uid');
+  if (!(await page.textContent('#endpoints')).includes(OTHER_ENDPOINT)) fail('the application lists no endpoint');
+  await shoot(null, 'an application');
+  const messageUrl = `${ADMIN_URL}/admin/applications/${OTHER_APP}/messages/${OTHER_MESSAGE}`;
+  await Promise.all([page.waitForURL(messageUrl), page.click(`tr[data-message="${OTHER_MESSAGE}"] a`)]);
+  if (!(await page.textContent('#message')).includes('invoice.paid')) fail('the message page shows no event type');
+  if (!(await page.textContent('#payload')).includes('in_2002')) fail('the message page shows no payload');
+  for (let i = 0; i < 100 && await page.locator('#attempts').count() === 0; i += 1) {
+    await page.waitForTimeout(100);
+    await page.reload();
+  }
+  if (await page.locator('#attempts').count() === 0) fail('the message page never listed its failed attempt');
+  await shoot(null, 'a message');
+
   // The audit log: the replay made from the event page, under the token's name.
   await page.click('nav a[href="/admin/audit"]');
   await page.waitForURL(`${ADMIN_URL}/admin/audit`);
   const audit = await page.textContent('#audit');
   if (!audit.includes('replay') || !audit.includes('admin') || !audit.includes('msg_browser')) {
     fail(`the audit log does not list the replay: ${audit}`);
+  }
+  if (!audit.includes('endpoint_create') || !audit.includes('provider')) {
+    fail(`the audit log does not list the API's changes under the token's name: ${audit}`);
   }
   const auditRows = await page.locator('#audit tr').count() - 1;
   await shoot(null, 'the audit log');
@@ -299,10 +292,11 @@ try {
   await viewer.context().close();
 
   // A phone's width: no page scrolls sideways (table rows stack as cards).
-  await page.setViewportSize({ width: 390, height: 844 });
+  await page.setViewportSize(PHONE);
   const pages = ['/admin/', '/admin/events?identity=msg_brow', await eventUrl(page), '/admin/destinations',
-    '/admin/rejections', '/admin/audit', '/admin/applications'];
-  const names = ['overview', 'events', 'event', 'destinations', 'rejections', 'audit', 'applications'];
+    '/admin/rejections', '/admin/audit', '/admin/applications', `/admin/applications/${OTHER_APP}`, messageUrl];
+  const names = ['overview', 'events', 'event', 'destinations', 'rejections', 'audit', 'applications', 'application',
+    'message'];
   for (const [i, where] of pages.entries()) {
     await page.goto(where.startsWith('http') ? where : `${ADMIN_URL}${where}`);
     const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -310,7 +304,7 @@ try {
     await shoot(`${names[i]}-390`, `${where} at 390 px`);
   }
   // The same pages at a desktop's width, each checked and pictured.
-  await page.setViewportSize({ width: 1280, height: 720 });
+  await page.setViewportSize(DESKTOP);
   for (const [i, where] of pages.entries()) {
     await page.goto(where.startsWith('http') ? where : `${ADMIN_URL}${where}`);
     await shoot(`${names[i]}-1280`, `${where} at 1280 px`);
@@ -320,9 +314,4 @@ try {
   await Promise.all([page.waitForURL(`${ADMIN_URL}/admin/login`), page.click('#sign-out')]);
   await page.goto(`${ADMIN_URL}/admin/`);
   if (!page.url().endsWith('/admin/login')) fail(`still signed in after signing out: ${page.url()}`);
-  for (const file of shots) console.log(`screenshot: ${file}`);
-  console.log(`axe-core: no serious or critical violation on ${checked.size} page states`);
-  console.log('browser: 1 passed, 0 failed');
-} finally {
-  await browser.close();
 }

@@ -88,7 +88,8 @@ fn entry(n: usize, event_type: &EventType) -> String {
     html.push_str("<h3>Schema</h3>");
     match event_type.schemas.as_deref().and_then(pretty) {
         Some(schema) => {
-            let _ = write!(html, "<pre class=\"schema\"><code>{}</code></pre>", esc(&schema));
+            // Focusable: a long schema scrolls, and a keyboard must be able to scroll it.
+            let _ = write!(html, "<pre class=\"schema\" tabindex=\"0\"><code>{}</code></pre>", esc(&schema));
         }
         None => html.push_str("<p class=\"muted\">No schema: any JSON object.</p>"),
     }

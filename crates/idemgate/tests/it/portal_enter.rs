@@ -2,7 +2,8 @@
 //! SQLite and PostgreSQL: the link `app-portal-access` answers opens the portal once; the
 //! session is in the store, so it ends on the API's `logout` of the token it came with and
 //! when the application is deleted; a post from elsewhere changes nothing; every answer
-//! carries the portal's CSP and framing rule.
+//! carries the portal's CSP and framing rule; the pages' stylesheet is served below
+//! `/portal`.
 
 use svix::models::{AppPortalAccessIn, ApplicationIn};
 
@@ -99,6 +100,14 @@ async fn a_link_opens_the_portal_once(backend: Backend) {
         "{}",
         landing.body
     );
+    // The stylesheet the pages link is served below /portal: the public listener has no
+    // /assets of its own.
+    let sheet = landing.body.split("<link rel=\"stylesheet\" href=\"").nth(1).and_then(|rest| rest.split('"').next());
+    let sheet = sheet.unwrap_or_else(|| panic!("no stylesheet: {}", landing.body)).to_owned();
+    assert!(sheet.starts_with("/portal/"), "{sheet}");
+    let css = Customer::new(&gateway).get(&sheet).await;
+    assert_eq!((css.status, css.headers["content-type"].as_str()), (200, "text/css; charset=utf-8"));
+    assert!(css.body.contains("--accent"), "{}", css.body);
 }
 
 async fn the_session_ends_with_its_token_and_its_application(backend: Backend) {
