@@ -40,7 +40,7 @@ pub(super) fn portal(
         Some(accent) => {
             let parsed = Accent::parse(&accent)
                 .map_err(|_| ConfigError::new("api.portal.accent", format!("{accent:?} is not a colour #rrggbb")))?;
-            r.show("api.portal.accent", Shown::Value(accent.clone().into()));
+            r.show("api.portal.accent", Shown::Value(accent.into()));
             Some(parsed.to_string())
         }
         None => {
