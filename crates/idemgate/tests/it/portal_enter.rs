@@ -135,6 +135,24 @@ async fn the_session_ends_with_its_token_and_its_application(backend: Backend) {
     // Deleting the application ends its sessions.
     admin.application().delete("two".to_owned()).await.unwrap();
     assert_eq!(two.get("/portal/").await.status, 401);
+
+    // The portal's own sign-out: only with the session's CSRF token, then gone from the
+    // store (the cookie alone no longer opens a page) and the cookie cleared.
+    admin
+        .application()
+        .create(ApplicationIn { uid: Some("three".into()), ..ApplicationIn::new("three".into()) }, None)
+        .await
+        .unwrap();
+    let mut three = Customer::enter(&gateway, "three").await;
+    assert_eq!(three.get("/portal/endpoints").await.status, 200);
+    let forged =
+        three.send(reqwest::Method::POST, "/portal/sign-out", Some("csrf=nope".into()), Some(PUBLIC_URL)).await;
+    assert_eq!(forged.status, 403, "a sign-out without the session's token is refused");
+    assert_eq!(three.get("/portal/").await.status, 303, "and changed nothing");
+    let out = three.post("/portal/sign-out", &[]).await;
+    assert_eq!((out.status, out.location.as_deref()), (303, Some("/portal/signed-out")));
+    assert!(out.set_cookie.as_deref().is_some_and(|c| c.contains("Max-Age=0")), "{:?}", out.set_cookie);
+    assert_eq!(three.get("/portal/endpoints").await.status, 401, "the session is gone from the store");
 }
 
 #[tokio::test]
