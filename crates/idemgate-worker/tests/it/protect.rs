@@ -1,7 +1,8 @@
 //! Protecting a destination over real HTTP: the circuit breaker pauses a destination that
 //! keeps failing, lets only probes through while it is down and resumes it on the first
-//! answer, losing no job; the rate limit bounds how many attempts a tick starts, and the
-//! in-flight cap how many the destination sees at once, across concurrent batches; and
+//! answer, losing no job; the rate limit (a bucket the store keeps) bounds how many
+//! attempts a tick starts, and the in-flight cap how many the destination sees at once,
+//! across concurrent batches; and
 //! the store shows a destination throttled while its limits hold its jobs back.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
@@ -130,7 +131,7 @@ async fn the_destination_never_sees_more_attempts_at_once_than_the_cap_even_from
 }
 
 #[tokio::test]
-async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_when_its_limit_changes() {
+async fn the_bucket_outlives_a_reload_and_a_changed_limit_refills_it_at_its_own_pace() {
     let destination = Destination::start(&[]);
     let rate = RateLimit { per_second: 1.0, burst: 2 };
     let rig = rig(&destination, Protection { rate_limit: Some(rate), ..Protection::default() }, 8).await;
@@ -150,7 +151,9 @@ async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_
     rig.worker.routes().replace(reloaded(rate));
     assert_eq!(rig.worker.tick().await.unwrap(), 0, "the same limit after a reload: its tokens are still spent");
     rig.worker.routes().replace(reloaded(RateLimit { per_second: 1.0, burst: 3 }));
-    assert_eq!(rig.worker.tick().await.unwrap(), 3, "another limit starts afresh");
+    assert_eq!(rig.worker.tick().await.unwrap(), 0, "another limit is no fresh burst: the bucket is the store's");
+    rig.clock.advance(10);
+    assert_eq!(rig.worker.tick().await.unwrap(), 3, "the new burst, once the bucket refilled");
 }
 
 async fn throttled_since(rig: &Rig) -> Option<idemgate_core::UnixTime> {
