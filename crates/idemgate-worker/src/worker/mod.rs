@@ -59,7 +59,7 @@ use crate::{
     endpoint::ENDPOINT_PREFIX,
     room::{Held, Reserved, Room, Short},
     route::{Route, RouteTable},
-    throttle::{Throttle, Throttles, recording, reserve},
+    throttle::{Throttle, Throttles, UNRECORDED, recording, reserve},
     trace::{AttemptTrace, Claim},
 };
 
@@ -219,7 +219,13 @@ impl Worker {
         }
         let Reserved { limits, mut permits, mut short } = self.reserve_room(&routes, &throttles, most);
         self.room.held_back(Short { overall: most < self.options.batch, destinations: short.clone() });
-        let shared = throttles.iter().map(|(name, throttle)| (name.clone(), throttle.limits())).collect();
+        // A destination this worker has no room for is left out: its row is not locked for
+        // a claim that takes none of its jobs.
+        let shared = throttles
+            .iter()
+            .filter(|(name, _)| limits.get(name).is_some_and(|&mine| mine > 0))
+            .map(|(name, throttle)| (name.clone(), throttle.limits()))
+            .collect();
         // Span times are the wall clock's, as the tracer's own are.
         let started = SystemTime::now();
         let Claimed { jobs, room } = self
@@ -355,7 +361,11 @@ impl Worker {
                 metrics::counter!("idemgate_destination_throttled_total", "destination" => label.to_owned())
                     .increment(1);
             }
-            if let Some(now) = recording(throttle.recorded.load(Ordering::Relaxed), throttled) {
+            // A new throttle whose first claim was allowed nothing (another instance holds the
+            // shared limits) knows nothing yet to correct the store's mark with.
+            let recorded = throttle.recorded.load(Ordering::Relaxed);
+            let unknown = allowed == 0 && recorded == UNRECORDED;
+            if !unknown && let Some(now) = recording(recorded, throttled) {
                 let since = throttled.then(|| self.clock.now_ms());
                 match self.store.mark_throttled(name.clone(), since).await {
                     Ok(()) => throttle.recorded.store(now, Ordering::Relaxed),

@@ -205,3 +205,31 @@ async fn removing_a_destinations_limits_clears_its_throttled_mark() {
     assert_eq!(rig.worker.tick().await.unwrap(), 2, "no limit any more");
     assert_eq!(throttled_since(&rig).await, None, "the dropped throttle is cleared in the store");
 }
+
+/// Two workers with throttles of their own on one store, as two processes would be.
+#[tokio::test]
+async fn two_workers_on_one_store_share_one_rate_limit_and_the_one_given_no_room_keeps_the_mark() {
+    let destination = Destination::start(&[]);
+    let rate = RateLimit { per_second: 1.0, burst: 1 };
+    let protection = Protection { rate_limit: Some(rate), ..Protection::default() };
+    let rig = rig(&destination, protection, 4).await;
+    let http = HttpDestination::new(&destination.url(), None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+    let route =
+        Route { deliver: Arc::new(http), policy: RetryPolicy::default(), fifo: false, protection, transform: None };
+    let other = Worker::new(
+        Arc::clone(&rig.store),
+        HashMap::from([("app".to_owned(), route)]),
+        WorkerOptions { lease: Duration::from_secs(30), ..WorkerOptions::default() },
+    )
+    .with_clock(rig.clock.clone());
+
+    assert_eq!(rig.worker.tick().await.unwrap(), 1, "the burst");
+    assert_eq!(other.tick().await.unwrap(), 0, "spent by the first worker");
+    assert_eq!(throttled_since(&rig).await, Some(T0), "a worker given no room does not clear the mark");
+    rig.clock.advance(1);
+    assert_eq!(other.tick().await.unwrap(), 1, "the next token, whichever worker takes it");
+    assert_eq!(rig.worker.tick().await.unwrap(), 0);
+    rig.clock.advance(1);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1);
+    assert_eq!(destination.received().len(), 3, "one a second over both workers");
+}
