@@ -53,6 +53,7 @@ mod portal_harness;
 mod portal_isolation;
 mod portal_messages;
 mod postgres_instances;
+mod postgres_limits;
 mod providers;
 mod proxy_hardening;
 mod queue_outcomes;
