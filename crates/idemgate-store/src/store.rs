@@ -33,6 +33,7 @@ use crate::{
     jobs::{AttemptRecord, Breakers, Claimed, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
+    replication::Replication,
     sqlite::{Handler, handover::Handover},
     views::{
         AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
@@ -188,6 +189,16 @@ impl Store {
     /// Whether the store can take writes now. Used by readiness checks.
     pub async fn ping(&self) -> Result<(), StoreError> {
         on_backend!(self, store => store.ping().await)
+    }
+
+    /// How the PostgreSQL server replicates the store's commits now (its
+    /// [`Replication::failover_risk`] says whether a failover could lose acknowledged
+    /// events); `None` on SQLite, which has no standby to fail over to.
+    pub async fn replication(&self) -> Result<Option<Replication>, StoreError> {
+        match self.open_backend()? {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(store) => store.replication().await.map(Some),
+        }
     }
 
     /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of [`crate::jobs`];

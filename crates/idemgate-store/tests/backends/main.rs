@@ -26,6 +26,7 @@ mod outbound_messages;
 mod outbound_redelivery;
 mod outcome;
 mod receive;
+mod replication;
 mod routing;
 mod senders;
 mod sessions;

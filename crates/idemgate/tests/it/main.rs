@@ -52,6 +52,7 @@ mod portal_enter;
 mod portal_harness;
 mod portal_isolation;
 mod portal_messages;
+mod postgres_failover;
 mod postgres_instances;
 mod postgres_limits;
 mod providers;
