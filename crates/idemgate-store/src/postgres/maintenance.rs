@@ -50,8 +50,9 @@ impl PgStore {
             super::partitions::roll(&mut client, now).await?;
             match super::partitions::retire(&mut client, now, policies).await {
                 Ok(retired) => {
-                    report.events += retired;
-                    report.receipts += retired;
+                    report.events += retired.events;
+                    report.receipts += retired.events;
+                    report.payloads += retired.payloads;
                 }
                 Err(err) => tracing::warn!(error = %err, "retiring partitions failed; purging by rows"),
             }

@@ -365,7 +365,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX IF NOT EXISTS events_key ON events (source, identity);
     CREATE INDEX IF NOT EXISTS events_ordering ON events (source, ordering_key) WHERE ordering_key IS NOT NULL;
     CREATE INDEX IF NOT EXISTS events_age ON events (source, received_at);
-    CREATE INDEX IF NOT EXISTS jobs_event ON jobs (event_id, destination);
+    CREATE INDEX IF NOT EXISTS jobs_event ON jobs (event_id);
     CREATE INDEX IF NOT EXISTS jobs_dead_at ON jobs (updated_at) WHERE state = 'dead';
     CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (next_attempt_at_ms, id) WHERE state IN ('pending', 'retrying');
     CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (lease_until, id) WHERE lease_until IS NOT NULL;

@@ -101,34 +101,68 @@ pub(crate) async fn roll(client: &mut Object, now: UnixTime) -> Result<(), Store
 /// transaction, while a day's every row is past retention for its source and owes no
 /// work; stops at the first day that cannot go. Returns how many events (and as many
 /// receipts) went.
-pub(crate) async fn retire(client: &mut Object, now: UnixTime, policies: &[Retention]) -> Result<usize, StoreError> {
-    let cutoffs: HashMap<&str, i64> =
-        policies.iter().map(|policy| (policy.source.as_str(), cutoff(now, policy.receipts))).collect();
+pub(crate) async fn retire(client: &mut Object, now: UnixTime, policies: &[Retention]) -> Result<Retired, StoreError> {
+    let cutoffs: HashMap<&str, (i64, i64)> = policies
+        .iter()
+        .map(|policy| (policy.source.as_str(), (cutoff(now, policy.receipts), cutoff(now, policy.payloads))))
+        .collect();
     let mut open = i64::MAX;
     for table in ["attempts", "jobs", "events"] {
         open = open.min(open_day(&*client, table).await?);
     }
-    let mut retired = 0;
+    let mut retired = Retired::default();
     for day in days(&*client, "events").await?.into_iter().filter(|day| *day < open) {
         match retire_day(client, day, &cutoffs).await? {
-            Some(events) => retired += events,
+            Some(day) => {
+                retired.events += day.events;
+                retired.payloads += day.payloads;
+            }
             None => break,
         }
     }
     Ok(retired)
 }
 
+/// What [`retire`] dropped: events (each with its receipt), and of them those whose
+/// payload the row-by-row purge would have emptied first (so that a dry run, which counts
+/// by rows, reports the same).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Retired {
+    pub(crate) events: usize,
+    pub(crate) payloads: usize,
+}
+
 /// Retires `day` when it can go (see [`retire`]): `None` when it cannot.
-async fn retire_day(client: &mut Object, day: i64, cutoffs: &HashMap<&str, i64>) -> Result<Option<usize>, StoreError> {
+async fn retire_day(
+    client: &mut Object,
+    day: i64,
+    cutoffs: &HashMap<&str, (i64, i64)>,
+) -> Result<Option<Retired>, StoreError> {
     let end = block_start(day + 1);
     let (events, jobs, attempts) = (partition("events", day), partition("jobs", day), partition("attempts", day));
     let tx = client.transaction().await?;
     tx.batch_execute(LOCK_TIMEOUT).await?;
-    for row in tx.query(&format!("SELECT source, max(received_at) FROM {events} GROUP BY source"), &[]).await? {
-        let (source, newest): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
-        if !cutoffs.get(source.as_str()).is_some_and(|cutoff| newest < *cutoff) {
+    let (sources, payload_cutoffs): (Vec<&str>, Vec<i64>) =
+        cutoffs.iter().map(|(source, (_, payloads))| (*source, *payloads)).unzip();
+    let mut payloads = 0;
+    for row in tx
+        .query(
+            &format!(
+                r#"SELECT e.source, max(e.received_at),
+                          count(*) FILTER (WHERE NOT e.payload_purged AND e.received_at < p.cutoff)
+                   FROM {events} e
+                   LEFT JOIN unnest($1::text[], $2::bigint[]) AS p (source, cutoff) ON p.source COLLATE "C" = e.source
+                   GROUP BY e.source"#
+            ),
+            &[&sources, &payload_cutoffs],
+        )
+        .await?
+    {
+        let (source, newest, emptied): (String, i64, i64) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        if cutoffs.get(source.as_str()).is_none_or(|(receipts, _)| newest >= *receipts) {
             return Ok(None);
         }
+        payloads += usize::try_from(emptied).unwrap_or(0);
     }
     let owed = tx
         .query_one(
@@ -174,7 +208,7 @@ async fn retire_day(client: &mut Object, day: i64, cutoffs: &HashMap<&str, i64>)
         }
     }
     tx.commit().await?;
-    Ok(Some(usize::try_from(receipts).unwrap_or(usize::MAX)))
+    Ok(Some(Retired { events: usize::try_from(receipts).unwrap_or(usize::MAX), payloads }))
 }
 
 /// Drops the oldest days' audit log partitions whose newest record is before `before`;
