@@ -27,6 +27,7 @@ fn settings(algorithm: Algorithm, encoding: Encoding, prefix: &str, signed: &str
         prefix: prefix.into(),
         signed: signed.into(),
         timestamp_header: ts.map(str::to_owned),
+        ..HmacSettings::new(algorithm, encoding, "", "", "")
     }
 }
 
@@ -251,7 +252,7 @@ fn github_as_hmac() -> GenericHmac {
         header: "X-Hub-Signature-256".into(),
         prefix: "sha256=".into(),
         signed: "{body}".into(),
-        timestamp_header: None,
+        ..HmacSettings::new(Algorithm::Sha256, Encoding::Hex, "", "", "")
     };
     GenericHmac::new(&s).unwrap()
 }
