@@ -1,0 +1,75 @@
+//! Support, email and meeting tools: Resend and Clerk (both send through Svix), and Zoom.
+//!
+//! Each entry is backed by the provider's own library in `tests/providers/support.py`
+//! (Resend) and `tests/providers/node/support.mjs` (Clerk, Zoom).
+
+use super::{Backing, HmacSpec, Identity, Provider, Registry, Signing};
+use crate::{
+    form::BodyFormat,
+    scheme::{
+        StandardWebhooks,
+        generic::{Algorithm, Encoding},
+    },
+};
+
+pub(super) const PROVIDERS: &[Provider] = &[
+    Provider {
+        name: "resend",
+        title: "Resend",
+        signing: Signing::Coded(&StandardWebhooks::DEFAULT),
+        identity: Some(Identity::Header("svix-id")),
+        identity_note: "Resend sends through Svix: \"svix-id: the unique message identifier for the webhook \
+                        message. This identifier is unique across all messages, but will be the same when the same \
+                        webhook is being resent (e.g. due to a previous failure)\" (Svix docs, Verifying webhooks \
+                        manually). Signed.",
+        event_type: Some("/type"),
+        body: BodyFormat::Json,
+        per_attempt: &[],
+        retry_note: "\"We attempt to deliver each webhook message based on a schedule with exponential backoff\" \
+                     (immediately, 5 seconds, 5 minutes, … 10 hours; Retries and Replays); an attempt resends the \
+                     message's payload under the same svix-id, with its own svix-timestamp and signature.",
+        docs: "https://resend.com/docs/webhooks/verify-webhooks-requests",
+        backing: Backing::Library { registry: Registry::PyPi, package: "resend", api: "Webhooks.verify" },
+    },
+    Provider {
+        name: "clerk",
+        title: "Clerk",
+        signing: Signing::Coded(&StandardWebhooks::DEFAULT),
+        identity: Some(Identity::Header("svix-id")),
+        identity_note: "\"Clerk uses Svix to send our webhooks\" (Webhooks overview), and for Svix \"svix-id: the \
+                        unique message identifier for the webhook message. This identifier is unique across all \
+                        messages, but will be the same when the same webhook is being resent (e.g. due to a \
+                        previous failure)\" (Svix docs, Verifying webhooks manually). Signed.",
+        event_type: Some("/type"),
+        body: BodyFormat::Json,
+        per_attempt: &[],
+        retry_note: "Svix's schedule (immediately, 5 seconds, 5 minutes, … 10 hours); an attempt resends the \
+                     message's payload under the same svix-id, with its own svix-timestamp and signature.",
+        docs: "https://clerk.com/docs/guides/development/webhooks/overview",
+        backing: Backing::Library { registry: Registry::Npm, package: "@clerk/backend", api: "verifyWebhook" },
+    },
+    Provider {
+        name: "zoom",
+        title: "Zoom",
+        signing: Signing::Hmac(HmacSpec {
+            timestamp_header: Some("x-zm-request-timestamp"),
+            ..HmacSpec::new(Algorithm::Sha256, Encoding::Hex, "x-zm-signature", "v0=", "v0:{timestamp}:{body}")
+        }),
+        identity: None,
+        identity_note: "None: a notification is {event, event_ts, payload} (Using webhooks), with no event id, and \
+                        Zoom says nothing of an identifier that survives its retries. event_ts is when the event \
+                        happened, not an identity; a source names its own.",
+        event_type: Some("/event"),
+        body: BodyFormat::Json,
+        per_attempt: &[],
+        retry_note: "Without a 200 or 204 within three seconds Zoom \"will send it 3 more times\": 5 minutes, then \
+                     20 and 60 minutes after the previous retry (Resolving webhook delays); it does not say what \
+                     changes between attempts.",
+        docs: "https://developers.zoom.us/docs/api/webhooks/",
+        backing: Backing::Library {
+            registry: Registry::Npm,
+            package: "@zoom/rivet",
+            api: "AwsLambdaReceiver (CommonHttpRequest.isEventVerified)",
+        },
+    },
+];
