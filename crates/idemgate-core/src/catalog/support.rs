@@ -1,13 +1,14 @@
-//! Support, email and meeting tools: Resend and Clerk (both send through Svix), and Zoom.
+//! Support, email, voice and meeting tools: Resend and Clerk (both send through Svix),
+//! Zoom, and Plivo.
 //!
 //! Each entry is backed by the provider's own library in `tests/providers/support.py`
-//! (Resend) and `tests/providers/node/support.mjs` (Clerk, Zoom).
+//! (Resend, Plivo) and `tests/providers/node/support.mjs` (Clerk, Zoom).
 
 use super::{Backing, HmacSpec, Identity, Provider, Registry, Signing};
 use crate::{
     form::BodyFormat,
     scheme::{
-        StandardWebhooks,
+        Plivo, StandardWebhooks,
         generic::{Algorithm, Encoding},
     },
 };
@@ -70,6 +71,26 @@ pub(super) const PROVIDERS: &[Provider] = &[
             registry: Registry::Npm,
             package: "@zoom/rivet",
             api: "AwsLambdaReceiver (CommonHttpRequest.isEventVerified)",
+        },
+    },
+    Provider {
+        name: "plivo",
+        title: "Plivo",
+        signing: Signing::Coded(&Plivo::DEFAULT),
+        identity: None,
+        identity_note: "None: a callback carries the call's or message's parameters (CallUUID, MessageUUID, \
+                        Status, …), several callbacks share them as a call or message changes state, and Plivo \
+                        names no identifier of one callback that survives a retry; a source names its own.",
+        event_type: None,
+        body: BodyFormat::Form,
+        per_attempt: &[],
+        retry_note: "The docs read say nothing of what a retried callback resends; every request carries its own \
+                     X-Plivo-Signature-V3-Nonce, signed.",
+        docs: "https://docs.plivo.com/docs/voice/xml/request/validation",
+        backing: Backing::Library {
+            registry: Registry::PyPi,
+            package: "plivo",
+            api: "utils.signature_v3.get_signature_v3 / validate_v3_signature",
         },
     },
 ];
