@@ -9,6 +9,7 @@ import { createHmac, randomBytes } from "node:crypto";
 
 import { verifyWebhook } from "@clerk/backend/webhooks";
 import { AwsLambdaReceiver } from "@zoom/rivet/meetings";
+import { verifyRequestSignature } from "customerio-node";
 import { Webhook } from "svix";
 
 const NOW = Number.parseInt(process.env.PROVIDERS_NOW ?? "", 10);
@@ -168,9 +169,65 @@ async function zoom() {
   emitCase("zoom", "first", headers, body, "accepted");
 }
 
+// --- Customer.io: X-CIO-Signature = hex HMAC-SHA256 of "v0:{X-CIO-Timestamp}:{body}" ------
+//
+// customerio-node (Customer.io's own SDK) only verifies: the signature is built as
+// Customer.io documents it, then its verifyRequestSignature must accept it and refuse a
+// changed byte. A retry is the same webhook call again (the same event_id and body), signed
+// when it is sent.
+
+function customerioVerify(secret, headers, body) {
+  const check = (payload) =>
+    verifyRequestSignature({
+      signingSecret: secret,
+      timestamp: headers["x-cio-timestamp"],
+      signature: headers["x-cio-signature"],
+      body: Buffer.from(payload),
+    });
+  if (!check(body)) throw new Error("customerio: verifyRequestSignature refused the delivery");
+  if (check(tampered(body))) throw new Error("customerio: verifyRequestSignature accepted a changed byte");
+}
+
+function customerio() {
+  const secret = randomBytes(32).toString("hex");
+  out({ provider: "customerio", secret });
+  // Customer.io's documented email "sent" reporting event (Reporting Webhooks reference).
+  const event = {
+    data: {
+      action_id: 42,
+      campaign_id: 23,
+      customer_id: "user-123",
+      delivery_id: "RPILAgABcRhIBqSp7kiPekGBIeVh",
+      identifiers: { id: "user-123" },
+      recipient: "test@example.com",
+      subject: "Thanks for signing up",
+    },
+    event_id: "01E2EMRMM6TZ12TF9WGZN0WJQT",
+    metric: "sent",
+    object_type: "email",
+    timestamp: 1613063089,
+  };
+  const changed = structuredClone(event);
+  changed.data.subject = "Thanks for joining";
+  const attempts = [
+    ["first", event, NOW, "accepted"],
+    ["retry", event, NOW + 4, "duplicate"],
+    ["changed", changed, NOW + 8, "conflict"],
+  ];
+  for (const [name, payload, seconds, expect] of attempts) {
+    const body = JSON.stringify(payload);
+    const timestamp = String(seconds);
+    const tag = createHmac("sha256", secret).update(`v0:${timestamp}:${body}`).digest("hex");
+    const headers = { "x-cio-timestamp": timestamp, "x-cio-signature": tag };
+    customerioVerify(secret, headers, body);
+    emitCase("customerio", name, headers, body, expect);
+  }
+}
+
 try {
   await clerk();
   await zoom();
+  customerio();
 } catch (error) {
   console.error(`support driver: ${error?.stack ?? error}`);
   process.exit(1);

@@ -1,8 +1,8 @@
-//! Support, email, voice and meeting tools: Resend and Clerk (both send through Svix),
-//! Zoom, and Plivo.
+//! Support, messaging, voice and meeting tools: Resend and Clerk (both send through Svix),
+//! Zoom, Customer.io and Plivo.
 //!
 //! Each entry is backed by the provider's own library in `tests/providers/support.py`
-//! (Resend, Plivo) and `tests/providers/node/support.mjs` (Clerk, Zoom).
+//! (Resend, Plivo) and `tests/providers/node/support.mjs` (Clerk, Zoom, Customer.io).
 
 use super::{Backing, HmacSpec, Identity, Provider, Registry, Signing};
 use crate::{
@@ -71,6 +71,32 @@ pub(super) const PROVIDERS: &[Provider] = &[
             registry: Registry::Npm,
             package: "@zoom/rivet",
             api: "AwsLambdaReceiver (CommonHttpRequest.isEventVerified)",
+        },
+    },
+    Provider {
+        name: "customerio",
+        title: "Customer.io (Reporting Webhooks)",
+        signing: Signing::Hmac(HmacSpec {
+            timestamp_header: Some("x-cio-timestamp"),
+            ..HmacSpec::new(Algorithm::Sha256, Encoding::Hex, "x-cio-signature", "", "v0:{timestamp}:{body}")
+        }),
+        identity: Some(Identity::Body("/event_id")),
+        identity_note: "event_id, the reporting event's unique id in every payload (Reporting Webhooks \
+                        reference); a failed call is not rebuilt but retried: \"we retry the webhook over a period \
+                        of seven days with an exponential backoff. We backlog subsequent webhook calls and won't \
+                        continue processing them until the timed-out webhook call returns a successful response\". \
+                        Signed with the body.",
+        event_type: Some("/metric"),
+        body: BodyFormat::Json,
+        per_attempt: &[],
+        retry_note: "The same webhook call again, for up to seven days. Customer.io does not say whether a retry \
+                     is signed anew with its own X-CIO-Timestamp; its SDK's verifyRequestSignature checks no \
+                     tolerance, so a source that sees stale retries refused raises tolerance_secs.",
+        docs: "https://docs.customer.io/api/webhooks/",
+        backing: Backing::Library {
+            registry: Registry::Npm,
+            package: "customerio-node",
+            api: "verifyRequestSignature",
         },
     },
     Provider {
