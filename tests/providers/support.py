@@ -127,7 +127,10 @@ def resend_cases():
 def plivo_cases():
     token = secrets.token_urlsafe(30)
     url = f"{BASE_URL}/hooks/plivo"
-    emit({"provider": "plivo", "secret": token, "signed_url": url})
+    # Plivo names no event identity, so the source names one: a source for the hangup URL
+    # gets one hangup callback per call, and takes the call's CallUUID.
+    config = 'identity = { pointer = "/CallUUID" }\n'
+    emit({"provider": "plivo", "secret": token, "signed_url": url, "config": config})
     # A hangup callback with the parameters Plivo documents for it (Voice, Hangup URL).
     fields = [
         ("CallUUID", "c8d3c2e6-3e3a-11ee-be56-0242ac120002"),

@@ -142,7 +142,9 @@ async function zoomVerify(secret, headers, body) {
 
 async function zoom() {
   const secret = randomBytes(16).toString("base64url");
-  out({ provider: "zoom", secret });
+  // Zoom names no event identity, so the source names one; event_ts (when the event
+  // happened) stands in for this test, which sends Zoom a first delivery only.
+  out({ provider: "zoom", secret, config: 'identity = { pointer = "/event_ts" }\n' });
   // Zoom's documented meeting.started event (zoom/webhook-sample README).
   const event = {
     event: "meeting.started",
