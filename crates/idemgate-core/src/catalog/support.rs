@@ -57,9 +57,9 @@ pub(super) const PROVIDERS: &[Provider] = &[
             ..HmacSpec::new(Algorithm::Sha256, Encoding::Hex, "x-zm-signature", "v0=", "v0:{timestamp}:{body}")
         }),
         identity: None,
-        identity_note: "None: a notification is {event, event_ts, payload} (Using webhooks), with no event id, and \
-                        Zoom says nothing of an identifier that survives its retries. event_ts is when the event \
-                        happened, not an identity; a source names its own.",
+        identity_note: "None: a notification's body is event, event_ts and payload (Zoom's webhook-sample), \
+                        with no event id, and Zoom's docs name no identifier that survives its retries (event_ts is \
+                        when the event happened); a source names its own.",
         event_type: Some("/event"),
         body: BodyFormat::Json,
         per_attempt: &[],
