@@ -16,7 +16,9 @@
 //! - `{params}` is every POST parameter sorted by name, each as its name followed directly
 //!   by its value, decoded (`+` a space, `%XX` a byte);
 //! - the header may carry several signatures separated by `,`; any one that matches
-//!   accepts.
+//!   accepts. `X-Plivo-Signature-Ma-V3`, when sent, carries the same signature made with the
+//!   main account's token (\"always generated using the Auth Token of the main account\"),
+//!   so a source may hold either token.
 //!
 //! The body is an `application/x-www-form-urlencoded` form, read by the strict parser of
 //! [`crate::form`] (a key given twice, bad percent-encoding or non-UTF-8 is refused). The
@@ -39,6 +41,8 @@ use crate::{Secret, SecretSet, UnixTime, json::Json, secret::SecretError};
 pub const NAME: &str = "plivo";
 /// Header carrying the base64 signatures, separated by `,`.
 pub const SIGNATURE_HEADER: &str = "x-plivo-signature-v3";
+/// Header carrying the signatures made with the main account's auth token.
+pub const MAIN_ACCOUNT_HEADER: &str = "x-plivo-signature-ma-v3";
 /// Header carrying the request's nonce.
 pub const NONCE_HEADER: &str = "x-plivo-signature-v3-nonce";
 /// The headers a sender sets.
@@ -146,8 +150,8 @@ pub fn sign(secret: &Secret, url: &str, body: &[u8], nonce: &str) -> Option<Stri
     material(url, body, nonce).map(|material| STANDARD.encode(tag(secret, &material)))
 }
 
-fn parse_signatures(value: &str) -> Result<Vec<[u8; 32]>, AuthError> {
-    let malformed = || AuthError::MalformedHeader(SIGNATURE_HEADER);
+fn parse_signatures(header: &'static str, value: &str) -> Result<Vec<[u8; 32]>, AuthError> {
+    let malformed = || AuthError::MalformedHeader(header);
     let entries: Vec<&str> = value.split(',').collect();
     if entries.len() > MAX_SIGNATURES {
         return Err(malformed());
@@ -203,7 +207,10 @@ impl Scheme for Plivo {
         if nonce.is_empty() || nonce.len() > MAX_NONCE_LEN {
             return Err(AuthError::MalformedHeader(NONCE_HEADER));
         }
-        let given = parse_signatures(single_header(delivery.headers, SIGNATURE_HEADER)?)?;
+        let mut given = parse_signatures(SIGNATURE_HEADER, single_header(delivery.headers, SIGNATURE_HEADER)?)?;
+        if delivery.headers.contains_key(MAIN_ACCOUNT_HEADER) {
+            given.extend(parse_signatures(MAIN_ACCOUNT_HEADER, single_header(delivery.headers, MAIN_ACCOUNT_HEADER)?)?);
+        }
         let url = self.url.as_deref().unwrap_or_default();
         let material = material(url, delivery.body, nonce).ok_or(AuthError::SignatureMismatch)?;
         if !any_tag_matches(secrets, &given, |secret| tag(secret, &material)) {

@@ -110,3 +110,18 @@ fn what_a_sender_signs_verifies() {
     assert_eq!(sent.get(NONCE_HEADER).unwrap().len(), 20);
     assert!(verify(URL, &[secret(TOKEN)], &sent, HANGUP).is_ok());
 }
+
+#[test]
+fn the_main_accounts_signature_is_accepted_beside_the_subaccounts() {
+    // The same hangup, signed by the SDK with a main account's token.
+    const MAIN: &str = "MAIN-ACCOUNT-token-000000000";
+    const MAIN_SIGNATURE: &str = "kCZrUW91O3OmPFUafQQT+kzSMxGRjhThPE6Qm/s5h8g=";
+    let (url, body, nonce, signature) = SDK[0];
+    let mut both = headers(nonce, signature);
+    both.insert(MAIN_ACCOUNT_HEADER, HeaderValue::from_static(MAIN_SIGNATURE));
+    assert!(verify(url, &[secret(MAIN)], &both, body).is_ok());
+    assert!(verify(url, &[secret(TOKEN)], &both, body).is_ok());
+    assert_eq!(verify(url, &[secret(MAIN)], &headers(nonce, signature), body), Err(AuthError::SignatureMismatch));
+    both.insert(MAIN_ACCOUNT_HEADER, HeaderValue::from_static("AAAA"));
+    assert_eq!(verify(url, &[secret(TOKEN)], &both, body), Err(AuthError::MalformedHeader(MAIN_ACCOUNT_HEADER)));
+}
