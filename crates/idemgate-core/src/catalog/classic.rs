@@ -84,7 +84,7 @@ pub(super) const PROVIDERS: &[Provider] = &[
         backing: Backing::Library {
             registry: Registry::Npm,
             package: "@shopify/shopify-api",
-            api: "webhooks.validate",
+            api: "runtime createSHA256HMAC (the HMAC webhooks.validate compares)",
         },
     },
     Provider {

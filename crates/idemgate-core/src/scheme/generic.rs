@@ -609,10 +609,8 @@ impl GenericHmac {
             let (key, text) = item.split_once('=').ok_or(malformed.clone())?;
             if key == pairs.signature {
                 tags.push(decode(text)?);
-            } else if Some(key) == pairs.timestamp {
-                if timestamp.replace(text).is_some() {
-                    return Err(malformed);
-                }
+            } else if Some(key) == pairs.timestamp && timestamp.replace(text).is_some() {
+                return Err(malformed);
             }
         }
         if tags.is_empty() || (pairs.timestamp.is_some() && timestamp.is_none()) {
