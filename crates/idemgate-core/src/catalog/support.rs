@@ -67,11 +67,7 @@ pub(super) const PROVIDERS: &[Provider] = &[
                      20 and 60 minutes after the previous retry (Resolving webhook delays); it does not say what \
                      changes between attempts.",
         docs: "https://developers.zoom.us/docs/api/webhooks/",
-        backing: Backing::Library {
-            registry: Registry::Npm,
-            package: "@zoom/rivet",
-            api: "AwsLambdaReceiver (CommonHttpRequest.isEventVerified)",
-        },
+        backing: Backing::Library { registry: Registry::Npm, package: "@zoom/rivet", api: "AwsLambdaReceiver" },
     },
     Provider {
         name: "customerio",
@@ -91,7 +87,7 @@ pub(super) const PROVIDERS: &[Provider] = &[
         per_attempt: &[],
         retry_note: "The same webhook call again, for up to seven days. Customer.io does not say whether a retry \
                      is signed anew with its own X-CIO-Timestamp; its SDK's verifyRequestSignature checks no \
-                     tolerance, so a source that sees stale retries refused raises tolerance_secs.",
+                     tolerance, so a source whose retries are refused as stale raises `tolerance`.",
         docs: "https://docs.customer.io/api/webhooks/",
         backing: Backing::Library {
             registry: Registry::Npm,
@@ -110,13 +106,9 @@ pub(super) const PROVIDERS: &[Provider] = &[
         event_type: None,
         body: BodyFormat::Form,
         per_attempt: &[],
-        retry_note: "The docs read say nothing of what a retried callback resends; every request carries its own \
+        retry_note: "Plivo's docs say nothing of what a retried callback resends; every request carries its own \
                      X-Plivo-Signature-V3-Nonce, signed.",
         docs: "https://docs.plivo.com/docs/voice/xml/request/validation",
-        backing: Backing::Library {
-            registry: Registry::PyPi,
-            package: "plivo",
-            api: "utils.signature_v3.get_signature_v3 / validate_v3_signature",
-        },
+        backing: Backing::Library { registry: Registry::PyPi, package: "plivo", api: "utils.validate_v3_signature" },
     },
 ];
