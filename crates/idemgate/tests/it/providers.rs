@@ -237,13 +237,19 @@ fn form_providers_go_end_to_end_verified_deduplicated_filtered_and_forwarded_as_
     for (name, entry) in &provided {
         let provider = catalog::find(name).unwrap();
         let first = entry.cases.iter().find(|c| c.name == "first").unwrap();
-        assert!(entry.cases.iter().any(|c| c.name == "other"), "{name}: an `other` case of another type");
-        let pointer = provider.event_type.unwrap_or_else(|| panic!("{name}: a form provider names its event type"));
-        let Some(Json::String(event_type)) = form::parse(&first.body).unwrap().pointer(pointer).cloned() else {
-            panic!("{name}: no type at {pointer}")
-        };
         let table = format!("[sources.{name}]\n");
-        let subscribed = format!("{table}destinations = [{{ name = \"app\", types = [{event_type:?}] }}]\n");
+        // A provider whose body names its type is filtered by it: `other` is another type.
+        let subscription = match provider.event_type {
+            Some(pointer) => {
+                assert!(entry.cases.iter().any(|c| c.name == "other"), "{name}: an `other` case of another type");
+                let Some(Json::String(event_type)) = form::parse(&first.body).unwrap().pointer(pointer).cloned() else {
+                    panic!("{name}: no type at {pointer}")
+                };
+                format!("{{ name = \"app\", types = [{event_type:?}] }}")
+            }
+            None => "\"app\"".to_owned(),
+        };
+        let subscribed = format!("{table}destinations = [{subscription}]\n");
         config = config.replace(&table, &subscribed);
         forwarded.push(first.body.clone());
     }
