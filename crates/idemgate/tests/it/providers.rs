@@ -13,6 +13,11 @@
 //! tampered copy of each first delivery (one body byte changed; for a token or Basic
 //! provider, the credential), which must be refused 401 and store nothing.
 //!
+//! A second test takes every provider whose body is a form (Slack's slash commands,
+//! Twilio) end to end: verified, deduplicated on its identity, filtered by its event type
+//! (the destination subscribes to the type of the first delivery only; the drivers' `other`
+//! case has another type) and forwarded as the original bytes.
+//!
 //! Every catalog provider backed by a library must have its cases here, and every provider
 //! whose retries change bytes its retry and changed cases. The tests fail, never skip,
 //! when the libraries cannot be installed.
@@ -24,7 +29,12 @@ use std::{
 };
 
 use base64::{Engine, engine::general_purpose::STANDARD};
-use idemgate::core::catalog::{self, Backing, Signing};
+use idemgate::core::{
+    catalog::{self, Backing, Signing},
+    form::{self, BodyFormat},
+    json::Json,
+};
+use idemgate_testkit::Destination;
 use serde_json::{Value, json};
 
 use crate::{
@@ -213,4 +223,52 @@ fn every_provider_accepts_what_its_own_library_signs_deduplicates_its_retries_an
         assert_eq!(reply.status(), 401, "{name}: a tampered delivery: {reply:?}");
     }
     assert_eq!(inbox(&setup.db()), stored, "the tampered deliveries stored nothing");
+}
+
+#[test]
+fn form_providers_go_end_to_end_verified_deduplicated_filtered_and_forwarded_as_sent() {
+    let now = unix_now();
+    let mut provided = drive(now);
+    provided.retain(|name, _| catalog::find(name).is_some_and(|p| p.body == BodyFormat::Form));
+    assert!(provided.contains_key("slack-commands"), "the form providers: {:?}", provided.keys());
+    let recorder = Destination::start(&[]);
+    let mut config = sources(&provided).replace("[worker]\nenabled = false\n", "[worker]\npoll_interval = \"50ms\"\n");
+    let mut forwarded = Vec::new();
+    for (name, entry) in &provided {
+        let provider = catalog::find(name).unwrap();
+        let first = entry.cases.iter().find(|c| c.name == "first").unwrap();
+        let table = format!("[sources.{name}]\n");
+        // A provider whose body names its type is filtered by it: `other` is another type.
+        let subscription = match provider.event_type {
+            Some(pointer) => {
+                assert!(entry.cases.iter().any(|c| c.name == "other"), "{name}: an `other` case of another type");
+                let Some(Json::String(event_type)) = form::parse(&first.body).unwrap().pointer(pointer).cloned() else {
+                    panic!("{name}: no type at {pointer}")
+                };
+                format!("{{ name = \"app\", types = [{event_type:?}] }}")
+            }
+            None => "\"app\"".to_owned(),
+        };
+        let subscribed = format!("{table}destinations = [{subscription}]\n");
+        config = config.replace(&table, &subscribed);
+        forwarded.push(first.body.clone());
+    }
+    config.push_str(&format!("[destinations.app]\nurl = \"{}\"\ntimeout = \"2s\"\n", recorder.url()));
+    let setup = Setup::new(&config);
+    let gateway = setup.start();
+    for (name, entry) in &provided {
+        for case in &entry.cases {
+            let reply = gateway.post(name, &case.headers, &case.body);
+            let (status, _) = expected(&case.expect);
+            assert_eq!(reply.status(), status, "{name} {}: {reply:?}", case.name);
+        }
+    }
+    recorder.wait_until("one delivery per form provider", |r| r.len() == forwarded.len());
+    let mut received: Vec<Vec<u8>> = recorder.received().into_iter().map(|r| r.body).collect();
+    received.sort();
+    forwarded.sort();
+    assert_eq!(received, forwarded, "each first delivery's original bytes, once; the other types filtered out");
+    for delivery in recorder.received() {
+        assert_eq!(delivery.header("content-type"), "application/x-www-form-urlencoded");
+    }
 }
