@@ -93,13 +93,13 @@ def paddle():
     secret = "pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_6h3qd3uFSi9YCD3OLYAShQI90XTI5vEI"
     emit({"provider": name, "secret": secret})
 
-    def event(total):
+    def event(total, notification_id="ntf_01hv8x2af7eqknhfj9wb8y7x0b"):
         return compact(
             {
                 "event_id": "evt_01hv8x2acma2gz9kf0qfvvp1mk",
                 "event_type": "transaction.paid",
                 "occurred_at": "2024-04-12T10:18:49.621022Z",
-                "notification_id": "ntf_01hv8x2af7eqknhfj9wb8y7x0b",
+                "notification_id": notification_id,
                 "data": {
                     "id": "txn_01hv8wptq8987qeep44cyrewp9",
                     "status": "paid",
@@ -121,8 +121,10 @@ def paddle():
 
     body = event("2400")
     case(name, "first", signed(body, NOW - 2), body, "accepted")
-    # A retry is the same notification: the same bytes, signed again at the attempt's time.
-    case(name, "retry", signed(body, NOW), body, "duplicate")
+    # A replay: "Paddle creates a new notification entity for the replay, related to the same
+    # event_id", so the body carries a new notification_id, signed at the attempt's time.
+    replay = event("2400", notification_id="ntf_01hv8y5q3k2m7n4p6r8s9t0v1w")
+    case(name, "retry", signed(replay, NOW), replay, "duplicate")
     changed = event("4800")
     case(name, "changed", signed(changed, NOW), changed, "conflict")
 
