@@ -10,8 +10,7 @@ the library can sign, it signs; where it only verifies, the signature is built a
 provider documents it and the library's verifier must accept it and must refuse the same
 body with one byte changed. Any disagreement exits non-zero.
 
-Environment: PROVIDERS_BASE_URL (a source's route is {base}/hooks/<name>), PROVIDERS_NOW
-(unix seconds to sign at).
+Protocol and environment: see driver.py and crates/idemgate/tests/it/providers.rs.
 """
 
 import base64
@@ -19,52 +18,17 @@ import datetime as _datetime
 import hashlib
 import hmac
 import json
-import os
-import sys
 import types
 
-NOW = int(os.environ["PROVIDERS_NOW"])
-BASE_URL = os.environ["PROVIDERS_BASE_URL"].rstrip("/")
-
-
-class DriverError(Exception):
-    pass
-
-
-def emit(line):
-    sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+from driver import NOW, case, require, secret, tampered, url
 
 
 def compact(value):
     return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
-def tampered(body: bytes) -> bytes:
-    """The same body with one byte changed (a digit or letter inside, never the JSON syntax)."""
-    index = next(i for i in range(len(body) - 1, -1, -1) if chr(body[i]).isalnum())
-    swapped = b"1" if body[index : index + 1] != b"1" else b"2"
-    return body[:index] + swapped + body[index + 1 :]
-
-
-def case(provider, name, headers, body, expect):
-    emit(
-        {
-            "provider": provider,
-            "case": name,
-            "headers": headers,
-            "body_b64": base64.b64encode(body).decode("ascii"),
-            "expect": expect,
-        }
-    )
-
-
-def must(condition, provider, what):
-    if not condition:
-        raise DriverError(f"{provider}: {what}")
-
-
-def library_accepts(verify) -> bool:
-    """True when `verify()` returns truthy without raising."""
+def accepts(verify) -> bool:
+    """True when the library's `verify()` vouches: returns truthy or None without raising."""
     try:
         result = verify()
     except Exception:  # noqa: BLE001 - every library raises its own error type
@@ -73,9 +37,9 @@ def library_accepts(verify) -> bool:
 
 
 def checked(provider, body, verify):
-    """`verify(body)` must accept `body` and refuse it with one byte changed."""
-    must(library_accepts(lambda: verify(body)), provider, "the library refuses the documented signature")
-    must(not library_accepts(lambda: verify(tampered(body))), provider, "the library accepts a changed byte")
+    """The library's `verify(body)` must accept `body` and refuse it with one byte changed."""
+    require(accepts(lambda: verify(body)), f"{provider}: the library refuses the documented signature")
+    require(not accepts(lambda: verify(tampered(body))), f"{provider}: the library accepts a changed byte")
 
 
 def hmac_hex(key: bytes, message: bytes) -> str:
@@ -90,8 +54,8 @@ def paddle():
     from paddle_billing.Notifications.PaddleSignature import PaddleSignature
 
     name = "paddle"
-    secret = "pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_6h3qd3uFSi9YCD3OLYAShQI90XTI5vEI"
-    emit({"provider": name, "secret": secret})
+    key = "pdl_ntfset_01gkpjp8bkm3tm53kdgkx6sms7_6h3qd3uFSi9YCD3OLYAShQI90XTI5vEI"
+    secret(name, key)
 
     def event(total, notification_id="ntf_01hv8x2af7eqknhfj9wb8y7x0b"):
         return compact(
@@ -111,10 +75,10 @@ def paddle():
         )
 
     def signed(body, ts):
-        header = f"ts={ts};h1={hmac_hex(secret.encode(), str(ts).encode() + b':' + body)}"
+        header = f"ts={ts};h1={hmac_hex(key.encode(), str(ts).encode() + b':' + body)}"
 
         def verify(candidate):
-            return PaddleSignature().verify(header, candidate.decode("utf-8"), Secret(secret))
+            return PaddleSignature().verify(header, candidate.decode("utf-8"), Secret(key))
 
         checked(name, body, verify)
         return {"Paddle-Signature": header}
@@ -136,9 +100,9 @@ def square():
     from square.utils.webhooks_helper import verify_signature
 
     name = "square"
-    secret = "asdf1234qwerQWER5678zxcv"
-    url = f"{BASE_URL}/hooks/{name}"
-    emit({"provider": name, "secret": secret, "signed_url": url})
+    key = "asdf1234qwerQWER5678zxcv"
+    signed_url = url(name)
+    secret(name, key, signed_url=signed_url)
 
     def event(amount):
         return compact(
@@ -163,14 +127,14 @@ def square():
         )
 
     def signed(body):
-        signature = base64.b64encode(hmac.new(secret.encode(), url.encode() + body, hashlib.sha256).digest()).decode()
+        signature = base64.b64encode(hmac.new(key.encode(), signed_url.encode() + body, hashlib.sha256).digest()).decode()
 
         def verify(candidate):
             return verify_signature(
                 request_body=candidate.decode("utf-8"),
                 signature_header=signature,
-                signature_key=secret,
-                notification_url=url,
+                signature_key=key,
+                notification_url=signed_url,
             )
 
         checked(name, body, verify)
@@ -190,8 +154,8 @@ def razorpay_():
     import razorpay
 
     name = "razorpay"
-    secret = "Rzp_wh_secret_8dKq2Lm7"
-    emit({"provider": name, "secret": secret})
+    key = "Rzp_wh_secret_8dKq2Lm7"
+    secret(name, key)
     event_id = "KRXJ8sJ4hVv3pZ"
     utility = razorpay.Client(auth=("rzp_test_key", "rzp_test_secret")).utility
 
@@ -220,8 +184,8 @@ def razorpay_():
         )
 
     def signed(body):
-        signature = hmac_hex(secret.encode(), body)
-        checked(name, body, lambda candidate: utility.verify_webhook_signature(candidate.decode("utf-8"), signature, secret))
+        signature = hmac_hex(key.encode(), body)
+        checked(name, body, lambda candidate: utility.verify_webhook_signature(candidate.decode("utf-8"), signature, key))
         return {"X-Razorpay-Signature": signature, "x-razorpay-event-id": event_id}
 
     body = event(100)
@@ -238,8 +202,8 @@ def coinbase_commerce():
     from coinbase_commerce.webhook import WebhookSignature
 
     name = "coinbase-commerce"
-    secret = "9f6e6800-cfae-4749-9c0d-5b2b2d1b7c55"
-    emit({"provider": name, "secret": secret})
+    key = "9f6e6800-cfae-4749-9c0d-5b2b2d1b7c55"
+    secret(name, key)
 
     def delivery(attempt, scheduled_for, amount):
         return compact(
@@ -263,8 +227,8 @@ def coinbase_commerce():
         )
 
     def signed(body):
-        signature = hmac_hex(secret.encode(), body)
-        checked(name, body, lambda candidate: WebhookSignature.verify_sig_header(candidate.decode("utf-8"), signature, secret))
+        signature = hmac_hex(key.encode(), body)
+        checked(name, body, lambda candidate: WebhookSignature.verify_sig_header(candidate.decode("utf-8"), signature, key))
         return {"X-CC-Webhook-Signature": signature}
 
     body = delivery(1, "2023-08-30T19:29:21Z", "1.00")
@@ -287,9 +251,9 @@ def easypost():
     name = "easypost"
     # The library NFKD-normalises the secret before keying; an ASCII secret is its own
     # normal form, and that is the text idemgate takes.
-    secret = "whk_sec_3f9Kq7LmZx2Tn8Rb"
-    emit({"provider": name, "secret": secret})
-    key = unicodedata.normalize("NFKD", secret).encode("utf-8")
+    key = "whk_sec_3f9Kq7LmZx2Tn8Rb"
+    secret(name, key)
+    hmac_key = unicodedata.normalize("NFKD", key).encode("utf-8")
 
     def event(status):
         return compact(
@@ -315,8 +279,8 @@ def easypost():
         )
 
     def signed(body):
-        signature = "hmac-sha256-hex=" + hmac_hex(key, body)
-        checked(name, body, lambda candidate: validate_webhook(candidate, {"X-Hmac-Signature": signature}, secret))
+        signature = "hmac-sha256-hex=" + hmac_hex(hmac_key, body)
+        checked(name, body, lambda candidate: validate_webhook(candidate, {"X-Hmac-Signature": signature}, key))
         return {"X-Hmac-Signature": signature}
 
     body = event("delivered")
@@ -356,7 +320,7 @@ def polar():
     name = "polar"
     polar_secret = "polar_whs_7Yx3kQ9vLm2Tn5Rb8Hc4Wd6Fj1Gs0Pz3Aq5Ek7Ur9Io"
     whsecret = "whsec_" + base64.b64encode(polar_secret.encode()).decode()
-    emit({"provider": name, "secret": whsecret})
+    secret(name, whsecret)
     # The SDK's tolerance check reads time.time() through its own module attribute.
     polar_webhooks.time = types.SimpleNamespace(time=lambda: float(NOW))
     msg_id = "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"
@@ -403,7 +367,7 @@ def lithic():
 
     name = "lithic"
     whsecret = "whsec_" + base64.b64encode(bytes(range(1, 33))).decode()
-    emit({"provider": name, "secret": whsecret})
+    secret(name, whsecret)
     standard.datetime = _FixedNow
     client = Lithic(api_key="test-key", webhook_secret=whsecret)
     msg_id = "msg_2Lh9KQ0u1cVvYRm3y7Yb2S4xZpQ"
@@ -433,18 +397,6 @@ def lithic():
 
 PROVIDERS = [paddle, square, razorpay_, coinbase_commerce, easypost, polar, lithic]
 
-
-def main():
-    only = set(sys.argv[1:])
-    for provider in PROVIDERS:
-        if only and provider.__name__.rstrip("_").replace("_", "-") not in only:
-            continue
-        provider()
-
-
 if __name__ == "__main__":
-    try:
-        main()
-    except DriverError as error:
-        print(f"payments driver: {error}", file=sys.stderr)
-        sys.exit(1)
+    for provider in PROVIDERS:
+        provider()
