@@ -39,7 +39,13 @@ pub(super) const PROVIDERS: &[Provider] = &[
     Provider {
         name: "square",
         title: "Square",
-        signing: Signing::Hmac(HmacSpec::new(Algorithm::Sha256, Encoding::Base64, "x-square-hmacsha256-signature", "", "{url}{body}")),
+        signing: Signing::Hmac(HmacSpec::new(
+            Algorithm::Sha256,
+            Encoding::Base64,
+            "x-square-hmacsha256-signature",
+            "",
+            "{url}{body}",
+        )),
         identity: Some(Identity::Body("/event_id")),
         identity_note: "\"Use the generated idempotency value that's included as the event_id field in the \
                         body of each event notification. Design your application to use this value to \
@@ -74,7 +80,11 @@ pub(super) const PROVIDERS: &[Provider] = &[
                      creation timestamp\"; replayed events \"are sent to your endpoint exactly as they were \
                      originally generated\". Raw bytes are compared.",
         docs: "https://razorpay.com/docs/webhooks/best-practices/",
-        backing: Backing::Library { registry: Registry::PyPi, package: "razorpay", api: "Utility.verify_webhook_signature" },
+        backing: Backing::Library {
+            registry: Registry::PyPi,
+            package: "razorpay",
+            api: "Utility.verify_webhook_signature",
+        },
     },
     Provider {
         name: "coinbase-commerce",
@@ -101,7 +111,13 @@ pub(super) const PROVIDERS: &[Provider] = &[
     Provider {
         name: "easypost",
         title: "EasyPost",
-        signing: Signing::Hmac(HmacSpec::new(Algorithm::Sha256, Encoding::Hex, "x-hmac-signature", "hmac-sha256-hex=", "{body}")),
+        signing: Signing::Hmac(HmacSpec::new(
+            Algorithm::Sha256,
+            Encoding::Hex,
+            "x-hmac-signature",
+            "hmac-sha256-hex=",
+            "{body}",
+        )),
         identity: Some(Identity::Body("/id")),
         identity_note: "\"Every time an Event related to one of your objects is created, EasyPost guarantees at \
                         least one POST request will be sent to each of the webhook URLs ... we strongly \
@@ -114,7 +130,11 @@ pub(super) const PROVIDERS: &[Provider] = &[
                      EasyPost documents no field that changes between attempts, so raw bytes are compared. \
                      The libraries NFKD-normalise the secret before keying: configure it in that form.",
         docs: "https://docs.easypost.com/guides/webhooks-guide",
-        backing: Backing::Library { registry: Registry::PyPi, package: "easypost", api: "easypost.util.validate_webhook" },
+        backing: Backing::Library {
+            registry: Registry::PyPi,
+            package: "easypost",
+            api: "easypost.util.validate_webhook",
+        },
     },
     Provider {
         name: "polar",
