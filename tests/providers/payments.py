@@ -240,6 +240,44 @@ def coinbase_commerce():
     case(name, "changed", signed(changed), changed, "conflict")
 
 
+# --- GoCardless -------------------------------------------------------------------------
+# Webhook-Signature: hex HMAC-SHA256 of the raw body under the endpoint's secret.
+# gocardless_pro only verifies (webhooks.parse). GoCardless documents no identity of a
+# batch that survives a retry, so the catalog has none and a source names its own: this
+# one takes meta.webhook_id for the test's sake, and only the first delivery is sent
+# (what a retry would be under an identity GoCardless does not vouch for is not asserted).
+def gocardless():
+    from gocardless_pro import webhooks
+
+    name = "gocardless"
+    key = "ElVE6Hh1oXxyKCbpkLGRx4cQOl0gTjAMCvmNl9nL"
+    secret(name, key, config='identity = { pointer = "/meta/webhook_id" }\n')
+
+    body = compact(
+        {
+            "events": [
+                {
+                    "id": "EV00BD05S5VM2T",
+                    "created_at": "2018-07-05T09:13:51.404Z",
+                    "resource_type": "payments",
+                    "action": "confirmed",
+                    "links": {"payment": "PM000AKJNY0Y6N"},
+                    "details": {
+                        "origin": "gocardless",
+                        "cause": "payment_confirmed",
+                        "description": "Payment was confirmed as collected",
+                    },
+                    "metadata": {},
+                }
+            ],
+            "meta": {"webhook_id": "WB0000HBBPH4V4"},
+        }
+    )
+    signature = hmac_hex(key.encode(), body)
+    checked(name, body, lambda candidate: webhooks.parse(candidate, key, signature))
+    case(name, "first", {"Webhook-Signature": signature}, body, "accepted")
+
+
 # --- EasyPost ---------------------------------------------------------------------------
 # X-Hmac-Signature: "hmac-sha256-hex=" + hex HMAC-SHA256 of the raw body under the
 # webhook_secret (NFKD-normalised). easypost only verifies.
@@ -395,7 +433,7 @@ def lithic():
     case(name, "changed", standard_signed(name, whsecret, msg_id, NOW, changed, verify), changed, "conflict")
 
 
-PROVIDERS = [paddle, square, razorpay_, coinbase_commerce, easypost, polar, lithic]
+PROVIDERS = [paddle, square, razorpay_, coinbase_commerce, gocardless, easypost, polar, lithic]
 
 if __name__ == "__main__":
     for provider in PROVIDERS:

@@ -71,8 +71,7 @@ pub(super) const PROVIDERS: &[Provider] = &[
         signing: Signing::Hmac(HmacSpec::new(Algorithm::Sha256, Encoding::Hex, "x-razorpay-signature", "", "{body}")),
         identity: Some(Identity::Header("x-razorpay-event-id")),
         identity_note: "\"Ignore duplicates using the x-razorpay-event-id header.\" (Razorpay, Webhooks and \
-                        Fetch APIs best practices). The header is outside the signature, so the body is \
-                        compared on every repeat.",
+                        Fetch APIs best practices). Not signed.",
         event_type: Some("/event"),
         body: BodyFormat::Json,
         per_attempt: &[],
@@ -107,6 +106,24 @@ pub(super) const PROVIDERS: &[Provider] = &[
             package: "coinbase-commerce",
             api: "WebhookSignature.verify_sig_header",
         },
+    },
+    Provider {
+        name: "gocardless",
+        title: "GoCardless",
+        signing: Signing::Hmac(HmacSpec::new(Algorithm::Sha256, Encoding::Hex, "webhook-signature", "", "{body}")),
+        identity: None,
+        identity_note: "None documented. A webhook is a batch: \"Webhooks may contain multiple events. These \
+                        events need not have anything in common\", each event with its own id; meta.webhook_id \
+                        names the webhook, and GoCardless does not say that a retry keeps it (its webhooks API \
+                        records each request it sent). The source names its identity itself.",
+        event_type: None,
+        body: BodyFormat::Json,
+        per_attempt: &[],
+        retry_note: "\"If a webhook fails, we will retry the webhook up to 8 times at increasing intervals\" \
+                     (GoCardless support, Webhook retries / failures). Whether a retry resends the same bytes \
+                     is not documented; the raw bytes are compared under the identity the source names.",
+        docs: "https://developer.gocardless.com/getting-started/partners/staying-up-to-date-with-webhooks/",
+        backing: Backing::Library { registry: Registry::PyPi, package: "gocardless-pro", api: "webhooks.parse" },
     },
     Provider {
         name: "easypost",
