@@ -15,6 +15,7 @@
 //! [`crate::scheme::lookup`] finds a provider's scheme by its name.
 
 mod classic;
+mod payments;
 mod support;
 
 use std::sync::{Arc, LazyLock};
@@ -33,7 +34,7 @@ use crate::{
 };
 
 /// Every group's entries, in the order the catalog page lists them.
-const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, support::PROVIDERS];
+const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, payments::PROVIDERS, support::PROVIDERS];
 
 /// One provider as the catalog knows it.
 #[derive(Debug)]
