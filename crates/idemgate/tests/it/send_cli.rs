@@ -204,12 +204,17 @@ header = "X-Token"
 scheme = "basic"
 secrets = ["hooks:s3cret"]
 identity = { pointer = "/id" }
+[sources.keyed]
+scheme = "standard-webhooks-ed25519"
+secrets = ["env:ED_KEY"]
 "#;
 
 #[test]
 fn a_source_of_the_configuration_signs_as_its_provider_does_and_a_refusal_says_why() {
     let setup = Setup::new(CONFIGURED);
-    let env = [("ACME_SECRET", "acme-new"), ("PAY_SECRET", "whsec_pay"), ("SMS_TOKEN", "sms-token")];
+    let public = Signer::Ed25519([3; 32]).config_secret();
+    let env =
+        [("ACME_SECRET", "acme-new"), ("PAY_SECRET", "whsec_pay"), ("SMS_TOKEN", "sms-token"), ("ED_KEY", &public)];
     let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &env);
     let send_as = |source: &str, id: &str, extra: &[&str], env: &[(&str, &str)]| {
         let url = format!("http://{}/in/{source}", gateway.addr);
@@ -244,5 +249,11 @@ fn a_source_of_the_configuration_signs_as_its_provider_does_and_a_refusal_says_w
     let unknown = setup.run(&["send", "http://127.0.0.1:9/in/x", "--source", "nope", "-d", "{}"], &env);
     assert_eq!(unknown.status.code(), Some(1), "{unknown:?}");
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no source \"nope\""), "{unknown:?}");
+    // A receiver holds only the public key of an ed25519 source, which cannot sign.
+    let keyed = send_as("keyed", "k1", &[], &env);
+    assert_eq!(keyed.status.code(), Some(1), "{keyed:?}");
+    let stderr = String::from_utf8_lossy(&keyed.stderr);
+    assert!(stderr.contains("source keyed (standard-webhooks-ed25519) deliveries cannot be signed"), "{stderr}");
+    assert!(!stderr.contains(&public), "{stderr}");
     assert_eq!(inbox(&setup.db()).receipts.len(), 5);
 }
