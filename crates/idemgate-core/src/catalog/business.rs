@@ -32,7 +32,13 @@ pub(super) const PROVIDERS: &[Provider] = &[
         signing: Signing::Hmac(HmacSpec {
             timestamp_header: Some("x-hubspot-request-timestamp"),
             timestamp_unit: TimestampUnit::Milliseconds,
-            ..HmacSpec::new(Algorithm::Sha256, Encoding::Base64, "x-hubspot-signature-v3", "", "POST{url}{body}{timestamp}")
+            ..HmacSpec::new(
+                Algorithm::Sha256,
+                Encoding::Base64,
+                "x-hubspot-signature-v3",
+                "",
+                "POST{url}{body}{timestamp}",
+            )
         }),
         identity: Some(Identity::Body("/0/eventId")),
         identity_note: "The first event's eventId: \"The ID of the event that triggered this notification. This value \
@@ -66,7 +72,11 @@ pub(super) const PROVIDERS: &[Provider] = &[
         retry_note: "A retry resends the event with its attempts (\"Attempts for sending out the webhook event\") \
                      grown by the failed ones; t= and the signature are new.",
         docs: "https://www.mux.com/docs/core/listen-for-webhooks",
-        backing: Backing::Library { registry: Registry::Npm, package: "@mux/mux-node", api: "webhooks.verifySignature" },
+        backing: Backing::Library {
+            registry: Registry::Npm,
+            package: "@mux/mux-node",
+            api: "webhooks.verifySignature",
+        },
     },
     Provider {
         name: "box",
@@ -138,10 +148,6 @@ pub(super) const PROVIDERS: &[Provider] = &[
         retry_note: "\"The retry payload is identical to the original delivery attempt\"; retries are off by default \
                      and only for post_call_transcription (Webhooks, Retries).",
         docs: "https://elevenlabs.io/docs/eleven-api/resources/webhooks",
-        backing: Backing::Library {
-            registry: Registry::PyPi,
-            package: "elevenlabs",
-            api: "webhooks.construct_event",
-        },
+        backing: Backing::Library { registry: Registry::PyPi, package: "elevenlabs", api: "webhooks.construct_event" },
     },
 ];
