@@ -14,6 +14,7 @@
 //! The groups live in their own files; [`providers`] is every entry, and
 //! [`crate::scheme::lookup`] finds a provider's scheme by its name.
 
+mod business;
 mod classic;
 mod payments;
 mod support;
@@ -34,7 +35,7 @@ use crate::{
 };
 
 /// Every group's entries, in the order the catalog page lists them.
-const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, payments::PROVIDERS, support::PROVIDERS];
+const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, payments::PROVIDERS, support::PROVIDERS, business::PROVIDERS];
 
 /// One provider as the catalog knows it.
 #[derive(Debug)]

@@ -9,6 +9,7 @@
 //! Every scheme is listed once, in [`registry`]; adding a provider means adding one module
 //! that implements [`Scheme`] and one entry there.
 
+pub mod box_v2;
 pub mod demo;
 pub mod generic;
 pub mod github;
@@ -34,6 +35,7 @@ use crate::{
     secret::SecretError,
 };
 
+pub use box_v2::BoxV2;
 pub use demo::DemoV1;
 pub use generic::{BasicAuth, GenericHmac, SharedToken};
 pub use github::GitHub;
