@@ -1,0 +1,185 @@
+"""The developer-tools group's providers whose official libraries are on PyPI.
+
+- OpenAI: Standard Webhooks. Signed with the `standardwebhooks` reference library, then
+  verified by the official `openai` library (`client.webhooks.verify_signature`), which must
+  also refuse a changed byte.
+- Replicate: Standard Webhooks too. Signed with `standardwebhooks`, verified by the official
+  `replicate` library (`replicate.webhook.Webhooks.validate`), which must refuse a changed byte.
+- GitLab: a shared token in X-Gitlab-Token, nothing signed; the delivery headers and the push
+  event are GitLab's documented examples (no library signs or checks a token).
+
+Prints JSON lines as the catalog spec describes: for each provider its secret, then the cases
+first, retry and changed. Env: PROVIDERS_NOW (unix seconds to sign at); PROVIDERS_BASE_URL is
+unused (no provider here signs its URL). Exits non-zero on any error.
+"""
+
+import base64
+import json
+import os
+import sys
+from datetime import datetime, timezone
+
+import openai
+from replicate.webhook import WebhookSigningSecret, Webhooks
+from standardwebhooks.webhooks import Webhook
+
+
+def emit(line):
+    sys.stdout.write(json.dumps(line) + "\n")
+
+
+def b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def tampered(raw: bytes) -> bytes:
+    """`raw` with one byte inside its data changed, to check that a verifier refuses it."""
+    at = raw.find(b'"data"')
+    i = at + 10 if at >= 0 else 1
+    return raw[:i] + (b"y" if raw[i:i + 1] == b"x" else b"x") + raw[i + 1:]
+
+
+def standard_headers(secret: str, msg_id: str, at: int, raw: bytes) -> dict:
+    signature = Webhook(secret).sign(msg_id, datetime.fromtimestamp(at, tz=timezone.utc), raw.decode("utf-8"))
+    return {"webhook-id": msg_id, "webhook-timestamp": str(at), "webhook-signature": signature}
+
+
+def openai_cases(now: int) -> None:
+    secret = "whsec_" + base64.b64encode(b"openai developer group test key!").decode("ascii")
+    emit({"provider": "openai", "secret": secret})
+    client = openai.OpenAI(api_key="sk-unused", webhook_secret=secret)
+    real_now = int(datetime.now(tz=timezone.utc).timestamp())
+
+    def verify(raw: bytes, headers: dict, at: int) -> None:
+        # The library checks the timestamp against its clock: allow exactly the distance to `at`.
+        tolerance = abs(real_now - at) + 300
+        client.webhooks.verify_signature(raw, headers, secret=secret, tolerance=tolerance)
+        try:
+            client.webhooks.verify_signature(tampered(raw), headers, secret=secret, tolerance=tolerance)
+        except openai.InvalidWebhookSignatureError:
+            return
+        raise SystemExit("openai: verify_signature accepted a changed byte")
+
+    # The response.completed sample from OpenAI's webhook guide.
+    def body(response_id: str) -> bytes:
+        return (
+            '{"id":"evt_685343a1381c819085d44c354e1b330e","object":"event","created_at":1750287018,'
+            '"type":"response.completed","data":{"id":"' + response_id + '"}}'
+        ).encode()
+
+    msg_id = "wh_685342e6c53c8190a1be43f081506c52"
+    for case, raw, at, expect in [
+        ("first", body("resp_abc123"), now, "accepted"),
+        # A retry: the same webhook-id and body, a new timestamp and signature.
+        ("retry", body("resp_abc123"), now + 30, "duplicate"),
+        ("changed", body("resp_def456"), now + 60, "conflict"),
+    ]:
+        headers = standard_headers(secret, msg_id, at, raw)
+        verify(raw, headers, at)
+        emit({
+            "provider": "openai",
+            "case": case,
+            "headers": {"Content-Type": "application/json", **headers},
+            "body_b64": b64(raw),
+            "expect": expect,
+        })
+
+
+def replicate_cases(now: int) -> None:
+    secret = "whsec_" + base64.b64encode(b"replicate developer group key!!").decode("ascii")
+    emit({"provider": "replicate", "secret": secret})
+
+    def verify(raw: bytes, headers: dict) -> None:
+        key = WebhookSigningSecret(key=secret)
+        Webhooks.validate(headers=headers, body=raw.decode("utf-8"), secret=key)
+        try:
+            Webhooks.validate(headers=headers, body=tampered(raw).decode("utf-8"), secret=key)
+        except Exception:  # noqa: BLE001 - the library raises InvalidSignatureError (a ValueError)
+            return
+        raise SystemExit("replicate: Webhooks.validate accepted a changed byte")
+
+    # A prediction as Replicate's webhook docs show it.
+    def body(output: str) -> bytes:
+        return (
+            '{"id":"ufawqhfynnddngldkgtslldrkq","model":"replicate/hello-world",'
+            '"version":"5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa",'
+            '"input":{"text":"Alice"},"logs":"","output":' + json.dumps(output) + ','
+            '"data_removed":false,"error":null,"status":"succeeded",'
+            '"created_at":"2022-04-26T22:13:06.224088Z","started_at":"2022-04-26T22:13:06.231Z",'
+            '"completed_at":"2022-04-26T22:13:06.284Z","urls":{'
+            '"get":"https://api.replicate.com/v1/predictions/ufawqhfynnddngldkgtslldrkq",'
+            '"cancel":"https://api.replicate.com/v1/predictions/ufawqhfynnddngldkgtslldrkq/cancel"},'
+            '"metrics":{"predict_time":0.053}}'
+        ).encode()
+
+    msg_id = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+    for case, raw, at, expect in [
+        ("first", body("hello Alice"), now, "accepted"),
+        ("retry", body("hello Alice"), now + 30, "duplicate"),
+        ("changed", body("goodbye Alice"), now + 60, "conflict"),
+    ]:
+        headers = standard_headers(secret, msg_id, at, raw)
+        verify(raw, headers)
+        emit({
+            "provider": "replicate",
+            "case": case,
+            "headers": {"Content-Type": "application/json", **headers},
+            "body_b64": b64(raw),
+            "expect": expect,
+        })
+
+
+def gitlab_cases() -> None:
+    token = "gitlab-developer-group-secret-token"
+    emit({"provider": "gitlab", "secret": token})
+
+    # The push event of GitLab's webhook events docs, trimmed to its identifying fields.
+    def body(after: str) -> bytes:
+        return (
+            '{"object_kind":"push","event_name":"push",'
+            '"before":"95790bf891e76fee5e1747ab589903a6a1f80f22",'
+            '"after":"' + after + '","ref":"refs/heads/master","ref_protected":true,'
+            '"checkout_sha":"' + after + '","user_id":4,"user_name":"John Smith",'
+            '"user_username":"jsmith","project_id":15,"project":{"id":15,"name":"Diaspora",'
+            '"web_url":"http://example.com/mike/diaspora","path_with_namespace":"mike/diaspora",'
+            '"default_branch":"master"},"commits":[{"id":"' + after + '","message":"fixed readme",'
+            '"timestamp":"2012-01-03T23:36:29+02:00",'
+            '"url":"http://example.com/mike/diaspora/commit/' + after + '",'
+            '"author":{"name":"GitLab dev user","email":"gitlabdev@dv6700.(none)"},'
+            '"added":["CHANGELOG"],"modified":["app/controller/application.rb"],"removed":[]}],'
+            '"total_commits_count":1}'
+        ).encode()
+
+    def headers(webhook_uuid: str) -> dict:
+        # The delivery headers' documented examples; X-Gitlab-Webhook-UUID is per request.
+        return {
+            "Content-Type": "application/json",
+            "User-Agent": "GitLab/15.5.0-pre",
+            "X-Gitlab-Event": "Push Hook",
+            "X-Gitlab-Instance": "https://gitlab.com",
+            "X-Gitlab-Webhook-UUID": webhook_uuid,
+            "X-Gitlab-Event-UUID": "13792a34-cac6-4fda-95a8-c58e00a3954e",
+            "Idempotency-Key": "f5e5f430-f57b-4e6e-9fac-d9128cd7232f",
+            "X-Gitlab-Token": token,
+        }
+
+    first = body("da1560886d4f094c3e6c9ef40349f7d38b5d27d7")
+    for case, raw, uuid, expect in [
+        ("first", first, "02affd2d-2cba-4033-917d-ec22d5dc4b38", "accepted"),
+        # A resend: the same request body and Idempotency-Key.
+        ("retry", first, "7b0c6a52-4d3e-4a8f-9b1e-2f6d8c0a1e33", "duplicate"),
+        ("changed", body("b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327"), "9c1d2e3f-4a5b-4c6d-8e7f-0a1b2c3d4e55",
+         "conflict"),
+    ]:
+        emit({"provider": "gitlab", "case": case, "headers": headers(uuid), "body_b64": b64(raw), "expect": expect})
+
+
+def main() -> None:
+    now = int(os.environ["PROVIDERS_NOW"])
+    openai_cases(now)
+    replicate_cases(now)
+    gitlab_cases()
+
+
+if __name__ == "__main__":
+    main()
