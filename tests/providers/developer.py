@@ -5,6 +5,11 @@
   also refuse a changed byte.
 - Replicate: Standard Webhooks too. Signed with `standardwebhooks`, verified by the official
   `replicate` library (`replicate.webhook.Webhooks.validate`), which must refuse a changed byte.
+- PagerDuty (v3): no library on PyPI or npm signs or checks its signature (its own is the Go
+  client's `webhookv3`), so the first case is the example vector published with that client
+  (tests/providers/vectors/pagerduty.json, signature as published); the retry resends those
+  bytes, and the changed case is signed as PagerDuty documents it (hex HMAC-SHA256 of the body,
+  `v1=` entries separated by commas), after checking that this signing reproduces the vector.
 - GitLab: a shared token in X-Gitlab-Token, nothing signed; the delivery headers and the push
   event are GitLab's documented examples (no library signs or checks a token).
 
@@ -14,9 +19,12 @@ unused (no provider here signs its URL). Exits non-zero on any error.
 """
 
 import base64
+import hashlib
+import hmac
 import json
 import os
 import sys
+from pathlib import Path
 from datetime import datetime, timezone
 
 import openai
@@ -129,6 +137,42 @@ def replicate_cases(now: int) -> None:
         })
 
 
+def pagerduty_cases() -> None:
+    vector = json.loads((Path(__file__).parent / "vectors" / "pagerduty.json").read_text())
+    secret = vector["secret"]
+    emit({"provider": "pagerduty", "secret": secret})
+
+    def sign(raw: bytes) -> str:
+        return "v1=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+
+    published = vector["body"].encode()
+    if sign(published) != vector["headers"]["X-PagerDuty-Signature"]:
+        raise SystemExit("pagerduty: the documented signing does not reproduce the published vector")
+    # During a secret rotation PagerDuty sends one v1 entry per secret: an old one first here.
+    other = "v1=" + hmac.new(b"a rotated-out secret", published, hashlib.sha256).hexdigest()
+    changed = published.replace(b'"urgency":"high"', b'"urgency":"low"')
+    if changed == published:
+        raise SystemExit("pagerduty: the vector's body has no urgency to change")
+    for case, raw, signature, expect in [
+        ("first", published, vector["headers"]["X-PagerDuty-Signature"], "accepted"),
+        ("retry", published, other + "," + sign(published), "duplicate"),
+        ("changed", changed, sign(changed), "conflict"),
+    ]:
+        emit({
+            "provider": "pagerduty",
+            "case": case,
+            "headers": {
+                "Content-Type": "application/json",
+                "User-Agent": "PagerDuty-Webhook/V3.0",
+                "X-PagerDuty-Signature": signature,
+                "X-Webhook-Id": "9e6b3b4e-1b9c-4d2f-8a7e-2f4c6d8e0a13",
+                "X-Webhook-Subscription": "PY1OQXQ",
+            },
+            "body_b64": b64(raw),
+            "expect": expect,
+        })
+
+
 def gitlab_cases() -> None:
     token = "gitlab-developer-group-secret-token"
     emit({"provider": "gitlab", "secret": token})
@@ -178,6 +222,7 @@ def main() -> None:
     now = int(os.environ["PROVIDERS_NOW"])
     openai_cases(now)
     replicate_cases(now)
+    pagerduty_cases()
     gitlab_cases()
 
 
