@@ -1,6 +1,6 @@
 // The developer-tools group's providers, signed (or checked) by their official Node libraries:
-// Linear (@linear/sdk's LinearWebhookClient verifies) and Notion (@notionhq/client signs and
-// verifies). Prints JSON lines as tests/providers/README (the catalog spec) describes: for each
+// Linear (@linear/sdk's LinearWebhookClient verifies), Notion (@notionhq/client signs and
+// verifies) and Sanity (@sanity/webhook signs and verifies). Prints JSON lines as tests/providers/README (the catalog spec) describes: for each
 // provider its secret, then the cases first, retry and changed. Exits non-zero on any error,
 // including a library that refuses what is built here or accepts a changed byte.
 //
@@ -9,6 +9,7 @@
 
 import { LinearWebhookClient } from "@linear/sdk/webhooks";
 import { signWebhookPayload, verifyWebhookSignature } from "@notionhq/client";
+import { encodeSignatureHeader, isValidSignature } from "@sanity/webhook";
 import crypto from "node:crypto";
 
 const now = Number.parseInt(process.env.PROVIDERS_NOW ?? "", 10);
@@ -138,9 +139,53 @@ async function notion() {
   await caseOf("changed", body("1a2b3c4d-477e-809d-8dc4-ff2d96ae3090", 3), "conflict");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Sanity (GROQ-powered webhooks): sanity-webhook-signature = "t=<ms>,v1=<base64url HMAC-SHA256
+// of "<t>.<body>">", modelled on Stripe's. The idempotency-key header de-duplicates deliveries;
+// the body is the webhook's projection (by default the whole document after the change).
+// ---------------------------------------------------------------------------------------------
+async function sanity() {
+  const secret = "sanity developer group webhook secret";
+  emit({ provider: "sanity", secret });
+
+  const body = (title) =>
+    `{"_createdAt":"2026-12-06T21:04:11Z","_id":"6a2f0c1e-8b7d-4c3a-9e5f-1d2b3c4d5e6f",` +
+    `"_rev":"hJdbRk2xQ0sPqA7mNvTz3C","_type":"post","_updatedAt":"2026-12-07T00:00:00Z",` +
+    `"slug":{"_type":"slug","current":"hello-world"},"title":${JSON.stringify(title)}}`;
+  const headers = (signature) => ({
+    "Content-Type": "application/json",
+    "User-Agent": "Sanity.io webhook delivery",
+    "idempotency-key": "idem_01JEBX4M2Q7W3ZK8R5T6Y9V0NP",
+    "sanity-dataset": "production",
+    "sanity-document-id": "6a2f0c1e-8b7d-4c3a-9e5f-1d2b3c4d5e6f",
+    "sanity-operation": "update",
+    "sanity-project-id": "3do82whm",
+    "sanity-transaction-id": "hJdbRk2xQ0sPqA7mNvTz3C",
+    "sanity-transaction-time": "2026-12-07T00:00:00.000Z",
+    "sanity-webhook-id": "Yt7fJ3KqLm2nPq9R",
+    "sanity-webhook-signature": signature,
+  });
+  const caseOf = async (name, raw, ms, expect) => {
+    const signature = await encodeSignatureHeader(raw, ms, secret);
+    if (!(await isValidSignature(raw, signature, secret))) {
+      throw new Error("sanity: isValidSignature did not accept what encodeSignatureHeader signed");
+    }
+    if (await isValidSignature(tampered(raw), signature, secret)) {
+      throw new Error("sanity: isValidSignature accepted a changed byte");
+    }
+    emit({ provider: "sanity", case: name, headers: headers(signature), body_b64: b64(raw), expect });
+  };
+  const first = now * 1000;
+  await caseOf("first", body("Hello world"), first, "accepted");
+  // A retry resends the delivery: the same body and idempotency-key, signed at its own time.
+  await caseOf("retry", body("Hello world"), first + 30_000, "duplicate");
+  await caseOf("changed", body("Goodbye world"), first + 60_000, "conflict");
+}
+
 try {
   await linear();
   await notion();
+  await sanity();
 } catch (err) {
   process.stderr.write(`developer.mjs: ${err?.message ?? err}\n`);
   process.exit(1);
