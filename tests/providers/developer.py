@@ -11,7 +11,8 @@
   bytes, and the changed case is signed as PagerDuty documents it (hex HMAC-SHA256 of the body,
   `v1=` entries separated by commas), after checking that this signing reproduces the vector.
 - GitLab: a shared token in X-Gitlab-Token, nothing signed; the delivery headers and the push
-  event are GitLab's documented examples (no library signs or checks a token).
+  event are GitLab's documented examples (tests/providers/vectors/gitlab.json); no library
+  signs or checks a token.
 
 Prints JSON lines as the catalog spec describes: for each provider its secret, then the cases
 first, retry and changed. Env: PROVIDERS_NOW (unix seconds to sign at); PROVIDERS_BASE_URL is
@@ -174,46 +175,24 @@ def pagerduty_cases() -> None:
 
 
 def gitlab_cases() -> None:
-    token = "gitlab-developer-group-secret-token"
-    emit({"provider": "gitlab", "secret": token})
-
-    # The push event of GitLab's webhook events docs, trimmed to its identifying fields.
-    def body(after: str) -> bytes:
-        return (
-            '{"object_kind":"push","event_name":"push",'
-            '"before":"95790bf891e76fee5e1747ab589903a6a1f80f22",'
-            '"after":"' + after + '","ref":"refs/heads/master","ref_protected":true,'
-            '"checkout_sha":"' + after + '","user_id":4,"user_name":"John Smith",'
-            '"user_username":"jsmith","project_id":15,"project":{"id":15,"name":"Diaspora",'
-            '"web_url":"http://example.com/mike/diaspora","path_with_namespace":"mike/diaspora",'
-            '"default_branch":"master"},"commits":[{"id":"' + after + '","message":"fixed readme",'
-            '"timestamp":"2012-01-03T23:36:29+02:00",'
-            '"url":"http://example.com/mike/diaspora/commit/' + after + '",'
-            '"author":{"name":"GitLab dev user","email":"gitlabdev@dv6700.(none)"},'
-            '"added":["CHANGELOG"],"modified":["app/controller/application.rb"],"removed":[]}],'
-            '"total_commits_count":1}'
-        ).encode()
+    # GitLab's documented delivery: the push event example of its webhook events page and the
+    # delivery headers' example values (tests/providers/vectors/gitlab.json); the token is ours.
+    vector = json.loads((Path(__file__).parent / "vectors" / "gitlab.json").read_text())
+    emit({"provider": "gitlab", "secret": vector["secret"]})
+    first = vector["body"].encode()
+    changed = first.replace(b'"total_commits_count": 4', b'"total_commits_count": 5')
+    if changed == first:
+        raise SystemExit("gitlab: the vector's body has no total_commits_count to change")
 
     def headers(webhook_uuid: str) -> dict:
-        # The delivery headers' documented examples; X-Gitlab-Webhook-UUID is per request.
-        return {
-            "Content-Type": "application/json",
-            "User-Agent": "GitLab/15.5.0-pre",
-            "X-Gitlab-Event": "Push Hook",
-            "X-Gitlab-Instance": "https://gitlab.com",
-            "X-Gitlab-Webhook-UUID": webhook_uuid,
-            "X-Gitlab-Event-UUID": "13792a34-cac6-4fda-95a8-c58e00a3954e",
-            "Idempotency-Key": "f5e5f430-f57b-4e6e-9fac-d9128cd7232f",
-            "X-Gitlab-Token": token,
-        }
+        # X-Gitlab-Webhook-UUID is new for each request; Idempotency-Key stays.
+        return {**vector["headers"], "X-Gitlab-Webhook-UUID": webhook_uuid}
 
-    first = body("da1560886d4f094c3e6c9ef40349f7d38b5d27d7")
     for case, raw, uuid, expect in [
-        ("first", first, "02affd2d-2cba-4033-917d-ec22d5dc4b38", "accepted"),
+        ("first", first, vector["headers"]["X-Gitlab-Webhook-UUID"], "accepted"),
         # A resend: the same request body and Idempotency-Key.
         ("retry", first, "7b0c6a52-4d3e-4a8f-9b1e-2f6d8c0a1e33", "duplicate"),
-        ("changed", body("b6568db1bc1dcd7f8b4d5a946b0b91f9dacd7327"), "9c1d2e3f-4a5b-4c6d-8e7f-0a1b2c3d4e55",
-         "conflict"),
+        ("changed", changed, "9c1d2e3f-4a5b-4c6d-8e7f-0a1b2c3d4e55", "conflict"),
     ]:
         emit({"provider": "gitlab", "case": case, "headers": headers(uuid), "body_b64": b64(raw), "expect": expect})
 
