@@ -67,7 +67,13 @@ pub(super) const PROVIDERS: &[Provider] = &[
         signing: Signing::Hmac(HmacSpec {
             pairs: Some(Pairs { separator: ',', timestamp: Some("t"), signature: "v1" }),
             timestamp_unit: TimestampUnit::Milliseconds,
-            ..HmacSpec::new(Algorithm::Sha256, Encoding::Base64Url, "sanity-webhook-signature", "", "{timestamp}.{body}")
+            ..HmacSpec::new(
+                Algorithm::Sha256,
+                Encoding::Base64Url,
+                "sanity-webhook-signature",
+                "",
+                "{timestamp}.{body}",
+            )
         }),
         identity: Some(Identity::Header("idempotency-key")),
         identity_note: "\"Requests include a new header that can be used to de-duplicate deliveries: idempotency-key. \

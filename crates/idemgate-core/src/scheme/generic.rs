@@ -3,10 +3,10 @@
 //!
 //! - [`GenericHmac`] (`scheme = "hmac"`): an HMAC (SHA-1, SHA-256 or SHA-512) keyed with the
 //!   secret's UTF-8 bytes, over a declared template of what is signed (`{body}`,
-//!   `{timestamp}`, `{header:Name}` and literal text), sent hex, base64 or base64url in one header,
-//!   after an optional prefix. A template must sign `{body}` exactly once; one that signs
-//!   `{timestamp}` names the header it comes from (decimal Unix seconds) and gets a tolerance
-//!   (five minutes unless configured), checked in both directions.
+//!   `{timestamp}`, `{header:Name}` and literal text), sent hex, base64 or base64url in one
+//!   header, after an optional prefix. A template must sign `{body}` exactly once; one that
+//!   signs `{timestamp}` names the header it comes from (decimal Unix seconds) and gets a
+//!   tolerance (five minutes unless configured), checked in both directions.
 //! - [`SharedToken`] (`scheme = "token"`): the secret itself, sent in a header.
 //! - [`BasicAuth`] (`scheme = "basic"`): HTTP Basic authentication, the secret being
 //!   `user:password`.
