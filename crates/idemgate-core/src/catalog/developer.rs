@@ -26,9 +26,9 @@ pub(super) const PROVIDERS: &[Provider] = &[
         event_type: Some("/type"),
         body: BodyFormat::Json,
         per_attempt: &["/webhookTimestamp"],
-        retry_note: "Retried after a failure; the body's webhookTimestamp is the time of each attempt (the SDK's \
-                     LinearWebhookClient refuses one more than a minute from its clock, so an attempt an hour \
-                     later carries its own), and the signature covers it.",
+        retry_note: "\"the push will be retried a maximum of 3 times ... after 1 minute, 1 hour, and finally after \
+                     6 hours\"; the body's webhookTimestamp is \"UNIX timestamp when the webhook was sent\", which \
+                     receivers are told to check is \"within a minute\", so each attempt carries its own, signed.",
         docs: "https://linear.app/developers/webhooks",
         backing: Backing::Library {
             registry: Registry::Npm,
@@ -83,9 +83,9 @@ pub(super) const PROVIDERS: &[Provider] = &[
         event_type: None,
         body: BodyFormat::Json,
         per_attempt: &[],
-        retry_note: "429 and 5xx answers are retried (twice, 30 seconds apart, since April 2026); the body is the \
-                     webhook's projection of the change, and each request is signed at its own time (t=, in \
-                     milliseconds).",
+        retry_note: "429 and 5xx answers are retried, since April 2026 \"twice at 30-second intervals\" (Changelog); \
+                     the body is the webhook's projection of the change, and the signature carries its time (t=, \
+                     in milliseconds).",
         docs: "https://www.sanity.io/docs/content-lake/webhooks",
         backing: Backing::Library {
             registry: Registry::Npm,
@@ -98,14 +98,14 @@ pub(super) const PROVIDERS: &[Provider] = &[
         title: "OpenAI",
         signing: Signing::Coded(&StandardWebhooks::DEFAULT),
         identity: Some(Identity::Header("webhook-id")),
-        identity_note: "OpenAI signs by the Standard Webhooks specification, whose webhook-id \"will be the same \
-                        when the same webhook is being resent (e.g. due to a previous failure)\" (the \
-                        specification, Webhook metadata). Signed.",
+        identity_note: "OpenAI's webhooks follow \"the Standard Webhooks specification\" (Webhooks guide), whose \
+                        webhook-id \"will be the same when the same webhook is being resent (e.g. due to a previous \
+                        failure)\" (the specification, Webhook metadata). Signed.",
         event_type: Some("/type"),
         body: BodyFormat::Json,
         per_attempt: &[],
-        retry_note: "Failed deliveries are retried with backoff for up to 72 hours; a retry carries the same \
-                     webhook-id and event with a new webhook-timestamp and signature.",
+        retry_note: "\"the webhook request will be retried with exponential backoff for up to 72 hours\"; a retry \
+                     carries the same webhook-id and event with a new webhook-timestamp and signature.",
         docs: "https://platform.openai.com/docs/guides/webhooks",
         backing: Backing::Library {
             registry: Registry::PyPi,
