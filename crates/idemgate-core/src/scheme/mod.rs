@@ -12,6 +12,7 @@
 pub mod demo;
 pub mod generic;
 pub mod github;
+pub mod plivo;
 pub mod registry;
 pub mod shopify;
 mod signing;
@@ -36,6 +37,7 @@ use crate::{
 pub use demo::DemoV1;
 pub use generic::{BasicAuth, GenericHmac, SharedToken};
 pub use github::GitHub;
+pub use plivo::Plivo;
 pub use registry::{OUTGOING, SCHEMES, UnknownScheme, lookup, names};
 pub use shopify::Shopify;
 pub use signing::{Outgoing, Signer};
