@@ -16,6 +16,7 @@
 
 mod business;
 mod classic;
+mod developer;
 mod payments;
 mod support;
 
@@ -35,7 +36,8 @@ use crate::{
 };
 
 /// Every group's entries, in the order the catalog page lists them.
-const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, payments::PROVIDERS, support::PROVIDERS, business::PROVIDERS];
+const GROUPS: &[&[Provider]] =
+    &[classic::PROVIDERS, payments::PROVIDERS, support::PROVIDERS, business::PROVIDERS, developer::PROVIDERS];
 
 /// One provider as the catalog knows it.
 #[derive(Debug)]

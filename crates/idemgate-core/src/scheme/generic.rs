@@ -3,10 +3,10 @@
 //!
 //! - [`GenericHmac`] (`scheme = "hmac"`): an HMAC (SHA-1, SHA-256 or SHA-512) keyed with the
 //!   secret's UTF-8 bytes, over a declared template of what is signed (`{body}`,
-//!   `{timestamp}`, `{header:Name}` and literal text), sent hex or base64 in one header,
-//!   after an optional prefix. A template must sign `{body}` exactly once; one that signs
-//!   `{timestamp}` names the header it comes from (decimal Unix seconds) and gets a tolerance
-//!   (five minutes unless configured), checked in both directions.
+//!   `{timestamp}`, `{header:Name}` and literal text), sent hex, base64 or base64url in one
+//!   header, after an optional prefix. A template must sign `{body}` exactly once; one that
+//!   signs `{timestamp}` names the header it comes from (decimal Unix seconds) and gets a
+//!   tolerance (five minutes unless configured), checked in both directions.
 //! - [`SharedToken`] (`scheme = "token"`): the secret itself, sent in a header.
 //! - [`BasicAuth`] (`scheme = "basic"`): HTTP Basic authentication, the secret being
 //!   `user:password`.
@@ -26,7 +26,10 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use base64::{Engine, engine::general_purpose::STANDARD};
+use base64::{
+    Engine,
+    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
+};
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha512};
@@ -136,15 +139,19 @@ pub enum Encoding {
     Hex,
     /// Standard base64 with padding (RFC 4648 §4).
     Base64,
+    /// URL-safe base64 without padding (RFC 4648 §5), as Sanity's webhook toolkit writes
+    /// it; padding is refused.
+    Base64Url,
 }
 
 impl Encoding {
-    /// The encoding configured as `name`: `hex` or `base64`.
+    /// The encoding configured as `name`: `hex`, `base64` or `base64url`.
     pub fn from_name(name: &str) -> Result<Self, SettingError> {
         match name {
             "hex" => Ok(Self::Hex),
             "base64" => Ok(Self::Base64),
-            _ => Err(setting("encoding", "must be hex or base64")),
+            "base64url" => Ok(Self::Base64Url),
+            _ => Err(setting("encoding", "must be hex, base64 or base64url")),
         }
     }
 
@@ -154,6 +161,7 @@ impl Encoding {
         match self {
             Self::Hex => "hex",
             Self::Base64 => "base64",
+            Self::Base64Url => "base64url",
         }
     }
 
@@ -161,6 +169,7 @@ impl Encoding {
         match self {
             Self::Hex => hex::encode(tag),
             Self::Base64 => STANDARD.encode(tag),
+            Self::Base64Url => URL_SAFE_NO_PAD.encode(tag),
         }
     }
 
@@ -172,6 +181,7 @@ impl Encoding {
             }
             Self::Hex => None,
             Self::Base64 => STANDARD.decode(text).ok(),
+            Self::Base64Url => URL_SAFE_NO_PAD.decode(text).ok(),
         }
     }
 }
