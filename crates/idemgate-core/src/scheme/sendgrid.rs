@@ -9,7 +9,10 @@
 //! `SubjectPublicKeyInfo` (what the library wraps in a PEM armour). As the library does,
 //! both `s` and `n - s` verify: ECDSA's malleability changes nothing here, since no
 //! identity is taken from the signature. The timestamp is Unix seconds and must lie within
-//! the tolerance (five minutes by default); the library leaves that check to its caller.
+//! the tolerance. Its default is SendGrid's retry window, 24 hours ("All events are retried
+//! at increasing intervals for up to 24 hours after the event occurs"): SendGrid does not
+//! document that a retried POST is signed at its own time, and its library checks no window
+//! at all, so a shorter default could refuse a genuine retry. A source may narrow it.
 //!
 //! A body is a JSON array of events, each with its own `sg_event_id`; SendGrid documents no
 //! identity of the POST as a whole (see the catalog entry).
@@ -49,8 +52,8 @@ pub struct SendGrid {
 }
 
 impl SendGrid {
-    /// Five minutes, as for the other schemes that sign a timestamp.
-    pub const DEFAULT: Self = Self { tolerance_secs: 300 };
+    /// SendGrid's retry window, 24 hours (see the module).
+    pub const DEFAULT: Self = Self { tolerance_secs: 24 * 60 * 60 };
 }
 
 impl Default for SendGrid {
