@@ -6,6 +6,8 @@
 
 pub mod alert;
 pub mod breaker;
+pub mod catalog;
+pub mod comparison;
 pub mod fingerprint;
 pub mod form;
 pub mod idempotency;

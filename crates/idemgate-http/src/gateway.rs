@@ -31,6 +31,7 @@ use http::{HeaderMap, HeaderName, header::CONTENT_TYPE};
 use idemgate_clock::Clock;
 use idemgate_core::{
     Outcome, Rejection, Scheme, SecretSet, SourceName, UnixTime,
+    comparison::FieldPointer,
     form::BodyFormat,
     json,
     outcome::{Field, Location},
@@ -92,6 +93,8 @@ pub struct Source {
     pub json_limits: json::Limits,
     /// How bodies are read into the JSON view (JSON, or a form).
     pub body: BodyFormat,
+    /// The fields the provider changes when it retries, left out of the fingerprint.
+    pub per_attempt: Vec<FieldPointer>,
     /// Where the stable event identity is.
     pub identity: IdentityLocation,
     /// Whether the same body bytes under another identity are a duplicate of the first.
@@ -255,6 +258,7 @@ fn route(routes: &Routes, source: &Source, store: &Store, rejections: &Arc<Rejec
         dedupe_body: source.dedupe_body,
         json_limits: source.json_limits,
         body_format: source.body,
+        per_attempt: source.per_attempt.clone().into(),
         answers: AnswerStyle::Queued,
         rejections: Arc::clone(rejections),
         store: store.clone(),

@@ -19,7 +19,8 @@ use axum::body::Body;
 use bytes::Bytes;
 use http::HeaderMap;
 use idemgate_core::{
-    BodyHash, Identity, Outcome, ReceiptKey, Rejection, Scheme, SecretSet, SourceName, UnixTime, VerifiedDelivery,
+    Identity, Outcome, ReceiptKey, Rejection, Scheme, SecretSet, SourceName, UnixTime, VerifiedDelivery,
+    comparison::{self, FieldPointer},
     form::BodyFormat,
     json::{self, Json},
     scheme::RawDelivery,
@@ -167,6 +168,9 @@ pub struct Inbound<R> {
     pub json_limits: json::Limits,
     /// How the verified bytes are read into the JSON view the contract looks at.
     pub body_format: BodyFormat,
+    /// The fields the provider changes when it retries: a repeat is compared without them
+    /// ([`comparison::fingerprint`]); empty for every raw byte.
+    pub per_attempt: Arc<[FieldPointer]>,
     /// Whether the effect completes in the transaction or is queued as jobs.
     pub answers: AnswerStyle,
     /// Where rejections are counted for the operator.
@@ -204,7 +208,7 @@ impl<R: Receiver> Inbound<R> {
         Span::current().record("identity", identity.as_str());
         let request = ReceiveRequest {
             key: ReceiptKey { source: self.source.clone(), identity: identity.clone() },
-            body_hash: BodyHash::of(&verified.raw),
+            body_hash: comparison::fingerprint(&verified.raw, &self.per_attempt),
             received_at: now,
             dedupe_body: self.dedupe_body,
         };

@@ -29,6 +29,7 @@ fn source(source: &SourceConfig) -> Source {
         body_limit: source.body_limit,
         json_limits: source.json_limits,
         body: source.body,
+        per_attempt: source.per_attempt.clone(),
         identity: source.identity.clone(),
         dedupe_body: source.dedupe_body,
         event_type: source.event_type.clone(),

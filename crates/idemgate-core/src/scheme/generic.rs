@@ -185,6 +185,8 @@ pub enum Part {
     Timestamp,
     /// The value of this request header (lowercase name).
     Header(&'static str),
+    /// The URL the provider posts to, as registered with it: the source's `signed_url`.
+    Url,
     /// This text, as written.
     Literal(String),
 }
@@ -216,9 +218,10 @@ impl Template {
                     let part = match &rest[1..end] {
                         "body" => Part::Body,
                         "timestamp" => Part::Timestamp,
+                        "url" => Part::Url,
                         name => match name.strip_prefix("header:") {
                             Some(header) => Part::Header(header_name("signed", header)?),
-                            None => return Err(bad("a placeholder is {body}, {timestamp} or {header:Name}")),
+                            None => return Err(bad("a placeholder is {body}, {timestamp}, {url} or {header:Name}")),
                         },
                     };
                     if !literal.is_empty() {
@@ -259,11 +262,18 @@ impl Template {
         self.parts.contains(&Part::Timestamp)
     }
 
+    /// Whether the URL the provider posts to is signed (`{url}`).
+    #[must_use]
+    pub fn signs_url(&self) -> bool {
+        self.parts.contains(&Part::Url)
+    }
+
     /// The bytes of each part for one delivery; `header` reads a named header's value.
     fn material<'a>(
         &'a self,
         body: &'a [u8],
         timestamp: &'a str,
+        url: &'a str,
         header: impl Fn(&'static str) -> Result<&'a str, AuthError>,
     ) -> Result<Vec<&'a [u8]>, AuthError> {
         self.parts
@@ -271,11 +281,134 @@ impl Template {
             .map(|part| match part {
                 Part::Body => Ok(body),
                 Part::Timestamp => Ok(timestamp.as_bytes()),
+                Part::Url => Ok(url.as_bytes()),
                 Part::Header(name) => header(name).map(str::as_bytes),
                 Part::Literal(text) => Ok(text.as_bytes()),
             })
             .collect()
     }
+}
+
+/// The unit of a signed timestamp.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TimestampUnit {
+    /// Decimal Unix seconds.
+    #[default]
+    Seconds,
+    /// Decimal Unix milliseconds (HubSpot, Webflow).
+    Milliseconds,
+}
+
+impl TimestampUnit {
+    /// The unit configured as `name`: `s` or `ms`.
+    pub fn from_name(name: &str) -> Result<Self, SettingError> {
+        match name {
+            "s" => Ok(Self::Seconds),
+            "ms" => Ok(Self::Milliseconds),
+            _ => Err(setting("timestamp_unit", "must be s or ms")),
+        }
+    }
+
+    /// The configuration name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Seconds => "s",
+            Self::Milliseconds => "ms",
+        }
+    }
+
+    /// `time` written in this unit, as a sender signs it.
+    fn write(self, time: UnixTime) -> String {
+        match self {
+            Self::Seconds => time.0.to_string(),
+            Self::Milliseconds => (i128::from(time.0) * 1000).to_string(),
+        }
+    }
+
+    /// The whole seconds of a timestamp written in this unit (digits only).
+    fn read(self, text: &str) -> Option<UnixTime> {
+        let bounded = (1..=MAX_TIMESTAMP_DIGITS).contains(&text.len());
+        if !bounded || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let value: i64 = text.parse().ok()?;
+        Some(UnixTime(match self {
+            Self::Seconds => value,
+            Self::Milliseconds => value / 1000,
+        }))
+    }
+}
+
+/// How the configured secret's text becomes the HMAC key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KeyEncoding {
+    /// The text's UTF-8 bytes, as most providers show their secret.
+    #[default]
+    Utf8,
+    /// Standard base64 (Airtable).
+    Base64,
+    /// Hexadecimal.
+    Hex,
+    /// `whsec_` and then standard base64 (Standard Webhooks, Svix).
+    Whsec,
+}
+
+impl KeyEncoding {
+    /// The encoding configured as `name`: `utf8`, `base64`, `hex` or `whsec`.
+    pub fn from_name(name: &str) -> Result<Self, SettingError> {
+        match name {
+            "utf8" => Ok(Self::Utf8),
+            "base64" => Ok(Self::Base64),
+            "hex" => Ok(Self::Hex),
+            "whsec" => Ok(Self::Whsec),
+            _ => Err(setting("key", "must be utf8, base64, hex or whsec")),
+        }
+    }
+
+    /// The configuration name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Utf8 => "utf8",
+            Self::Base64 => "base64",
+            Self::Hex => "hex",
+            Self::Whsec => "whsec",
+        }
+    }
+
+    /// The key `text` stands for. Errors never contain the text.
+    fn decode(self, text: &str) -> Result<Secret, SecretError> {
+        let plain = plain_secret(text)?;
+        let invalid = |reason| SecretError::Invalid { reason };
+        let bytes = match self {
+            Self::Utf8 => return Ok(plain),
+            Self::Base64 => STANDARD.decode(text).map_err(|_| invalid("the secret is not standard base64"))?,
+            Self::Hex => hex::decode(text).map_err(|_| invalid("the secret is not hexadecimal"))?,
+            Self::Whsec => text
+                .strip_prefix("whsec_")
+                .and_then(|rest| STANDARD.decode(rest).ok())
+                .ok_or(invalid("the secret is not whsec_ and standard base64"))?,
+        };
+        if bytes.is_empty() {
+            return Err(invalid("the secret is empty"));
+        }
+        Ok(Secret::new(bytes))
+    }
+}
+
+/// A signature header written as `key=value` pairs (`t=1700000000,v1=5257a8…`): the
+/// timestamp under one key, the signature under another, which may repeat (any match
+/// accepts, as during a provider's key rotation). Pairs are read in any order, whitespace
+/// around them is ignored, and unknown keys are skipped, as the providers' own checks do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairsSettings {
+    /// `separator`: `,` or `;` (or a space).
+    pub separator: char,
+    /// `timestamp`: the key the signed timestamp is under, if the header carries it.
+    pub timestamp: Option<String>,
+    /// `signature`: the key each signature is under.
+    pub signature: String,
 }
 
 /// What `scheme = "hmac"` is configured with (`[sources.<id>.hmac]`).
@@ -289,21 +422,59 @@ pub struct HmacSettings {
     pub header: String,
     /// `prefix`: text before the encoded tag (`sha256=`), required when set.
     pub prefix: String,
+    /// `pairs`: the header is a list of `key=value` pairs instead of prefix and tag.
+    pub pairs: Option<PairsSettings>,
     /// `signed`: the template of what is signed.
     pub signed: String,
-    /// `timestamp_header`: where `{timestamp}` comes from.
+    /// `timestamp_header`: where `{timestamp}` comes from, unless `pairs` carries it.
     pub timestamp_header: Option<String>,
+    /// `timestamp_unit`: seconds unless `ms`.
+    pub timestamp_unit: TimestampUnit,
+    /// `key`: how the secret's text becomes the key (its UTF-8 bytes unless set).
+    pub key: KeyEncoding,
 }
 
-/// `scheme = "hmac"`: an HMAC over a configured template.
+impl HmacSettings {
+    /// The common shape: `prefix` and a hex or base64 tag in `header`, over `signed`, the
+    /// secret's UTF-8 bytes as key, a timestamp (if any) in decimal seconds.
+    #[must_use]
+    pub fn new(algorithm: Algorithm, encoding: Encoding, header: &str, prefix: &str, signed: &str) -> Self {
+        Self {
+            algorithm,
+            encoding,
+            header: header.to_owned(),
+            prefix: prefix.to_owned(),
+            pairs: None,
+            signed: signed.to_owned(),
+            timestamp_header: None,
+            timestamp_unit: TimestampUnit::Seconds,
+            key: KeyEncoding::Utf8,
+        }
+    }
+}
+
+/// The pairs of a signature header, as interned names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pairs {
+    separator: char,
+    timestamp: Option<&'static str>,
+    signature: &'static str,
+}
+
+/// `scheme = "hmac"`: an HMAC over a configured template. The provider catalog's plain-HMAC
+/// providers are this scheme too, under their own name (`crate::catalog`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GenericHmac {
     algorithm: Algorithm,
     encoding: Encoding,
     header: &'static str,
     prefix: String,
+    pairs: Option<Pairs>,
     template: Template,
     timestamp_header: Option<&'static str>,
+    timestamp_unit: TimestampUnit,
+    key: KeyEncoding,
+    url: Option<String>,
     tolerance_secs: u64,
     signing_headers: &'static [&'static str],
 }
@@ -315,13 +486,27 @@ impl GenericHmac {
         let template = Template::parse(&settings.signed)?;
         let timestamp_header =
             settings.timestamp_header.as_deref().map(|name| header_name("timestamp_header", name)).transpose()?;
-        match (template.signs_timestamp(), timestamp_header) {
-            (true, None) => return Err(setting("timestamp_header", "required when signed names {timestamp}")),
-            (false, Some(_)) => return Err(setting("timestamp_header", "set, but signed does not name {timestamp}")),
+        let pairs = settings.pairs.as_ref().map(pairs).transpose()?;
+        let timestamp_in_pairs = pairs.as_ref().is_some_and(|p| p.timestamp.is_some());
+        match (template.signs_timestamp(), timestamp_header.is_some(), timestamp_in_pairs) {
+            (true, false, false) => {
+                return Err(setting(
+                    "timestamp_header",
+                    "required when signed names {timestamp}, unless pairs.timestamp",
+                ));
+            }
+            (true, true, true) => {
+                return Err(setting("timestamp_header", "set, but pairs.timestamp names the timestamp"));
+            }
+            (false, true, _) => return Err(setting("timestamp_header", "set, but signed does not name {timestamp}")),
+            (false, _, true) => return Err(setting("pairs.timestamp", "set, but signed does not name {timestamp}")),
             _ => {}
         }
         if settings.prefix.chars().any(char::is_whitespace) || !settings.prefix.is_ascii() {
             return Err(setting("prefix", "must be ASCII without whitespace"));
+        }
+        if pairs.is_some() && !settings.prefix.is_empty() {
+            return Err(setting("prefix", "not read when the header is pairs"));
         }
         let mut sent: Vec<&'static str> = timestamp_header.into_iter().collect();
         for part in template.parts() {
@@ -340,8 +525,12 @@ impl GenericHmac {
             encoding: settings.encoding,
             header,
             prefix: settings.prefix.clone(),
+            pairs,
             template,
             timestamp_header,
+            timestamp_unit: settings.timestamp_unit,
+            key: settings.key,
+            url: None,
             tolerance_secs: DEFAULT_TOLERANCE_SECS,
             signing_headers: intern_list(sent),
         })
@@ -355,8 +544,15 @@ impl GenericHmac {
             encoding: self.encoding,
             header: self.header.to_owned(),
             prefix: self.prefix.clone(),
+            pairs: self.pairs.as_ref().map(|p| PairsSettings {
+                separator: p.separator,
+                timestamp: p.timestamp.map(str::to_owned),
+                signature: p.signature.to_owned(),
+            }),
             signed: self.template.as_str().to_owned(),
             timestamp_header: self.timestamp_header.map(str::to_owned),
+            timestamp_unit: self.timestamp_unit,
+            key: self.key,
         }
     }
 
@@ -366,8 +562,8 @@ impl GenericHmac {
         self.tolerance_secs
     }
 
-    /// The signature header's value for `body` signed at `timestamp` under `key`, the named
-    /// headers of the template taking their values from `header`.
+    /// The signature header's value for `body` signed at `timestamp` (as written) under
+    /// `key`, the named headers of the template taking their values from `header`.
     fn sign(&self, key: &Secret, body: &[u8], timestamp: &str, header: impl Fn(&'static str) -> String) -> String {
         let values: Vec<(&'static str, String)> = self
             .template
@@ -381,10 +577,64 @@ impl GenericHmac {
         let lookup = |name: &'static str| {
             values.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str()).ok_or(AuthError::MissingHeader(name))
         };
+        let url = self.url.as_deref().unwrap_or_default();
         // Every named header has a value above, so the material is complete.
-        let material = self.template.material(body, timestamp, lookup).unwrap_or_default();
-        format!("{}{}", self.prefix, self.encoding.encode(&self.algorithm.mac(key.expose(), &material)))
+        let material = self.template.material(body, timestamp, url, lookup).unwrap_or_default();
+        let tag = self.encoding.encode(&self.algorithm.mac(key.expose(), &material));
+        match &self.pairs {
+            None => format!("{}{tag}", self.prefix),
+            Some(Pairs { separator, timestamp: Some(t), signature }) => {
+                format!("{t}={timestamp}{separator}{signature}={tag}")
+            }
+            Some(Pairs { signature, .. }) => format!("{signature}={tag}"),
+        }
     }
+
+    /// The tags and the timestamp a signature header carries.
+    fn read_header<'h>(&self, value: &'h str) -> Result<(Vec<Vec<u8>>, Option<&'h str>), AuthError> {
+        let malformed = AuthError::MalformedHeader(self.header);
+        if value.len() > MAX_SIGNATURE_LEN {
+            return Err(malformed);
+        }
+        let decode = |text: &str| {
+            self.encoding.decode(text).filter(|tag| tag.len() == self.algorithm.len()).ok_or(malformed.clone())
+        };
+        let Some(pairs) = &self.pairs else {
+            let encoded = value.strip_prefix(self.prefix.as_str()).ok_or(malformed.clone())?;
+            return Ok((vec![decode(encoded)?], None));
+        };
+        let mut tags = Vec::new();
+        let mut timestamp = None;
+        for item in value.split(pairs.separator).map(str::trim).filter(|item| !item.is_empty()) {
+            let (key, text) = item.split_once('=').ok_or(malformed.clone())?;
+            if key == pairs.signature {
+                tags.push(decode(text)?);
+            } else if Some(key) == pairs.timestamp && timestamp.replace(text).is_some() {
+                return Err(malformed);
+            }
+        }
+        if tags.is_empty() || (pairs.timestamp.is_some() && timestamp.is_none()) {
+            return Err(malformed);
+        }
+        Ok((tags, timestamp))
+    }
+}
+
+/// The pairs of a signature header as configured, checked and interned.
+fn pairs(settings: &PairsSettings) -> Result<Pairs, SettingError> {
+    if ![',', ';', ' '].contains(&settings.separator) {
+        return Err(setting("pairs.separator", "must be \",\", \";\" or \" \""));
+    }
+    let key = |at: &'static str, text: &str| {
+        let valid = !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if valid { Ok(intern(text)) } else { Err(setting(at, "must be letters, digits, - or _")) }
+    };
+    let signature = key("pairs.signature", &settings.signature)?;
+    let timestamp = settings.timestamp.as_deref().map(|t| key("pairs.timestamp", t)).transpose()?;
+    if timestamp == Some(signature) {
+        return Err(setting("pairs.timestamp", "must differ from pairs.signature"));
+    }
+    Ok(Pairs { separator: settings.separator, timestamp, signature })
 }
 
 impl Scheme for GenericHmac {
@@ -397,9 +647,13 @@ impl Scheme for GenericHmac {
         IdentityLocation::Body("/id".into())
     }
 
-    /// The secret as the provider shows it; its UTF-8 bytes are the key.
+    fn carries_identity(&self) -> bool {
+        false
+    }
+
+    /// The secret as the provider shows it, decoded as `key` says.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
-        plain_secret(text)
+        self.key.decode(text)
     }
 
     fn verify(
@@ -408,27 +662,28 @@ impl Scheme for GenericHmac {
         delivery: RawDelivery<'_>,
         now: UnixTime,
     ) -> Result<VerifiedDelivery, AuthError> {
-        let value = single_header(delivery.headers, self.header)?;
-        let malformed = AuthError::MalformedHeader(self.header);
-        if value.len() > MAX_SIGNATURE_LEN {
-            return Err(malformed);
-        }
-        let encoded = value.strip_prefix(self.prefix.as_str()).ok_or(malformed.clone())?;
-        let given = self.encoding.decode(encoded).filter(|tag| tag.len() == self.algorithm.len()).ok_or(malformed)?;
-        let (timestamp, signed_at) = match self.timestamp_header {
-            Some(name) => {
-                let text = single_header(delivery.headers, name)?;
-                let seconds = parse_timestamp(text).ok_or(AuthError::MalformedHeader(name))?;
-                check_tolerance(seconds, now, self.tolerance_secs)?;
+        let (given, in_pairs) = self.read_header(single_header(delivery.headers, self.header)?)?;
+        let (timestamp, signed_at) = match (in_pairs, self.timestamp_header) {
+            (Some(text), _) => {
+                let seconds = self.timestamp_unit.read(text).ok_or(AuthError::MalformedHeader(self.header))?;
                 (text, Some(seconds))
             }
-            None => ("", None),
+            (None, Some(name)) => {
+                let text = single_header(delivery.headers, name)?;
+                (text, Some(self.timestamp_unit.read(text).ok_or(AuthError::MalformedHeader(name))?))
+            }
+            (None, None) => ("", None),
         };
+        if let Some(seconds) = signed_at {
+            check_tolerance(seconds, now, self.tolerance_secs)?;
+        }
+        let url = self.url.as_deref().unwrap_or_default();
         let material =
-            self.template.material(delivery.body, timestamp, |name| single_header(delivery.headers, name))?;
-        let matched = secrets
-            .iter()
-            .fold(Choice::from(0), |acc, secret| acc | self.algorithm.mac(secret.expose(), &material).ct_eq(&given));
+            self.template.material(delivery.body, timestamp, url, |name| single_header(delivery.headers, name))?;
+        let matched = secrets.iter().fold(Choice::from(0), |acc, secret| {
+            let expected = self.algorithm.mac(secret.expose(), &material);
+            given.iter().fold(acc, |acc, tag| acc | expected.ct_eq(tag))
+        });
         if !bool::from(matched) {
             return Err(AuthError::SignatureMismatch);
         }
@@ -443,6 +698,16 @@ impl Scheme for GenericHmac {
         Arc::new(scheme)
     }
 
+    fn signs_url(&self) -> bool {
+        self.template.signs_url()
+    }
+
+    fn with_signed_url(&self, url: &str) -> Option<Arc<dyn Scheme>> {
+        let mut scheme = self.clone();
+        scheme.url = Some(url.to_owned());
+        Some(Arc::new(scheme))
+    }
+
     /// The timestamp header, and the message id in every header the template signs.
     fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
         self.signing_headers
@@ -450,7 +715,7 @@ impl Scheme for GenericHmac {
             .filter(|name| **name != self.header)
             .map(|name| {
                 let value = if Some(*name) == self.timestamp_header {
-                    message.timestamp.0.to_string()
+                    self.timestamp_unit.write(message.timestamp)
                 } else {
                     message.id.to_owned()
                 };
@@ -460,9 +725,9 @@ impl Scheme for GenericHmac {
     }
 
     fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {
-        let timestamp = message.timestamp.0.to_string();
-        let timestamp = if self.timestamp_header.is_some() { timestamp.as_str() } else { "" };
-        Some((self.header, self.sign(key, message.body, timestamp, |_| message.id.to_owned())))
+        let timestamp =
+            if self.template.signs_timestamp() { self.timestamp_unit.write(message.timestamp) } else { String::new() };
+        Some((self.header, self.sign(key, message.body, &timestamp, |_| message.id.to_owned())))
     }
 
     fn signing_headers(&self) -> &'static [&'static str] {
@@ -499,6 +764,10 @@ impl Scheme for SharedToken {
     /// None of its own: a source using it names its identity; `/id` stands in.
     fn default_identity(&self) -> IdentityLocation {
         IdentityLocation::Body("/id".into())
+    }
+
+    fn carries_identity(&self) -> bool {
+        false
     }
 
     /// The token exactly as the provider sends it.
@@ -555,6 +824,10 @@ impl Scheme for BasicAuth {
         IdentityLocation::Body("/id".into())
     }
 
+    fn carries_identity(&self) -> bool {
+        false
+    }
+
     /// `user:password`, as the provider is told to send it.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
         let secret = plain_secret(text)?;
@@ -607,15 +880,6 @@ fn any_secret_equals(secrets: &SecretSet, given: &[u8]) -> bool {
     let matched =
         secrets.iter().fold(Choice::from(0), |acc, secret| acc | Sha256::digest(secret.expose()).ct_eq(&given));
     bool::from(matched)
-}
-
-/// Decimal Unix seconds, digits only.
-fn parse_timestamp(text: &str) -> Option<UnixTime> {
-    let bounded = (1..=MAX_TIMESTAMP_DIGITS).contains(&text.len());
-    if !bounded || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok().map(UnixTime)
 }
 
 /// A configured header name, valid and lowercased, interned.

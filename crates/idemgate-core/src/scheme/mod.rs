@@ -159,6 +159,26 @@ pub trait Scheme: Send + Sync + std::fmt::Debug {
     /// Where the provider documents its stable event identity.
     fn default_identity(&self) -> IdentityLocation;
 
+    /// Whether [`Scheme::default_identity`] is the provider's own; `false` for the
+    /// configured schemes (and catalog providers that send no stable identity), whose
+    /// sources must name one.
+    fn carries_identity(&self) -> bool {
+        true
+    }
+
+    /// Whether the signature covers the URL the provider posts to (Square, HubSpot,
+    /// Twilio): a source using the scheme then configures that URL as `signed_url`, as it
+    /// is registered with the provider (behind a proxy it is not the URL idemgate sees).
+    fn signs_url(&self) -> bool {
+        false
+    }
+
+    /// This scheme, signing and verifying with `url` as the URL posted to; `None` for a
+    /// scheme that signs no URL.
+    fn with_signed_url(&self, _url: &str) -> Option<Arc<dyn Scheme>> {
+        None
+    }
+
     /// The headers the signature covers whose value the scheme reports as
     /// [`VerifiedDelivery::event_identity`], in every spelling it accepts. Empty when the
     /// identity header is not signed (GitHub, Shopify) or the identity is in the body.

@@ -29,14 +29,25 @@ pub struct UnknownScheme {
     pub name: String,
 }
 
-/// The scheme configured as `name`, with its default settings (see [`Scheme::configured`]).
+/// The scheme configured as `name`, with its default settings (see [`Scheme::configured`]):
+/// one of the registry's, or a provider of the catalog ([`crate::catalog`]).
 pub fn lookup(name: &str) -> Result<&'static dyn Scheme, UnknownScheme> {
-    SCHEMES.iter().copied().find(|scheme| scheme.name() == name).ok_or_else(|| UnknownScheme { name: name.to_owned() })
+    SCHEMES
+        .iter()
+        .copied()
+        .find(|scheme| scheme.name() == name)
+        .or_else(|| crate::catalog::scheme(name))
+        .ok_or_else(|| UnknownScheme { name: name.to_owned() })
 }
 
-/// The configuration names of every scheme, in the registry's order.
+/// The configuration names of every scheme, the registry's first, then the catalog's
+/// providers that are not also a registry scheme.
 pub fn names() -> impl Iterator<Item = &'static str> {
-    SCHEMES.iter().map(|scheme| scheme.name())
+    let coded = SCHEMES.iter().map(|scheme| scheme.name());
+    let provided = crate::catalog::providers()
+        .map(|provider| provider.name)
+        .filter(|name| SCHEMES.iter().all(|scheme| scheme.name() != *name));
+    coded.chain(provided)
 }
 
 #[cfg(test)]
@@ -62,11 +73,13 @@ mod tests {
 
     #[test]
     fn an_unknown_name_is_refused_with_the_known_ones() {
-        let err = lookup("svix").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "unknown scheme \"svix\" (known: standard-webhooks, standard-webhooks-ed25519, github, stripe, shopify, \
-             slack, demo-webhook-v1)"
+        let err = lookup("acme").unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "unknown scheme \"acme\" (known: standard-webhooks, standard-webhooks-ed25519, github, stripe, \
+                 shopify, slack, demo-webhook-v1, svix"
+            ),
+            "{err}"
         );
     }
 

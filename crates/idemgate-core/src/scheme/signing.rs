@@ -1,6 +1,8 @@
 //! The sending side of a scheme: one attempt of a message, and a scheme bound to a key that
 //! signs it. Pure like the verifiers: the attempt's timestamp is given, never read.
 
+use std::sync::Arc;
+
 use super::Scheme;
 use crate::{Secret, UnixTime, secret::SecretError};
 
@@ -22,7 +24,7 @@ pub struct Outgoing<'a> {
 /// A scheme of the registry and a key it signs with. `Debug` never shows the key.
 #[derive(Debug, Clone)]
 pub struct Signer {
-    scheme: &'static dyn Scheme,
+    scheme: Arc<dyn Scheme>,
     key: Secret,
 }
 
@@ -30,14 +32,19 @@ impl Signer {
     /// Signs in `scheme` with `key`: the secret the receiver holds for an HMAC scheme, the
     /// 32-byte private seed for ed25519. Refuses a key the scheme cannot sign with.
     pub fn new(scheme: &'static dyn Scheme, key: Secret) -> Result<Self, SecretError> {
+        Self::configured(scheme.configured(None), key)
+    }
+
+    /// Signs in a scheme as a source configured it (its signed URL, say) with `key`.
+    pub fn configured(scheme: Arc<dyn Scheme>, key: Secret) -> Result<Self, SecretError> {
         scheme.check_signing_key(&key)?;
         Ok(Self { scheme, key })
     }
 
     /// The scheme this signer signs in.
     #[must_use]
-    pub fn scheme(&self) -> &'static dyn Scheme {
-        self.scheme
+    pub fn scheme(&self) -> &dyn Scheme {
+        self.scheme.as_ref()
     }
 
     /// The headers of one attempt: the scheme's envelope, then its signature.

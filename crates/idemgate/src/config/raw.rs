@@ -296,8 +296,14 @@ pub struct RawSource {
     pub hmac: Option<RawHmac>,
     /// `[sources.<id>.token]`: where `scheme = "token"` reads the token.
     pub token: Option<RawToken>,
-    /// How the body is read once verified: `"json"` (default) or `"form"`.
+    /// How the body is read once verified: `"json"` or `"form"` (default: the catalog
+    /// provider's, else JSON).
     pub body: Option<String>,
+    /// The URL the provider signs, as registered with it (schemes that sign the URL).
+    pub signed_url: Option<String>,
+    /// JSON pointers to fields a retry changes, left out of the fingerprint (default: the
+    /// catalog provider's, else none).
+    pub per_attempt: Option<Vec<String>>,
     /// Active secrets: `env:NAME`, `file:PATH` or a literal.
     #[serde(default)]
     pub secrets: Vec<String>,
@@ -349,6 +355,24 @@ pub struct RawHmac {
     pub signed: String,
     /// The header `{timestamp}` comes from (decimal Unix seconds).
     pub timestamp_header: Option<String>,
+    /// `s` (default) or `ms`.
+    pub timestamp_unit: Option<String>,
+    /// How the secret's text becomes the key: `utf8` (default), `base64`, `hex`, `whsec`.
+    pub key: Option<String>,
+    /// The header is `key=value` pairs: `{ separator = ",", timestamp = "t", signature = "v1" }`.
+    pub pairs: Option<RawPairs>,
+}
+
+/// `pairs` of `[sources.<id>.hmac]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPairs {
+    /// `,`, `;` or a space.
+    pub separator: char,
+    /// The key the timestamp is under, if the header carries it.
+    pub timestamp: Option<String>,
+    /// The key each signature is under.
+    pub signature: String,
 }
 
 /// `[sources.<id>.token]`: a shared token in a header.

@@ -9,13 +9,14 @@ use std::{
 };
 
 use idemgate_core::{
-    Scheme, SecretSet, SourceName,
+    Scheme, SecretSet, SourceName, catalog,
+    comparison::FieldPointer,
     form::BodyFormat,
     json::Limits,
     routing::TypePattern,
     scheme::{
         self, BasicAuth, GenericHmac, IdentityLocation, SharedToken,
-        generic::{self, Algorithm, Encoding, HmacSettings, SettingError},
+        generic::{self, Algorithm, Encoding, HmacSettings, KeyEncoding, PairsSettings, SettingError, TimestampUnit},
     },
 };
 use idemgate_http::gateway::Subscription;
@@ -52,6 +53,8 @@ pub struct SourceConfig {
     pub json_limits: Limits,
     /// How bodies are read into the JSON view (`body = "json"` or `"form"`).
     pub body: BodyFormat,
+    /// The fields a retry changes, left out of the fingerprint (the comparison form).
+    pub per_attempt: Vec<FieldPointer>,
     /// Where the stable event identity is.
     pub identity: IdentityLocation,
     /// Whether the same body bytes under another identity are a duplicate of the first.
@@ -153,24 +156,29 @@ fn source(
     };
     let tables = SchemeTables { hmac: raw.hmac.as_ref(), token: raw.token.as_ref() };
     let scheme = source_scheme(&key, &raw.scheme, tables, tolerance, r)?;
+    let scheme = signed_url(&key, scheme, raw.signed_url, r)?;
+    let provider = catalog::find(&raw.scheme);
     let body = match raw.body.as_deref() {
-        None => BodyFormat::Json,
+        None => provider.map_or(BodyFormat::Json, |p| p.body),
         Some(name) => BodyFormat::from_name(name)
             .ok_or_else(|| ConfigError::new(format!("{key}.body"), "must be \"json\" or \"form\""))?,
     };
+    let per_attempt = per_attempt(&key, raw.per_attempt, provider, body, r)?;
     r.show(&format!("{key}.body"), Shown::Value(body.name().into()));
     let shown = raw.secrets.iter().map(|reference| effective::reference(reference)).collect();
     r.show(&format!("{key}.secrets"), Shown::Value(toml::Value::Array(shown)));
     let body_limit = r.count(&format!("{key}.body_limit"), raw.body_limit, DEFAULT_BODY_LIMIT);
     let max_depth = r.count(&format!("{key}.max_depth"), raw.max_depth, Limits::default().max_depth);
     let configured_identity = raw.identity.is_some();
-    if !configured_identity && generic::NAMES.contains(&scheme.name()) {
+    if !configured_identity && !scheme.carries_identity() {
+        let why = if provider.is_some() {
+            "is a provider that sends no stable event identity"
+        } else {
+            "carries no event identity of its own"
+        };
         return Err(ConfigError::new(
             format!("{key}.identity"),
-            format!(
-                "scheme {:?} carries no event identity of its own: give identity = {{ pointer = \"/…\" }} or {{ header = \"…\" }}",
-                scheme.name()
-            ),
+            format!("scheme {:?} {why}: give identity = {{ pointer = \"/…\" }} or {{ header = \"…\" }}", scheme.name()),
         ));
     }
     let identity = identity(&key, raw.identity, scheme.as_ref())?;
@@ -185,7 +193,11 @@ fn source(
             if dedupe_body { "on" } else { "off" },
         )));
     }
-    let event_type = raw.event_type.map(|p| pointer(&format!("{key}.event_type"), p)).transpose()?;
+    let event_type = match raw.event_type {
+        Some(p) => Some(pointer(&format!("{key}.event_type"), p)?),
+        None if raw.event_type_header.is_none() => provider.and_then(|p| p.event_type).map(str::to_owned),
+        None => None,
+    };
     if let Some(event_type) = &event_type {
         r.show(&format!("{key}.event_type"), Shown::Value(event_type.clone().into()));
     }
@@ -246,6 +258,7 @@ fn source(
         body_limit,
         json_limits: Limits { max_depth },
         body,
+        per_attempt,
         identity,
         dedupe_body,
         event_type,
@@ -316,9 +329,70 @@ fn hmac_settings(table: &RawHmac) -> Result<HmacSettings, SettingError> {
         encoding: Encoding::from_name(&table.encoding)?,
         header: table.header.clone(),
         prefix: table.prefix.clone().unwrap_or_default(),
+        pairs: table.pairs.as_ref().map(|p| PairsSettings {
+            separator: p.separator,
+            timestamp: p.timestamp.clone(),
+            signature: p.signature.clone(),
+        }),
         signed: table.signed.clone(),
         timestamp_header: table.timestamp_header.clone(),
+        timestamp_unit: table.timestamp_unit.as_deref().map(TimestampUnit::from_name).transpose()?.unwrap_or_default(),
+        key: table.key.as_deref().map(KeyEncoding::from_name).transpose()?.unwrap_or_default(),
     })
+}
+
+/// The scheme signing the source's `signed_url`, when it signs the URL; refuses the
+/// setting where it is not read and its absence where it is needed.
+fn signed_url(
+    key: &str,
+    scheme: Arc<dyn Scheme>,
+    url: Option<String>,
+    r: &mut Reading<'_>,
+) -> Result<Arc<dyn Scheme>, ConfigError> {
+    let at = format!("{key}.signed_url");
+    match (scheme.signs_url(), url) {
+        (false, None) => Ok(scheme),
+        (false, Some(_)) => Err(ConfigError::new(at, format!("scheme {:?} does not sign the URL", scheme.name()))),
+        (true, None) => Err(ConfigError::new(
+            at,
+            format!("scheme {:?} signs the URL it posts to: give it as registered with the provider", scheme.name()),
+        )),
+        (true, Some(url)) => {
+            let parsed: http::Uri = url.parse().map_err(|_| ConfigError::new(&at, "not a valid URL"))?;
+            if !matches!(parsed.scheme_str(), Some("http" | "https")) || parsed.host().is_none() {
+                return Err(ConfigError::new(at, "must be an http or https URL"));
+            }
+            r.show(&at, Shown::Value(url.clone().into()));
+            Ok(scheme.with_signed_url(&url).unwrap_or(scheme))
+        }
+    }
+}
+
+/// The fields a retry changes: as configured, else the catalog provider's; only for JSON.
+fn per_attempt(
+    key: &str,
+    raw: Option<Vec<String>>,
+    provider: Option<&'static catalog::Provider>,
+    body: BodyFormat,
+    r: &mut Reading<'_>,
+) -> Result<Vec<FieldPointer>, ConfigError> {
+    let at = format!("{key}.per_attempt");
+    let texts = match raw {
+        Some(texts) => texts,
+        None => provider.map(|p| p.per_attempt.iter().map(|t| (*t).to_owned()).collect()).unwrap_or_default(),
+    };
+    if !texts.is_empty() && body != BodyFormat::Json {
+        return Err(ConfigError::new(at, "per-attempt fields are JSON pointers: only for a JSON body"));
+    }
+    let pointers = texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            FieldPointer::parse(text).map_err(|err| ConfigError::new(format!("{at}[{i}]"), err.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    r.show(&at, Shown::Value(texts.into()));
+    Ok(pointers)
 }
 
 /// `[sources.<id>.hmac]` as in effect: header names lowercased, the prefix shown even empty.
@@ -331,6 +405,17 @@ fn shown_hmac(settings: &HmacSettings) -> toml::Value {
     table.insert("signed".to_owned(), settings.signed.clone().into());
     if let Some(name) = &settings.timestamp_header {
         table.insert("timestamp_header".to_owned(), name.clone().into());
+    }
+    table.insert("timestamp_unit".to_owned(), settings.timestamp_unit.name().into());
+    table.insert("key".to_owned(), settings.key.name().into());
+    if let Some(pairs) = &settings.pairs {
+        let mut shown = toml::Table::new();
+        shown.insert("separator".to_owned(), pairs.separator.to_string().into());
+        if let Some(t) = &pairs.timestamp {
+            shown.insert("timestamp".to_owned(), t.clone().into());
+        }
+        shown.insert("signature".to_owned(), pairs.signature.clone().into());
+        table.insert("pairs".to_owned(), toml::Value::Table(shown));
     }
     toml::Value::Table(table)
 }

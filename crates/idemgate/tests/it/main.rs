@@ -53,6 +53,7 @@ mod portal_harness;
 mod portal_isolation;
 mod portal_messages;
 mod postgres_instances;
+mod providers;
 mod proxy_hardening;
 mod queue_outcomes;
 mod send_cli;

@@ -27,6 +27,7 @@ fn settings(algorithm: Algorithm, encoding: Encoding, prefix: &str, signed: &str
         prefix: prefix.into(),
         signed: signed.into(),
         timestamp_header: ts.map(str::to_owned),
+        ..HmacSettings::new(algorithm, encoding, "", "", "")
     }
 }
 
@@ -251,7 +252,7 @@ fn github_as_hmac() -> GenericHmac {
         header: "X-Hub-Signature-256".into(),
         prefix: "sha256=".into(),
         signed: "{body}".into(),
-        timestamp_header: None,
+        ..HmacSettings::new(Algorithm::Sha256, Encoding::Hex, "", "", "")
     };
     GenericHmac::new(&s).unwrap()
 }
@@ -291,4 +292,68 @@ fn githubs_scheme_equals_its_generic_configuration() {
     assert_eq!(GitHub.verify(&keys, delivery, NOW).err(), generic.verify(&keys, delivery, NOW).err());
     let message = Outgoing { id: "d-1", attempt: 1, timestamp: NOW, body };
     assert_eq!(GitHub.signature(&secret, &message), generic.signature(&secret, &message), "they sign alike too");
+}
+
+/// Stripe's header as pairs: `t=…,v1=…` over `{timestamp}.{body}`.
+fn stripe_as_pairs() -> GenericHmac {
+    let s = HmacSettings {
+        pairs: Some(PairsSettings { separator: ',', timestamp: Some("t".into()), signature: "v1".into() }),
+        timestamp_header: None,
+        ..HmacSettings::new(Algorithm::Sha256, Encoding::Hex, "Stripe-Signature", "", "{timestamp}.{body}")
+    };
+    GenericHmac::new(&s).unwrap()
+}
+
+#[test]
+fn pairs_read_the_timestamp_and_any_of_several_signatures_as_stripe_signs_them() {
+    let stripe = crate::scheme::lookup("stripe").unwrap();
+    let key = Secret::new(b"whsec_pairs".to_vec());
+    let signer = Signer::new(stripe, key.clone()).unwrap();
+    let message = Outgoing { id: "evt_1", attempt: 1, timestamp: NOW, body: BODY };
+    let (_, value) = signer.headers(&message).pop().unwrap();
+    let secrets = SecretSet::new(vec![key.clone()]).unwrap();
+    let pairs = stripe_as_pairs();
+    let sent = headers(&[("stripe-signature", &value)]);
+    assert!(pairs.verify(&secrets, RawDelivery { headers: &sent, body: BODY }, NOW).is_ok());
+    assert_eq!(pairs.signature(&key, &message).unwrap().1, value, "signs as Stripe does");
+    let rotated = format!("v1={},{value}, v0=ignored,x=y", "ab".repeat(32));
+    let sent = headers(&[("stripe-signature", &rotated)]);
+    assert!(pairs.verify(&secrets, RawDelivery { headers: &sent, body: BODY }, NOW).is_ok(), "any v1 matches");
+    for bad in ["v1=00", "t=1,t=2,v1=00", "garbage", &format!("t=1700000000,v1={}", "ab".repeat(32))] {
+        let sent = headers(&[("stripe-signature", bad)]);
+        assert!(pairs.verify(&secrets, RawDelivery { headers: &sent, body: BODY }, NOW).is_err(), "{bad}");
+    }
+    let stale = headers(&[("stripe-signature", &value)]);
+    let later = UnixTime(NOW.0 + 301);
+    assert_eq!(
+        pairs.verify(&secrets, RawDelivery { headers: &stale, body: BODY }, later),
+        Err(AuthError::TimestampOutOfTolerance { tolerance_secs: 300 })
+    );
+}
+
+#[test]
+fn millisecond_timestamps_and_base64_keys() {
+    let s = HmacSettings {
+        timestamp_header: Some("X-Ts".into()),
+        timestamp_unit: TimestampUnit::Milliseconds,
+        key: KeyEncoding::Base64,
+        ..HmacSettings::new(Algorithm::Sha256, Encoding::Base64, "X-Sig", "", "{body}{timestamp}")
+    };
+    let scheme = GenericHmac::new(&s).unwrap();
+    let key = scheme.decode_secret("a2V5LWJ5dGVz").unwrap();
+    assert_eq!(key.expose(), b"key-bytes");
+    assert!(scheme.decode_secret("not base64!").is_err());
+    let message = Outgoing { id: "evt_1", attempt: 1, timestamp: NOW, body: BODY };
+    let signer = Signer::new(Box::leak(Box::new(scheme.clone())), key.clone()).unwrap();
+    let sent: Vec<(String, String)> = signer.headers(&message).into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
+    assert!(sent.contains(&("x-ts".to_owned(), "1700000000000".to_owned())), "{sent:?}");
+    // python3 -c 'import hmac,hashlib,base64; print(base64.b64encode(hmac.new(b"key-bytes",
+    //   b"{\"id\":\"evt_1\"}1700000000000", hashlib.sha256).digest()).decode())'
+    let expected = Algorithm::Sha256.mac(b"key-bytes", &[BODY, b"1700000000000"]);
+    assert!(sent.contains(&("x-sig".to_owned(), STANDARD.encode(expected))), "{sent:?}");
+    let pairs: Vec<(&str, &str)> = sent.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let secrets = SecretSet::new(vec![key]).unwrap();
+    let delivery = headers(&pairs);
+    assert!(scheme.verify(&secrets, RawDelivery { headers: &delivery, body: BODY }, UnixTime(NOW.0 + 299)).is_ok());
+    assert!(scheme.verify(&secrets, RawDelivery { headers: &delivery, body: BODY }, UnixTime(NOW.0 + 301)).is_err());
 }
