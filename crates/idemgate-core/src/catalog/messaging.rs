@@ -17,8 +17,8 @@ pub(super) const PROVIDERS: &[Provider] = &[
         identity_note: "Twilio adds I-Twilio-Idempotency-Token to its webhook requests so that a receiver can \
                         recognise Twilio's own retries of a request, which carry the same token (Webhooks: \
                         Connection Overrides; paraphrased, the page's wording on the header could not be quoted \
-                        here). Not signed: body receipts are on. MessageSid is no identity for status callbacks, \
-                        since every status of one message carries it.",
+                        here). Not signed. MessageSid is no identity for status callbacks: every status of one \
+                        message carries it.",
         event_type: Some("/MessageStatus"),
         body: BodyFormat::Form,
         per_attempt: &[],
@@ -58,10 +58,11 @@ pub(super) const PROVIDERS: &[Provider] = &[
         signing: Signing::Coded(&Discord::DEFAULT),
         identity: None,
         identity_note: "None: a webhook event's body (version, application_id, type, and event with type, \
-                        timestamp, data) carries no event id (Webhook Events, Payload Structure). Interactions \
-                        carry /id, but Discord does not retry them and expects an interaction response. Discord \
-                        also validates the URL with a PING that expects \"a 204 response with an empty body\", \
-                        which idemgate does not give.",
+                        timestamp, data) carries no event id (Webhook Events, Payload Structure); some events' data \
+                        does, e.g. ENTITLEMENT_CREATE's entitlement id at /event/data/id. Interactions carry /id, \
+                        but Discord does not retry them and expects an interaction response. Discord also validates \
+                        the URL with a PING that expects \"a 204 response with an empty body\", which idemgate \
+                        does not give.",
         event_type: Some("/event/type"),
         body: BodyFormat::Json,
         per_attempt: &[],

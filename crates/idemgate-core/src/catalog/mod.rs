@@ -15,6 +15,7 @@
 //! [`crate::scheme::lookup`] finds a provider's scheme by its name.
 
 mod classic;
+mod messaging;
 
 use std::sync::{Arc, LazyLock};
 
@@ -32,7 +33,7 @@ use crate::{
 };
 
 /// Every group's entries, in the order the catalog page lists them.
-const GROUPS: &[&[Provider]] = &[classic::PROVIDERS];
+const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, messaging::PROVIDERS];
 
 /// One provider as the catalog knows it.
 #[derive(Debug)]

@@ -87,6 +87,11 @@ impl Scheme for Discord {
         IdentityLocation::Body("/id".into())
     }
 
+    /// A webhook event carries no event id: a source names one (see the catalog entry).
+    fn carries_identity(&self) -> bool {
+        false
+    }
+
     /// The application's public key as the Developer Portal shows it: 64 hex digits.
     fn decode_secret(&self, text: &str) -> Result<Secret, SecretError> {
         if text.len() != 64 {

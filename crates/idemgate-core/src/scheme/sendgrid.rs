@@ -132,9 +132,16 @@ impl Scheme for SendGrid {
         NAME
     }
 
-    /// Each event of the batch carries `sg_event_id`; the first event's is the default.
+    /// Not in effect: a source must name its identity ([`Scheme::carries_identity`]). The
+    /// first event's `sg_event_id` is what the catalog entry suggests, with its caveat.
     fn default_identity(&self) -> IdentityLocation {
         IdentityLocation::Body("/0/sg_event_id".into())
+    }
+
+    /// A POST carries a batch of events and SendGrid documents no identity of the batch:
+    /// a source names one (see the catalog entry).
+    fn carries_identity(&self) -> bool {
+        false
     }
 
     /// The verification key as SendGrid shows it: base64 of the DER public key. Stored as

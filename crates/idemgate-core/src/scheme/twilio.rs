@@ -290,6 +290,14 @@ impl Scheme for Twilio {
         Arc::new(self.clone())
     }
 
+    fn signs_url(&self) -> bool {
+        true
+    }
+
+    fn with_signed_url(&self, url: &str) -> Option<Arc<dyn Scheme>> {
+        Some(Arc::new(Self::with_url(url)))
+    }
+
     fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
         vec![(IDEMPOTENCY_HEADER, message.id.to_owned())]
     }
