@@ -50,7 +50,11 @@ pub(super) const PROVIDERS: &[Provider] = &[
                      up to 24 hours after the event occurs\" (Troubleshooting the Event Webhook). Whether a retried \
                      POST is signed at its own time is not documented, so the default tolerance is those 24 hours.",
         docs: "https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features",
-        backing: Backing::Library { registry: Registry::PyPi, package: "sendgrid", api: "EventWebhook.verify_signature" },
+        backing: Backing::Library {
+            registry: Registry::PyPi,
+            package: "sendgrid",
+            api: "EventWebhook.verify_signature",
+        },
     },
     Provider {
         name: "discord",

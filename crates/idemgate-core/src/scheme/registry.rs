@@ -5,8 +5,8 @@
 //! a list of names.
 
 use super::{
-    DemoV1, Discord, GitHub, Scheme, SendGrid, Shopify, Slack, StandardWebhooks, StandardWebhooksEd25519, Stripe, Telnyx,
-    Twilio,
+    DemoV1, Discord, GitHub, Scheme, SendGrid, Shopify, Slack, StandardWebhooks, StandardWebhooksEd25519, Stripe,
+    Telnyx, Twilio,
 };
 
 /// Every scheme, with its default settings, in the order error messages list them.
