@@ -640,7 +640,7 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
             );
             let named = provider_source(scheme, key, &format!("identity = {{ pointer = \"{identity}\" }}")).unwrap();
             assert_eq!(named.sources[0].identity, IdentityLocation::Body(identity.into()));
-            assert!(provider_source(scheme, "not-a-key", &format!("identity = {{ pointer = \"/id\" }}")).is_err());
+            assert!(provider_source(scheme, "not-a-key", "identity = { pointer = \"/id\" }").is_err());
         }
         // Telnyx: the event id in the body, signed, and the fields each attempt changes.
         let telnyx = provider_source("telnyx", "2inpWwLgD/oVZFd1+x0roiKhlDOV7qBrlOLAV7e+adA=", "").unwrap();
