@@ -14,6 +14,8 @@ pub mod idempotency;
 
 pub mod job;
 
+pub mod limit;
+
 pub mod json;
 pub mod mail;
 pub mod outbound;

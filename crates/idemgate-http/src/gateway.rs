@@ -449,13 +449,23 @@ async fn scrape(State(gateway): State<Arc<Gateway>>) -> Response {
     }
 }
 
-/// Ready when the store's writer can take the write lock now.
+/// Ready when the store's writer can take the write lock now; on PostgreSQL, with whether
+/// a synchronous standby holds every acknowledged commit (read now, so a failover that
+/// left the promoted server alone shows).
 async fn readyz(State(gateway): State<Arc<Gateway>>) -> Response {
     let ready = gateway.store.ping().await;
     if let Err(err) = &ready {
         tracing::warn!(error = %err, "readiness check failed");
+        return readiness(false, None);
     }
-    readiness(ready.is_ok())
+    let standby = match gateway.store.replication().await {
+        Ok(replication) => replication.map(|replication| replication.failover_risk()),
+        Err(err) => {
+            tracing::debug!(error = %err, "could not read the store's replication");
+            None
+        }
+    };
+    readiness(true, standby)
 }
 
 #[cfg(test)]

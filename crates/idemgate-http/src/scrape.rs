@@ -1,6 +1,7 @@
 //! `GET /metrics`: Prometheus text rendered from what the process recorded. A scrape reads
 //! nothing from the store: the queue's gauges (jobs by state, the age of the oldest
-//! waiting job, whether the store can be read, which destinations their breakers paused)
+//! waiting job, whether the store can be read, which destinations their breakers paused,
+//! on PostgreSQL whether a synchronous standby is in sync)
 //! are refreshed by [`refresh_queue_gauges`]
 //! on an interval, so a scraper polling often costs the store nothing more.
 //!
@@ -79,6 +80,11 @@ async fn record_queue_gauges(store: &Store, clock: &dyn Clock, labels: EndpointL
     }
     for (destination, value) in paused {
         metrics::gauge!("idemgate_destination_paused", "destination" => destination).set(value);
+    }
+    // PostgreSQL only: whether a failover could lose acknowledged events right now.
+    if let Some(replication) = store.replication().await? {
+        let safe = replication.failover_risk().is_none();
+        metrics::gauge!("idemgate_store_synchronous_standby").set(if safe { 1.0 } else { 0.0 });
     }
     Ok(())
 }

@@ -40,7 +40,7 @@ pub use error::{ErrorKind, HandlerError, StoreError};
 pub use model::{
     audit, idempotency, inbox, jobs, maintenance, outbound,
     receive::{ConflictRecord, Receipt, ReceiveRequest},
-    session, views,
+    replication, session, views,
 };
 pub use postgres::{PgError, PgOptions, PgStore, create_schema};
 /// rusqlite, re-exported so handlers use the same version the store does.

@@ -20,6 +20,7 @@ use idemgate_core::{
     Outcome, ReceiptKey, SourceName, UnixTime,
     alert::{AlertRecord, Snapshot},
     idempotency::Fingerprint,
+    limit::Limits,
     outcome::FailureCause,
     retry::Decision,
 };
@@ -29,9 +30,10 @@ use crate::{
     audit::{Audit, AuditFilter, AuditRecord},
     idempotency::{Begin, CompletedRecord, Lifetimes, RecordKey, StoredResponse},
     inbox::{IncomingEvent, JobRecord, StoredEvent},
-    jobs::{AttemptRecord, Breakers, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
+    jobs::{AttemptRecord, Breakers, Claimed, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     maintenance::{PurgeReport, Retention},
     postgres::PgStore,
+    replication::Replication,
     sqlite::{Handler, handover::Handover},
     views::{
         AttemptBucket, AttemptRow, BreakerView, ConflictBucket, ConflictFilter, ConflictRow, DeadJob,
@@ -189,6 +191,16 @@ impl Store {
         on_backend!(self, store => store.ping().await)
     }
 
+    /// How the PostgreSQL server replicates the store's commits now (its
+    /// [`Replication::failover_risk`] says whether a failover could lose acknowledged
+    /// events); `None` on SQLite, which has no standby to fail over to.
+    pub async fn replication(&self) -> Result<Option<Replication>, StoreError> {
+        match self.open_backend()? {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(store) => store.replication().await.map(Some),
+        }
+    }
+
     /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of [`crate::jobs`];
     /// `fifo` names the destinations delivered in order.
     pub async fn claim_jobs(
@@ -213,7 +225,26 @@ impl Store {
         fifo: Vec<String>,
         per_destination: HashMap<String, usize>,
     ) -> Result<Vec<ClaimedJob>, StoreError> {
-        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo, per_destination).await)
+        let claimed = self.claim_jobs_within(now_ms, lease, limit, fifo, per_destination, HashMap::new()).await?;
+        Ok(claimed.jobs)
+    }
+
+    /// [`Self::claim_jobs_limited`], holding each destination `shared` names to its limits
+    /// over every instance on the store: its rate limit's token bucket, kept in its row, and
+    /// its cap on attempts in flight, counted as its jobs leased now (a killed instance's
+    /// places come back as its leases expire). The claim takes its turn on those rows, takes
+    /// no more than the room they leave, and spends a token per job taken, in its one write
+    /// (core's `limit`). Returns the jobs and the room each limited destination had.
+    pub async fn claim_jobs_within(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+        fifo: Vec<String>,
+        per_destination: HashMap<String, usize>,
+        shared: HashMap<String, Limits>,
+    ) -> Result<Claimed, StoreError> {
+        on_backend!(self, store => store.claim_jobs(now_ms, lease, limit, fifo, per_destination, shared).await)
     }
 
     /// Records an attempt and moves its job as `decision` says, if the lease is current.

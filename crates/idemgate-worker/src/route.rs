@@ -43,8 +43,8 @@ impl Route {
     }
 }
 
-/// How a destination is protected: a rate limit and a cap on attempts in flight (held by
-/// this worker), and a circuit breaker (kept in the store, shared by every instance).
+/// How a destination is protected: a rate limit and a cap on attempts in flight, and a
+/// circuit breaker, all three held by the store over every instance.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Protection {
     /// Most attempts started per second, with a burst.

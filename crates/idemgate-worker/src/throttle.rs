@@ -1,7 +1,8 @@
-//! Throttling a destination: its rate limit (governor's GCRA on the worker's clock) and
-//! its in-flight cap (a semaphore), kept per destination name by the worker across claims
-//! and reloads that keep its settings; what a claim reserves of them; and what the store is
-//! told of whether a destination is throttled.
+//! Throttling a destination: its rate limit and in-flight cap, which the store holds for
+//! every instance (core's `limit`, applied in the claim's transaction), and this worker's
+//! own in-flight permits, kept per destination name across claims and reloads that keep
+//! its settings; what a claim reserves of them; and what the store is told of whether a
+//! destination is throttled.
 
 use std::{
     collections::HashMap,
@@ -9,42 +10,20 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU8, Ordering},
     },
-    time::Duration,
 };
 
+use idemgate_core::limit::{Limits, Rate};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::{
-    Clock,
-    route::{RateLimit, Route},
-};
+use crate::route::{RateLimit, Route};
 
-/// The rate limiter: governor's GCRA (well kept, lock-free, and driven by the worker's
-/// clock here, so that tests move time instead of sleeping).
-pub(crate) type Limiter = governor::RateLimiter<
-    governor::state::NotKeyed,
-    governor::state::InMemoryState,
-    LimiterClock,
-    governor::middleware::NoOpMiddleware<Duration>,
->;
-
-/// The worker's clock as governor's clock, to the millisecond.
-#[derive(Clone)]
-pub(crate) struct LimiterClock(Arc<dyn Clock>);
-
-impl governor::clock::Clock for LimiterClock {
-    type Instant = Duration;
-
-    fn now(&self) -> Duration {
-        Duration::from_millis(u64::try_from(self.0.now_ms()).unwrap_or(0))
-    }
-}
-
-/// One destination's limiter and in-flight permits, kept across batches and reloads.
+/// One destination's limits and this worker's in-flight permits, kept across batches and
+/// reloads.
 pub(crate) struct Throttle {
     /// The settings they were made for; other settings make a new throttle.
     pub(crate) settings: (Option<RateLimit>, Option<usize>),
-    pub(crate) limiter: Option<Limiter>,
+    /// This worker's permits of the in-flight cap (the store holds the cap over every
+    /// instance; a worker never holds more than all of it either).
     pub(crate) in_flight: Option<Arc<Semaphore>>,
     /// Whether the last claim was cut short by the limits.
     pub(crate) throttled: AtomicBool,
@@ -66,30 +45,22 @@ pub(crate) fn recording(recorded: u8, throttled: bool) -> Option<u8> {
 }
 
 impl Throttle {
-    pub(crate) fn new(settings: (Option<RateLimit>, Option<usize>), clock: &Arc<dyn Clock>) -> Self {
-        let limiter = settings.0.and_then(|rate| {
-            let period = Duration::try_from_secs_f64(1.0 / rate.per_second)
-                .unwrap_or(Duration::MAX)
-                .max(Duration::from_nanos(1));
-            let burst = std::num::NonZeroU32::new(rate.burst.max(1))?;
-            let quota = governor::Quota::with_period(period)?.allow_burst(burst);
-            Some(governor::RateLimiter::direct_with_clock(quota, LimiterClock(Arc::clone(clock))))
-        });
+    pub(crate) fn new(settings: (Option<RateLimit>, Option<usize>)) -> Self {
         let in_flight = settings.1.map(|cap| Arc::new(Semaphore::new(cap)));
-        Self { settings, limiter, in_flight, throttled: AtomicBool::new(false), recorded: AtomicU8::new(UNRECORDED) }
+        Self { settings, in_flight, throttled: AtomicBool::new(false), recorded: AtomicU8::new(UNRECORDED) }
+    }
+
+    /// The limits the store holds the destination to, over every instance.
+    pub(crate) fn limits(&self) -> Limits {
+        let rate = self.settings.0.map(|rate| Rate { per_second: rate.per_second, burst: rate.burst.max(1) });
+        Limits { rate, max_in_flight: self.settings.1 }
     }
 }
 
-/// Reserves what `most` jobs need to start now: as many permits of `cap` (the
-/// destination's own in-flight cap) as are free, and as many of `limiter`'s tokens as there
-/// are permits. Returns a permit per job that may start.
-pub(crate) fn reserve(cap: &Arc<Semaphore>, limiter: Option<&Limiter>, most: usize) -> Vec<OwnedSemaphorePermit> {
-    let mut permits: Vec<_> = std::iter::from_fn(|| Arc::clone(cap).try_acquire_owned().ok()).take(most).collect();
-    if let Some(limiter) = limiter {
-        let allowed = (0..permits.len()).take_while(|_| limiter.check().is_ok()).count();
-        permits.truncate(allowed);
-    }
-    permits
+/// Reserves as many permits of `cap` (the destination's own in-flight cap, this worker's
+/// share of it) as are free, at most `most`: a permit per job that may start.
+pub(crate) fn reserve(cap: &Arc<Semaphore>, most: usize) -> Vec<OwnedSemaphorePermit> {
+    std::iter::from_fn(|| Arc::clone(cap).try_acquire_owned().ok()).take(most).collect()
 }
 
 /// The worker's throttles by destination name.
@@ -109,11 +80,7 @@ impl Throttles {
     /// The throttles of `routes` that need one, made or kept; those of destinations gone or
     /// unthrottled are dropped. Also returns the names of dropped throttles the store was
     /// told were throttled, to be cleared there.
-    pub(crate) fn for_routes(
-        &self,
-        routes: &HashMap<String, Route>,
-        clock: &Arc<dyn Clock>,
-    ) -> (Vec<(String, Arc<Throttle>)>, Vec<String>) {
+    pub(crate) fn for_routes(&self, routes: &HashMap<String, Route>) -> (Vec<(String, Arc<Throttle>)>, Vec<String>) {
         let mut all = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut dropped = Vec::new();
         all.retain(|name, throttle| {
@@ -130,7 +97,7 @@ impl Throttles {
             .filter(|(_, route)| route.protection.rate_limit.is_some() || route.protection.max_in_flight.is_some())
             .map(|(name, route)| {
                 let settings = (route.protection.rate_limit, route.protection.max_in_flight);
-                let throttle = all.entry(name.clone()).or_insert_with(|| Arc::new(Throttle::new(settings, clock)));
+                let throttle = all.entry(name.clone()).or_insert_with(|| Arc::new(Throttle::new(settings)));
                 (name.clone(), Arc::clone(throttle))
             })
             .collect();

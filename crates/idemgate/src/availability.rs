@@ -9,7 +9,7 @@
 
 use std::{os::unix::fs::DirBuilderExt, path::PathBuf, sync::Arc, time::Duration};
 
-use idemgate_store::{PgStore, SqliteStore, Store, StoreError, StoreOptions};
+use idemgate_store::{PgStore, SqliteStore, Store, StoreError, StoreOptions, replication::FAILOVER_WARNING};
 use tokio::sync::watch;
 
 use crate::{config::StoreConfig, errors::one_line};
@@ -88,6 +88,7 @@ impl Availability {
         let (opening, opened) = watch::channel(false);
         match open(config).await {
             Ok(store) => {
+                warn_of_failover_risk(&store).await;
                 let _ = opening.send(true);
                 Ok(Self { store, opened })
             }
@@ -130,6 +131,7 @@ async fn keep_opening(
                 store.make_available(&opened);
                 let _ = opening.send(true);
                 tracing::info!(backend = store.backend(), "the store is open; serving with it");
+                warn_of_failover_risk(&store).await;
                 return;
             }
             Err(err) => {
@@ -141,5 +143,22 @@ async fn keep_opening(
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
+    }
+}
+
+/// Logs a warning, once when the store opens, if it is PostgreSQL and a failover to a
+/// standby could lose events it acknowledges: no synchronous standby connected and in
+/// sync, or commits that do not wait for one. Not an error: one server without
+/// replication is a valid setup. `/readyz` and `idemgate_store_synchronous_standby` say
+/// the same while the gateway runs.
+async fn warn_of_failover_risk(store: &Store) {
+    match store.replication().await {
+        Ok(Some(replication)) => {
+            if let Some(risk) = replication.failover_risk() {
+                tracing::warn!(reason = %risk, "{FAILOVER_WARNING}");
+            }
+        }
+        Ok(None) => {}
+        Err(err) => tracing::warn!(error = %one_line(&err), "could not read PostgreSQL's replication state"),
     }
 }

@@ -16,6 +16,7 @@
 
 mod classic;
 mod messaging;
+mod support;
 
 use std::sync::{Arc, LazyLock};
 
@@ -33,7 +34,7 @@ use crate::{
 };
 
 /// Every group's entries, in the order the catalog page lists them.
-const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, messaging::PROVIDERS];
+const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, support::PROVIDERS, messaging::PROVIDERS];
 
 /// One provider as the catalog knows it.
 #[derive(Debug)]

@@ -49,6 +49,7 @@ use axum::{
 };
 use http::{HeaderValue, StatusCode, header};
 use idemgate_core::{Outcome, Rejection, outcome::Location};
+use idemgate_store::replication::{FAILOVER_WARNING, FailoverRisk};
 use serde_json::{Map, Value, json};
 
 use crate::body::BodyError;
@@ -248,12 +249,24 @@ pub async fn healthy() -> Response {
 }
 
 /// `200 {"status":"ready"}` or `503 {"status":"unavailable"}`: whether the store can write.
+/// On PostgreSQL `standby` says whether a failover could lose acknowledged events (`None`:
+/// nothing to say, on SQLite or when it could not be read): a ready answer adds
+/// `"synchronous_standby"`, and when false a `"warning"` with the reason. Still 200: a
+/// server without a standby is a valid setup.
 #[must_use]
-pub fn readiness(ready: bool) -> Response {
-    if ready {
-        Json(json!({ "status": "ready" })).into_response()
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "unavailable" }))).into_response()
+pub fn readiness(ready: bool, standby: Option<Option<FailoverRisk>>) -> Response {
+    if !ready {
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "unavailable" }))).into_response();
+    }
+    match standby {
+        None => Json(json!({ "status": "ready" })).into_response(),
+        Some(None) => Json(json!({ "status": "ready", "synchronous_standby": true })).into_response(),
+        Some(Some(risk)) => Json(json!({
+            "status": "ready",
+            "synchronous_standby": false,
+            "warning": format!("{FAILOVER_WARNING}: {risk}"),
+        }))
+        .into_response(),
     }
 }
 

@@ -19,6 +19,13 @@
 //! probe is due, then one, and moves the probe time on in the claim's write. A claim may
 //! also be given a limit per destination (a throttled destination's jobs the worker can
 //! start now), so that no job waits under a lease it may not outlive.
+//!
+//! A destination's rate limit and in-flight cap ([`Limits`], core's
+//! [`idemgate_core::limit`]) are shared by every instance: its token bucket is kept in its
+//! `destinations` row, and its attempts in flight are its jobs `running` under a lease that
+//! has not expired (so a killed instance's places come back with its leases). A claim given
+//! a destination's limits locks its row, counts them, takes no more than the room they
+//! leave, and writes the bucket back spent by the jobs it took, in its one write.
 
 use std::{collections::HashMap, time::Duration};
 
@@ -26,6 +33,7 @@ use idemgate_core::{
     ReceiptKey, UnixTime,
     breaker::{BreakerPolicy, BreakerState, Claim, Pause, Verdict},
     job::{JobState, Transition},
+    limit::{Bucket, Limits},
     retry::{Attempted, Decision},
 };
 
@@ -306,6 +314,63 @@ impl ClaimPlan {
     /// The limited destinations, for the query of the others' jobs.
     pub(crate) fn limited_names(&self) -> Vec<String> {
         self.limits.keys().cloned().collect()
+    }
+}
+
+/// A claim's jobs, and how many of each destination whose shared limits it was given
+/// those limits let it take ([`Limits::room`], at the claim's time).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claimed {
+    /// The jobs taken, leased.
+    pub jobs: Vec<ClaimedJob>,
+    /// By destination (each one given limits): the most the claim could take of it.
+    pub room: HashMap<String, usize>,
+}
+
+/// What a claim read of the destinations whose shared limits it was given: their buckets
+/// (a destination without a row or bucket yet has none) and their jobs leased now.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) limits: HashMap<String, Limits>,
+    pub(crate) buckets: HashMap<String, Bucket>,
+    pub(crate) in_flight: HashMap<String, usize>,
+}
+
+impl Shared {
+    /// The room each limited destination has at `now_ms`; `per_destination` (the worker's
+    /// own limits) is narrowed to it.
+    pub(crate) fn narrow(&self, per_destination: &mut HashMap<String, usize>, now_ms: i64) -> HashMap<String, usize> {
+        let mut room = HashMap::with_capacity(self.limits.len());
+        for (name, limits) in &self.limits {
+            let in_flight = self.in_flight.get(name).copied().unwrap_or(0);
+            let free = limits.room(self.buckets.get(name).copied(), in_flight, now_ms);
+            let most = per_destination.get(name).copied().unwrap_or(usize::MAX).min(free);
+            per_destination.insert(name.clone(), most);
+            room.insert(name.clone(), free);
+        }
+        room
+    }
+
+    /// The buckets to write after the claim took `claimed` at `now_ms`: each rate-limited
+    /// destination's, spent by its jobs taken.
+    pub(crate) fn spent(&self, claimed: &[ClaimedJob], now_ms: i64) -> Vec<(String, Bucket)> {
+        let mut names: Vec<&String> = self.limits.keys().collect();
+        names.sort_unstable();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let taken = claimed.iter().filter(|job| &job.destination == name).count();
+                let bucket = self.limits[name].spent(self.buckets.get(name).copied(), taken, now_ms)?;
+                Some((name.clone(), bucket))
+            })
+            .collect()
+    }
+
+    /// The limited destinations' names, sorted (the order their rows are locked in).
+    pub(crate) fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.limits.keys().cloned().collect();
+        names.sort_unstable();
+        names
     }
 }
 

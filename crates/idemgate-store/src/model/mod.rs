@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod maintenance;
 pub mod outbound;
 pub(crate) mod receive;
+pub mod replication;
 pub mod session;
 pub mod views;
 

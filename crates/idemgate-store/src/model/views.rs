@@ -184,8 +184,8 @@ pub struct DestinationHealth {
     pub last_failure: Option<FailedAttempt>,
     /// Its circuit breaker's state (shared by every instance).
     pub breaker: BreakerView,
-    /// Since when its rate limit or in-flight cap holds its jobs back, if a worker last saw
-    /// it so (each instance throttles on its own; this is the latest any of them recorded).
+    /// Since when its rate limit or in-flight cap (shared by every instance) holds its jobs
+    /// back, as the workers' claims last recorded it.
     pub throttled_since: Option<UnixTime>,
 }
 

@@ -15,17 +15,22 @@ use std::{
 };
 
 use deadpool_postgres::GenericClient;
-use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
+use idemgate_core::{
+    UnixTime,
+    breaker::BreakerState,
+    limit::{Bucket, Limits},
+    retry::Decision,
+};
 use tokio_postgres::{Row, types::ToSql};
 
 use super::{PgStore, audit, retrying, sql_limit};
 use crate::{
     StoreError,
     audit::Audit,
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
+    jobs::{AttemptRecord, Claimed, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     model::{
         jobs::{
-            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, closed_by_answers,
+            Breakers, ClaimPlan, FilterBindings, Recording, Shared, breaker_columns, breaker_of, closed_by_answers,
             fold_breakers, lease_until,
         },
         key, parse_headers, second_of,
@@ -197,6 +202,24 @@ async fn write_breakers(
     Ok(())
 }
 
+/// Writes the token buckets of `spent` destinations (their rows exist: the claim locked them).
+async fn write_buckets(tx: &deadpool_postgres::Transaction<'_>, spent: &[(String, Bucket)]) -> Result<(), StoreError> {
+    if spent.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = spent.iter().map(|(name, _)| name.as_str()).collect();
+    let levels: Vec<i64> = spent.iter().map(|(_, bucket)| bucket.level).collect();
+    let times: Vec<i64> = spent.iter().map(|(_, bucket)| bucket.at_ms).collect();
+    let write = tx
+        .prepare_cached(
+            "UPDATE destinations d SET bucket_level = u.level, bucket_at_ms = u.at_ms
+             FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(name, level, at_ms) WHERE d.name = u.name",
+        )
+        .await?;
+    tx.execute(&write, &[&names, &levels, &times]).await?;
+    Ok(())
+}
+
 /// Records `finished`'s attempts and moves each job as its decision says if its lease is
 /// current; of those current ones only, disables the destinations that answered `410` and
 /// closes the breakers of the destinations in `closed`: a completion under a lease taken
@@ -271,10 +294,12 @@ async fn completed(
 
 impl PgStore {
     /// Claims up to `limit` due jobs at `now_ms` for `lease`, by the rules of
-    /// [`crate::jobs`], at most `per_destination`'s number of a destination it names; of a
-    /// paused destination none, or one when its probe is due (the probe time moves on in
-    /// the same transaction, whose lock on the paused rows makes instances take turns).
-    /// Jobs locked by another claim in progress are skipped, not waited for.
+    /// [`crate::jobs`], at most `per_destination`'s number of a destination it names, and of
+    /// a destination `shared` names no more than its shared limits leave room for (read and
+    /// spent under its row's lock); of a paused destination none, or one when its probe is
+    /// due (the probe time moves on in the same transaction, whose lock on the paused rows
+    /// makes instances take turns). Jobs locked by another claim in progress are skipped,
+    /// not waited for.
     pub(crate) async fn claim_jobs(
         &self,
         now_ms: i64,
@@ -282,13 +307,15 @@ impl PgStore {
         limit: usize,
         fifo: Vec<String>,
         per_destination: HashMap<String, usize>,
-    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        shared: HashMap<String, Limits>,
+    ) -> Result<Claimed, StoreError> {
         if per_destination.is_empty()
-            && let Some(claimed) = retrying(|| self.try_claim_open(now_ms, lease, limit, &fifo)).await?
+            && shared.is_empty()
+            && let Some(jobs) = retrying(|| self.try_claim_open(now_ms, lease, limit, &fifo)).await?
         {
-            return Ok(claimed);
+            return Ok(Claimed { jobs, room: HashMap::new() });
         }
-        retrying(|| self.try_claim(now_ms, lease, limit, &fifo, per_destination.clone())).await
+        retrying(|| self.try_claim(now_ms, lease, limit, &fifo, per_destination.clone(), &shared)).await
     }
 
     /// The claim while no destination is paused and none is limited, the common case: one
@@ -333,18 +360,58 @@ impl PgStore {
         lease: Duration,
         limit: usize,
         fifo: &[String],
-        per_destination: HashMap<String, usize>,
-    ) -> Result<Vec<ClaimedJob>, StoreError> {
+        mut per_destination: HashMap<String, usize>,
+        limits: &HashMap<String, Limits>,
+    ) -> Result<Claimed, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
-        let paused = tx
+        let now = second_of(now_ms);
+        let mut shared = Shared { limits: limits.clone(), ..Shared::default() };
+        let names = shared.names();
+        if !names.is_empty() {
+            // A row for each limited destination, so that the next statement (which sees
+            // the rows another claim just made) can lock it.
+            let made = tx
+                .prepare_cached(
+                    "INSERT INTO destinations (name) SELECT unnest($1::text[]) ORDER BY 1 ON CONFLICT (name) DO NOTHING",
+                )
+                .await?;
+            tx.execute(&made, &[&names]).await?;
+        }
+        // The paused rows and the limited ones, locked in one order: claims of limited
+        // destinations take turns, each reading the buckets and leases the last one left.
+        let locked = tx
             .prepare_cached(&format!(
-                "SELECT name, {BREAKER} FROM destinations WHERE paused_at_ms IS NOT NULL ORDER BY name FOR UPDATE"
+                "SELECT name, {BREAKER}, bucket_level, bucket_at_ms FROM destinations
+                 WHERE paused_at_ms IS NOT NULL OR name = ANY($1::text[]) ORDER BY name FOR UPDATE"
             ))
             .await?;
-        let paused = tx.query(&paused, &[]).await?.iter().map(breaker_row).collect::<Result<Vec<_>, StoreError>>()?;
+        let mut paused = Vec::new();
+        for row in tx.query(&locked, &[&names]).await? {
+            let (name, breaker) = breaker_row(&row)?;
+            let bucket: (Option<i64>, Option<i64>) = (row.try_get(6)?, row.try_get(7)?);
+            if let (Some(level), Some(at_ms)) = bucket {
+                shared.buckets.insert(name.clone(), Bucket { level, at_ms });
+            }
+            if breaker.paused.is_some() {
+                paused.push((name, breaker));
+            }
+        }
+        if !names.is_empty() {
+            let leased = tx
+                .prepare_cached(
+                    "SELECT destination, count(*) FROM jobs
+                     WHERE state = 'running' AND lease_until > $1 AND destination = ANY($2::text[])
+                     GROUP BY destination",
+                )
+                .await?;
+            for row in tx.query(&leased, &[&now, &names]).await? {
+                let count: i64 = row.try_get(1)?;
+                shared.in_flight.insert(row.try_get(0)?, usize::try_from(count).unwrap_or(0));
+            }
+        }
+        let room = shared.narrow(&mut per_destination, now_ms);
         let plan = ClaimPlan::new(per_destination, paused, now_ms);
-        let now = second_of(now_ms);
         let others = format!("WITH {} {DUE}", due("NOT (j.destination = ANY($4::text[]))"));
         let (limited, most) = (plan.limited_names(), sql_limit(limit));
         let mut chosen: Vec<(i64, i64)> = Vec::new();
@@ -376,8 +443,9 @@ impl PgStore {
             .map(|(name, state)| (name.clone(), *state))
             .collect();
         write_breakers(&tx, &probed).await?;
+        write_buckets(&tx, &shared.spent(&claimed, now_ms)).await?;
         tx.commit().await?;
-        Ok(claimed)
+        Ok(Claimed { jobs: claimed, room })
     }
 
     /// Records each finished attempt and moves its job as its decision says, if the job's

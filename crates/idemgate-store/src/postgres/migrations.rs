@@ -318,6 +318,12 @@ const MIGRATIONS: &[&str] = &[
         created_at BIGINT  NOT NULL
     );
 "#,
+    // Each destination's token bucket, shared by every instance (see core's `limit`): its
+    // level in millionths of a token, and when it was brought up to date (NULL: full).
+    r"
+    ALTER TABLE destinations ADD COLUMN bucket_level BIGINT;
+    ALTER TABLE destinations ADD COLUMN bucket_at_ms BIGINT;
+",
 ];
 
 /// The schema version this build writes on PostgreSQL.

@@ -27,6 +27,7 @@ mod migrations;
 mod outbound;
 mod receipt;
 mod receive;
+mod replication;
 mod session;
 mod views;
 

@@ -5,17 +5,23 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use idemgate_core::{UnixTime, breaker::BreakerState, retry::Decision};
+use idemgate_core::{
+    UnixTime,
+    breaker::BreakerState,
+    limit::{Bucket, Limits},
+    retry::Decision,
+};
 use rusqlite::{Connection, params};
 
 use super::{SqliteStore, audit};
 use crate::{
     StoreError,
     audit::Audit,
-    jobs::{AttemptRecord, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
+    jobs::{AttemptRecord, Claimed, ClaimedJob, Completion, ReplayFilter, ReplayTo, ReplayedTo},
     model::{
         jobs::{
-            Breakers, ClaimPlan, FilterBindings, Recording, breaker_columns, breaker_of, fold_breakers, lease_until,
+            Breakers, ClaimPlan, FilterBindings, Recording, Shared, breaker_columns, breaker_of, fold_breakers,
+            lease_until,
         },
         key, parse_headers, second_of,
     },
@@ -43,16 +49,21 @@ const BREAKER: &str = "failures, failing_since_ms, paused_at_ms, next_probe_at_m
 /// retrying and its time (kept in milliseconds) has come, or running with an expired lease. Jobs of disabled
 /// destinations wait; for destinations in `fifo`, only the oldest unfinished job of each
 /// ordering key is due. At most `per_destination`'s number of a destination it names is
-/// taken; of a paused destination none, or one when its probe is due (and then the probe
-/// time moves on).
+/// taken, and of a destination `limits` names no more than its shared limits leave room
+/// for (its bucket, spent by the jobs taken, and its jobs leased now: the claims of every
+/// process on the file run one at a time, each in its write); of a paused destination
+/// none, or one when its probe is due (and then the probe time moves on).
 pub fn claim(
     conn: &Connection,
     now_ms: i64,
     lease: Duration,
     limit: usize,
     fifo: &[String],
-    per_destination: HashMap<String, usize>,
-) -> Result<Vec<ClaimedJob>, rusqlite::Error> {
+    mut per_destination: HashMap<String, usize>,
+    limits: &HashMap<String, Limits>,
+) -> Result<Claimed, rusqlite::Error> {
+    let shared = shared(conn, limits, now_ms)?;
+    let room = shared.narrow(&mut per_destination, now_ms);
     let plan = ClaimPlan::new(per_destination, paused(conn)?, now_ms);
     let fifo = serde_json::json!(fifo).to_string();
     let sql_limit = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -81,7 +92,44 @@ pub fn claim(
             write_breaker(conn, name, after)?;
         }
     }
-    Ok(claimed)
+    for (name, bucket) in shared.spent(&claimed, now_ms) {
+        conn.prepare_cached(
+            "INSERT INTO destinations (name, bucket_level, bucket_at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT (name) DO UPDATE SET bucket_level = excluded.bucket_level, bucket_at_ms = excluded.bucket_at_ms",
+        )?
+        .execute(params![name, bucket.level, bucket.at_ms])?;
+    }
+    Ok(Claimed { jobs: claimed, room })
+}
+
+/// What a claim reads of the destinations `limits` names: their buckets, and their jobs
+/// leased at `now_ms`.
+fn shared(conn: &Connection, limits: &HashMap<String, Limits>, now_ms: i64) -> Result<Shared, rusqlite::Error> {
+    let mut shared = Shared { limits: limits.clone(), ..Shared::default() };
+    if limits.is_empty() {
+        return Ok(shared);
+    }
+    let names = serde_json::json!(shared.names()).to_string();
+    let mut buckets = conn.prepare_cached(
+        "SELECT name, bucket_level, bucket_at_ms FROM destinations
+         WHERE name IN (SELECT value FROM json_each(?1)) AND bucket_level IS NOT NULL AND bucket_at_ms IS NOT NULL",
+    )?;
+    for row in
+        buckets.query_map([&names], |row| Ok((row.get(0)?, Bucket { level: row.get(1)?, at_ms: row.get(2)? })))?
+    {
+        let (name, bucket): (String, Bucket) = row?;
+        shared.buckets.insert(name, bucket);
+    }
+    let mut leased = conn.prepare_cached(
+        "SELECT destination, count(*) FROM jobs
+         WHERE state = 'running' AND lease_until > ?1 AND destination IN (SELECT value FROM json_each(?2))
+         GROUP BY destination",
+    )?;
+    for row in leased.query_map(params![second_of(now_ms), names], |row| Ok((row.get(0)?, row.get(1)?)))? {
+        let (name, count): (String, i64) = row?;
+        shared.in_flight.insert(name, usize::try_from(count).unwrap_or(0));
+    }
+    Ok(shared)
 }
 
 /// Makes every leased job due at once, keeping its lease token (so a completion of the old
@@ -442,7 +490,8 @@ impl SqliteStore {
         .await
     }
 
-    /// [`claim`] on the writer, with limits per destination (none when empty).
+    /// [`claim`] on the writer, with limits per destination (none when empty) and shared
+    /// limits.
     pub(crate) async fn claim_jobs(
         &self,
         now_ms: i64,
@@ -450,8 +499,9 @@ impl SqliteStore {
         limit: usize,
         fifo: Vec<String>,
         per_destination: HashMap<String, usize>,
-    ) -> Result<Vec<ClaimedJob>, StoreError> {
-        self.write(move |conn| claim(conn, now_ms, lease, limit, &fifo, per_destination)).await
+        limits: HashMap<String, Limits>,
+    ) -> Result<Claimed, StoreError> {
+        self.write(move |conn| claim(conn, now_ms, lease, limit, &fifo, per_destination, &limits)).await
     }
 
     /// [`complete_all`] in one write on the writer, folding the attempts into the breakers

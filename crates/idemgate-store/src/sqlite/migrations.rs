@@ -317,6 +317,12 @@ const MIGRATIONS: &[&str] = &[
         created_at INTEGER NOT NULL
     ) STRICT, WITHOUT ROWID;
 ",
+    // Each destination's token bucket, shared by every instance (see core's `limit`): its
+    // level in millionths of a token, and when it was brought up to date (NULL: full).
+    r"
+    ALTER TABLE destinations ADD COLUMN bucket_level INTEGER;
+    ALTER TABLE destinations ADD COLUMN bucket_at_ms INTEGER;
+",
 ];
 
 /// The schema version this build writes.

@@ -14,6 +14,7 @@ mod errors;
 mod handover;
 mod idempotency;
 mod jobs;
+mod limits;
 mod maintenance;
 mod outbound_access;
 mod outbound_applications;
@@ -25,6 +26,7 @@ mod outbound_messages;
 mod outbound_redelivery;
 mod outcome;
 mod receive;
+mod replication;
 mod routing;
 mod senders;
 mod sessions;
@@ -88,6 +90,20 @@ impl TestStore {
 }
 
 impl TestStore {
+    /// Another store on the same file or schema, as another process (an instance) opens it.
+    pub async fn another(&self) -> Store {
+        match &self.url {
+            None => {
+                let path = sqlite_file(self.dir.as_ref().unwrap());
+                Arc::new(SqliteStore::open(&path, StoreOptions::default()).unwrap()).into()
+            }
+            Some(url) => PgStore::connect(url, PgOptions { pool_size: 8, wait_timeout: Duration::from_secs(10) })
+                .await
+                .unwrap()
+                .into(),
+        }
+    }
+
     /// The one number `query` returns, read from a PostgreSQL store's schema.
     pub async fn count_raw(&self, query: &str) -> i64 {
         let url = self.url.as_ref().expect("count_raw reads a PostgreSQL store");

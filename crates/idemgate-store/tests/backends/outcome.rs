@@ -122,7 +122,7 @@ const SQLITE_VERSION_BEFORE: u32 = 11;
 const POSTGRES_VERSION_BEFORE: i32 = 8;
 /// What the migrations after the attempts' outcome added (the outbound API's tables, the
 /// jobs' and attempts' trigger, the sessions and portal logins).
-pub const DROP_OUTBOUND: &str = "DROP TABLE sessions; DROP TABLE portal_logins; DROP TABLE endpoint_secrets; DROP TABLE messages; DROP TABLE endpoints; DROP TABLE applications; DROP TABLE event_types; DROP TABLE outbound_version; DROP TABLE api_tokens; ALTER TABLE attempts DROP COLUMN manual; ALTER TABLE jobs DROP COLUMN manual;";
+pub const DROP_OUTBOUND: &str = "DROP TABLE sessions; DROP TABLE portal_logins; DROP TABLE endpoint_secrets; DROP TABLE messages; DROP TABLE endpoints; DROP TABLE applications; DROP TABLE event_types; DROP TABLE outbound_version; DROP TABLE api_tokens; ALTER TABLE attempts DROP COLUMN manual; ALTER TABLE jobs DROP COLUMN manual; ALTER TABLE destinations DROP COLUMN bucket_level; ALTER TABLE destinations DROP COLUMN bucket_at_ms;";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_attempts_stored_before_their_outcome_get_it_from_their_status_and_job() {

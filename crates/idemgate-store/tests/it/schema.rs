@@ -64,6 +64,7 @@ async fn jobs_stored_with_due_times_in_seconds_keep_their_time_after_the_upgrade
              ALTER TABLE destinations DROP COLUMN failures; ALTER TABLE destinations DROP COLUMN failing_since_ms;
              ALTER TABLE destinations DROP COLUMN paused_at_ms; ALTER TABLE destinations DROP COLUMN next_probe_at_ms;
              ALTER TABLE destinations DROP COLUMN probe_interval_ms; ALTER TABLE destinations DROP COLUMN throttled_since_ms;
+             ALTER TABLE destinations DROP COLUMN bucket_level; ALTER TABLE destinations DROP COLUMN bucket_at_ms;
              PRAGMA user_version = 6;
              INSERT INTO receipts VALUES ('src', 'e1', zeroblob(32), 'applied', 'null', 1700000000);
              INSERT INTO events (id, source, identity, outgoing_id, body, received_at) VALUES (1, 'src', 'e1', 'e1', x'7b7d', 1700000000);

@@ -15,19 +15,20 @@
 //! `worker/attempt.rs`, and its recording `worker/record.rs`.
 //!
 //! Each route may be protected ([`Protection`]): a rate limit and a cap on attempts in
-//! flight, kept per destination name by the worker (not per batch, and across a reload
-//! that keeps the destination's settings), and a circuit breaker, which the store keeps.
-//! Before a claim the worker reserves the room of the jobs it can start now: places in the
-//! overall bound, each capped destination's in-flight permits and each throttled one's
-//! rate-limit tokens; a destination without a cap is limited to the free places of its
+//! flight, which the store holds over every instance on it (the claim reads and spends
+//! them under the destination's row lock: `Store::claim_jobs_within`), and a circuit
+//! breaker, which the store keeps too. Before a claim the worker reserves the room of the
+//! jobs it can start now: places in the overall bound and each capped destination's
+//! in-flight permits (kept per destination name, across a reload that keeps its
+//! settings); the store narrows that by the shared limits; a destination without a cap is limited to the free places of its
 //! share, which its attempts take as they start (so a claim waiting for the store never
 //! keeps the hand-over from a destination; a hand-over racing the claim can take the
 //! share over by what that claim found). It asks the store for at most that many jobs,
 //! naming each destination short of room with what it has left: a claimed job starts at
 //! once, and never waits under its lease for its turn. A job handed over by the store
 //! (`deliver_handed`) takes its room when the worker receives it; without room, it waits
-//! for it, and its destination is offered no more until then. (A reserved token whose job the claim did not find is spent: a destination below
-//! its rate loses some of its burst, never its rate.)
+//! for it, and its destination is offered no more until then. Only a job taken spends a
+//! token of its destination's rate.
 //!
 //! Whether a destination is throttled is worker state, but the CLI and the admin API run
 //! elsewhere: the worker records it in the store (`Store::mark_throttled`) when it changes
@@ -48,7 +49,7 @@ use std::{
 use idemgate_core::{breaker::BreakerPolicy, outbound::label::EndpointLabels, retry::Decision};
 use idemgate_store::{
     Store, StoreError,
-    jobs::{AttemptRecord, ClaimedJob},
+    jobs::{AttemptRecord, Claimed, ClaimedJob},
     sqlite::handover::{HandedOver, Handover},
 };
 use tokio::sync::{mpsc, watch};
@@ -58,7 +59,7 @@ use crate::{
     endpoint::ENDPOINT_PREFIX,
     room::{Held, Reserved, Room, Short},
     route::{Route, RouteTable},
-    throttle::{Throttle, Throttles, recording, reserve},
+    throttle::{Throttle, Throttles, UNRECORDED, recording, reserve},
     trace::{AttemptTrace, Claim},
 };
 
@@ -201,7 +202,7 @@ impl Worker {
         let configured = self.routes.snapshot();
         let routes = self.claim_routes(&configured).await;
         let fifo = routes.iter().filter(|(_, r)| r.fifo).map(|(name, _)| name.clone()).collect();
-        let (throttles, dropped) = self.throttles.for_routes(&routes, &self.clock);
+        let (throttles, dropped) = self.throttles.for_routes(&routes);
         for name in dropped {
             // A destination whose limits changed gets a new throttle, which records itself.
             if let Err(err) = self.store.mark_throttled(name, None).await {
@@ -216,14 +217,33 @@ impl Worker {
             self.room.held_back(Short { overall: true, destinations: HashSet::new() });
             return Ok(0);
         }
-        let Reserved { limits, mut permits, short } = self.reserve_room(&routes, &throttles, most);
-        self.room.held_back(Short { overall: most < self.options.batch, destinations: short });
+        let Reserved { limits, mut permits, mut short } = self.reserve_room(&routes, &throttles, most);
+        self.room.held_back(Short { overall: most < self.options.batch, destinations: short.clone() });
+        // A destination this worker has no room for is left out: its row is not locked for
+        // a claim that takes none of its jobs.
+        let shared = throttles
+            .iter()
+            .filter(|(name, _)| limits.get(name).is_some_and(|&mine| mine > 0))
+            .map(|(name, throttle)| (name.clone(), throttle.limits()))
+            .collect();
         // Span times are the wall clock's, as the tracer's own are.
         let started = SystemTime::now();
-        let jobs =
-            self.store.claim_jobs_limited(self.clock.now_ms(), self.options.lease, most, fifo, limits.clone()).await?;
+        let Claimed { jobs, room } = self
+            .store
+            .claim_jobs_within(self.clock.now_ms(), self.options.lease, most, fifo, limits.clone(), shared)
+            .await?;
         let claim = Claim { started, ended: SystemTime::now() };
-        self.note_throttled(&throttles, &limits, &jobs, most).await;
+        // What the shared limits left: a destination short of it waits for an attempt's end too.
+        let allowed: HashMap<String, usize> = limits
+            .iter()
+            .map(|(name, &mine)| (name.clone(), room.get(name).map_or(mine, |&room| room.min(mine))))
+            .collect();
+        let store_short: Vec<_> = allowed.iter().filter(|&(_, &n)| n < most).map(|(name, _)| name.clone()).collect();
+        if store_short.iter().any(|name| !short.contains(name)) {
+            short.extend(store_short);
+            self.room.held_back(Short { overall: most < self.options.batch, destinations: short });
+        }
+        self.note_throttled(&throttles, &allowed, &jobs, most).await;
         let routes = self.route_unrouted(&configured, routes, &jobs).await;
         let count = jobs.len();
         for job in jobs {
@@ -273,8 +293,9 @@ impl Worker {
         merged(configured, &cached, deleted.map(|name| (name, EndpointRoutes::deleted())).collect())
     }
 
-    /// Reserves, for each route, room for at most `most` of its jobs: its own in-flight cap's
-    /// permits and its rate limit's tokens; a destination without a cap is limited to the
+    /// Reserves, for each route, room for at most `most` of its jobs in this worker: its own
+    /// in-flight cap's permits (the store then holds the cap and the rate limit over every
+    /// instance); a destination without a cap is limited to the
     /// free places of its share, taken as its attempts start (so that a claim waiting for
     /// the store never keeps the hand-over from them; one that races it can take the share
     /// over by what it claimed). Returns the limits to claim with (each throttled
@@ -289,15 +310,13 @@ impl Worker {
         let (mut limits, mut permits, mut short) = (HashMap::new(), HashMap::new(), HashSet::new());
         for name in routes.keys() {
             let throttle = throttles.iter().find(|(throttled, _)| throttled == name).map(|(_, t)| t);
-            let limiter = throttle.and_then(|t| t.limiter.as_ref());
             let allowed = if let Some(cap) = throttle.and_then(|t| t.in_flight.as_ref()) {
-                let held = reserve(cap, limiter, most);
+                let held = reserve(cap, most);
                 let allowed = held.len();
                 permits.insert(name.clone(), held);
                 allowed
             } else {
-                let free = self.room.share_of(name).available_permits().min(most);
-                limiter.map_or(free, |limiter| (0..free).take_while(|_| limiter.check().is_ok()).count())
+                self.room.share_of(name).available_permits().min(most)
             };
             if allowed < most {
                 short.insert(name.clone());
@@ -311,17 +330,18 @@ impl Worker {
         Reserved { limits, permits, short }
     }
 
-    /// Whether each throttled destination was held back by its limits in this claim: kept
+    /// Whether each throttled destination was held back by its limits in this claim (given
+    /// what they `allowed`, the worker's room and the store's shared limits together): kept
     /// by the worker, and told to the store when it changed.
     async fn note_throttled(
         &self,
         throttles: &[(String, Arc<Throttle>)],
-        limits: &HashMap<String, usize>,
+        allowed: &HashMap<String, usize>,
         jobs: &[ClaimedJob],
         most: usize,
     ) {
         for (name, throttle) in throttles {
-            let allowed = limits.get(name).copied().unwrap_or(0);
+            let allowed = allowed.get(name).copied().unwrap_or(0);
             let claimed = jobs.iter().filter(|job| &job.destination == name).count();
             let held_back = allowed < most && claimed == allowed;
             // With nothing allowed, the claim could not tell: the last answer stands.
@@ -341,7 +361,11 @@ impl Worker {
                 metrics::counter!("idemgate_destination_throttled_total", "destination" => label.to_owned())
                     .increment(1);
             }
-            if let Some(now) = recording(throttle.recorded.load(Ordering::Relaxed), throttled) {
+            // A new throttle whose first claim was allowed nothing (another instance holds the
+            // shared limits) knows nothing yet to correct the store's mark with.
+            let recorded = throttle.recorded.load(Ordering::Relaxed);
+            let unknown = allowed == 0 && recorded == UNRECORDED;
+            if !unknown && let Some(now) = recording(recorded, throttled) {
                 let since = throttled.then(|| self.clock.now_ms());
                 match self.store.mark_throttled(name.clone(), since).await {
                     Ok(()) => throttle.recorded.store(now, Ordering::Relaxed),
@@ -444,7 +468,7 @@ impl Worker {
     }
 
     /// The destinations whose last claim was cut short by their rate limit or in-flight
-    /// cap, by name (this worker's view: each instance throttles on its own).
+    /// cap, by name (this worker's last claim; the limits are every instance's).
     #[must_use]
     pub fn throttled(&self) -> Vec<String> {
         self.throttles.throttled()

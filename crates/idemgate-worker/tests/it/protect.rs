@@ -1,7 +1,8 @@
 //! Protecting a destination over real HTTP: the circuit breaker pauses a destination that
 //! keeps failing, lets only probes through while it is down and resumes it on the first
-//! answer, losing no job; the rate limit bounds how many attempts a tick starts, and the
-//! in-flight cap how many the destination sees at once, across concurrent batches; and
+//! answer, losing no job; the rate limit (a bucket the store keeps) bounds how many
+//! attempts a tick starts, and the in-flight cap how many the destination sees at once,
+//! across concurrent batches; and
 //! the store shows a destination throttled while its limits hold its jobs back.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
@@ -130,7 +131,7 @@ async fn the_destination_never_sees_more_attempts_at_once_than_the_cap_even_from
 }
 
 #[tokio::test]
-async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_when_its_limit_changes() {
+async fn the_bucket_outlives_a_reload_and_a_changed_limit_refills_it_at_its_own_pace() {
     let destination = Destination::start(&[]);
     let rate = RateLimit { per_second: 1.0, burst: 2 };
     let rig = rig(&destination, Protection { rate_limit: Some(rate), ..Protection::default() }, 8).await;
@@ -150,7 +151,9 @@ async fn the_limiter_outlives_a_reload_that_keeps_the_destination_and_is_remade_
     rig.worker.routes().replace(reloaded(rate));
     assert_eq!(rig.worker.tick().await.unwrap(), 0, "the same limit after a reload: its tokens are still spent");
     rig.worker.routes().replace(reloaded(RateLimit { per_second: 1.0, burst: 3 }));
-    assert_eq!(rig.worker.tick().await.unwrap(), 3, "another limit starts afresh");
+    assert_eq!(rig.worker.tick().await.unwrap(), 0, "another limit is no fresh burst: the bucket is the store's");
+    rig.clock.advance(10);
+    assert_eq!(rig.worker.tick().await.unwrap(), 3, "the new burst, once the bucket refilled");
 }
 
 async fn throttled_since(rig: &Rig) -> Option<idemgate_core::UnixTime> {
@@ -201,4 +204,32 @@ async fn removing_a_destinations_limits_clears_its_throttled_mark() {
     rig.worker.routes().replace(HashMap::from([("app".to_owned(), route)]));
     assert_eq!(rig.worker.tick().await.unwrap(), 2, "no limit any more");
     assert_eq!(throttled_since(&rig).await, None, "the dropped throttle is cleared in the store");
+}
+
+/// Two workers with throttles of their own on one store, as two processes would be.
+#[tokio::test]
+async fn two_workers_on_one_store_share_one_rate_limit_and_the_one_given_no_room_keeps_the_mark() {
+    let destination = Destination::start(&[]);
+    let rate = RateLimit { per_second: 1.0, burst: 1 };
+    let protection = Protection { rate_limit: Some(rate), ..Protection::default() };
+    let rig = rig(&destination, protection, 4).await;
+    let http = HttpDestination::new(&destination.url(), None, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+    let route =
+        Route { deliver: Arc::new(http), policy: RetryPolicy::default(), fifo: false, protection, transform: None };
+    let other = Worker::new(
+        Arc::clone(&rig.store),
+        HashMap::from([("app".to_owned(), route)]),
+        WorkerOptions { lease: Duration::from_secs(30), ..WorkerOptions::default() },
+    )
+    .with_clock(rig.clock.clone());
+
+    assert_eq!(rig.worker.tick().await.unwrap(), 1, "the burst");
+    assert_eq!(other.tick().await.unwrap(), 0, "spent by the first worker");
+    assert_eq!(throttled_since(&rig).await, Some(T0), "a worker given no room does not clear the mark");
+    rig.clock.advance(1);
+    assert_eq!(other.tick().await.unwrap(), 1, "the next token, whichever worker takes it");
+    assert_eq!(rig.worker.tick().await.unwrap(), 0);
+    rig.clock.advance(1);
+    assert_eq!(rig.worker.tick().await.unwrap(), 1);
+    assert_eq!(destination.received().len(), 3, "one a second over both workers");
 }

@@ -122,11 +122,18 @@ fn literal(reference: &str, r: &mut Reading<'_>) -> String {
     reference.to_owned()
 }
 
+/// A `postgres://` URL, or libpq's `key=value` form naming its host(s), as in
+/// `host=a,b port=5432,5433 target_session_attrs=read-write` (either form may list a
+/// primary and its standby; the store's driver parses it when it connects).
 fn postgres_url(url: String) -> Result<String, ConfigError> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+    let key_value = url.split_whitespace().any(|pair| pair.starts_with("host=") || pair.starts_with("hostaddr="));
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") || key_value {
         Ok(url)
     } else {
-        Err(ConfigError::new("store.url", "must be a postgres:// or postgresql:// URL"))
+        Err(ConfigError::new(
+            "store.url",
+            "must be a postgres:// or postgresql:// URL, or a key=value connection string with host=",
+        ))
     }
 }
 
@@ -136,4 +143,24 @@ fn url_has_password(url: &str) -> bool {
     let authority = rest.split(['/', '?']).next().unwrap_or("");
     let userinfo = authority.rsplit_once('@').map_or("", |(userinfo, _)| userinfo);
     userinfo.contains(':') || url.contains("password=")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::postgres_url;
+
+    #[test]
+    fn a_url_or_a_key_value_string_naming_hosts_is_a_postgres_store() {
+        for url in [
+            "postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write",
+            "postgresql://u@h/db",
+            "host=h1,h2 port=5432,5433 user=u dbname=db target_session_attrs=read-write",
+            "user=u hostaddr=10.0.0.1",
+        ] {
+            assert_eq!(postgres_url(url.to_owned()).ok().as_deref(), Some(url));
+        }
+        for url in ["mysql://localhost/x", "data/idemgate.sqlite3", "dbname=db user=u", ""] {
+            assert!(postgres_url(url.to_owned()).is_err(), "{url}");
+        }
+    }
 }

@@ -77,6 +77,10 @@ fn describe() {
     );
     describe_gauge!("idemgate_store_available", "1 while the store could be read at the last refresh, else 0");
     describe_gauge!(
+        "idemgate_store_synchronous_standby",
+        "PostgreSQL: 1 while a synchronous standby in sync holds every acknowledged commit (at the last refresh), else 0"
+    );
+    describe_gauge!(
         "idemgate_destination_paused",
         "1 while the destination's circuit breaker has it paused (as last read from the store), else 0"
     );
