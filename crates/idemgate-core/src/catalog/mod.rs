@@ -17,6 +17,7 @@
 mod business;
 mod classic;
 mod developer;
+mod messaging;
 mod payments;
 mod support;
 
@@ -36,8 +37,14 @@ use crate::{
 };
 
 /// Every group's entries, in the order the catalog page lists them.
-const GROUPS: &[&[Provider]] =
-    &[classic::PROVIDERS, payments::PROVIDERS, support::PROVIDERS, business::PROVIDERS, developer::PROVIDERS];
+const GROUPS: &[&[Provider]] = &[
+    classic::PROVIDERS,
+    payments::PROVIDERS,
+    messaging::PROVIDERS,
+    support::PROVIDERS,
+    business::PROVIDERS,
+    developer::PROVIDERS,
+];
 
 /// One provider as the catalog knows it.
 #[derive(Debug)]
