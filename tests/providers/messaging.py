@@ -66,7 +66,7 @@ def twilio():
             ("ApiVersion", "2010-04-01"),
         ]
 
-    def request(status):
+    def request(status, token="9b1e0a6c-2f4d-4c8e-a1b3-5d7f9e2c4a60"):
         fields = status_callback(status)
         body = urllib.parse.urlencode(fields).encode("ascii")
         params = dict(fields)
@@ -77,7 +77,7 @@ def twilio():
         headers = {
             "Content-Type": "application/x-www-form-urlencoded",
             "X-Twilio-Signature": signature,
-            "I-Twilio-Idempotency-Token": "9b1e0a6c-2f4d-4c8e-a1b3-5d7f9e2c4a60",
+            "I-Twilio-Idempotency-Token": token,
         }
         return headers, body
 
@@ -87,6 +87,10 @@ def twilio():
     case("twilio", "retry", headers, body, "duplicate")
     headers, body = request("undelivered")
     case("twilio", "changed", headers, body, "conflict")
+    # An earlier callback of the same message, of another status: accepted, and not of the
+    # type the end-to-end test forwards.
+    headers, body = request("sent", token="0c2d4e6f-8a1b-4c3d-9e5f-7a9b1c3d5e7f")
+    case("twilio", "other", headers, body, "accepted")
 
 
 # --- SendGrid -----------------------------------------------------------------------------
