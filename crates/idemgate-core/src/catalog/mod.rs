@@ -16,6 +16,7 @@
 
 mod classic;
 mod payments;
+mod platforms;
 mod support;
 
 use std::sync::{Arc, LazyLock};
@@ -34,7 +35,7 @@ use crate::{
 };
 
 /// Every group's entries, in the order the catalog page lists them.
-const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, payments::PROVIDERS, support::PROVIDERS];
+const GROUPS: &[&[Provider]] = &[classic::PROVIDERS, payments::PROVIDERS, support::PROVIDERS, platforms::PROVIDERS];
 
 /// One provider as the catalog knows it.
 #[derive(Debug)]
