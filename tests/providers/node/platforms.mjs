@@ -1,9 +1,12 @@
-// The platforms group's official Node.js libraries: Liveblocks (@liveblocks/node), Stream
-// Chat (stream-chat), Modern Treasury (modern-treasury) and Dodo Payments (dodopayments).
-// Liveblocks and Dodo Payments send Standard Webhooks: their deliveries are signed with
-// svix's Webhook.sign and then verified by the provider's own library.
+// The platforms group's official Node.js libraries: Liveblocks (@liveblocks/node), Dodo
+// Payments (dodopayments), ImageKit (@imagekit/nodejs), Stream Chat (stream-chat), Modern
+// Treasury (modern-treasury) and Metronome (@metronome/sdk). Liveblocks, Dodo Payments and
+// ImageKit send Standard Webhooks: their deliveries are signed with svix's Webhook.sign and
+// then verified by the provider's own library.
 import { createHmac } from "node:crypto";
 
+import ImageKit from "@imagekit/nodejs";
+import Metronome from "@metronome/sdk";
 import ModernTreasury from "modern-treasury";
 import DodoPayments from "dodopayments";
 import { WebhookHandler } from "@liveblocks/node";
@@ -42,8 +45,10 @@ function refuses(check, what) {
 // Standard Webhooks deliveries of `provider`: the same message (webhook-id) resent
 // unchanged as the retry, each attempt signed at its own time, then another payload under
 // the same webhook-id; `verify(headers, body, seconds)` is the provider's library.
-function standardWebhooks(provider, key, msgId, event, changed, verify) {
-  secret(provider, key);
+// `key` signs; idemgate's secret is `configured` (the same key, as the provider's library
+// reads it).
+function standardWebhooks(provider, key, msgId, event, changed, verify, configured = key) {
+  secret(provider, configured);
   const signer = new Webhook(key);
   const attempts = [
     ["first", event, NOW, "accepted"],
@@ -104,6 +109,78 @@ function dodoPayments() {
   standardWebhooks("dodopayments", key, "msg_2yVJbPZuN5Yq3yXCfFiZSoXq2Ah", event, changed, (headers, body) =>
     client.webhooks.unwrap(body, { headers }),
   );
+}
+
+function imageKit() {
+  // ImageKit's SDK takes the dashboard's secret text and hands base64 of its bytes to
+  // standardwebhooks: the HMAC key is the secret's text, which idemgate is given as whsec_
+  // and base64 of that text.
+  const text = "whsec_ik_5Jr0nX2cH8aQ4mVt7LwZ1pYe";
+  const key = "whsec_" + Buffer.from(text).toString("base64");
+  const client = new ImageKit({ privateKey: "unused", webhookSecret: text });
+  // ImageKit's documented video.transformation.accepted event, shortened (Webhooks).
+  const event = {
+    type: "video.transformation.accepted",
+    id: "58e6d24d-6098-4319-be8d-5b3c3e2d8e1f",
+    created_at: "2025-07-30T10:40:26.150Z",
+    data: {
+      asset: { url: "https://ik.imagekit.io/demo/sample-video.mp4" },
+      transformation: { type: "video-transformation", options: { video_codec: "h264", format: "mp4" } },
+    },
+    request: { url: "https://ik.imagekit.io/demo/sample-video.mp4?tr=f-mp4", x_request_id: "fa98fa2e-d6cd-45b4-acf5-bc1d2bbb8ba9" },
+  };
+  const changed = structuredClone(event);
+  changed.data.transformation.options.format = "webm";
+  standardWebhooks(
+    "imagekit",
+    key,
+    "58e6d24d-6098-4319-be8d-5b3c3e2d8e1f",
+    event,
+    changed,
+    (headers, body) => client.webhooks.unwrap(body, { headers }),
+    key,
+  );
+}
+
+function metronome() {
+  // Signed with the SDK's own webhooks.signPayload over its X-Metronome-Date header and the
+  // body; checked with its webhooks.verifySignature, which must refuse a changed byte.
+  const key = "metronome-webhook-secret-" + "8c2f4e6a1b3d5f70";
+  secret("metronome", key);
+  const client = new Metronome({ bearerToken: "unused", webhookSecret: key });
+  // Metronome's documented invoice.finalized notification (Webhooks, Webhook types).
+  const event = {
+    id: "fc00bd44-8d4b-4913-9b7c-fd1f8da61e62",
+    properties: {
+      invoice_id: "de99894e-f9ce-4b6c-92b0-f4ec0d09b6f1",
+      customer_id: "3c9e87ba-0e49-44a3-9aa9-6917f8da3491",
+      invoice_finalized_date: "2024-02-20T15:50:07.457Z",
+    },
+    type: "invoice.finalized",
+  };
+  const changed = structuredClone(event);
+  changed.properties.invoice_finalized_date = "2024-02-21T15:50:07.457Z";
+  // A retry is the same notification again, sent (and so dated and signed) anew.
+  const attempts = [
+    ["first", event, NOW, "accepted"],
+    ["retry", event, NOW + 60, "duplicate"],
+    ["changed", changed, NOW + 120, "conflict"],
+  ];
+  for (const [name, payload, seconds, expect] of attempts) {
+    const body = JSON.stringify(payload);
+    const date = new Date(seconds * 1000).toUTCString();
+    const headers = {
+      "X-Metronome-Date": date,
+      "Metronome-Webhook-Signature": client.webhooks.signPayload(body, { date, secret: key }),
+      "Content-Type": "application/json",
+    };
+    at(seconds, () => client.webhooks.verifySignature(body, headers));
+    refuses(
+      () => at(seconds, () => client.webhooks.verifySignature(tampered(body).toString(), headers)),
+      "metronome: verifySignature accepted a changed byte",
+    );
+    deliver("metronome", name, headers, body, expect);
+  }
 }
 
 function streamChat() {
@@ -199,5 +276,7 @@ function modernTreasury() {
 
 liveblocks();
 dodoPayments();
+imageKit();
 streamChat();
 modernTreasury();
+metronome();

@@ -1,5 +1,6 @@
-//! Platforms for building products: Liveblocks and Dodo Payments (both Standard Webhooks),
-//! Stream Chat and Modern Treasury (both a hex HMAC-SHA256 of the body).
+//! Platforms products are built on: Liveblocks, Dodo Payments and ImageKit (Standard
+//! Webhooks), Stream Chat and Modern Treasury (a hex HMAC-SHA256 of the body) and Metronome
+//! (a hex HMAC-SHA256 of its date header and the body).
 //!
 //! Each entry is backed by the provider's own library in `tests/providers/node/platforms.mjs`.
 
@@ -58,6 +59,26 @@ pub(super) const PROVIDERS: &[Provider] = &[
         backing: Backing::Library { registry: Registry::Npm, package: "dodopayments", api: "webhooks.unwrap" },
     },
     Provider {
+        name: "imagekit",
+        title: "ImageKit",
+        signing: Signing::Coded(&StandardWebhooks::DEFAULT),
+        identity: Some(Identity::Header("webhook-id")),
+        identity_note: "\"ImageKit follows the Standard Webhooks specification\" (Webhooks, Verify webhook \
+                        signature), whose \"webhook-id: the unique message identifier for the webhook message. This \
+                        identifier is unique across all messages, but will be the same when the same webhook is \
+                        being resent\"; the body's id is the \"Unique identifier of the event\". The secret is \
+                        configured as whsec_ + base64 of the ImageKit secret's text, the key its SDK's \
+                        webhooks.unwrap uses. Signed.",
+        event_type: Some("/type"),
+        body: BodyFormat::Json,
+        per_attempt: &[],
+        retry_note: "ImageKit's docs say nothing of its retries beyond following Standard Webhooks, where a \
+                     resent message keeps its webhook-id and body and is signed with its own webhook-timestamp. \
+                     Raw bytes are compared.",
+        docs: "https://imagekit.io/docs/webhooks",
+        backing: Backing::Library { registry: Registry::Npm, package: "@imagekit/nodejs", api: "webhooks.unwrap" },
+    },
+    Provider {
         name: "stream-chat",
         title: "Stream Chat",
         signing: Signing::Hmac(HmacSpec::new(Algorithm::Sha256, Encoding::Hex, "x-signature", "", "{body}")),
@@ -91,5 +112,31 @@ pub(super) const PROVIDERS: &[Provider] = &[
                      bytes are compared.",
         docs: "https://docs.moderntreasury.com/platform/reference/webhooks",
         backing: Backing::Library { registry: Registry::Npm, package: "modern-treasury", api: "webhooks.getSignature" },
+    },
+    Provider {
+        name: "metronome",
+        title: "Metronome",
+        signing: Signing::Hmac(HmacSpec::new(
+            Algorithm::Sha256,
+            Encoding::Hex,
+            "metronome-webhook-signature",
+            "",
+            "{header:x-metronome-date}\n{body}",
+        )),
+        identity: Some(Identity::Body("/id")),
+        identity_note: "\"id: a unique identifier for this specific notification\"; on retries and several webhook \
+                        URLs, \"If you want to ensure duplicate notifications are ignored, you can use the \
+                        notification's id field to deduplicate\" (Webhooks, Handling duplicate notifications). \
+                        Signed with the body.",
+        event_type: Some("/type"),
+        body: BodyFormat::Json,
+        per_attempt: &[],
+        retry_note: "Without a 2xx Metronome \"continuously retries it with exponential backoff until it hits a \
+                     15-minute retry cadence\", for up to two days (~200 retries): \"it will receive the same \
+                     notification again\". Each attempt is dated and signed anew (X-Metronome-Date, an HTTP date, \
+                     is signed but not a Unix timestamp, so no tolerance is checked on it; its SDK allows five \
+                     minutes). Raw bytes are compared.",
+        docs: "https://docs.metronome.com/developer-resources/using-the-api/webhooks/",
+        backing: Backing::Library { registry: Registry::Npm, package: "@metronome/sdk", api: "webhooks.signPayload" },
     },
 ];
