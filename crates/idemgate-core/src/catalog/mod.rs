@@ -19,6 +19,7 @@ mod classic;
 mod developer;
 mod messaging;
 mod payments;
+mod platforms;
 mod support;
 
 use std::sync::{Arc, LazyLock};
@@ -44,6 +45,7 @@ const GROUPS: &[&[Provider]] = &[
     support::PROVIDERS,
     business::PROVIDERS,
     developer::PROVIDERS,
+    platforms::PROVIDERS,
 ];
 
 /// One provider as the catalog knows it.
