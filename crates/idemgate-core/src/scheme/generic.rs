@@ -48,7 +48,7 @@ pub const TOKEN: &str = "token";
 /// `scheme = "basic"`.
 pub const BASIC: &str = "basic";
 /// The configured schemes' names, in the order error messages list them.
-pub const NAMES: [&str; 3] = [HMAC, TOKEN, BASIC];
+pub const NAMES: [&str; 4] = [HMAC, super::rsa::RSA, TOKEN, BASIC];
 /// The tolerance of a signed timestamp unless the source configures one.
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 /// The header Basic credentials travel in.
@@ -68,7 +68,7 @@ pub struct SettingError {
     pub reason: &'static str,
 }
 
-fn setting(setting: &'static str, reason: &'static str) -> SettingError {
+pub(super) fn setting(setting: &'static str, reason: &'static str) -> SettingError {
     SettingError { setting, reason }
 }
 
@@ -165,7 +165,7 @@ impl Encoding {
         }
     }
 
-    fn encode(self, tag: &[u8]) -> String {
+    pub(super) fn encode(self, tag: &[u8]) -> String {
         match self {
             Self::Hex => hex::encode(tag),
             Self::Base64 => STANDARD.encode(tag),
@@ -174,7 +174,7 @@ impl Encoding {
     }
 
     /// The tag written as `text`, or `None` when it is not in this encoding.
-    fn decode(self, text: &str) -> Option<Vec<u8>> {
+    pub(super) fn decode(self, text: &str) -> Option<Vec<u8>> {
         match self {
             Self::Hex if text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => {
                 hex::decode(text).ok()
@@ -268,7 +268,7 @@ impl Template {
         &self.text
     }
 
-    fn signs_timestamp(&self) -> bool {
+    pub(super) fn signs_timestamp(&self) -> bool {
         self.parts.contains(&Part::Timestamp)
     }
 
@@ -279,7 +279,7 @@ impl Template {
     }
 
     /// The bytes of each part for one delivery; `header` reads a named header's value.
-    fn material<'a>(
+    pub(super) fn material<'a>(
         &'a self,
         body: &'a [u8],
         timestamp: &'a str,
@@ -329,7 +329,7 @@ impl TimestampUnit {
     }
 
     /// `time` written in this unit, as a sender signs it.
-    fn write(self, time: UnixTime) -> String {
+    pub(super) fn write(self, time: UnixTime) -> String {
         match self {
             Self::Seconds => time.0.to_string(),
             Self::Milliseconds => (i128::from(time.0) * 1000).to_string(),
@@ -337,7 +337,7 @@ impl TimestampUnit {
     }
 
     /// The whole seconds of a timestamp written in this unit (digits only).
-    fn read(self, text: &str) -> Option<UnixTime> {
+    pub(super) fn read(self, text: &str) -> Option<UnixTime> {
         let bounded = (1..=MAX_TIMESTAMP_DIGITS).contains(&text.len());
         if !bounded || !text.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -893,7 +893,7 @@ fn any_secret_equals(secrets: &SecretSet, given: &[u8]) -> bool {
 }
 
 /// A configured header name, valid and lowercased, interned.
-fn header_name(at: &'static str, name: &str) -> Result<&'static str, SettingError> {
+pub(super) fn header_name(at: &'static str, name: &str) -> Result<&'static str, SettingError> {
     let parsed = http::HeaderName::try_from(name).map_err(|_| setting(at, "not a valid header name"))?;
     Ok(intern(parsed.as_str()))
 }
@@ -913,7 +913,7 @@ fn intern(name: &str) -> &'static str {
     leaked
 }
 
-fn intern_list(names: Vec<&'static str>) -> &'static [&'static str] {
+pub(super) fn intern_list(names: Vec<&'static str>) -> &'static [&'static str] {
     let mut seen = LISTS_SEEN.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(known) = seen.get(names.as_slice()) {
         return known;

@@ -17,6 +17,7 @@ pub mod generic;
 pub mod github;
 pub mod plivo;
 pub mod registry;
+pub mod rsa;
 pub mod sendgrid;
 pub mod shopify;
 mod signing;

@@ -272,3 +272,59 @@ fn form_providers_go_end_to_end_verified_deduplicated_filtered_and_forwarded_as_
         assert_eq!(delivery.header("content-type"), "application/x-www-form-urlencoded");
     }
 }
+
+/// Signs `{timestamp}.{body}` with a fresh 2048-bit key in Python's `cryptography` (from the
+/// providers' venv): prints the public key's PEM, the timestamp and the hex signature.
+const RSA_SIGNER: &str = r#"
+import sys
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+body, at = sys.argv[1].encode(), sys.argv[2]
+signature = key.sign(at.encode() + b"." + body, padding.PKCS1v15(), hashes.SHA512())
+pem = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+sys.stdout.write(pem.decode() + "\n" + signature.hex())
+"#;
+
+#[test]
+fn a_configured_rsa_source_accepts_what_another_implementation_signs_under_the_published_key() {
+    let (venv, _) = environments();
+    let now = unix_now();
+    let body = r#"{"id":"txn_1","type":"TRANSACTION_CREATED"}"#;
+    let output =
+        Command::new(venv.join("bin/python")).args(["-c", RSA_SIGNER, body, &now.to_string()]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let (pem, signature) = text.rsplit_once('\n').unwrap();
+    let setup = Setup::new("");
+    let key_file = setup.dir.path().join("provider.pem");
+    std::fs::write(&key_file, pem).unwrap();
+    setup.write_config(&format!(
+        r#"
+[worker]
+enabled = false
+[sources.vault]
+scheme = "rsa"
+secrets = ["file:{}"]
+identity = {{ pointer = "/id" }}
+[sources.vault.rsa]
+algorithm = "sha512"
+encoding = "hex"
+header = "X-Vault-Signature"
+signed = "{{timestamp}}.{{body}}"
+timestamp_header = "X-Vault-Timestamp"
+"#,
+        key_file.display()
+    ));
+    let gateway = setup.start();
+    let headers =
+        vec![("X-Vault-Signature".to_owned(), signature.to_owned()), ("X-Vault-Timestamp".to_owned(), now.to_string())];
+    let accepted = gateway.post("vault", &headers, body.as_bytes());
+    assert!(accepted.is(202, json!({"status": "accepted", "event": "txn_1"})), "{accepted:?}");
+    let again = gateway.post("vault", &headers, body.as_bytes());
+    assert!(again.is(200, json!({"status": "duplicate", "event": "txn_1"})), "{again:?}");
+    let changed = body.replace("CREATED", "CREATEE");
+    let refused = gateway.post("vault", &headers, changed.as_bytes());
+    assert_eq!(refused.status(), 401, "{refused:?}");
+    assert_eq!(refused.body()["reason"], json!("signature_mismatch"), "{refused:?}");
+}
