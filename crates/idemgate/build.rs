@@ -18,15 +18,20 @@ fn main() {
         .filter(|s| !s.is_empty())
         .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]))
         .unwrap_or_else(|| "unknown".to_owned());
-    // Rebuild when HEAD moves: HEAD itself (a checkout) and the ref it names (a commit),
-    // which lives in the common directory when this is a worktree.
+    // Rebuild when HEAD moves: HEAD itself (a checkout), its reflog (every commit, reset or
+    // checkout appends to it), and the ref it names (a commit), loose or packed, which lives
+    // in the common directory when this is a worktree. Only files that exist are named: Cargo
+    // reruns a build script on every build while a named file is missing, and a worktree or
+    // a repository whose refs were never packed has no packed-refs.
     let absolute = |which| git(&["rev-parse", "--path-format=absolute", which]).map(PathBuf::from);
     if let (Some(dir), Some(common)) = (absolute("--git-dir"), absolute("--git-common-dir")) {
-        println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
+        let mut watched = vec![dir.join("HEAD"), dir.join("logs").join("HEAD"), common.join("packed-refs")];
         if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!("cargo:rerun-if-changed={}", common.join(reference).display());
+            watched.push(common.join(reference));
         }
-        println!("cargo:rerun-if-changed={}", common.join("packed-refs").display());
+        for path in watched.iter().filter(|path| path.exists()) {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
     }
     println!("cargo:rustc-env=IDEMGATE_GIT_COMMIT={commit}");
 }

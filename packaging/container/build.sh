@@ -3,7 +3,8 @@
 # rootfs/ (the binary, the shared libraries ldd names for it, passwd/group for user 10001,
 # /etc/idemgate/idemgate.toml) and runs `podman build` on the Containerfile beside this
 # script. Usage: packaging/container/build.sh [TAG] (default localhost/idemgate:VERSION).
-# Set IDEMGATE_BIN to use a binary built elsewhere; otherwise it builds `--profile dist`.
+# Set IDEMGATE_BIN to use a binary built elsewhere; otherwise it builds the Cargo profile
+# IDEMGATE_PACKAGE_PROFILE names (default dist, what is shipped).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -13,8 +14,9 @@ export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/containers.conf}
 
 bin=${IDEMGATE_BIN:-}
 if [ -z "$bin" ]; then
-  (cd "$root" && cargo build --profile dist --locked --bin idemgate)
-  bin=$target/dist/idemgate
+  profile=${IDEMGATE_PACKAGE_PROFILE:-dist}
+  (cd "$root" && cargo build --profile "$profile" --locked --bin idemgate)
+  case $profile in dev) bin=$target/debug/idemgate ;; *) bin=$target/$profile/idemgate ;; esac
 fi
 version=$("$bin" --version | awk '{print $2}')
 tag=${1:-localhost/idemgate:$version}

@@ -18,7 +18,10 @@
 # Needs root (rootful podman); installs podman, runc and slirp4netns from Debian's
 # packages and podman-compose from PyPI (Debian's 1.0.3 mistranslates network_mode: host
 # and exec-form health checks) when missing. Uses IDEMGATE_BIN if set, else builds the
-# dist binary. Needs PostgreSQL on 127.0.0.1:5432 (trust auth), as .ci/run ensures.
+# binary of the Cargo profile IDEMGATE_PACKAGE_PROFILE names (default dist, what is
+# shipped); `.ci/run` sets it to dev, so that the image holds the debug binary its test stage
+# has already built instead of a third cold build of every dependency. Needs PostgreSQL on
+# 127.0.0.1:5432 (trust auth), as .ci/run ensures.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -51,8 +54,9 @@ compose() { "$compose_venv/bin/podman-compose" -p idemgate-ci -f "$here/compose.
 
 bin=${IDEMGATE_BIN:-}
 if [ -z "$bin" ]; then
-  cargo build --profile dist --locked --bin idemgate
-  bin=$target/dist/idemgate
+  profile=${IDEMGATE_PACKAGE_PROFILE:-dist}
+  cargo build --profile "$profile" --locked --bin idemgate
+  case $profile in dev) bin=$target/debug/idemgate ;; *) bin=$target/$profile/idemgate ;; esac
 fi
 image=localhost/idemgate:ci
 state=$(mktemp -d)

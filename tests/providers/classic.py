@@ -3,6 +3,7 @@
 import base64
 import datetime
 import json
+import urllib.parse
 
 import slack_sdk.signature
 import standardwebhooks
@@ -84,6 +85,39 @@ def slack_cases():
     case("slack", "changed", signed(changed, NOW + 2), changed, "conflict")
 
 
+def slack_command_cases():
+    # A slash command, form-encoded, signed like the Events API (v0:{timestamp}:{body}).
+    key = "8f742231b10e8888abcd99yyyzzz85a6"
+    secret("slack-commands", key)
+    verifier = slack_sdk.signature.SignatureVerifier(signing_secret=key)
+
+    def command(name, text, trigger):
+        return urllib.parse.urlencode([
+            ("token", "gIkuvaNzQIHg97ATvDxqgjtO"), ("team_id", "T0001"), ("team_domain", "example"),
+            ("channel_id", "C2147483705"), ("channel_name", "test"), ("user_id", "U2147483697"),
+            ("user_name", "Steve"), ("command", name), ("text", text),
+            ("response_url", "https://hooks.slack.com/commands/1234/5678"), ("trigger_id", trigger),
+            ("api_app_id", "A123456"),
+        ]).encode()
+
+    def signed(body, at):
+        signature = verifier.generate_signature(timestamp=str(at), body=body)
+        require(verifier.is_valid(body=body, timestamp=str(at), signature=signature), "slack verifies its own")
+        require(not verifier.is_valid(body=tampered(body), timestamp=str(at), signature=signature), "slack tamper")
+        return {"X-Slack-Request-Timestamp": str(at), "X-Slack-Signature": signature,
+                "Content-Type": "application/x-www-form-urlencoded"}
+
+    trigger = "13345224609.738474920.8088930838d88f008e0"
+    first = command("/deploy", "api to production", trigger)
+    case("slack-commands", "first", signed(first, NOW), first, "accepted")
+    case("slack-commands", "retry", signed(first, NOW + 2), first, "duplicate")
+    changed = command("/deploy", "api to staging", trigger)
+    case("slack-commands", "changed", signed(changed, NOW + 3), changed, "conflict")
+    # Another command, accepted but not of the type the end-to-end test forwards.
+    other = command("/weather", "berlin", "13345224609.738474920.99999")
+    case("slack-commands", "other", signed(other, NOW + 4), other, "accepted")
+
+
 def standard_cases(provider, library, id_header, ts_header, sig_header):
     key = "whsec_" + base64.b64encode(b"a-standard-webhooks-secret-key!!").decode()
     secret(provider, key)
@@ -106,5 +140,6 @@ def standard_cases(provider, library, id_header, ts_header, sig_header):
 
 stripe_cases()
 slack_cases()
+slack_command_cases()
 standard_cases("standard-webhooks", standardwebhooks.webhooks, "webhook-id", "webhook-timestamp", "webhook-signature")
 standard_cases("svix", svix.webhooks, "svix-id", "svix-timestamp", "svix-signature")

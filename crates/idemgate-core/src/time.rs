@@ -24,6 +24,17 @@ impl UnixTime {
     pub fn rfc3339(self) -> Rfc3339 {
         Rfc3339(self)
     }
+
+    /// The instant an RFC 3339 date-time names (`2016-07-11T10:10:33-07:00`, any offset,
+    /// fractions of a second dropped), as a sender's timestamp header writes it; `None` for
+    /// anything else, a bare date included.
+    #[must_use]
+    pub fn parse_rfc3339(text: &str) -> Option<UnixTime> {
+        if text.len() <= 10 {
+            return None;
+        }
+        parse_instant(text)
+    }
 }
 
 /// [`UnixTime`] displayed in RFC 3339, UTC.
@@ -258,6 +269,16 @@ mod tests {
         assert_eq!(at("2026-12-01T18:43:58+01:00"), TimeSpec::At(UnixTime(1_796_147_038)));
         assert_eq!(at("2026-12-01t12:13:58-05:30"), TimeSpec::At(UnixTime(1_796_147_038)));
         assert_eq!(at("2026-12-01 17:43:58z"), TimeSpec::At(UnixTime(1_796_147_038)));
+    }
+
+    #[test]
+    fn sender_timestamps_parse_as_date_times_only() {
+        // Box's documented BOX-DELIVERY-TIMESTAMP example.
+        assert_eq!(UnixTime::parse_rfc3339("2016-07-11T10:10:33-07:00"), Some(UnixTime(1_468_257_033)));
+        assert_eq!(UnixTime::parse_rfc3339("2026-12-01T17:43:58Z"), Some(UnixTime(1_796_147_038)));
+        for bad in ["2026-12-01", "30m", "", "2026-12-01T17:43:58", " 2026-12-01T17:43:58Z"] {
+            assert_eq!(UnixTime::parse_rfc3339(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -63,7 +63,15 @@ fn every_vector_backed_provider_accepts_its_published_example_and_refuses_a_chan
         let last = changed.len() - 2;
         changed[last] ^= 1;
         let tampered = scheme.verify(&secrets, RawDelivery { headers: &sent, body: &changed }, now);
-        assert!(tampered.is_err(), "{}", provider.name);
+        if matches!(provider.signing, Signing::Token(_) | Signing::Basic) {
+            // A token covers no byte of the body: what it proves is the secret, so it is
+            // another secret that is refused.
+            let other = SecretSet::new(vec![scheme.decode_secret("another:secret-value").unwrap()]).unwrap();
+            let wrong = scheme.verify(&other, RawDelivery { headers: &sent, body: &body }, now);
+            assert!(wrong.is_err(), "{}", provider.name);
+        } else {
+            assert!(tampered.is_err(), "{}", provider.name);
+        }
     }
 }
 

@@ -97,6 +97,7 @@ pub(crate) enum ConfigCommand {
 }
 
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("signing").args(["scheme", "source"])))]
 pub(crate) struct SendArgs {
     /// Where to send it: an http(s):// URL, or smtp://host[:port] (STARTTLS per
     /// --starttls) or smtps://host[:port] (implicit TLS) to submit the --data-file message.
@@ -118,8 +119,13 @@ pub(crate) struct SendArgs {
     /// Sign as a webhook with this scheme: any source scheme whose secret also signs.
     #[arg(long, requires = "secret", value_parser = signing_schemes())]
     pub(crate) scheme: Option<String>,
+    /// Sign as the provider of this source of the --config file signs: its scheme as
+    /// configured (an `hmac`, `token` or `basic` table, a catalog provider, its
+    /// `signed_url`), with its first secret unless --secret gives one.
+    #[arg(long, value_name = "NAME", conflicts_with = "scheme")]
+    pub(crate) source: Option<String>,
     /// The signing secret: `env:NAME` or `file:PATH` (a literal works but shows in `ps`).
-    #[arg(long, requires = "scheme")]
+    #[arg(long, requires = "signing")]
     pub(crate) secret: Option<String>,
     /// The webhook's event identity (`webhook-id`, `X-GitHub-Delivery`, ...); generated
     /// once when absent, and kept on every retry. With --api, the message's `eventId`.

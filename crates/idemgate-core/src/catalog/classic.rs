@@ -106,4 +106,23 @@ pub(super) const PROVIDERS: &[Provider] = &[
             api: "signature.SignatureVerifier.generate_signature",
         },
     },
+    Provider {
+        name: "slack-commands",
+        title: "Slack (slash commands)",
+        signing: Signing::Coded(&Slack::DEFAULT),
+        identity: Some(Identity::Body("/trigger_id")),
+        identity_note: "trigger_id: \"a temporary ID generated for the interaction in your app\", one per \
+                        invocation (Slack's interaction payload reference). Signed with the body.",
+        event_type: Some("/command"),
+        body: BodyFormat::Form,
+        per_attempt: &[],
+        retry_note: "Slack documents no retries of a slash command (a slow answer is shown to the user as an \
+                     error); a repeat is the same request resent, with the same bytes.",
+        docs: "https://api.slack.com/interactivity/slash-commands",
+        backing: Backing::Library {
+            registry: Registry::PyPi,
+            package: "slack_sdk",
+            api: "signature.SignatureVerifier.generate_signature",
+        },
+    },
 ];

@@ -14,7 +14,13 @@
 //! The groups live in their own files; [`providers`] is every entry, and
 //! [`crate::scheme::lookup`] finds a provider's scheme by its name.
 
+mod business;
 mod classic;
+mod developer;
+mod messaging;
+mod payments;
+mod platforms;
+mod support;
 
 use std::sync::{Arc, LazyLock};
 
@@ -32,7 +38,15 @@ use crate::{
 };
 
 /// Every group's entries, in the order the catalog page lists them.
-const GROUPS: &[&[Provider]] = &[classic::PROVIDERS];
+const GROUPS: &[&[Provider]] = &[
+    classic::PROVIDERS,
+    payments::PROVIDERS,
+    messaging::PROVIDERS,
+    support::PROVIDERS,
+    business::PROVIDERS,
+    developer::PROVIDERS,
+    platforms::PROVIDERS,
+];
 
 /// One provider as the catalog knows it.
 #[derive(Debug)]

@@ -3,10 +3,10 @@
 //!
 //! - [`GenericHmac`] (`scheme = "hmac"`): an HMAC (SHA-1, SHA-256 or SHA-512) keyed with the
 //!   secret's UTF-8 bytes, over a declared template of what is signed (`{body}`,
-//!   `{timestamp}`, `{header:Name}` and literal text), sent hex or base64 in one header,
-//!   after an optional prefix. A template must sign `{body}` exactly once; one that signs
-//!   `{timestamp}` names the header it comes from (decimal Unix seconds) and gets a tolerance
-//!   (five minutes unless configured), checked in both directions.
+//!   `{timestamp}`, `{header:Name}` and literal text), sent hex, base64 or base64url in one
+//!   header, after an optional prefix. A template must sign `{body}` exactly once; one that
+//!   signs `{timestamp}` names the header it comes from (decimal Unix seconds) and gets a
+//!   tolerance (five minutes unless configured), checked in both directions.
 //! - [`SharedToken`] (`scheme = "token"`): the secret itself, sent in a header.
 //! - [`BasicAuth`] (`scheme = "basic"`): HTTP Basic authentication, the secret being
 //!   `user:password`.
@@ -26,7 +26,10 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use base64::{Engine, engine::general_purpose::STANDARD};
+use base64::{
+    Engine,
+    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
+};
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
 use sha2::{Digest, Sha256, Sha512};
@@ -45,7 +48,7 @@ pub const TOKEN: &str = "token";
 /// `scheme = "basic"`.
 pub const BASIC: &str = "basic";
 /// The configured schemes' names, in the order error messages list them.
-pub const NAMES: [&str; 3] = [HMAC, TOKEN, BASIC];
+pub const NAMES: [&str; 4] = [HMAC, super::rsa::RSA, TOKEN, BASIC];
 /// The tolerance of a signed timestamp unless the source configures one.
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 /// The header Basic credentials travel in.
@@ -65,7 +68,7 @@ pub struct SettingError {
     pub reason: &'static str,
 }
 
-fn setting(setting: &'static str, reason: &'static str) -> SettingError {
+pub(super) fn setting(setting: &'static str, reason: &'static str) -> SettingError {
     SettingError { setting, reason }
 }
 
@@ -136,15 +139,19 @@ pub enum Encoding {
     Hex,
     /// Standard base64 with padding (RFC 4648 §4).
     Base64,
+    /// URL-safe base64 without padding (RFC 4648 §5), as Sanity's webhook toolkit writes
+    /// it; padding is refused.
+    Base64Url,
 }
 
 impl Encoding {
-    /// The encoding configured as `name`: `hex` or `base64`.
+    /// The encoding configured as `name`: `hex`, `base64` or `base64url`.
     pub fn from_name(name: &str) -> Result<Self, SettingError> {
         match name {
             "hex" => Ok(Self::Hex),
             "base64" => Ok(Self::Base64),
-            _ => Err(setting("encoding", "must be hex or base64")),
+            "base64url" => Ok(Self::Base64Url),
+            _ => Err(setting("encoding", "must be hex, base64 or base64url")),
         }
     }
 
@@ -154,24 +161,27 @@ impl Encoding {
         match self {
             Self::Hex => "hex",
             Self::Base64 => "base64",
+            Self::Base64Url => "base64url",
         }
     }
 
-    fn encode(self, tag: &[u8]) -> String {
+    pub(super) fn encode(self, tag: &[u8]) -> String {
         match self {
             Self::Hex => hex::encode(tag),
             Self::Base64 => STANDARD.encode(tag),
+            Self::Base64Url => URL_SAFE_NO_PAD.encode(tag),
         }
     }
 
     /// The tag written as `text`, or `None` when it is not in this encoding.
-    fn decode(self, text: &str) -> Option<Vec<u8>> {
+    pub(super) fn decode(self, text: &str) -> Option<Vec<u8>> {
         match self {
             Self::Hex if text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => {
                 hex::decode(text).ok()
             }
             Self::Hex => None,
             Self::Base64 => STANDARD.decode(text).ok(),
+            Self::Base64Url => URL_SAFE_NO_PAD.decode(text).ok(),
         }
     }
 }
@@ -258,7 +268,7 @@ impl Template {
         &self.text
     }
 
-    fn signs_timestamp(&self) -> bool {
+    pub(super) fn signs_timestamp(&self) -> bool {
         self.parts.contains(&Part::Timestamp)
     }
 
@@ -269,7 +279,7 @@ impl Template {
     }
 
     /// The bytes of each part for one delivery; `header` reads a named header's value.
-    fn material<'a>(
+    pub(super) fn material<'a>(
         &'a self,
         body: &'a [u8],
         timestamp: &'a str,
@@ -319,7 +329,7 @@ impl TimestampUnit {
     }
 
     /// `time` written in this unit, as a sender signs it.
-    fn write(self, time: UnixTime) -> String {
+    pub(super) fn write(self, time: UnixTime) -> String {
         match self {
             Self::Seconds => time.0.to_string(),
             Self::Milliseconds => (i128::from(time.0) * 1000).to_string(),
@@ -327,7 +337,7 @@ impl TimestampUnit {
     }
 
     /// The whole seconds of a timestamp written in this unit (digits only).
-    fn read(self, text: &str) -> Option<UnixTime> {
+    pub(super) fn read(self, text: &str) -> Option<UnixTime> {
         let bounded = (1..=MAX_TIMESTAMP_DIGITS).contains(&text.len());
         if !bounded || !text.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -883,7 +893,7 @@ fn any_secret_equals(secrets: &SecretSet, given: &[u8]) -> bool {
 }
 
 /// A configured header name, valid and lowercased, interned.
-fn header_name(at: &'static str, name: &str) -> Result<&'static str, SettingError> {
+pub(super) fn header_name(at: &'static str, name: &str) -> Result<&'static str, SettingError> {
     let parsed = http::HeaderName::try_from(name).map_err(|_| setting(at, "not a valid header name"))?;
     Ok(intern(parsed.as_str()))
 }
@@ -903,7 +913,7 @@ fn intern(name: &str) -> &'static str {
     leaked
 }
 
-fn intern_list(names: Vec<&'static str>) -> &'static [&'static str] {
+pub(super) fn intern_list(names: Vec<&'static str>) -> &'static [&'static str] {
     let mut seen = LISTS_SEEN.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(known) = seen.get(names.as_slice()) {
         return known;

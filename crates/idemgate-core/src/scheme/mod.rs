@@ -9,15 +9,23 @@
 //! Every scheme is listed once, in [`registry`]; adding a provider means adding one module
 //! that implements [`Scheme`] and one entry there.
 
+pub mod box_v2;
 pub mod demo;
+pub mod discord;
+mod ed25519;
 pub mod generic;
 pub mod github;
+pub mod plivo;
 pub mod registry;
+pub mod rsa;
+pub mod sendgrid;
 pub mod shopify;
 mod signing;
 pub mod slack;
 pub mod standard;
 pub mod stripe;
+pub mod telnyx;
+pub mod twilio;
 
 use std::sync::Arc;
 
@@ -33,15 +41,21 @@ use crate::{
     secret::SecretError,
 };
 
+pub use box_v2::BoxV2;
 pub use demo::DemoV1;
+pub use discord::Discord;
 pub use generic::{BasicAuth, GenericHmac, SharedToken};
 pub use github::GitHub;
+pub use plivo::Plivo;
 pub use registry::{OUTGOING, SCHEMES, UnknownScheme, lookup, names};
+pub use sendgrid::SendGrid;
 pub use shopify::Shopify;
 pub use signing::{Outgoing, Signer};
 pub use slack::Slack;
 pub use standard::{StandardWebhooks, StandardWebhooksEd25519};
 pub use stripe::Stripe;
+pub use telnyx::Telnyx;
+pub use twilio::Twilio;
 
 /// What a scheme needs to see of one delivery.
 #[derive(Debug, Clone, Copy)]
@@ -302,4 +316,14 @@ pub(crate) fn check_tolerance(signed: UnixTime, now: UnixTime, tolerance_secs: u
         return Err(AuthError::TimestampOutOfTolerance { tolerance_secs });
     }
     Ok(())
+}
+
+/// Canonical decimal Unix seconds in `header` (digits only, no sign, no leading zero), so
+/// the header's text is exactly what the sender formatted and signed.
+pub(crate) fn canonical_seconds(value: &str, header: &'static str) -> Result<UnixTime, AuthError> {
+    let digits = value.bytes().all(|b| b.is_ascii_digit());
+    if !digits || !(1..=18).contains(&value.len()) || value.starts_with('0') {
+        return Err(AuthError::MalformedHeader(header));
+    }
+    value.parse().map(UnixTime).map_err(|_| AuthError::MalformedHeader(header))
 }

@@ -4,10 +4,13 @@
 //! [`OUTGOING`], so a scheme added here is known to all of them and no other place keeps
 //! a list of names.
 
-use super::{DemoV1, GitHub, Scheme, Shopify, Slack, StandardWebhooks, StandardWebhooksEd25519, Stripe};
+use super::{
+    DemoV1, Discord, GitHub, Scheme, SendGrid, Shopify, Slack, StandardWebhooks, StandardWebhooksEd25519, Stripe,
+    Telnyx, Twilio,
+};
 
 /// Every scheme, with its default settings, in the order error messages list them.
-pub static SCHEMES: [&dyn Scheme; 7] = [
+pub static SCHEMES: [&dyn Scheme; 11] = [
     &StandardWebhooks::DEFAULT,
     &StandardWebhooksEd25519::DEFAULT,
     &GitHub,
@@ -15,6 +18,10 @@ pub static SCHEMES: [&dyn Scheme; 7] = [
     &Shopify,
     &Slack::DEFAULT,
     &DemoV1::DEFAULT,
+    &Twilio::DEFAULT,
+    &SendGrid::DEFAULT,
+    &Discord::DEFAULT,
+    &Telnyx::DEFAULT,
 ];
 
 /// The scheme the worker signs deliveries to destinations with: Standard Webhooks `v1`,
@@ -77,7 +84,7 @@ mod tests {
         assert!(
             err.to_string().starts_with(
                 "unknown scheme \"acme\" (known: standard-webhooks, standard-webhooks-ed25519, github, stripe, \
-                 shopify, slack, demo-webhook-v1, svix"
+                 shopify, slack, demo-webhook-v1, twilio, sendgrid, discord, telnyx, svix"
             ),
             "{err}"
         );
@@ -109,11 +116,17 @@ mod tests {
     }
 
     /// A signing key for `scheme`, and the secret its verifier holds: the same bytes for
-    /// HMAC, a seed and its public key for ed25519.
+    /// HMAC, a private scalar and the public key SendGrid shows for ECDSA P-256, a seed and
+    /// its public key for ed25519.
     fn keys(scheme: &dyn Scheme) -> (Secret, Secret) {
         if scheme.secret_signs() {
             let key = Secret::new(b"whsec_a-signing-key-of-enough-length".to_vec());
             return (key.clone(), key);
+        }
+        if scheme.name() == crate::scheme::sendgrid::NAME {
+            let key = Secret::new(vec![9; 32]);
+            let public = crate::scheme::sendgrid::public_key_for(&key).unwrap();
+            return (key, scheme.decode_secret(&public).unwrap());
         }
         let seed = [9u8; 32];
         let public = ed25519_dalek::SigningKey::from_bytes(&seed).verifying_key();
@@ -125,6 +138,11 @@ mod tests {
         let now = UnixTime(1_700_000_000);
         let body = br#"{"id":"evt_1","event_id":"evt_1"}"#;
         for scheme in SCHEMES {
+            // A scheme that signs the URL (Twilio) signs and verifies with one configured.
+            let scheme: &'static dyn Scheme = match scheme.with_signed_url("https://hooks.example.com/hooks/x") {
+                Some(with_url) => &**Box::leak(Box::new(with_url)),
+                None => scheme,
+            };
             let (key, verifying) = keys(scheme);
             let signer = Signer::new(scheme, key).unwrap();
             let message = Outgoing { id: "evt-1", attempt: 3, timestamp: now, body };

@@ -316,7 +316,7 @@ pub fn sign_ed25519(signing_key_bytes: &[u8; 32], msg_id: &str, timestamp: i64, 
 /// small-order or non-canonical `R`, so one signature cannot be valid for several messages
 /// or keys and cannot be re-encoded into a second valid one. Honest signers never produce
 /// such values, so no genuine delivery is refused.
-fn ed25519_matches(secret: &Secret, message: &[u8], given: &[[u8; 64]]) -> bool {
+pub(super) fn ed25519_matches(secret: &Secret, message: &[u8], given: &[[u8; 64]]) -> bool {
     let Ok(key) = VerifyingKey::try_from(secret.expose()) else {
         return false;
     };

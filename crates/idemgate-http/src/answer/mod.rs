@@ -19,7 +19,7 @@
 //! | what | status | body |
 //! |---|---|---|
 //! | body over the limit | 413 | `{"error":"body_size"}` |
-//! | authentication failed | 401 | `{"error":"authentication"}` |
+//! | authentication failed | 401 | `{"error":"authentication","reason":R}`, with the header when one is at fault |
 //! | not strict JSON | 400 | `{"error":"invalid_json","reason":R}` |
 //! | not a strict form (a `body = "form"` source) | 400 | `{"error":"invalid_form","reason":R}` |
 //! | event contract not met, or refused by the handler | 422 | `{"error":"event_contract"}`, with the field when the contract names one |
@@ -38,7 +38,10 @@
 //! the payload: invalid JSON gets `"reason"`, the strict parser's code (`syntax`,
 //! `duplicate_key`, `too_deep`, `invalid_utf8`, `byte_order_mark`, `number_out_of_range`,
 //! `trailing_data`), invalid form its code (`duplicate_key`, `invalid_percent_encoding`,
-//! `invalid_utf8`, `too_many_fields`); a contract refusal of a configured field gets `"field"` (`identity` or
+//! `invalid_utf8`, `too_many_fields`); a failed authentication its code (`missing_header` or
+//! `malformed_header` with `"header"`, the header's name; `timestamp_out_of_tolerance` with
+//! `"tolerance_secs"`; `signature_mismatch`), never a header's value, a signature or a secret;
+//! a contract refusal of a configured field gets `"field"` (`identity` or
 //! `event_type`) and where it was looked for, `"header"` or `"pointer"` as configured.
 //! [`CodeOnly`] answers without them, for an interface that was fixed before they existed
 //! (the counter example's).
@@ -48,7 +51,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use http::{HeaderValue, StatusCode, header};
-use idemgate_core::{Outcome, Rejection, outcome::Location};
+use idemgate_core::{AuthError, Outcome, Rejection, outcome::Location};
 use idemgate_store::replication::{FAILOVER_WARNING, FailoverRisk};
 use serde_json::{Map, Value, json};
 
@@ -110,6 +113,18 @@ impl DeliveryAnswer {
         match self {
             Self::Rejected(Rejection::InvalidJson(err)) => body["reason"] = err.reason().into(),
             Self::Rejected(Rejection::InvalidForm(err)) => body["reason"] = err.reason().into(),
+            Self::Rejected(Rejection::Authentication(err)) => {
+                body["reason"] = err.reason().into();
+                match err {
+                    AuthError::MissingHeader(name) | AuthError::MalformedHeader(name) => {
+                        body["header"] = name.to_ascii_lowercase().into();
+                    }
+                    AuthError::TimestampOutOfTolerance { tolerance_secs } => {
+                        body["tolerance_secs"] = (*tolerance_secs).into();
+                    }
+                    _ => {}
+                }
+            }
             Self::Rejected(Rejection::Contract { field: Some(field), .. }) => {
                 body["field"] = field.name.into();
                 let (key, at) = match &field.location {
@@ -289,7 +304,6 @@ fn problem(status: StatusCode, title: &str, detail: Option<String>) -> Response 
 #[cfg(test)]
 mod tests {
     use idemgate_core::{
-        AuthError,
         form::FormError,
         json::JsonError,
         outcome::{FailureCause, Field},
@@ -301,7 +315,26 @@ mod tests {
     fn each_answer_has_its_one_status_and_body() {
         let cases = [
             (DeliveryAnswer::Rejected(Rejection::BodyTooLarge { limit: 1 }), 413, json!({"error":"body_size"})),
-            (DeliveryAnswer::Rejected(AuthError::SignatureMismatch.into()), 401, json!({"error":"authentication"})),
+            (
+                DeliveryAnswer::Rejected(AuthError::SignatureMismatch.into()),
+                401,
+                json!({"error":"authentication","reason":"signature_mismatch"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(AuthError::MissingHeader("Stripe-Signature").into()),
+                401,
+                json!({"error":"authentication","reason":"missing_header","header":"stripe-signature"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(AuthError::MalformedHeader("webhook-signature").into()),
+                401,
+                json!({"error":"authentication","reason":"malformed_header","header":"webhook-signature"}),
+            ),
+            (
+                DeliveryAnswer::Rejected(AuthError::TimestampOutOfTolerance { tolerance_secs: 300 }.into()),
+                401,
+                json!({"error":"authentication","reason":"timestamp_out_of_tolerance","tolerance_secs":300}),
+            ),
             (
                 DeliveryAnswer::Rejected(JsonError::InvalidUtf8.into()),
                 400,

@@ -94,7 +94,7 @@ pub(crate) async fn run(command: Command, path: &Path) -> anyhow::Result<ExitCod
         Command::Store { command } => store::store(&load(path, Uses::Store)?, command, &SystemClock).await,
         Command::Config { command: ConfigCommand::Check } => check::check(path),
         Command::Bench { workload } => bench::bench(workload, &SystemClock).await,
-        Command::Send(args) => send::send(*args).await,
+        Command::Send(args) => send::send(*args, path).await,
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { command } => docs::man(&command),
     }

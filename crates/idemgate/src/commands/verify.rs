@@ -1,6 +1,7 @@
 //! `idemgate verify`: replays the gateway's checks on a captured request, offline, at
 //! `--at` or else at the clock's now, and prints each check's result up to the first that
-//! fails. Nothing is stored; no secret is printed.
+//! fails. A refused signature also prints the gateway's answer (`answer    401 {…}`), whose
+//! `reason` and `header` say what to fix. Nothing is stored; no secret is printed.
 
 use std::{io::Write, path::Path, process::ExitCode};
 
@@ -9,11 +10,12 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use idemgate::config::SourceConfig;
 use idemgate_clock::Clock;
 use idemgate_core::{
-    UnixTime,
+    AuthError, UnixTime,
     form::{self, BodyFormat},
     json,
-    scheme::RawDelivery,
+    scheme::{RawDelivery, VerifiedDelivery},
 };
+use idemgate_http::answer::DeliveryAnswer;
 
 use super::{EXIT_FAILED, shown, to_stdout};
 
@@ -30,13 +32,17 @@ pub(super) fn capture(
     let headers = parse_headers(&head).map_err(|err| anyhow!("{}: {err}", shown(headers)))?;
     let body = std::fs::read(body).with_context(|| format!("cannot read {}", shown(body)))?;
     let now = at.map_or_else(|| clock.now(), UnixTime);
-    let checks = verify_capture(source, &headers, &body, now);
+    let (checks, refused) = verify_capture(source, &headers, &body, now);
     let mut stdout = std::io::stdout().lock();
     for check in &checks {
         to_stdout(match &check.result {
             Ok(found) => writeln!(stdout, "{:<9} ok      {found}", check.name),
             Err(why) => writeln!(stdout, "{:<9} FAILED  {why}", check.name),
         })?;
+    }
+    if let Some(refused) = refused {
+        let answer = DeliveryAnswer::Rejected(refused.into());
+        to_stdout(writeln!(stdout, "{:<9} {} {}", "answer", answer.status().as_u16(), answer.body()))?;
     }
     let passed = checks.iter().all(|c| c.result.is_ok());
     Ok(if passed { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) })
@@ -51,8 +57,14 @@ struct Check {
     result: Result<String, String>,
 }
 
-/// Runs the checks in the gateway's order and stops at the first failure.
-fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], now: UnixTime) -> Vec<Check> {
+/// Runs the checks in the gateway's order and stops at the first failure; with why the
+/// scheme refused the delivery, if it did.
+fn verify_capture(
+    source: &SourceConfig,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: UnixTime,
+) -> (Vec<Check>, Option<AuthError>) {
     let mut checks = Vec::new();
     let delivery = source.scheme.verify(&source.secrets, RawDelivery { headers, body }, now);
     let signed = match &delivery {
@@ -62,10 +74,22 @@ fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], now: 
         }),
         Err(err) => Err(err.to_string()),
     };
-    if !push(&mut checks, "signature", signed) {
-        return checks;
-    }
-    let Ok(delivery) = delivery else { return checks };
+    push(&mut checks, "signature", signed);
+    let delivery = match delivery {
+        Ok(delivery) => delivery,
+        Err(refused) => return (checks, Some(refused)),
+    };
+    (checks_after_signature(source, headers, body, &delivery, checks), None)
+}
+
+/// The checks of a delivery whose signature holds, after `checks`.
+fn checks_after_signature(
+    source: &SourceConfig,
+    headers: &HeaderMap,
+    body: &[u8],
+    delivery: &VerifiedDelivery,
+    mut checks: Vec<Check>,
+) -> Vec<Check> {
     // Named by the source's format: `json`, or `form` for a form read into its JSON view.
     let (check, read) = match source.body {
         BodyFormat::Json => ("json", json::parse(body, source.json_limits).map_err(|err| err.to_string())),
@@ -82,7 +106,7 @@ fn verify_capture(source: &SourceConfig, headers: &HeaderMap, body: &[u8], now: 
     push(&mut checks, check, Ok(strict.into()));
     let identity = source
         .identity
-        .resolve(source.scheme.as_ref(), headers, &delivery, &event)
+        .resolve(source.scheme.as_ref(), headers, delivery, &event)
         .map(|id| format!("{id} (from {})", source.identity));
     if !push(&mut checks, "identity", identity.map_err(|err| format!("{err} (looked in {})", source.identity))) {
         return checks;

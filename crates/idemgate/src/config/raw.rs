@@ -294,6 +294,8 @@ pub struct RawSource {
     pub scheme: String,
     /// `[sources.<id>.hmac]`: what `scheme = "hmac"` signs and how.
     pub hmac: Option<RawHmac>,
+    /// `[sources.<id>.rsa]`: what `scheme = "rsa"` verifies and how.
+    pub rsa: Option<RawRsa>,
     /// `[sources.<id>.token]`: where `scheme = "token"` reads the token.
     pub token: Option<RawToken>,
     /// How the body is read once verified: `"json"` or `"form"` (default: the catalog
@@ -373,6 +375,24 @@ pub struct RawPairs {
     pub timestamp: Option<String>,
     /// The key each signature is under.
     pub signature: String,
+}
+
+/// `[sources.<id>.rsa]`: an RSA signature under the provider's published public key.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRsa {
+    /// `sha256` or `sha512` (PKCS #1 v1.5).
+    pub algorithm: String,
+    /// `hex` or `base64`.
+    pub encoding: String,
+    /// The header carrying the signature.
+    pub header: String,
+    /// Text before the encoded signature, required when given.
+    pub prefix: Option<String>,
+    /// The template of what is signed: `{body}`, `{timestamp}`, `{header:Name}`, `{url}`, text.
+    pub signed: String,
+    /// The header `{timestamp}` comes from (decimal Unix seconds).
+    pub timestamp_header: Option<String>,
 }
 
 /// `[sources.<id>.token]`: a shared token in a header.

@@ -17,6 +17,7 @@ use idemgate_core::{
     scheme::{
         self, BasicAuth, GenericHmac, IdentityLocation, SharedToken,
         generic::{self, Algorithm, Encoding, HmacSettings, KeyEncoding, PairsSettings, SettingError, TimestampUnit},
+        rsa::{self, ConfiguredRsa, RsaHash, RsaSettings},
     },
 };
 use idemgate_http::gateway::Subscription;
@@ -26,7 +27,7 @@ use idemgate_store::maintenance::Retention;
 use super::{
     ConfigError, ConfigWarning,
     effective::{self, Shown},
-    raw::{RawHmac, RawIdentity, RawSource, RawSubscription, RawToken},
+    raw::{RawHmac, RawIdentity, RawRsa, RawSource, RawSubscription, RawToken},
     reading::{Reading, Verifies},
 };
 
@@ -154,7 +155,7 @@ fn source(
             None
         }
     };
-    let tables = SchemeTables { hmac: raw.hmac.as_ref(), token: raw.token.as_ref() };
+    let tables = SchemeTables { hmac: raw.hmac.as_ref(), rsa: raw.rsa.as_ref(), token: raw.token.as_ref() };
     let scheme = source_scheme(&key, &raw.scheme, tables, tolerance, r)?;
     let scheme = signed_url(&key, scheme, raw.signed_url, r)?;
     let provider = catalog::find(&raw.scheme);
@@ -277,6 +278,7 @@ fn source(
 #[derive(Clone, Copy)]
 struct SchemeTables<'a> {
     hmac: Option<&'a RawHmac>,
+    rsa: Option<&'a RawRsa>,
     token: Option<&'a RawToken>,
 }
 
@@ -293,6 +295,9 @@ fn source_scheme(
     if raw.hmac.is_some() && name != generic::HMAC {
         return Err(ConfigError::new(format!("{key}.hmac"), "only read when scheme = \"hmac\""));
     }
+    if raw.rsa.is_some() && name != rsa::RSA {
+        return Err(ConfigError::new(format!("{key}.rsa"), "only read when scheme = \"rsa\""));
+    }
     if raw.token.is_some() && name != generic::TOKEN {
         return Err(ConfigError::new(format!("{key}.token"), "only read when scheme = \"token\""));
     }
@@ -304,6 +309,20 @@ fn source_scheme(
             let table = raw.hmac.ok_or_else(|| needs(generic::HMAC))?;
             let scheme = GenericHmac::new(&hmac_settings(table).map_err(setting)?).map_err(setting)?;
             r.show(&format!("{key}.hmac"), Shown::Value(shown_hmac(&scheme.settings())));
+            Ok(scheme.configured(tolerance))
+        }
+        rsa::RSA => {
+            let table = raw.rsa.ok_or_else(|| needs(rsa::RSA))?;
+            let settings = RsaSettings {
+                algorithm: RsaHash::from_name(&table.algorithm).map_err(setting)?,
+                encoding: Encoding::from_name(&table.encoding).map_err(setting)?,
+                header: table.header.clone(),
+                prefix: table.prefix.clone().unwrap_or_default(),
+                signed: table.signed.clone(),
+                timestamp_header: table.timestamp_header.clone(),
+            };
+            let scheme = ConfiguredRsa::new(&settings).map_err(setting)?;
+            r.show(&format!("{key}.rsa"), Shown::Value(shown_rsa(&scheme.settings())));
             Ok(scheme.configured(tolerance))
         }
         generic::TOKEN => {
@@ -393,6 +412,20 @@ fn per_attempt(
         .collect::<Result<Vec<_>, _>>()?;
     r.show(&at, Shown::Value(texts.into()));
     Ok(pointers)
+}
+
+/// `[sources.<id>.rsa]` as in effect: header names lowercased, the prefix shown even empty.
+fn shown_rsa(settings: &RsaSettings) -> toml::Value {
+    let mut table = toml::Table::new();
+    table.insert("algorithm".to_owned(), settings.algorithm.name().into());
+    table.insert("encoding".to_owned(), settings.encoding.name().into());
+    table.insert("header".to_owned(), settings.header.clone().into());
+    table.insert("prefix".to_owned(), settings.prefix.clone().into());
+    table.insert("signed".to_owned(), settings.signed.clone().into());
+    if let Some(name) = &settings.timestamp_header {
+        table.insert("timestamp_header".to_owned(), name.clone().into());
+    }
+    toml::Value::Table(table)
 }
 
 /// `[sources.<id>.hmac]` as in effect: header names lowercased, the prefix shown even empty.

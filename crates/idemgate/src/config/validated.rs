@@ -569,8 +569,7 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
             }
             checked += 1;
         }
-        // TODO(catalog merge): at least one plain-HMAC provider once the groups land.
-        let _ = checked;
+        assert!(checked > 0, "the catalog has plain-HMAC providers");
     }
 
     #[test]
@@ -610,6 +609,47 @@ secret = "env:IDEMGATE_TEST_UNSET_APP"
         );
         let good = url_signed.replace("identity", "signed_url = \"https://x.example/in/a\"\nidentity");
         assert!(provider_source("hmac", "s", &good).unwrap().sources[0].scheme.signs_url());
+    }
+
+    #[test]
+    fn the_messaging_providers_bring_their_settings_and_ask_for_what_they_do_not_send() {
+        use idemgate_core::{form::BodyFormat, scheme::IdentityLocation};
+        // Twilio: its form body, its unsigned idempotency header (so body receipts), and
+        // the URL it signs, which only the source can say.
+        let err = provider_source("twilio", "auth-token", "").unwrap_err().to_string();
+        assert!(err.starts_with("sources.a.signed_url: scheme \"twilio\" signs the URL it posts to"), "{err}");
+        let twilio = provider_source("twilio", "auth-token", "signed_url = \"https://x.example/in/a\"").unwrap();
+        let source = &twilio.sources[0];
+        assert_eq!(source.body, BodyFormat::Form);
+        assert_eq!(source.identity, IdentityLocation::Header("i-twilio-idempotency-token".into()));
+        assert!(source.dedupe_body, "the token is not signed");
+        assert_eq!(source.event_type.as_deref(), Some("/MessageStatus"));
+        // SendGrid and Discord send no stable identity: the source names one.
+        let sendgrid = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g==";
+        let discord = "79b5562e8fe654f94078b112e8a98ba7901f853ae695bed7e0e3910bad049664";
+        for (scheme, key, identity) in
+            [("sendgrid", sendgrid, "/0/sg_event_id"), ("discord", discord, "/event/data/id")]
+        {
+            let err = provider_source(scheme, key, "").unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!(
+                    "sources.a.identity: scheme \"{scheme}\" is a provider that sends no stable event identity"
+                )),
+                "{err}"
+            );
+            let named = provider_source(scheme, key, &format!("identity = {{ pointer = \"{identity}\" }}")).unwrap();
+            assert_eq!(named.sources[0].identity, IdentityLocation::Body(identity.into()));
+            assert!(provider_source(scheme, "not-a-key", "identity = { pointer = \"/id\" }").is_err());
+        }
+        // Telnyx: the event id in the body, signed, and the fields each attempt changes.
+        let telnyx = provider_source("telnyx", "2inpWwLgD/oVZFd1+x0roiKhlDOV7qBrlOLAV7e+adA=", "").unwrap();
+        let source = &telnyx.sources[0];
+        assert_eq!(source.identity, IdentityLocation::Body("/data/id".into()));
+        assert!(!source.dedupe_body, "the identity is signed with the body");
+        assert_eq!(
+            source.per_attempt.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+            ["/meta/attempt", "/meta/delivered_to"]
+        );
     }
 
     #[test]

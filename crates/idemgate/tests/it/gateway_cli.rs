@@ -3,6 +3,8 @@
 
 use std::process::Output;
 
+use serde_json::json;
+
 use crate::{
     gateway_harness::{Setup, Signer, body, inbox, numbered, typed},
     harness::unix_now,
@@ -69,6 +71,12 @@ fn an_environment_override_replaces_a_file_value() {
     assert!(stderr.contains("server.listen"), "{stderr}");
 }
 
+/// The refusal `verify` printed on its `answer    401 {…}` line, as JSON.
+fn answer(stdout: &str) -> serde_json::Value {
+    let line = stdout.lines().find_map(|l| l.strip_prefix("answer    401 ")).unwrap_or_else(|| panic!("{stdout}"));
+    serde_json::from_str(line).unwrap()
+}
+
 fn verify(setup: &Setup, headers: &[(String, String)], body: &[u8], at: Option<i64>) -> (Output, String) {
     let dir = setup.dir.path();
     let head: String = headers.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
@@ -95,15 +103,39 @@ fn verify_passes_a_good_capture_and_names_the_failing_check_otherwise() {
 
     let (ok, stdout) = verify(&setup, &headers, &good, None);
     assert!(ok.status.success(), "{stdout}");
+    assert!(!stdout.contains("answer "), "a delivery that verifies is not refused: {stdout}");
     assert!(stdout.contains("signature ok") && stdout.contains("identity  ok      msg_1"), "{stdout}");
 
     let (tampered, stdout) = verify(&setup, &headers, &body("msg_1", "t.createX"), None);
     assert_eq!(tampered.status.code(), Some(1));
     assert!(stdout.contains("signature FAILED  signature does not match"), "{stdout}");
+    assert_eq!(answer(&stdout), json!({"error": "authentication", "reason": "signature_mismatch"}));
 
     let (late, stdout) = verify(&setup, &headers, &good, Some(now + 3600));
     assert_eq!(late.status.code(), Some(1));
     assert!(stdout.contains("timestamp is outside the tolerance"), "{stdout}");
+    let stale = json!({"error": "authentication", "reason": "timestamp_out_of_tolerance", "tolerance_secs": 300});
+    assert_eq!(answer(&stdout), stale);
+
+    let unsigned: Vec<_> = headers.iter().filter(|(name, _)| name != "webhook-signature").cloned().collect();
+    assert_eq!(unsigned.len() + 1, headers.len(), "{headers:?}");
+    let (missing, stdout) = verify(&setup, &unsigned, &good, None);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stdout.contains("signature FAILED  header webhook-signature is missing"), "{stdout}");
+    assert_eq!(
+        answer(&stdout),
+        json!({"error": "authentication", "reason": "missing_header", "header": "webhook-signature"})
+    );
+    let mut repeated = headers.clone();
+    repeated.extend(headers.iter().filter(|(name, _)| name == "webhook-signature").cloned());
+    let (malformed, stdout) = verify(&setup, &repeated, &good, None);
+    assert_eq!(malformed.status.code(), Some(1));
+    assert_eq!(
+        answer(&stdout),
+        json!({"error": "authentication", "reason": "malformed_header", "header": "webhook-signature"})
+    );
+    let signature = &headers.iter().find(|(name, _)| name == "webhook-signature").unwrap().1;
+    assert!(!stdout.contains(signature.as_str()) && !stdout.contains("msg_1"), "no value, no body: {stdout}");
     let (at_capture, _) = verify(&setup, &headers, &good, Some(now + 10));
     assert!(at_capture.status.success(), "--at judges the timestamp as of then");
 

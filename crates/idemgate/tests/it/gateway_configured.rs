@@ -11,7 +11,7 @@ use serde_json::json;
 use sha2::Sha256;
 
 use crate::{
-    gateway_harness::{Setup, inbox},
+    gateway_harness::{Setup, inbox, unauthenticated, unauthenticated_at},
     harness::unix_now,
 };
 
@@ -70,15 +70,35 @@ url = "http://127.0.0.1:9/app"
     let mut changed = body.to_vec();
     changed[9] = b'2';
     let stale = now - 301;
+    let mismatch = unauthenticated("signature_mismatch");
+    let stale_answer =
+        json!({"error": "authentication", "reason": "timestamp_out_of_tolerance", "tolerance_secs": 300});
+    let mut unsigned = acme_headers(now, acme_signature(now, &changed));
+    unsigned.retain(|(name, _)| name != "X-Acme-Signature");
     let refusals = [
-        ("a changed byte", acme_headers(now, acme_signature(now, body)), changed.clone()),
-        ("a stale timestamp", acme_headers(stale, acme_signature(stale, &changed)), changed.clone()),
-        ("another timestamp than signed", acme_headers(now, acme_signature(now - 1, &changed)), changed.clone()),
-        ("no prefix", acme_headers(now, acme_signature(now, &changed)[3..].to_owned()), changed.clone()),
+        ("a changed byte", acme_headers(now, acme_signature(now, body)), mismatch.clone()),
+        ("a stale timestamp", acme_headers(stale, acme_signature(stale, &changed)), stale_answer),
+        ("another timestamp than signed", acme_headers(now, acme_signature(now - 1, &changed)), mismatch),
+        (
+            "no prefix",
+            acme_headers(now, acme_signature(now, &changed)[3..].to_owned()),
+            unauthenticated_at("malformed_header", "x-acme-signature"),
+        ),
+        ("no signature", unsigned, unauthenticated_at("missing_header", "x-acme-signature")),
+        (
+            "a timestamp that is not a number",
+            acme_headers(now, acme_signature(now, &changed))
+                .into_iter()
+                .map(|(n, v)| (n.clone(), if n == "X-Acme-Timestamp" { "soon".into() } else { v }))
+                .collect(),
+            unauthenticated_at("malformed_header", "x-acme-timestamp"),
+        ),
     ];
-    for (what, headers, sent) in refusals {
-        let reply = gateway.post("acme", &headers, &sent);
-        assert!(reply.is(401, json!({"error": "authentication"})), "{what}: {reply:?}");
+    for (what, headers, answer) in refusals {
+        let reply = gateway.post("acme", &headers, &changed);
+        assert!(reply.is(401, answer), "{what}: {reply:?}");
+        let text = reply.body().to_string();
+        assert!(!text.contains(SECRET) && !text.contains("evt_2") && !text.contains("v1="), "{what}: {text}");
     }
     assert_eq!(inbox(&setup.db()), stored, "a refusal stored nothing");
 }
@@ -141,7 +161,7 @@ timeout = "1s"
         assert!(reply.is(status, json!({"error": "invalid_form", "reason": reason})), "{what}: {reply:?}");
     }
     let wrong = gateway.post("sms", &form_headers("twilio-like-tokem"), b"MessageSid=SM4");
-    assert!(wrong.is(401, json!({"error": "authentication"})), "{wrong:?}");
+    assert!(wrong.is(401, unauthenticated("signature_mismatch")), "{wrong:?}");
     let missing = gateway.post("sms", &form_headers(TOKEN), b"Body=no+sid");
     assert!(
         missing.is(422, json!({"error": "event_contract", "field": "identity", "pointer": "/MessageSid"})),
@@ -154,7 +174,9 @@ timeout = "1s"
         gateway.post("basic", &[("Authorization".into(), value)], br#"{"id":"b1"}"#)
     };
     assert!(basic("hooks:s3cret").is(202, json!({"status": "accepted", "event": "b1"})));
-    assert!(basic("hooks:s3cre").is(401, json!({"error": "authentication"})));
+    assert!(basic("hooks:s3cre").is(401, unauthenticated("signature_mismatch")));
+    let anonymous = gateway.post("basic", &[], br#"{"id":"b2"}"#);
+    assert!(anonymous.is(401, unauthenticated_at("missing_header", "authorization")), "{anonymous:?}");
 
     recorder.wait_until("the two deliveries", |r| r.len() == 2);
     let received: Vec<Received> = recorder.received();

@@ -246,6 +246,18 @@ impl Signer {
     }
 }
 
+/// The 401 body of a delivery its scheme refused for `reason` (`signature_mismatch`,
+/// `timestamp_out_of_tolerance`, ...), without the fields some reasons add.
+pub fn unauthenticated(reason: &str) -> serde_json::Value {
+    serde_json::json!({"error": "authentication", "reason": reason})
+}
+
+/// The 401 body of a delivery refused for `reason` (`missing_header` or `malformed_header`)
+/// at `header`, as the answer names it (lowercase).
+pub fn unauthenticated_at(reason: &str, header: &str) -> serde_json::Value {
+    serde_json::json!({"error": "authentication", "reason": reason, "header": header})
+}
+
 /// A body every scheme's default identity location finds: `/id` (Stripe), `/event_id`
 /// (Slack, demo), or the identity header the signer sets.
 pub fn body(identity: &str, event_type: &str) -> Vec<u8> {

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::{
-    gateway_harness::{Setup, Signer, body, inbox},
+    gateway_harness::{Setup, Signer, body, inbox, unauthenticated, unauthenticated_at},
     harness::unix_now,
 };
 
@@ -60,19 +60,30 @@ fn exercise(case: &Case) {
 
     let third = body("evt_3", "t.created");
     let tampered = body("evt_3", "t.createX");
-    let mut missing = case.old.headers("evt_3", &third, now);
-    missing.retain(|(name, _)| !name.contains("signature") && !name.contains("hmac"));
+    let (signature, missing): (Vec<_>, Vec<_>) = case
+        .old
+        .headers("evt_3", &third, now)
+        .into_iter()
+        .partition(|(name, _)| name.contains("signature") || name.contains("hmac"));
+    let [(signature, _)] = &signature[..] else { panic!("{}: one signature header: {signature:?}", case.old.scheme()) };
+    let mismatch = unauthenticated("signature_mismatch");
     let mut rejections = vec![
-        ("unknown secret", case.unknown.headers("evt_3", &third, now), third.clone()),
-        ("tampered body", case.old.headers("evt_3", &third, now), tampered),
-        ("missing signature header", missing, third.clone()),
+        ("unknown secret", case.unknown.headers("evt_3", &third, now), third.clone(), mismatch.clone()),
+        ("tampered body", case.old.headers("evt_3", &third, now), tampered, mismatch),
+        (
+            "missing signature header",
+            missing,
+            third.clone(),
+            unauthenticated_at("missing_header", &signature.to_ascii_lowercase()),
+        ),
     ];
     if case.old.has_timestamp() {
-        rejections.push(("stale timestamp", case.old.headers("evt_3", &third, now - 3600), third.clone()));
+        let stale = json!({"error": "authentication", "reason": "timestamp_out_of_tolerance", "tolerance_secs": 300});
+        rejections.push(("stale timestamp", case.old.headers("evt_3", &third, now - 3600), third.clone(), stale));
     }
-    for (what, headers, sent) in rejections {
+    for (what, headers, sent, answer) in rejections {
         let reply = gateway.post("src", &headers, &sent);
-        assert!(reply.is(401, json!({"error": "authentication"})), "{}: {what}: {reply:?}", case.old.scheme());
+        assert!(reply.is(401, answer), "{}: {what}: {reply:?}", case.old.scheme());
     }
     assert_eq!(inbox(&setup.db()), stored, "{}: a rejection or a repeat changed the store", case.old.scheme());
 }

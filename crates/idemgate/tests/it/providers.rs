@@ -13,6 +13,11 @@
 //! tampered copy of each first delivery (one body byte changed; for a token or Basic
 //! provider, the credential), which must be refused 401 and store nothing.
 //!
+//! A second test takes every provider whose body is a form (Slack's slash commands,
+//! Twilio) end to end: verified, deduplicated on its identity, filtered by its event type
+//! (the destination subscribes to the type of the first delivery only; the drivers' `other`
+//! case has another type) and forwarded as the original bytes.
+//!
 //! Every catalog provider backed by a library must have its cases here, and every provider
 //! whose retries change bytes its retry and changed cases. The tests fail, never skip,
 //! when the libraries cannot be installed.
@@ -24,7 +29,12 @@ use std::{
 };
 
 use base64::{Engine, engine::general_purpose::STANDARD};
-use idemgate::core::catalog::{self, Backing, Signing};
+use idemgate::core::{
+    catalog::{self, Backing, Signing},
+    form::{self, BodyFormat},
+    json::Json,
+};
+use idemgate_testkit::Destination;
 use serde_json::{Value, json};
 
 use crate::{
@@ -213,4 +223,108 @@ fn every_provider_accepts_what_its_own_library_signs_deduplicates_its_retries_an
         assert_eq!(reply.status(), 401, "{name}: a tampered delivery: {reply:?}");
     }
     assert_eq!(inbox(&setup.db()), stored, "the tampered deliveries stored nothing");
+}
+
+#[test]
+fn form_providers_go_end_to_end_verified_deduplicated_filtered_and_forwarded_as_sent() {
+    let now = unix_now();
+    let mut provided = drive(now);
+    provided.retain(|name, _| catalog::find(name).is_some_and(|p| p.body == BodyFormat::Form));
+    assert!(provided.contains_key("slack-commands"), "the form providers: {:?}", provided.keys());
+    let recorder = Destination::start(&[]);
+    let mut config = sources(&provided).replace("[worker]\nenabled = false\n", "[worker]\npoll_interval = \"50ms\"\n");
+    let mut forwarded = Vec::new();
+    for (name, entry) in &provided {
+        let provider = catalog::find(name).unwrap();
+        let first = entry.cases.iter().find(|c| c.name == "first").unwrap();
+        let table = format!("[sources.{name}]\n");
+        // A provider whose body names its type is filtered by it: `other` is another type.
+        let subscription = match provider.event_type {
+            Some(pointer) => {
+                assert!(entry.cases.iter().any(|c| c.name == "other"), "{name}: an `other` case of another type");
+                let Some(Json::String(event_type)) = form::parse(&first.body).unwrap().pointer(pointer).cloned() else {
+                    panic!("{name}: no type at {pointer}")
+                };
+                format!("{{ name = \"app\", types = [{event_type:?}] }}")
+            }
+            None => "\"app\"".to_owned(),
+        };
+        let subscribed = format!("{table}destinations = [{subscription}]\n");
+        config = config.replace(&table, &subscribed);
+        forwarded.push(first.body.clone());
+    }
+    config.push_str(&format!("[destinations.app]\nurl = \"{}\"\ntimeout = \"2s\"\n", recorder.url()));
+    let setup = Setup::new(&config);
+    let gateway = setup.start();
+    for (name, entry) in &provided {
+        for case in &entry.cases {
+            let reply = gateway.post(name, &case.headers, &case.body);
+            let (status, _) = expected(&case.expect);
+            assert_eq!(reply.status(), status, "{name} {}: {reply:?}", case.name);
+        }
+    }
+    recorder.wait_until("one delivery per form provider", |r| r.len() == forwarded.len());
+    let mut received: Vec<Vec<u8>> = recorder.received().into_iter().map(|r| r.body).collect();
+    received.sort();
+    forwarded.sort();
+    assert_eq!(received, forwarded, "each first delivery's original bytes, once; the other types filtered out");
+    for delivery in recorder.received() {
+        assert_eq!(delivery.header("content-type"), "application/x-www-form-urlencoded");
+    }
+}
+
+/// Signs `{timestamp}.{body}` with a fresh 2048-bit key in Python's `cryptography` (from the
+/// providers' venv): prints the public key's PEM, the timestamp and the hex signature.
+const RSA_SIGNER: &str = r#"
+import sys
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+body, at = sys.argv[1].encode(), sys.argv[2]
+signature = key.sign(at.encode() + b"." + body, padding.PKCS1v15(), hashes.SHA512())
+pem = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+sys.stdout.write(pem.decode() + "\n" + signature.hex())
+"#;
+
+#[test]
+fn a_configured_rsa_source_accepts_what_another_implementation_signs_under_the_published_key() {
+    let (venv, _) = environments();
+    let now = unix_now();
+    let body = r#"{"id":"txn_1","type":"TRANSACTION_CREATED"}"#;
+    let output =
+        Command::new(venv.join("bin/python")).args(["-c", RSA_SIGNER, body, &now.to_string()]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let (pem, signature) = text.rsplit_once('\n').unwrap();
+    let setup = Setup::new("");
+    let key_file = setup.dir.path().join("provider.pem");
+    std::fs::write(&key_file, pem).unwrap();
+    setup.write_config(&format!(
+        r#"
+[worker]
+enabled = false
+[sources.vault]
+scheme = "rsa"
+secrets = ["file:{}"]
+identity = {{ pointer = "/id" }}
+[sources.vault.rsa]
+algorithm = "sha512"
+encoding = "hex"
+header = "X-Vault-Signature"
+signed = "{{timestamp}}.{{body}}"
+timestamp_header = "X-Vault-Timestamp"
+"#,
+        key_file.display()
+    ));
+    let gateway = setup.start();
+    let headers =
+        vec![("X-Vault-Signature".to_owned(), signature.to_owned()), ("X-Vault-Timestamp".to_owned(), now.to_string())];
+    let accepted = gateway.post("vault", &headers, body.as_bytes());
+    assert!(accepted.is(202, json!({"status": "accepted", "event": "txn_1"})), "{accepted:?}");
+    let again = gateway.post("vault", &headers, body.as_bytes());
+    assert!(again.is(200, json!({"status": "duplicate", "event": "txn_1"})), "{again:?}");
+    let changed = body.replace("CREATED", "CREATEE");
+    let refused = gateway.post("vault", &headers, changed.as_bytes());
+    assert_eq!(refused.status(), 401, "{refused:?}");
+    assert_eq!(refused.body()["reason"], json!("signature_mismatch"), "{refused:?}");
 }

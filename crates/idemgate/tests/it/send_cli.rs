@@ -172,3 +172,88 @@ fn repeat_mode_reports_json_and_the_reasons_for_no_answer() {
     assert_eq!(row(&table, "gave up"), Some(3), "{table}");
     assert_eq!(row(&table, "none: cannot connect: connection refused"), Some(3), "{table}");
 }
+
+/// Sources signed in four ways: a configured `hmac` that signs the URL registered with the
+/// provider (not the one the gateway sees, so signing the URL posted to would be refused),
+/// the catalog's Stripe, a shared token and Basic.
+const CONFIGURED: &str = r#"
+[worker]
+enabled = false
+[sources.acme]
+scheme = "hmac"
+secrets = ["env:ACME_SECRET", "acme-old"]
+identity = { pointer = "/id" }
+signed_url = "https://hooks.example.test/acme"
+[sources.acme.hmac]
+algorithm = "sha256"
+encoding = "hex"
+header = "X-Acme-Signature"
+prefix = "v1="
+signed = "{url}|{timestamp}.{body}"
+timestamp_header = "X-Acme-Timestamp"
+[sources.pay]
+scheme = "stripe"
+secrets = ["env:PAY_SECRET"]
+[sources.sms]
+scheme = "token"
+secrets = ["env:SMS_TOKEN"]
+identity = { pointer = "/id" }
+[sources.sms.token]
+header = "X-Token"
+[sources.basic]
+scheme = "basic"
+secrets = ["hooks:s3cret"]
+identity = { pointer = "/id" }
+[sources.keyed]
+scheme = "standard-webhooks-ed25519"
+secrets = ["env:ED_KEY"]
+"#;
+
+#[test]
+fn a_source_of_the_configuration_signs_as_its_provider_does_and_a_refusal_says_why() {
+    let setup = Setup::new(CONFIGURED);
+    let public = Signer::Ed25519([3; 32]).config_secret();
+    let env =
+        [("ACME_SECRET", "acme-new"), ("PAY_SECRET", "whsec_pay"), ("SMS_TOKEN", "sms-token"), ("ED_KEY", &public)];
+    let gateway = crate::gateway_harness::Gateway::start(&setup.config(), &env);
+    let send_as = |source: &str, id: &str, extra: &[&str], env: &[(&str, &str)]| {
+        let url = format!("http://{}/in/{source}", gateway.addr);
+        let data = format!(r#"{{"id":"{id}","type":"t"}}"#);
+        let mut args = vec!["send", url.as_str(), "--source", source, "-d", data.as_str()];
+        args.extend(extra);
+        setup.run(&args, env)
+    };
+    for (source, id) in [("acme", "a1"), ("pay", "evt_p1"), ("sms", "s1"), ("basic", "b1")] {
+        let sent = send_as(source, id, &[], &env);
+        assert!(sent.status.success(), "{source}: {sent:?}");
+        let stdout = String::from_utf8_lossy(&sent.stdout).into_owned();
+        assert_eq!(stdout, format!("202\n{{\"status\":\"accepted\",\"event\":\"{id}\"}}\n"), "{source}");
+    }
+    assert_eq!(inbox(&setup.db()).receipts.len(), 4);
+
+    // --secret replaces the source's own: the old one still verifies, a wrong one is refused
+    // with the reason, and neither it nor the body is in the answer.
+    let with = |name, value| env.iter().copied().chain([(name, value)]).collect::<Vec<_>>();
+    let old = send_as("acme", "a2", &["--secret", "env:OLD"], &with("OLD", "acme-old"));
+    assert!(old.status.success(), "{old:?}");
+    let wrong = send_as("acme", "a3", &["--secret", "env:WRONG"], &with("WRONG", "acme-wrong"));
+    assert_eq!(wrong.status.code(), Some(3), "{wrong:?}");
+    let stdout = String::from_utf8_lossy(&wrong.stdout).into_owned();
+    let (status, answer) = stdout.split_once('\n').unwrap();
+    assert_eq!(status, "401");
+    let answer: serde_json::Value = serde_json::from_str(answer).unwrap();
+    assert_eq!(answer, serde_json::json!({"error": "authentication", "reason": "signature_mismatch"}));
+    assert!(!stdout.contains("acme-wrong") && !stdout.contains("a3"), "{stdout}");
+
+    // A source the configuration lacks is named, and nothing is sent.
+    let unknown = setup.run(&["send", "http://127.0.0.1:9/in/x", "--source", "nope", "-d", "{}"], &env);
+    assert_eq!(unknown.status.code(), Some(1), "{unknown:?}");
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no source \"nope\""), "{unknown:?}");
+    // A receiver holds only the public key of an ed25519 source, which cannot sign.
+    let keyed = send_as("keyed", "k1", &[], &env);
+    assert_eq!(keyed.status.code(), Some(1), "{keyed:?}");
+    let stderr = String::from_utf8_lossy(&keyed.stderr);
+    assert!(stderr.contains("source keyed (standard-webhooks-ed25519) deliveries cannot be signed"), "{stderr}");
+    assert!(!stderr.contains(&public), "{stderr}");
+    assert_eq!(inbox(&setup.db()).receipts.len(), 5);
+}

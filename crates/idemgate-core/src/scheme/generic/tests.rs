@@ -357,3 +357,32 @@ fn millisecond_timestamps_and_base64_keys() {
     assert!(scheme.verify(&secrets, RawDelivery { headers: &delivery, body: BODY }, UnixTime(NOW.0 + 299)).is_ok());
     assert!(scheme.verify(&secrets, RawDelivery { headers: &delivery, body: BODY }, UnixTime(NOW.0 + 301)).is_err());
 }
+
+#[test]
+fn a_base64url_tag_among_pairs_with_a_millisecond_timestamp_verifies_a_python_vector() {
+    // python3 -c 'import hmac,hashlib,base64; print(base64.urlsafe_b64encode(hmac.new(b"acme-secret",
+    //   b"1700000000000." + b"{\"id\":\"evt_1\"}", hashlib.sha256).digest()).decode().rstrip("="))'
+    // (Sanity's shape: its webhook toolkit writes the tag URL-safe and unpadded.)
+    let s = HmacSettings {
+        pairs: Some(PairsSettings { separator: ',', timestamp: Some("t".into()), signature: "v1".into() }),
+        timestamp_unit: TimestampUnit::Milliseconds,
+        ..HmacSettings::new(Algorithm::Sha256, Encoding::Base64Url, "X-Acme-Signature", "", "{timestamp}.{body}")
+    };
+    let scheme: &'static GenericHmac = Box::leak(Box::new(GenericHmac::new(&s).unwrap()));
+    assert_eq!(Encoding::from_name("base64url").unwrap(), Encoding::Base64Url);
+    let verify = |value: &str| {
+        let sent = headers(&[("x-acme-signature", value)]);
+        scheme.verify(&secrets(&["acme-secret"]), RawDelivery { headers: &sent, body: BODY }, NOW)
+    };
+    let verified = verify("t=1700000000000,v1=J7K6Az6zch4Gu0_vwVsENTzQEU6NLx1LBrMyP3jtp1g");
+    assert_eq!(verified, Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(NOW) }));
+    // Padded, or in the standard alphabet, it is not the tag as written.
+    let malformed = Err(AuthError::MalformedHeader("x-acme-signature"));
+    assert_eq!(verify("t=1700000000000,v1=J7K6Az6zch4Gu0_vwVsENTzQEU6NLx1LBrMyP3jtp1g="), malformed);
+    assert_eq!(verify("t=1700000000000,v1=J7K6Az6zch4Gu0/vwVsENTzQEU6NLx1LBrMyP3jtp1g"), malformed);
+    // What the scheme signs is what Sanity's toolkit writes.
+    let signer = Signer::new(scheme, Secret::new(b"acme-secret".to_vec())).unwrap();
+    let sent = signer.headers(&Outgoing { id: "evt_1", attempt: 1, timestamp: NOW, body: BODY });
+    let tag = "t=1700000000000,v1=J7K6Az6zch4Gu0_vwVsENTzQEU6NLx1LBrMyP3jtp1g";
+    assert!(sent.iter().any(|(name, value)| *name == "x-acme-signature" && value == tag), "{sent:?}");
+}

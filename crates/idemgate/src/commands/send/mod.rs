@@ -1,5 +1,6 @@
 //! `idemgate send`: one HTTP request retried safely, signed as a webhook when a scheme is
-//! given, and what it prints of the answer; an `smtp://` or `smtps://` URL is a mail
+//! given (or a source of the configuration, signing as that source's provider signs), and
+//! what it prints of the answer; an `smtp://` or `smtps://` URL is a mail
 //! submission ([`mail`]), `--repeat` many requests at once ([`repeat`]), `--api` a message
 //! published to a Svix-compatible API ([`publish`]).
 //!
@@ -17,7 +18,7 @@ use idemgate::config;
 use idemgate_client::{Client, ClientOptions, Final, NoAnswer, Request, Sent, WebhookSigner};
 use idemgate_core::{scheme, secret::SecretError};
 
-use super::{print_line, shown};
+use super::{BadConfig, print_line, shown};
 use crate::cli::{SendArgs, StartTlsArg};
 
 mod mail;
@@ -63,6 +64,27 @@ pub(super) fn signer(scheme_name: &str, secret: &str) -> Result<WebhookSigner, S
     WebhookSigner::new(scheme, key).map_err(invalid)
 }
 
+/// The signer of the configuration's source `name` (at `config`): its scheme as configured,
+/// with `secret` (decoded as the source decodes its own) or else its first secret.
+fn source_signer(config: &Path, name: &str, secret: Option<&str>) -> anyhow::Result<WebhookSigner> {
+    let (found, _) = config::load_source(config, std::env::vars(), name).map_err(BadConfig)?;
+    let source = found.ok_or_else(|| anyhow!("no source {name:?} in the configuration"))?;
+    let scheme = source.scheme;
+    let what = format!("source {name} ({})", scheme.name());
+    if !scheme.secret_signs() {
+        return Err(SendSetupError::Scheme(format!(
+            "{what} deliveries cannot be signed by send (it needs a private key)"
+        ))
+        .into());
+    }
+    let invalid = |err: SecretError| SendSetupError::Secret { scheme: what.clone(), reason: err.to_string() };
+    let key = match secret {
+        Some(text) => scheme.decode_secret(text).map_err(invalid)?,
+        None => source.secrets.iter().next().cloned().ok_or_else(|| anyhow!("{what} has no active secret"))?,
+    };
+    Ok(WebhookSigner::configured(scheme, key).map_err(invalid)?)
+}
+
 /// Parses `-H 'Name: value'`.
 fn header(text: &str) -> Result<(String, String), SendSetupError> {
     let (name, value) = text.split_once(':').ok_or_else(|| SendSetupError::Header(text.to_owned()))?;
@@ -80,7 +102,8 @@ fn exit_code(outcome: Final) -> u8 {
 }
 
 /// Sends what `args` say and prints the answer; the exit code says how it ended.
-pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
+/// `config` is the configuration file, read for `--source` alone.
+pub(super) async fn send(args: SendArgs, config: &Path) -> anyhow::Result<ExitCode> {
     let Some(url) = args.url.clone() else {
         return publish::send(args).await;
     };
@@ -95,7 +118,7 @@ pub(super) async fn send(args: SendArgs) -> anyhow::Result<ExitCode> {
         timeout: args.timeout,
         ..Default::default()
     })?;
-    let make = request_maker(&args, &url)?;
+    let make = request_maker(&args, &url, config)?;
     if args.repeat > 1 {
         let report = repeat::repeat(&client, make, args.repeat, args.concurrency).await?;
         if args.json {
@@ -137,17 +160,22 @@ fn mail_flag(args: &SendArgs) -> Option<&'static str> {
 
 /// The `i`th operation's request: method, URL, headers and body as given, signed with a
 /// generated event id unless `--event-id` names one.
-fn request_maker(args: &SendArgs, url: &str) -> anyhow::Result<Arc<dyn Fn(usize) -> Request + Send + Sync>> {
+fn request_maker(
+    args: &SendArgs,
+    url: &str,
+    config: &Path,
+) -> anyhow::Result<Arc<dyn Fn(usize) -> Request + Send + Sync>> {
     let body = body(args)?;
     let method = http::Method::from_bytes(args.method.to_ascii_uppercase().as_bytes())
         .map_err(|_| anyhow!("{:?} is not an HTTP method", args.method))?;
     let headers = args.headers.iter().map(|h| header(h)).collect::<Result<Vec<_>, _>>()?;
-    let signer = match (&args.scheme, &args.secret) {
-        (Some(scheme), Some(reference)) => {
-            let mut warnings = Vec::new();
-            let text = config::secrets::resolve("--secret", reference, Path::new("."), &mut warnings)?;
-            Some(signer(scheme, &text)?)
-        }
+    let secret = match &args.secret {
+        Some(reference) => Some(config::secrets::resolve("--secret", reference, Path::new("."), &mut Vec::new())?),
+        None => None,
+    };
+    let signer = match (&args.scheme, &args.source, &secret) {
+        (Some(scheme), _, Some(text)) => Some(signer(scheme, text)?),
+        (None, Some(source), text) => Some(source_signer(config, source, text.as_deref())?),
         _ => None,
     };
     let (url, key, event_id) = (url.to_owned(), args.idempotency_key.clone(), args.event_id.clone());
