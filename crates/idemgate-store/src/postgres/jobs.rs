@@ -661,9 +661,6 @@ impl PgStore {
         let (since, until) = (to.since.map(|t| t.0), to.until.map(|t| t.0));
         let bindings: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
             [&to.destination, &to.source, &to.identity, &since, &until, &to.unmatched_only, &now.0];
-        // Jobs are partitioned, so (event, destination) is an index and not a unique key:
-        // replays to one destination take turns, and each creates only the missing jobs.
-        tx.execute("SELECT pg_advisory_xact_lock(hashtext('replay_to/' || $1))", &[&to.destination]).await?;
         let replayed = tx
             .execute(
                 &format!(
@@ -680,8 +677,8 @@ impl PgStore {
                 &format!(
                     "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
                      SELECT id, $1, 'pending', $7::bigint * 1000, $7, $7 FROM ({SELECTED_EVENTS}) AS selected
-                     WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = selected.id AND j.destination = $1)
-                     ORDER BY id"
+                     ORDER BY id
+                     ON CONFLICT (event_id, destination) DO NOTHING"
                 ),
                 &bindings,
             )

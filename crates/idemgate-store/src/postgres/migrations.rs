@@ -324,8 +324,9 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE destinations ADD COLUMN bucket_level BIGINT;
     ALTER TABLE destinations ADD COLUMN bucket_at_ms BIGINT;
 ",
-    // The growing tables in day partitions of their row id, receipts apart (see
-    // docs/design/postgres-partitions.md): each table is rebuilt as a partitioned one whose
+    // Attempts and the audit log in day partitions of their row id (see
+    // docs/design/postgres-partitions.md; events, jobs and receipts stay plain tables with
+    // their unique keys and foreign keys): each table is rebuilt as a partitioned one whose
     // first partition takes every existing row as it is, ids kept; the sequences move to
     // today's block. A table partitioned already is left as it is (a test that put back an
     // older version of a current schema runs the later migrations again).
@@ -336,7 +337,7 @@ const MIGRATIONS: &[&str] = &[
         today bigint := floor(extract(epoch FROM now()) / 86400)::bigint;
         converted text[] := '{}';
     BEGIN
-        FOREACH t IN ARRAY ARRAY['attempts', 'jobs', 'events', 'audit_log'] LOOP
+        FOREACH t IN ARRAY ARRAY['attempts', 'audit_log'] LOOP
             CONTINUE WHEN (SELECT relkind FROM pg_class WHERE oid = t::regclass) = 'p';
             converted := converted || t;
             EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS) PARTITION BY RANGE (id)',
@@ -347,7 +348,7 @@ const MIGRATIONS: &[&str] = &[
             EXECUTE format('INSERT INTO %I SELECT * FROM %I', t || '_partitioned', t);
         END LOOP;
         FOREACH t IN ARRAY converted LOOP
-            EXECUTE format('DROP TABLE %I CASCADE', t);
+            EXECUTE format('DROP TABLE %I', t);
         END LOOP;
         FOREACH t IN ARRAY converted LOOP
             EXECUTE format('ALTER TABLE %I RENAME TO %I', t || '_partitioned', t);
@@ -360,15 +361,11 @@ const MIGRATIONS: &[&str] = &[
                            t || '_d' || (today + 1), t, (today + 1) << 36, (today + 2) << 36);
             PERFORM setval(t || '_id_seq', today << 36, false);
         END LOOP;
+        IF 'attempts' = ANY (converted) THEN
+            ALTER TABLE attempts ADD CONSTRAINT attempts_job_id_fkey FOREIGN KEY (job_id) REFERENCES jobs (id);
+        END IF;
     END
     $$;
-    CREATE INDEX IF NOT EXISTS events_key ON events (source, identity);
-    CREATE INDEX IF NOT EXISTS events_ordering ON events (source, ordering_key) WHERE ordering_key IS NOT NULL;
-    CREATE INDEX IF NOT EXISTS events_age ON events (source, received_at);
-    CREATE INDEX IF NOT EXISTS jobs_event ON jobs (event_id);
-    CREATE INDEX IF NOT EXISTS jobs_dead_at ON jobs (updated_at) WHERE state = 'dead';
-    CREATE INDEX IF NOT EXISTS jobs_waiting ON jobs (next_attempt_at_ms, id) WHERE state IN ('pending', 'retrying');
-    CREATE INDEX IF NOT EXISTS jobs_leased ON jobs (lease_until, id) WHERE lease_until IS NOT NULL;
     CREATE INDEX IF NOT EXISTS attempts_job ON attempts (job_id);
     CREATE INDEX IF NOT EXISTS audit_log_at ON audit_log (at);
 "#,

@@ -1,20 +1,17 @@
 //! The growing tables' day partitions on PostgreSQL (docs/design/postgres-partitions.md):
-//! `events`, `jobs`, `attempts` and `audit_log` are partitioned by ranges of their row id,
-//! one block of ids a day; receipts are not partitioned. [`roll`] opens today's and
-//! tomorrow's partitions and moves the sequences into today's block; [`retire`] drops a
-//! day's partitions whole once the row-by-row purge would have deleted every row in them.
-
-use std::collections::HashMap;
+//! `attempts` and `audit_log` are partitioned by ranges of their row id, one block of ids
+//! a day; receipts, events and jobs are plain tables (their unique keys and foreign keys
+//! need it). [`roll`] opens today's and tomorrow's partitions and moves the sequences into
+//! today's block; [`retire`] drops a day's attempts whole once the row-by-row purge would
+//! have deleted every row in it, [`retire_audit`] a day of the audit log past its retention.
 
 use deadpool_postgres::{GenericClient, Object};
 use idemgate_core::UnixTime;
 
 use crate::{StoreError, maintenance::Retention, model::maintenance::cutoff};
 
-/// The partitioned tables, in the order their sequences move forward: a row's block is
-/// then never earlier than that of the row it refers to (an event is written before its
-/// jobs, a job before its attempts).
-const PARTITIONED: [&str; 4] = ["attempts", "jobs", "events", "audit_log"];
+/// The partitioned tables.
+const PARTITIONED: [&str; 2] = ["attempts", "audit_log"];
 
 /// A day's block holds 2^36 ids.
 const BLOCK_BITS: u32 = 36;
@@ -97,118 +94,45 @@ pub(crate) async fn roll(client: &mut Object, now: UnixTime) -> Result<(), Store
     Ok(())
 }
 
-/// Drops the oldest days' `events`, `jobs` and `attempts` partitions, each day in one
-/// transaction, while a day's every row is past retention for its source and owes no
-/// work; stops at the first day that cannot go. Returns how many events (and as many
-/// receipts) went.
-pub(crate) async fn retire(client: &mut Object, now: UnixTime, policies: &[Retention]) -> Result<Retired, StoreError> {
-    let cutoffs: HashMap<&str, (i64, i64)> = policies
-        .iter()
-        .map(|policy| (policy.source.as_str(), (cutoff(now, policy.receipts), cutoff(now, policy.payloads))))
-        .collect();
-    let mut open = i64::MAX;
-    for table in ["attempts", "jobs", "events"] {
-        open = open.min(open_day(&*client, table).await?);
-    }
-    let mut retired = Retired::default();
-    for day in days(&*client, "events").await?.into_iter().filter(|day| *day < open) {
-        match retire_day(client, day, &cutoffs).await? {
-            Some(day) => {
-                retired.events += day.events;
-                retired.payloads += day.payloads;
-            }
-            None => break,
+/// Drops the oldest days' `attempts` partitions, each day in one transaction, while every
+/// attempt in the day belongs to a job the row-by-row purge deletes at `now` (a finished
+/// job of an event past its source's receipt retention, which no ordering holds) or to no
+/// job any more; stops at the first day that cannot go. Attempts are not counted in a
+/// purge report, so the dry run (by rows) reports the same. Returns how many days went.
+pub(crate) async fn retire(client: &mut Object, now: UnixTime, policies: &[Retention]) -> Result<usize, StoreError> {
+    let (sources, cutoffs): (Vec<&str>, Vec<i64>) =
+        policies.iter().map(|policy| (policy.source.as_str(), cutoff(now, policy.receipts))).unzip();
+    let open = open_day(&*client, "attempts").await?;
+    let mut retired = 0;
+    for day in days(&*client, "attempts").await?.into_iter().filter(|day| *day < open) {
+        let name = partition("attempts", day);
+        let tx = client.transaction().await?;
+        tx.batch_execute(LOCK_TIMEOUT).await?;
+        let kept = tx
+            .query_one(
+                &format!(
+                    r#"SELECT EXISTS (
+                         SELECT 1 FROM {name} a
+                         JOIN jobs j ON j.id = a.job_id
+                         JOIN events e ON e.id = j.event_id
+                         LEFT JOIN unnest($1::text[], $2::bigint[]) AS p (source, cutoff) ON p.source COLLATE "C" = e.source
+                         WHERE p.cutoff IS NULL OR e.received_at >= p.cutoff
+                            OR EXISTS (SELECT 1 FROM jobs w WHERE w.event_id = e.id AND w.state IN ('pending', 'running', 'retrying'))
+                            OR EXISTS (SELECT 1 FROM ordering_versions o WHERE o.event_id = e.id))"#
+                ),
+                &[&sources, &cutoffs],
+            )
+            .await?
+            .try_get::<_, bool>(0)?;
+        if kept {
+            break;
         }
+        // Last, so that the parent table's exclusive lock is held for the drop alone.
+        tx.batch_execute(&format!("ALTER TABLE attempts DETACH PARTITION {name}; DROP TABLE {name}")).await?;
+        tx.commit().await?;
+        retired += 1;
     }
     Ok(retired)
-}
-
-/// What [`retire`] dropped: events (each with its receipt), and of them those whose
-/// payload the row-by-row purge would have emptied first (so that a dry run, which counts
-/// by rows, reports the same).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Retired {
-    pub(crate) events: usize,
-    pub(crate) payloads: usize,
-}
-
-/// Retires `day` when it can go (see [`retire`]): `None` when it cannot.
-async fn retire_day(
-    client: &mut Object,
-    day: i64,
-    cutoffs: &HashMap<&str, (i64, i64)>,
-) -> Result<Option<Retired>, StoreError> {
-    let end = block_start(day + 1);
-    let (events, jobs, attempts) = (partition("events", day), partition("jobs", day), partition("attempts", day));
-    let tx = client.transaction().await?;
-    tx.batch_execute(LOCK_TIMEOUT).await?;
-    let (sources, payload_cutoffs): (Vec<&str>, Vec<i64>) =
-        cutoffs.iter().map(|(source, (_, payloads))| (*source, *payloads)).unzip();
-    let mut payloads = 0;
-    for row in tx
-        .query(
-            &format!(
-                r#"SELECT e.source, max(e.received_at),
-                          count(*) FILTER (WHERE NOT e.payload_purged AND e.received_at < p.cutoff)
-                   FROM {events} e
-                   LEFT JOIN unnest($1::text[], $2::bigint[]) AS p (source, cutoff) ON p.source COLLATE "C" = e.source
-                   GROUP BY e.source"#
-            ),
-            &[&sources, &payload_cutoffs],
-        )
-        .await?
-    {
-        let (source, newest, emptied): (String, i64, i64) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        if cutoffs.get(source.as_str()).is_none_or(|(receipts, _)| newest >= *receipts) {
-            return Ok(None);
-        }
-        payloads += usize::try_from(emptied).unwrap_or(0);
-    }
-    let owed = tx
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM jobs WHERE event_id < $1 AND state IN ('pending', 'running', 'retrying'))
-                 OR EXISTS (SELECT 1 FROM ordering_versions WHERE event_id < $1)",
-            &[&end],
-        )
-        .await?
-        .try_get::<_, bool>(0)?;
-    if owed {
-        return Ok(None);
-    }
-    let (has_jobs, has_attempts) = (exists(&tx, &jobs).await?, exists(&tx, &attempts).await?);
-    let later = format!(
-        "SELECT {} OR {}",
-        if has_jobs { format!("EXISTS (SELECT 1 FROM {jobs} WHERE event_id >= $1)") } else { "false".into() },
-        if has_attempts { format!("EXISTS (SELECT 1 FROM {attempts} WHERE job_id >= $1)") } else { "false".into() },
-    );
-    if tx.query_one(&later, &[&end]).await?.try_get::<_, bool>(0)? {
-        return Ok(None);
-    }
-    tx.execute(
-        &format!("DELETE FROM body_receipts b USING {events} e WHERE b.source = e.source AND b.identity = e.identity"),
-        &[],
-    )
-    .await?;
-    let receipts = tx
-        .execute(
-            &format!("DELETE FROM receipts r USING {events} e WHERE r.source = e.source AND r.identity = e.identity"),
-            &[],
-        )
-        .await?;
-    // The few rows of later days that belong to this day's events: jobs made by a replay,
-    // attempts made by a retry after midnight.
-    tx.execute("DELETE FROM attempts WHERE job_id < $1 AND id >= $1", &[&end]).await?;
-    tx.execute("DELETE FROM jobs WHERE event_id < $1 AND id >= $1", &[&end]).await?;
-    // Last, so that the parent tables' exclusive lock is held for the drop alone.
-    for (table, name, present) in
-        [("attempts", &attempts, has_attempts), ("jobs", &jobs, has_jobs), ("events", &events, true)]
-    {
-        if present {
-            tx.batch_execute(&format!("ALTER TABLE {table} DETACH PARTITION {name}; DROP TABLE {name}")).await?;
-        }
-    }
-    tx.commit().await?;
-    Ok(Some(Retired { events: usize::try_from(receipts).unwrap_or(usize::MAX), payloads }))
 }
 
 /// Drops the oldest days' audit log partitions whose newest record is before `before`;
@@ -229,9 +153,4 @@ pub(crate) async fn retire_audit(client: &mut Object, before: i64) -> Result<usi
         tx.commit().await?;
     }
     Ok(retired)
-}
-
-/// Whether the table `name` exists.
-async fn exists(client: &impl GenericClient, name: &str) -> Result<bool, StoreError> {
-    Ok(client.query_one("SELECT to_regclass($1) IS NOT NULL", &[&name]).await?.try_get(0)?)
 }

@@ -1,6 +1,8 @@
 //! PostgreSQL's day partitions (docs/design/postgres-partitions.md): a store of the
-//! unpartitioned layout migrates without losing a receipt, payload, job or attempt, and
-//! retention drops a past day's partitions whole while newer days keep their rows.
+//! unpartitioned layout migrates without losing a receipt, payload, job or attempt, its
+//! attempts and audit log partitioned while events and jobs keep their unique keys and
+//! foreign keys, and retention drops a past day's attempts whole while newer days keep
+//! their rows.
 
 use std::time::Duration;
 
@@ -70,19 +72,38 @@ async fn a_store_of_the_unpartitioned_layout_migrates_with_every_receipt_payload
     assert_eq!(contents(&client).await, before, "every row, ids included, is where it was");
     let partitioned: i64 = client
         .query_one(
-            "SELECT count(*) FROM pg_class WHERE relkind = 'p' AND relnamespace = current_schema()::regnamespace AND relname IN ('events', 'jobs', 'attempts', 'audit_log')",
+            "SELECT count(*) FROM pg_class WHERE relkind = 'p' AND relnamespace = current_schema()::regnamespace AND relname IN ('attempts', 'audit_log')",
             &[],
         )
         .await
         .unwrap()
         .get(0);
-    assert_eq!(partitioned, 4);
+    assert_eq!(partitioned, 2);
     let unpartitioned: i64 = client
-        .query_one("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace AND relname IN ('receipts', 'body_receipts')", &[])
+        .query_one("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace AND relname IN ('receipts', 'body_receipts', 'events', 'jobs')", &[])
         .await
         .unwrap()
         .get(0);
-    assert_eq!(unpartitioned, 2, "receipts stay one table");
+    assert_eq!(unpartitioned, 4, "receipts, events and jobs stay plain tables");
+    // The keys of before hold: a second job of one event to one destination, an attempt of
+    // no job and a job of no event are refused.
+    for (statement, constraint) in [
+        (
+            "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+             SELECT event_id, destination, 'pending', 0, 0, 0 FROM jobs ORDER BY id LIMIT 1",
+            "jobs_event_id_destination_key",
+        ),
+        (
+            "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
+             VALUES (-1, 'app', 'pending', 0, 0, 0)",
+            "jobs_event_id_fkey",
+        ),
+        ("INSERT INTO attempts (job_id, attempt, started_at, latency_ms) VALUES (-1, 1, 0, 0)", "attempts_job_id_fkey"),
+    ] {
+        let err = client.batch_execute(statement).await.unwrap_err();
+        let refused = err.as_db_error().and_then(|db| db.constraint()).map(str::to_owned);
+        assert_eq!(refused.as_deref(), Some(constraint), "{err}");
+    }
 
     // The migrated store answers from its old rows and takes new ones.
     let repeat = store.accept(request("e7", b"7"), event("e7", b"7", &["app"])).await;
@@ -136,38 +157,31 @@ async fn finish_all(t: &TestStore, at: UnixTime) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retention_drops_a_past_days_partitions_whole_and_newer_days_keep_their_rows() {
+async fn retention_drops_a_past_days_attempts_whole_and_newer_days_keep_their_rows() {
     let t = crate::postgres().await;
     accept_at(&t, "old-1", &["app"], T0).await;
     accept_at(&t, "old-2", &["app", "crm"], T0).await;
     finish_all(&t, T0).await;
-    let old = (
-        partition_of(&t, "events", "identity = 'old-1'").await,
-        partition_of(&t, "jobs", "destination = 'crm'").await,
-        partition_of(&t, "attempts", "true LIMIT 1").await,
-    );
+    let old = partition_of(&t, "attempts", "true LIMIT 1").await;
+    assert_ne!(old, "attempts", "an attempt is in a day's partition");
     // A pass days later opens that day's partitions; a retention of 10 000 days keeps all.
     let later = days_ahead(3);
     assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
+    assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 1);
     accept_at(&t, "new-1", &["app"], later).await;
     accept_at(&t, "new-2", &["app"], later).await;
     finish_all(&t, later).await;
     accept_at(&t, "new-waiting", &["app"], later).await;
-    let newer = partition_of(&t, "events", "identity = 'new-1'").await;
-    assert_ne!(newer, old.0);
+    let newer = partition_of(&t, "attempts", "job_id = (SELECT max(job_id) FROM attempts)").await;
+    assert_ne!(newer, old);
 
     let preview = t.purge_dry_run(later, keep(30)).await.unwrap();
     let report = t.purge(later, keep(30)).await.unwrap();
     assert_eq!((report.receipts, report.events, report.payloads), (2, 2, 2), "{report:?}");
-    assert_eq!(preview, report, "a dry run, by rows, counts what the partitions held");
-    for name in [&old.0, &old.1, &old.2] {
-        assert_eq!(
-            t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{name}')")).await,
-            0,
-            "{name}"
-        );
-    }
+    assert_eq!(preview, report, "a dry run counts what the purge removed");
+    assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 0);
     assert_eq!(t.receipt(key("old-1")).await.unwrap(), None);
+    assert_eq!(t.count_raw("SELECT count(*) FROM jobs WHERE destination = 'crm'").await, 0, "old jobs go by rows");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{newer}')")).await, 1);
     for identity in ["new-1", "new-2", "new-waiting"] {
         assert!(t.receipt(key(identity)).await.unwrap().is_some(), "{identity}");
@@ -180,32 +194,87 @@ async fn retention_drops_a_past_days_partitions_whole_and_newer_days_keep_their_
     assert!(matches!(repeat, Outcome::Duplicate { .. }), "{repeat:?}");
 }
 
+async fn attempt_at(t: &TestStore, at: UnixTime, status: u16, decision: Decision) {
+    for job in t.claim_jobs(ms(at), Duration::from_secs(30), 100, Vec::new()).await.unwrap() {
+        let outcome = if status == 200 {
+            idemgate_core::retry::Attempted::Succeeded
+        } else {
+            idemgate_core::retry::Attempted::Failed
+        };
+        let attempt = AttemptRecord {
+            started_at: at,
+            latency: Duration::ZERO,
+            status: Some(status),
+            error: None,
+            response_prefix: None,
+            outcome,
+        };
+        t.complete_job(job, attempt, decision.clone(), ms(at)).await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_day_with_waiting_work_or_a_source_kept_longer_stays_and_is_purged_by_rows() {
+async fn a_day_with_attempts_of_waiting_work_stays_until_the_work_is_done() {
     let t = crate::postgres().await;
     accept_at(&t, "old-done", &["app"], T0).await;
-    accept_at(&t, "old-waiting", &["app"], UnixTime(T0.0 + 1)).await;
-    let kept = idemgate_core::ReceiptKey {
-        source: idemgate_core::SourceName::new("kept").unwrap(),
-        identity: idemgate_core::Identity::new("forever").unwrap(),
-    };
-    let mut forever = request_at("forever", b"{}", T0);
-    forever.key = kept.clone();
-    assert!(matches!(t.accept(forever, event("forever", b"{}", &[])).await, Outcome::Applied { .. }));
-    finish_all(&t, T0).await;
-    let old = partition_of(&t, "events", "identity = 'old-done'").await;
+    accept_at(&t, "old-waiting", &["crm"], T0).await;
+    let done = t.claim_jobs(ms(T0), Duration::from_secs(30), 100, Vec::new()).await.unwrap();
+    assert_eq!(done.len(), 2);
+    for job in done {
+        let failed = job.destination == "crm";
+        let attempt = AttemptRecord {
+            started_at: T0,
+            latency: Duration::ZERO,
+            status: Some(if failed { 500 } else { 200 }),
+            error: None,
+            response_prefix: None,
+            outcome: if failed {
+                idemgate_core::retry::Attempted::Failed
+            } else {
+                idemgate_core::retry::Attempted::Succeeded
+            },
+        };
+        let decision = if failed { Decision::RetryAfter(Duration::from_secs(60)) } else { Decision::Succeeded };
+        t.complete_job(job, attempt, decision, ms(T0)).await.unwrap();
+    }
+    let old = partition_of(&t, "attempts", "true LIMIT 1").await;
     let later = days_ahead(3);
     assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
 
     let report = t.purge(later, keep(30)).await.unwrap();
     assert_eq!((report.receipts, report.events), (1, 1), "old-done goes by rows: {report:?}");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 1);
+    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 1, "the waiting job's attempt stays");
     assert!(t.receipt(key("old-waiting")).await.unwrap().is_some(), "its job still waits");
 
-    // Its work done, the day still holds a source that no retention names.
-    finish_all(&t, later).await;
+    // Its retry succeeds: the day's partition goes whole, the retry's attempt by rows.
+    attempt_at(&t, later, 200, Decision::Succeeded).await;
+    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 2);
     let report = t.purge(later, keep(30)).await.unwrap();
-    assert_eq!((report.receipts, report.events), (1, 1), "old-waiting goes by rows: {report:?}");
+    assert_eq!((report.receipts, report.events), (1, 1), "old-waiting goes: {report:?}");
+    assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 0);
+    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_with_attempts_of_a_source_kept_longer_stays() {
+    let t = crate::postgres().await;
+    accept_at(&t, "old-done", &["app"], T0).await;
+    let kept = idemgate_core::ReceiptKey {
+        source: idemgate_core::SourceName::new("kept").unwrap(),
+        identity: idemgate_core::Identity::new("forever").unwrap(),
+    };
+    let mut forever = request_at("forever", b"{}", T0);
+    forever.key = kept.clone();
+    assert!(matches!(t.accept(forever, event("forever", b"{}", &["app"])).await, Outcome::Applied { .. }));
+    attempt_at(&t, T0, 200, Decision::Succeeded).await;
+    let old = partition_of(&t, "attempts", "true LIMIT 1").await;
+    let later = days_ahead(3);
+    assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
+
+    let report = t.purge(later, keep(30)).await.unwrap();
+    assert_eq!((report.receipts, report.events), (1, 1), "old-done goes by rows: {report:?}");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 1);
+    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 1, "the kept source's attempt stays");
     assert!(t.receipt(kept).await.unwrap().is_some(), "a source without retention keeps its receipts");
 }
