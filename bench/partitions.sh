@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # PostgreSQL's day partitions at scale (docs/design/postgres-partitions.md): one store
 # filled in bulk with SQL (generate_series, not HTTP) with EVENTS events over DAYS day
-# partitions, each event with one finished job and one attempt, next to an empty store,
+# (each day's attempts in its own partition; events and jobs are plain tables), each event
+# with one finished job and one attempt, next to an empty store,
 # alternating in one run. Prints per round the gateway's end-to-end rate (accept, worker,
 # forward to the bare sink), the gateway's and the PostgreSQL server's CPU time per event
 # (/proc/<pid>/stat), the claim's latency (the gateway's claim statement, run by pgbench
 # for 5 s, each claim in a transaction rolled back, with 1,000 jobs due), the ratios filled/empty; then the
-# cost of retiring the oldest day (`idemgate store purge`: the day's partitions dropped,
-# its receipts deleted) and the tables' sizes before and after.
+# cost of retiring the oldest day (`idemgate store purge`: the day's attempts partition
+# dropped, its events, jobs and receipts deleted by rows) and the tables' sizes before and after.
 #
 #   bench/partitions.sh [EVENTS] [DAYS] [LOAD_EVENTS] [CONCURRENCY] [ROUNDS]
 # FRESH_DAY=1: the live traffic goes to a partition of its own (as just after the day
@@ -54,7 +55,7 @@ DECLARE
   t text;
   d bigint := floor(extract(epoch FROM now()) / 86400)::bigint + $k;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['attempts', 'jobs', 'events'] LOOP
+  FOREACH t IN ARRAY ARRAY['attempts'] LOOP
     EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF %I FOR VALUES FROM (%s) TO (%s)',
                    t || '_d' || d, t, d << 36, (d + 1) << 36);
     PERFORM setval(t || '_id_seq', d << 36, false);
@@ -68,16 +69,18 @@ CREATE TEMP TABLE day AS
   FROM generate_series(1, $per_day) n;
 INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
   SELECT 'bench', identity, sha256(identity::bytea), 'applied', '{"status":202}', at FROM day;
-INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
-  SELECT 'bench', identity, 'order.created', 'application/json',
-         convert_to(rpad('{"id":"' || identity || '","data":"', 180, 'x') || '"}', 'UTF8'), at, '[]', identity
-  FROM day;
-INSERT INTO jobs (event_id, destination, state, attempts, next_attempt_at_ms, created_at, updated_at)
-  SELECT id, 'sink', 'succeeded', 1, received_at * 1000, received_at, received_at FROM events
-  WHERE id >= (floor(extract(epoch FROM now()) / 86400)::bigint + $k) << 36;
+WITH ev AS (
+  INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
+    SELECT 'bench', identity, 'order.created', 'application/json',
+           convert_to(rpad('{"id":"' || identity || '","data":"', 180, 'x') || '"}', 'UTF8'), at, '[]', identity
+    FROM day
+    RETURNING id, received_at),
+jb AS (
+  INSERT INTO jobs (event_id, destination, state, attempts, next_attempt_at_ms, created_at, updated_at)
+    SELECT id, 'sink', 'succeeded', 1, received_at * 1000, received_at, received_at FROM ev
+    RETURNING id, created_at)
 INSERT INTO attempts (job_id, attempt, started_at, latency_ms, status, outcome)
-  SELECT id, 1, created_at, 3, 200, 'succeeded' FROM jobs
-  WHERE id >= (floor(extract(epoch FROM now()) / 86400)::bigint + $k) << 36;
+  SELECT id, 1, created_at, 3, 200, 'succeeded' FROM jb;
 SQL
 done
 if [ -n "${FRESH_DAY:-}" ]; then
@@ -88,7 +91,7 @@ DECLARE
   t text;
   d bigint := floor(extract(epoch FROM now()) / 86400)::bigint + $days + 1;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['attempts', 'jobs', 'events'] LOOP
+  FOREACH t IN ARRAY ARRAY['attempts'] LOOP
     EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%s) TO (%s)', t || '_d' || d, t, d << 36, (d + 1) << 36);
     PERFORM setval(t || '_id_seq', d << 36, false);
   END LOOP;
@@ -165,19 +168,19 @@ sizes() {
     FROM unnest(ARRAY['receipts', 'events', 'jobs', 'attempts']) t) x"
 }
 before=$(sizes)
-partitions_before=$(psql "$(url $full)" -qAtc "SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass")
+partitions_before=$(psql "$(url $full)" -qAtc "SELECT count(*) FROM pg_inherits WHERE inhparent = 'attempts'::regclass")
 gateway_toml "$work/retire.toml" "url = \"$(url $full)\"" 9
 started=$(date +%s.%N)
 report=$("$bin/idemgate" store purge --config "$work/retire.toml" | tr '\n' ' ')
 retire=$(awk -v s="$started" -v f="$(date +%s.%N)" 'BEGIN { printf "%.2f", f - s }')
-partitions_after=$(psql "$(url $full)" -qAtc "SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass")
+partitions_after=$(psql "$(url $full)" -qAtc "SELECT count(*) FROM pg_inherits WHERE inhparent = 'attempts'::regclass")
 after=$(sizes)
 
 python3 - "$results" "$events" "$concurrency" "$total" "$days" "$fill" <<PY
 import json, sys, statistics
 rows = [json.loads(line) for line in open(sys.argv[1])]
 n = int(sys.argv[2])
-print(f"filled store: {int(sys.argv[4]):,} events with a finished job and an attempt each, over {sys.argv[5]} day partitions, filled by SQL in {sys.argv[6]} s")
+print(f"filled store: {int(sys.argv[4]):,} events with a finished job and an attempt each, over {sys.argv[5]} days (attempts in day partitions), filled by SQL in {sys.argv[6]} s")
 print(f"load: {n} events (+20% redeliveries), C={sys.argv[3]}, order alternating")
 print(f"{'round':>5} {'store':>7} {'e2e ev/s':>9} {'p99 ms':>7} {'CPU us/ev':>9} {'PG us/ev':>8} {'claim ms':>8}  exactly once")
 for r in rows:
@@ -188,7 +191,7 @@ med = lambda store, key: statistics.median(r[key] for r in rows if r["store"] ==
 print(f"median: end to end filled/empty {med('filled', 'e2e') / med('empty', 'e2e'):.2f} ({med('filled', 'e2e'):.0f} against {med('empty', 'e2e'):.0f} ev/s); "
       f"claim {med('filled', 'claim_ms'):.3f} against {med('empty', 'claim_ms'):.3f} ms; "
       f"PG server CPU/event {med('filled', 'pg_per'):.1f} against {med('empty', 'pg_per'):.1f} us")
-print("retiring the oldest day: $retire s (store purge: $report); events partitions $partitions_before -> $partitions_after")
+print("retiring the oldest day: $retire s (store purge: $report); attempts partitions $partitions_before -> $partitions_after")
 print("sizes before: $before")
 print("sizes after:  $after")
 PY
