@@ -209,7 +209,7 @@ async fn attempt_at(t: &TestStore, at: UnixTime, status: u16, decision: Decision
             response_prefix: None,
             outcome,
         };
-        t.complete_job(job, attempt, decision.clone(), ms(at)).await.unwrap();
+        t.complete_job(job, attempt, decision, ms(at)).await.unwrap();
     }
 }
 
