@@ -79,7 +79,8 @@ gateway_e2e() {
   local before; before=$(cpu "$pid")
   local started; started=$(date +%s.%N)
   local json; json=$("$loadgen/idemgate" bench webhooks --target "http://127.0.0.1:$port/in/bench" \
-    --secret env:BENCH_SECRET --events "$events" --redeliver 0.2 --concurrency "$concurrency" --json)
+    --secret env:BENCH_SECRET --events "$events" --redeliver 0.2 --concurrency "$concurrency" \
+    ${BENCH_SEED:+--seed "$BENCH_SEED"} --json)
   for _ in $(seq 30000); do
     [ "$(curl -s "http://127.0.0.1:$sink_port/count")" -ge "$events" ] && break
     sleep 0.01

@@ -42,7 +42,7 @@ pub use model::{
     receive::{ConflictRecord, Receipt, ReceiveRequest},
     replication, session, views,
 };
-pub use postgres::{PgError, PgOptions, PgStore, create_schema};
+pub use postgres::{PgError, PgOptions, PgStore, create_schema, migrate_schema_to};
 /// rusqlite, re-exported so handlers use the same version the store does.
 pub use rusqlite;
 /// The connection type a handler sees: the open transaction of its delivery.

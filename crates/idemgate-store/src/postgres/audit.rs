@@ -67,13 +67,14 @@ impl PgStore {
     /// Deletes the records older than `keep` before `now`, or when `dry_run` only counts
     /// them; returns how many.
     pub(crate) async fn purge_audit(&self, now: UnixTime, keep: Duration, dry_run: bool) -> Result<usize, StoreError> {
-        let client = self.client().await?;
+        let mut client = self.client().await?;
         let cutoff = audit::cutoff(now, keep);
         if dry_run {
             let row = client.query_one("SELECT count(*) FROM audit_log WHERE at < $1", &[&cutoff]).await?;
             return Ok(usize::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0));
         }
+        let retired = super::partitions::retire_audit(&mut client, cutoff).await?;
         let deleted = client.execute("DELETE FROM audit_log WHERE at < $1", &[&cutoff]).await?;
-        Ok(usize::try_from(deleted).unwrap_or(usize::MAX))
+        Ok(retired.saturating_add(usize::try_from(deleted).unwrap_or(usize::MAX)))
     }
 }

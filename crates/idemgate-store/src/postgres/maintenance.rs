@@ -44,8 +44,16 @@ impl PgStore {
         dry_run: bool,
     ) -> Result<PurgeReport, StoreError> {
         let mut client = self.client().await?;
-        let tx = client.transaction().await?;
         let mut report = PurgeReport::default();
+        if !dry_run {
+            // Whole days of attempts first (the rows below would take them row by row; a
+            // dry run counts no attempts).
+            super::partitions::roll(&mut client, now).await?;
+            if let Err(err) = super::partitions::retire(&mut client, now, policies).await {
+                tracing::warn!(error = %err, "retiring partitions failed; purging by rows");
+            }
+        }
+        let tx = client.transaction().await?;
         for policy in policies {
             let receipts_before = cutoff(now, policy.receipts);
             let payloads_before = cutoff(now, policy.payloads);

@@ -25,6 +25,7 @@ mod jobs;
 mod maintenance;
 mod migrations;
 mod outbound;
+mod partitions;
 mod receipt;
 mod receive;
 mod replication;
@@ -96,6 +97,8 @@ impl PgStore {
         let mut client = store.client().await?;
         check_durable(&client).await?;
         migrations::migrate(&mut client).await?;
+        let now = client.query_one("SELECT floor(extract(epoch FROM now()))::bigint", &[]).await?.try_get(0)?;
+        partitions::roll(&mut client, idemgate_core::UnixTime(now)).await?;
         Ok(store)
     }
 
@@ -172,6 +175,22 @@ async fn execute_once(config: &tokio_postgres::Config, statement: &str) -> Resul
     drop(client);
     let _ = driver.await;
     done
+}
+
+/// Brings the schema at `url` to `version` and no further, as an older build would have
+/// left it: for tests of the migrations (a store opened later migrates it the rest of the way).
+#[doc(hidden)]
+pub async fn migrate_schema_to(url: &str, version: u32) -> Result<(), StoreError> {
+    let config =
+        tokio_postgres::Config::from_str(url).map_err(|_| StoreError::Config("the PostgreSQL URL cannot be parsed"))?;
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let pool = Pool::builder(manager)
+        .max_size(1)
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|_| StoreError::Config("the PostgreSQL pool cannot be built"))?;
+    let mut client = pool.get().await?;
+    migrations::migrate_to(&mut client, i32::try_from(version).unwrap_or(i32::MAX)).await
 }
 
 /// Refuses a server that would acknowledge commits before they are durable.

@@ -25,6 +25,7 @@ mod outbound_event_types;
 mod outbound_messages;
 mod outbound_redelivery;
 mod outcome;
+mod partitions;
 mod receive;
 mod replication;
 mod routing;
@@ -102,6 +103,11 @@ impl TestStore {
                 .unwrap()
                 .into(),
         }
+    }
+
+    /// The PostgreSQL schema's URL (none on SQLite).
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
     }
 
     /// The one number `query` returns, read from a PostgreSQL store's schema.
