@@ -17,8 +17,7 @@
 use std::sync::Arc;
 
 use super::{
-    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, canonical_seconds, check_tolerance,
-    ed25519, single_header,
+    AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, ed25519, ed25519::Timestamped,
 };
 use crate::{Secret, SecretSet, UnixTime, secret::SecretError};
 
@@ -30,6 +29,13 @@ pub const SIGNATURE_HEADER: &str = "x-signature-ed25519";
 pub const TIMESTAMP_HEADER: &str = "x-signature-timestamp";
 /// The headers a sender sets.
 const SIGNING_HEADERS: &[&str] = &[TIMESTAMP_HEADER, SIGNATURE_HEADER];
+/// What the signature covers and where it is sent.
+const SIGNED: Timestamped = Timestamped {
+    signature_header: SIGNATURE_HEADER,
+    parse: parse_signature,
+    timestamp_header: TIMESTAMP_HEADER,
+    content: signed_content,
+};
 const KEY_REASON: &str = "expected the application's public key: 64 hex digits";
 
 /// Discord's scheme.
@@ -107,16 +113,7 @@ impl Scheme for Discord {
         delivery: RawDelivery<'_>,
         now: UnixTime,
     ) -> Result<VerifiedDelivery, AuthError> {
-        let given = parse_signature(single_header(delivery.headers, SIGNATURE_HEADER)?)?;
-        let text = single_header(delivery.headers, TIMESTAMP_HEADER)?;
-        let timestamp = canonical_seconds(text, TIMESTAMP_HEADER)?;
-        check_tolerance(timestamp, now, self.tolerance_secs)?;
-        // Public keys are not secret, so stopping at the first match leaks nothing.
-        let message = signed_content(text, delivery.body);
-        if !secrets.iter().any(|key| ed25519::matches(key, &message, &[given])) {
-            return Err(AuthError::SignatureMismatch);
-        }
-        Ok(VerifiedDelivery { delivery_id: None, event_identity: None, timestamp: Some(timestamp) })
+        SIGNED.verify(secrets, delivery, now, self.tolerance_secs)
     }
 
     fn configured(&self, tolerance_secs: Option<u64>) -> Arc<dyn Scheme> {

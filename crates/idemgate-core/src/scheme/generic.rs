@@ -518,18 +518,7 @@ impl GenericHmac {
         if pairs.is_some() && !settings.prefix.is_empty() {
             return Err(setting("prefix", "not read when the header is pairs"));
         }
-        let mut sent: Vec<&'static str> = timestamp_header.into_iter().collect();
-        for part in template.parts() {
-            if let Part::Header(name) = part
-                && !sent.contains(name)
-            {
-                sent.push(name);
-            }
-        }
-        if sent.contains(&header) {
-            return Err(setting("header", "the signature header cannot also be signed"));
-        }
-        sent.push(header);
+        let signing_headers = sent_headers(&template, timestamp_header, header)?;
         Ok(Self {
             algorithm: settings.algorithm,
             encoding: settings.encoding,
@@ -542,7 +531,7 @@ impl GenericHmac {
             key: settings.key,
             url: None,
             tolerance_secs: DEFAULT_TOLERANCE_SECS,
-            signing_headers: intern_list(sent),
+            signing_headers,
         })
     }
 
@@ -628,6 +617,47 @@ impl GenericHmac {
         }
         Ok((tags, timestamp))
     }
+}
+
+/// Every header a configured template makes a sender set: the timestamp header, the
+/// headers `{header:Name}` signs, then the signature `header`, which cannot sign itself.
+pub(super) fn sent_headers(
+    template: &Template,
+    timestamp_header: Option<&'static str>,
+    header: &'static str,
+) -> Result<&'static [&'static str], SettingError> {
+    let mut sent: Vec<&'static str> = timestamp_header.into_iter().collect();
+    for part in template.parts() {
+        if let Part::Header(name) = part
+            && !sent.contains(name)
+        {
+            sent.push(name);
+        }
+    }
+    if sent.contains(&header) {
+        return Err(setting("header", "the signature header cannot also be signed"));
+    }
+    sent.push(header);
+    Ok(intern_list(sent))
+}
+
+/// The headers of one attempt other than the signature: the timestamp in `unit`, and the
+/// message id in every header the template signs.
+pub(super) fn envelope(
+    sent: &'static [&'static str],
+    header: &'static str,
+    timestamp_header: Option<&'static str>,
+    unit: TimestampUnit,
+    message: &Outgoing<'_>,
+) -> Vec<(&'static str, String)> {
+    sent.iter()
+        .filter(|name| **name != header)
+        .map(|name| {
+            let value =
+                if Some(*name) == timestamp_header { unit.write(message.timestamp) } else { message.id.to_owned() };
+            (*name, value)
+        })
+        .collect()
 }
 
 /// The pairs of a signature header as configured, checked and interned.
@@ -720,18 +750,7 @@ impl Scheme for GenericHmac {
 
     /// The timestamp header, and the message id in every header the template signs.
     fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
-        self.signing_headers
-            .iter()
-            .filter(|name| **name != self.header)
-            .map(|name| {
-                let value = if Some(*name) == self.timestamp_header {
-                    self.timestamp_unit.write(message.timestamp)
-                } else {
-                    message.id.to_owned()
-                };
-                (*name, value)
-            })
-            .collect()
+        envelope(self.signing_headers, self.header, self.timestamp_header, self.timestamp_unit, message)
     }
 
     fn signature(&self, key: &Secret, message: &Outgoing<'_>) -> Option<(&'static str, String)> {

@@ -29,7 +29,7 @@ use sha2::{Sha256, Sha512};
 use super::{
     AuthError, IdentityLocation, Outgoing, RawDelivery, Scheme, VerifiedDelivery, check_tolerance,
     generic::{
-        DEFAULT_TOLERANCE_SECS, Encoding, Part, SettingError, Template, TimestampUnit, header_name, intern_list,
+        DEFAULT_TOLERANCE_SECS, Encoding, SettingError, Template, TimestampUnit, envelope, header_name, sent_headers,
         setting,
     },
     single_header,
@@ -118,18 +118,7 @@ impl ConfiguredRsa {
         if settings.prefix.chars().any(char::is_whitespace) || !settings.prefix.is_ascii() {
             return Err(setting("prefix", "must be ASCII without whitespace"));
         }
-        let mut sent: Vec<&'static str> = timestamp_header.into_iter().collect();
-        for part in template.parts() {
-            if let Part::Header(name) = part
-                && !sent.contains(name)
-            {
-                sent.push(name);
-            }
-        }
-        if sent.contains(&header) {
-            return Err(setting("header", "the signature header cannot also be signed"));
-        }
-        sent.push(header);
+        let signing_headers = sent_headers(&template, timestamp_header, header)?;
         Ok(Self {
             algorithm: settings.algorithm,
             encoding: settings.encoding,
@@ -139,7 +128,7 @@ impl ConfiguredRsa {
             timestamp_header,
             url: None,
             tolerance_secs: DEFAULT_TOLERANCE_SECS,
-            signing_headers: intern_list(sent),
+            signing_headers,
         })
     }
 
@@ -252,18 +241,7 @@ impl Scheme for ConfiguredRsa {
 
     /// The timestamp header, and the message id in every header the template signs.
     fn envelope(&self, message: &Outgoing<'_>) -> Vec<(&'static str, String)> {
-        self.signing_headers
-            .iter()
-            .filter(|name| **name != self.header)
-            .map(|name| {
-                let value = if Some(*name) == self.timestamp_header {
-                    message.timestamp.0.to_string()
-                } else {
-                    message.id.to_owned()
-                };
-                (*name, value)
-            })
-            .collect()
+        envelope(self.signing_headers, self.header, self.timestamp_header, TimestampUnit::Seconds, message)
     }
 
     /// Signs with `key`, the private key as PKCS #8 DER.
