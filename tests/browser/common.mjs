@@ -38,7 +38,7 @@ export function launch() {
   });
 }
 
-// Runs `step` on the page; a page that reloads itself (a meta refresh) may navigate in the
+// Runs `step` on the page; a page that navigates (a redirect still landing) may do so in the
 // middle of it: then waits for the new page and tries again.
 async function steady(page, step) {
   for (let i = 0; ; i += 1) {

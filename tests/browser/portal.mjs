@@ -2,8 +2,8 @@
 // app-portal-access for a link; the customer opens it (the landing page's script posts the
 // login) and lands on the endpoints, empty; adds an endpoint (a bad URL first: the form
 // again, its error said) pointing to a recording server on loopback; reveals its secret;
-// sends a test event and watches its attempt appear on the message page (which refreshes
-// itself), the delivery signed with the revealed secret; rotates the secret (the revealed
+// sends a test event and watches its attempt appear on the message page (its script
+// updates the deliveries), the delivery signed with the revealed secret; rotates the secret (the revealed
 // one changes); resends the message (a second attempt, signed with the new secret);
 // browses the messages and the event types. Then the isolation cases: the second
 // application's endpoint and message typed into the address bar, and its ids put into the
@@ -30,19 +30,37 @@ async function api(method, path, body) {
   return answer.json();
 }
 
-/** A receiver on loopback that answers 200 and keeps every request it got. */
+/**
+ * A receiver on loopback that answers 200 and keeps every request it got; after `hold()`
+ * it keeps its answers back until `release()`, so a delivery stays under way.
+ */
 async function recorder() {
   const received = [];
+  let held = null;
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       received.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      if (held) await held.promise;
       res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
     });
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  return { server, received, url: `http://127.0.0.1:${server.address().port}/hook` };
+  return {
+    server,
+    received,
+    url: `http://127.0.0.1:${server.address().port}/hook`,
+    hold() {
+      let release;
+      const promise = new Promise((ok) => { release = ok; });
+      held = { promise, release };
+    },
+    release() {
+      if (held) held.release();
+      held = null;
+    },
+  };
 }
 
 /** Whether `delivery` carries a Standard Webhooks signature made with `secret` (whsec_…). */
@@ -165,7 +183,9 @@ async function journey(page, receiver) {
   await atBothWidths(page, 'portal-endpoint-secret', 'an endpoint with its secret shown');
 
   // Send a test event: the message page shows the attempt once the worker made it (the
-  // page refreshes itself: the test does not reload it).
+  // page's script updates its deliveries: the test does not reload it). The receiver holds
+  // its answer first, so the page is seen while the delivery is under way.
+  receiver.hold();
   await open(endpointPath);
   const testForm = `form[action="${endpointPath}/test"]`;
   if (await page.locator(testForm).count() !== 1) fail('the endpoint page has no test event form');
@@ -184,10 +204,27 @@ async function journey(page, receiver) {
   if (first.headers['webhook-id'] !== message) fail(`the delivery's webhook-id is ${first.headers['webhook-id']}, not ${message}`);
   if (JSON.parse(first.body).invoice !== 'in_1001') fail(`the test event is not the example: ${first.body}`);
   if (!signedWith(first, secret)) fail('the test event is not signed with the revealed secret');
-  // The attempt appears without the test reloading: the page refreshed itself.
   const attempts = () => page.$$eval('main table.attempts td[data-label="HTTP status"]',
     (cells) => cells.filter((c) => c.textContent.trim() === '200').length).catch(() => 0);
+  const liveText = () => page.textContent('#live-text').catch(() => '');
+  // Under way: no page reloads itself; the script offers to pause its updates.
+  if (await page.locator('#live-pause').count() !== 1) fail('the message under way has no Pause updates button');
+  await atBothWidths(page, 'portal-message-sending', 'a message being delivered');
+  await page.click('#live-pause');
+  if (!(await liveText()).includes('paused')) fail(`after Pause updates the status reads ${await liveText()}`);
+  // Paused: the attempt is made and recorded, and the page stays as it was for two rounds.
+  receiver.release();
+  const recorded = async () => (await api('GET', `/app/${PORTAL_APP}/attempt/msg/${message}`)).data.length >= 1;
+  if (!(await until(recorded))) fail('the attempt was never recorded');
+  await page.waitForTimeout(6500);
+  if ((await attempts()) !== 0) fail('the paused page was updated');
+  // Resumed: the attempt appears without the test reloading, and the updates end.
+  await page.click('#live-pause');
   if (!(await until(async () => (await attempts()) >= 1))) fail('the attempt never appeared on the message page');
+  if (!(await until(async () => (await liveText()) === 'Every delivery is done.'))) {
+    fail(`once delivered the status reads ${await liveText()}`);
+  }
+  if (await page.locator('#live-pause').count() !== 0) fail('the Pause updates button outlived the delivery');
   await atBothWidths(page, 'portal-message', 'a message with its attempt');
 
   // Rotate the secret: the revealed one changes, and it is the API's.

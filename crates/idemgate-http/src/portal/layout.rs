@@ -25,20 +25,6 @@ pub(crate) fn page(
     crumbs: &[(&str, &str)],
     body: &str,
 ) -> Html<String> {
-    refreshing_page(state, customer, current, title, crumbs, body, None)
-}
-
-/// [`page`], reloading itself every `refresh` seconds when given (a
-/// `<meta http-equiv="refresh">`: no script), for a page showing what is still under way.
-pub(crate) fn refreshing_page(
-    state: &PortalState,
-    customer: &Customer,
-    current: &str,
-    title: &str,
-    crumbs: &[(&str, &str)],
-    body: &str,
-    refresh: Option<u32>,
-) -> Html<String> {
     let mut nav = String::from("<nav class=\"pages\" aria-label=\"portal\">");
     for (href, name) in PAGES {
         let here = if href == current { " aria-current=\"page\"" } else { "" };
@@ -48,14 +34,12 @@ pub(crate) fn refreshing_page(
         "<form method=\"post\" action=\"/portal/sign-out\">{}<button id=\"sign-out\" type=\"submit\">Sign out</button></form></nav>",
         customer.csrf_field()
     ));
-    let head =
-        refresh.map(|seconds| format!("<meta http-equiv=\"refresh\" content=\"{seconds}\">")).unwrap_or_default();
-    frame(&state.portal.brand, title, &head, &nav, &format!("{}{body}", page_header(title, crumbs)))
+    frame(&state.portal.brand, title, &nav, &format!("{}{body}", page_header(title, crumbs)))
 }
 
 /// A page without a session: the brand, then `title` and `body` (already HTML).
 pub(crate) fn plain_page(brand: &Brand, title: &str, body: &str) -> Html<String> {
-    frame(brand, title, "", "", &format!("{}{body}", page_header(title, &[])))
+    frame(brand, title, "", &format!("{}{body}", page_header(title, &[])))
 }
 
 /// A page saying one thing (`words`, plain text), for the portal's refusals; it carries no
@@ -71,9 +55,8 @@ pub(crate) fn brand_sheet(brand: &Brand) -> BrandSheet {
 }
 
 /// The document: the console's stylesheet and the brand's after it (both below `/portal`,
-/// since the public listener has no `/assets`), `head` (HTML) added to its head, then the
-/// brand, `nav` and `main`.
-fn frame(brand: &Brand, title: &str, head: &str, nav: &str, main: &str) -> Html<String> {
+/// since the public listener has no `/assets`), then the brand, `nav` and `main`.
+fn frame(brand: &Brand, title: &str, nav: &str, main: &str) -> Html<String> {
     let logo = brand
         .logo_url
         .as_deref()
@@ -83,7 +66,7 @@ fn frame(brand: &Brand, title: &str, head: &str, nav: &str, main: &str) -> Html<
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{} · {name}</title>\
-         <link rel=\"stylesheet\" href=\"{prefix}{}\"><link rel=\"stylesheet\" href=\"{prefix}{}\">{head}</head>\
+         <link rel=\"stylesheet\" href=\"{prefix}{}\"><link rel=\"stylesheet\" href=\"{prefix}{}\"></head>\
          <body class=\"portal\">\
          <header class=\"brand\">{logo}<span class=\"brand-name\">{name}</span></header>{nav}<main>{main}</main></body></html>",
         esc(title),

@@ -16,7 +16,8 @@ use std::{collections::BTreeMap, fmt::Write as _, sync::Arc};
 use axum::{
     Router,
     extract::{Path, RawQuery, State},
-    response::{Html, Redirect},
+    http::header,
+    response::{Html, IntoResponse, Redirect},
     routing::{get, post},
 };
 use idemgate_core::{
@@ -36,10 +37,7 @@ use idemgate_store::outbound::{
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 
-use super::{
-    Customer, PortalState, Posted, Shared,
-    layout::{page, refreshing_page},
-};
+use super::{Customer, PortalState, Posted, Shared, layout::page};
 use crate::{
     answer::{OutboundAnswer, PortalAnswer},
     console::ui::{Tone, badge, empty_state, esc, time_html},
@@ -55,14 +53,19 @@ const PAGE_SIZE: usize = 25;
 const MOST: usize = 250;
 /// How much of an endpoint's answer an attempt shows, in characters.
 const RESPONSE_START: usize = 500;
-/// How often a message's page reloads while a delivery of it waits or is being tried.
-const REFRESH_SECONDS: u32 = 3;
+/// How often a message's page updates its deliveries while one waits or is being tried.
+const UPDATE_SECONDS: u32 = 3;
+/// The message page's script: it fetches the page again every [`UPDATE_SECONDS`] and puts
+/// the new deliveries in place, with a button that pauses it (no `<meta>` refresh: a page
+/// that reloads itself on a timer fails WCAG 2.2.1, and takes the reader's place and focus).
+const LIVE_SCRIPT: &str = include_str!("live.js");
 
 /// The message pages and the recovery, below `/portal`.
 pub(super) fn routes() -> Router<Arc<PortalState>> {
     Router::new()
         .route("/messages", get(list))
         .route("/messages/{msg}", get(one))
+        .route("/messages.js", get(live_script))
         .route("/messages/{msg}/resend", post(resend))
         .route("/endpoints/{ep}/recover", post(recover))
 }
@@ -405,14 +408,9 @@ fn segment(text: &str) -> String {
 }
 
 /// `GET /portal/messages/{msg}`: the payload, then per endpoint its delivery and every
-/// attempt, each endpoint with a Resend button; reloads itself while one waits or is tried.
-async fn one(
-    State(state): Shared,
-    customer: Customer,
-    Path(msg): Path<String>,
-    RawQuery(query): RawQuery,
-) -> Result<Html<String>, PortalAnswer> {
-    let view: View = serde_urlencoded::from_str(query.as_deref().unwrap_or("")).unwrap_or_default();
+/// attempt, each endpoint with a Resend button; while one waits or is tried, its script
+/// keeps the deliveries up to date (without script, a Reload link).
+async fn one(State(state): Shared, customer: Customer, Path(msg): Path<String>) -> Result<Html<String>, PortalAnswer> {
     let store = &state.api.store;
     let message = store.message(customer.app(), Lookup::message(&msg)).await?.ok_or(PortalAnswer::NotFound)?;
     let id = Lookup::Id(message.id.clone());
@@ -443,7 +441,20 @@ async fn one(
         }
         None => body.push_str("<p class=\"muted\">The payload is no longer kept (past its retention).</p>"),
     }
+    let under_way = sent.iter().any(|d| matches!(d.status, MessageStatus::Pending | MessageStatus::Sending));
+    let here = format!("/portal/messages/{}", segment(&message.id));
     body.push_str("<h2>Deliveries</h2>");
+    if under_way {
+        let _ = write!(
+            body,
+            "<p id=\"live-status\" class=\"muted\" role=\"status\"><span id=\"live-text\">A delivery is under way.</span> \
+             <a id=\"live-reload\" href=\"{}\">Reload</a></p>",
+            esc(&here)
+        );
+    }
+    // What the script replaces: `data-live` says it is still under way.
+    let live = if under_way { format!(" data-live=\"{UPDATE_SECONDS}\"") } else { String::new() };
+    let _ = write!(body, "<div id=\"deliveries\"{live}>");
     if sent.is_empty() {
         body.push_str(&empty_state(
             "no-deliveries",
@@ -451,10 +462,8 @@ async fn one(
             "Add an endpoint or change its event types on <a href=\"/portal/endpoints\">Endpoints</a>.",
         ));
     }
-    let mut under_way = false;
     for (n, destination) in sent.iter().enumerate() {
         let endpoint = &destination.endpoint;
-        under_way |= matches!(destination.status, MessageStatus::Pending | MessageStatus::Sending);
         let _ = write!(
             body,
             "<section class=\"delivery\" aria-labelledby=\"delivery-{n}\"><h3 id=\"delivery-{n}\">{}</h3><p>{}",
@@ -477,35 +486,19 @@ async fn one(
             esc(&endpoint.url),
         );
     }
-    let reloading = under_way && view.refresh != "off";
-    let here = format!("/portal/messages/{}", segment(&message.id));
-    if reloading {
-        let _ = write!(
-            body,
-            "<p class=\"muted\" role=\"status\">A delivery is under way: this page reloads itself every \
-             {REFRESH_SECONDS} seconds. <a href=\"{}?refresh=off\">Stop reloading</a></p>",
-            esc(&here)
-        );
-    } else if under_way {
-        let _ = write!(
-            body,
-            "<p class=\"muted\" role=\"status\">A delivery is under way. <a href=\"{}\">Reload</a></p>",
-            esc(&here)
-        );
+    body.push_str("</div>");
+    if under_way {
+        body.push_str("<script src=\"/portal/messages.js\"></script>");
     }
     let title = format!("Message {}", message.event_type);
     let crumbs = [("/portal/messages", "Messages")];
-    let refresh = reloading.then_some(REFRESH_SECONDS);
-    Ok(refreshing_page(&state, &customer, "/portal/messages", &title, &crumbs, &body, refresh))
+    Ok(page(&state, &customer, "/portal/messages", &title, &crumbs, &body))
 }
 
-/// How a message's page is shown: `refresh=off` stops its reloading (a customer reading
-/// it at their own pace).
-#[derive(Debug, Default, Deserialize)]
-struct View {
-    /// `off`: no reloading.
-    #[serde(default)]
-    refresh: String,
+/// `GET /portal/messages.js`: the message page's script (a file: the CSP allows no inline
+/// script).
+async fn live_script() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], LIVE_SCRIPT)
 }
 
 /// An endpoint's attempts, newest first.

@@ -152,15 +152,15 @@ async fn guarded(State(state): State<Arc<PortalState>>, mut response: Response) 
     response
 }
 
-/// The CSP and the other headers, made once from the settings: scripts and styles only
-/// from the portal itself, images also from the logo's origin, framing only by the listed
+/// The CSP and the other headers, made once from the settings: scripts, styles and the
+/// message page's reads of itself only from the portal itself, images also from the logo's origin, framing only by the listed
 /// origins (else none, and `X-Frame-Options: DENY` for old browsers), forms only to itself.
 fn answer_headers(portal: &Portal) -> Vec<(header::HeaderName, HeaderValue)> {
     let logo = portal.brand.logo_url.as_deref().map(origin_of).map(|o| format!(" {o}")).unwrap_or_default();
     let ancestors =
         if portal.frame_ancestors.is_empty() { "'none'".to_owned() } else { portal.frame_ancestors.join(" ") };
     let csp = format!(
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'{logo}; \
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'{logo}; \
          form-action 'self'; frame-ancestors {ancestors}; base-uri 'none'"
     );
     let mut headers = vec![

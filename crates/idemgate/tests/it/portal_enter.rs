@@ -63,7 +63,8 @@ async fn a_link_opens_the_portal_once(backend: Backend) {
     assert!(
         csp.contains("frame-ancestors 'none'")
             && csp.contains("form-action 'self'")
-            && csp.contains("script-src 'self'"),
+            && csp.contains("script-src 'self'")
+            && csp.contains("connect-src 'self'"),
         "{csp}"
     );
     assert_eq!(headers["x-frame-options"], "DENY");

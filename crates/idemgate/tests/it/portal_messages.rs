@@ -179,17 +179,22 @@ async fn a_message_shows_its_payload_and_attempts_and_is_resent(backend: Backend
     assert_eq!(sending.status, 200, "{}", sending.body);
     assert!(sending.body.contains("&quot;note&quot;: &quot;&lt;b&gt;hi&lt;/b&gt;&quot;"), "{}", sending.body);
     assert!(!sending.body.contains("<b>hi</b>"), "the payload is escaped");
-    assert!(sending.body.contains("<meta http-equiv=\"refresh\" content=\"3\">"), "{}", sending.body);
-    let still = customer.get(&format!("{path}?refresh=off")).await;
-    assert!(!still.body.contains("http-equiv=\"refresh\"") && still.body.contains(">Reload</a>"), "{}", still.body);
+    // Under way: the deliveries are marked for the page's script, which is served; without
+    // script, a Reload link. No page reloads itself on a timer.
+    assert!(sending.body.contains("<div id=\"deliveries\" data-live=\"3\">"), "{}", sending.body);
+    assert!(sending.body.contains("<script src=\"/portal/messages.js\"></script>"), "{}", sending.body);
+    assert!(sending.body.contains(&format!("<a id=\"live-reload\" href=\"{path}\">Reload</a>")), "{}", sending.body);
+    assert!(!sending.body.contains("http-equiv"), "{}", sending.body);
+    let script = customer.get("/portal/messages.js").await;
+    assert_eq!(script.status, 200);
+    assert!(script.body.contains("getElementById('deliveries')"), "{}", script.body);
 
     // Poll the page until the attempt appears, as a customer watching it would.
     let deadline = Instant::now() + Duration::from_secs(20);
     let done = loop {
         let page = customer.get(&path).await;
         // Until the delivery is done: its attempt may be read a moment before its state.
-        let settled = page.body.contains("<td data-label=\"HTTP status\">200</td>")
-            && !page.body.contains("http-equiv=\"refresh\"");
+        let settled = page.body.contains("<td data-label=\"HTTP status\">200</td>") && !page.body.contains("data-live");
         if settled || Instant::now() > deadline {
             break page;
         }
