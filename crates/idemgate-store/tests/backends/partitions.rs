@@ -638,3 +638,53 @@ async fn a_lookup_by_one_event_id_reads_one_payload_partition() {
         assert!(read[0].contains(&format!("payloads_d{}", id >> 36)), "{read:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_of_outbound_messages_goes_whole_once_every_message_expired() {
+    use idemgate_store::outbound::{
+        Lookup,
+        message::{Accepted, MessageIn},
+    };
+    let t = crate::postgres().await;
+    let now_ms = days_ahead(0).0 * 1000;
+    t.create_application(crate::outbound_applications::app_in("acme", Some("acme")), &crate::ops(), now_ms)
+        .await
+        .unwrap();
+    let hook = crate::outbound_endpoints::new_endpoint("https://acme.example.com/hook", Some("hook"), now_ms);
+    t.create_endpoint(Lookup::application("acme"), hook, &crate::ops(), now_ms).await.unwrap();
+    for (uid, days) in [("short", 1), ("long", 60)] {
+        let input = MessageIn {
+            event_id: Some(uid.to_owned()),
+            event_type: "a.b".to_owned(),
+            channels: None,
+            payload: bytes::Bytes::from(format!("{{\"m\":\"{uid}\"}}")),
+            expires_at_ms: Some(now_ms + days * DAY * 1000),
+            operation: None,
+        };
+        let accepted = t.accept_message(Lookup::application("acme"), input, now_ms).await.unwrap();
+        assert!(matches!(accepted, Accepted::Created(_)), "{accepted:?}");
+    }
+    let old = payload_partition(&t, "long").await.unwrap();
+    assert_eq!(payload_partition(&t, "short").await.as_ref(), Some(&old));
+    let payload = |uid: &'static str| {
+        let t = &t;
+        async move { t.message(Lookup::application("acme"), Lookup::message(uid)).await.unwrap().unwrap().payload }
+    };
+
+    // Three days on, "short" has expired (by rows: "long" holds the day; its delivery waits).
+    let report = t.purge(days_ahead(3), Vec::new()).await.unwrap();
+    assert_eq!(report, PurgeReport { payloads: 1, ..PurgeReport::default() });
+    assert!(exists(&t, &old).await);
+    assert_eq!(payload("short").await, None);
+    assert_eq!(payload("long").await.as_deref(), Some(&b"{\"m\":\"long\"}"[..]));
+
+    // Past "long"'s expiry the day goes whole, its waiting delivery ended, counted as by rows.
+    let preview = t.purge_dry_run(days_ahead(61), Vec::new()).await.unwrap();
+    let report = t.purge(days_ahead(61), Vec::new()).await.unwrap();
+    assert_eq!(report, PurgeReport { payloads: 1, ..PurgeReport::default() });
+    assert_eq!(preview, report);
+    assert!(!exists(&t, &old).await, "the day's payloads were dropped whole");
+    assert_eq!(payload("long").await, None, "the message stays, without its payload");
+    let dead = t.dead_jobs(10).await.unwrap();
+    assert_eq!(dead.len(), 2, "both deliveries ended: {dead:?}");
+}
