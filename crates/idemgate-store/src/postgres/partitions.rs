@@ -168,10 +168,11 @@ async fn retire_attempts(client: &mut Object, now: UnixTime, policies: &[Retenti
 /// that holds no ordering version loses its payload past its source's payload retention
 /// (counted) and is deleted with it past its source's receipt retention (not counted as a
 /// payload); an outbound message's payload goes when the message expires (`$4`, unix ms;
-/// counted). A payload of a source without retention stays. A payload whose event is gone
-/// (none should be) is read by nothing: it goes, uncounted.
+/// counted unless its event went first, as the purge takes them in that order). A payload
+/// of a source without retention stays. A payload whose event is gone (none should be) is
+/// read by nothing: it goes, uncounted.
 const PAYLOAD_FATE: &str = r#"SELECT e.id IS NULL OR by_payload OR by_receipt OR by_expiry AS gone,
-           by_payload OR by_expiry AS counted
+           by_payload OR (by_expiry AND NOT by_receipt) AS counted
     FROM {day} x
     LEFT JOIN events e ON e.id = x.event_id
     LEFT JOIN unnest($1::text[], $2::bigint[], $3::bigint[]) AS p (source, receipts, payloads)
