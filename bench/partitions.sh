@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # PostgreSQL's day partitions at scale (docs/design/postgres-partitions.md): one store
 # filled in bulk with SQL (generate_series, not HTTP) with EVENTS events over DAYS day
-# (each day's attempts in its own partition; events and jobs are plain tables), each event
-# with one finished job and one attempt, next to an empty store,
+# (each day's attempts and payloads in their own partitions; events and jobs are plain
+# tables), each event with its payload, one finished job and one attempt, next to an empty store,
 # alternating in one run. Prints per round the gateway's end-to-end rate (accept, worker,
 # forward to the bare sink), the gateway's and the PostgreSQL server's CPU time per event
 # (/proc/<pid>/stat), the claim's latency (the gateway's claim statement, run by pgbench
 # for 5 s, each claim in a transaction rolled back, with 1,000 jobs due), the ratios filled/empty; then the
-# cost of retiring the oldest day (`idemgate store purge`: the day's attempts partition
-# dropped, its events, jobs and receipts deleted by rows) and the tables' sizes before and after.
+# cost of retiring the oldest day (`idemgate store purge`: the day's attempts and payloads
+# partitions dropped, its events, jobs and receipts deleted by rows) and the tables' sizes
+# before and after.
 #
 #   bench/partitions.sh [EVENTS] [DAYS] [LOAD_EVENTS] [CONCURRENCY] [ROUNDS]
 # FRESH_DAY=1: the live traffic goes to a partition of its own (as just after the day
@@ -44,8 +45,9 @@ for schema in $empty $full; do
   "$bin/idemgate" store purge --config "$work/$schema.toml" > /dev/null # migrates and opens today's partitions
 done
 
-# The fill: day k (1..DAYS) in its own partitions, opened as the maintenance pass opens a
-# day's; day 1 is 40 days old (past the default 30-day retention), the others hours old.
+# The fill: day k (1..DAYS) in its own partitions (attempts', and payloads' by the events'
+# ids), opened as the maintenance pass opens a day's; day 1 is 40 days old (past the
+# default 30-day retention), the others hours old.
 fill_started=$(date +%s.%N)
 per_day=$((total / days))
 for k in $(seq "$days"); do
@@ -55,11 +57,12 @@ DECLARE
   t text;
   d bigint := floor(extract(epoch FROM now()) / 86400)::bigint + $k;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['attempts'] LOOP
+  FOREACH t IN ARRAY ARRAY['attempts', 'payloads'] LOOP
     EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF %I FOR VALUES FROM (%s) TO (%s)',
                    t || '_d' || d, t, d << 36, (d + 1) << 36);
-    PERFORM setval(t || '_id_seq', d << 36, false);
   END LOOP;
+  PERFORM setval('attempts_id_seq', d << 36, false);
+  PERFORM setval('events_id_seq', d << 36, false);
 END
 \$\$;
 CREATE TEMP TABLE day AS
@@ -70,11 +73,13 @@ CREATE TEMP TABLE day AS
 INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
   SELECT 'bench', identity, sha256(identity::bytea), 'applied', '{"status":202}', at FROM day;
 WITH ev AS (
-  INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
-    SELECT 'bench', identity, 'order.created', 'application/json',
-           convert_to(rpad('{"id":"' || identity || '","data":"', 180, 'x') || '"}', 'UTF8'), at, '[]', identity
+  INSERT INTO events (source, identity, event_type, content_type, received_at, headers, outgoing_id)
+    SELECT 'bench', identity, 'order.created', 'application/json', at, '[]', identity
     FROM day
-    RETURNING id, received_at),
+    RETURNING id, identity, received_at),
+pl AS (
+  INSERT INTO payloads (event_id, body)
+    SELECT id, convert_to(rpad('{"id":"' || identity || '","data":"', 180, 'x') || '"}', 'UTF8') FROM ev),
 jb AS (
   INSERT INTO jobs (event_id, destination, state, attempts, next_attempt_at_ms, created_at, updated_at)
     SELECT id, 'sink', 'succeeded', 1, received_at * 1000, received_at, received_at FROM ev
@@ -91,10 +96,11 @@ DECLARE
   t text;
   d bigint := floor(extract(epoch FROM now()) / 86400)::bigint + $days + 1;
 BEGIN
-  FOREACH t IN ARRAY ARRAY['attempts'] LOOP
+  FOREACH t IN ARRAY ARRAY['attempts', 'payloads'] LOOP
     EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%s) TO (%s)', t || '_d' || d, t, d << 36, (d + 1) << 36);
-    PERFORM setval(t || '_id_seq', d << 36, false);
   END LOOP;
+  PERFORM setval('attempts_id_seq', d << 36, false);
+  PERFORM setval('events_id_seq', d << 36, false);
 END
 \$\$;
 SQL
@@ -121,8 +127,9 @@ due AS (SELECT id, next_attempt_at_ms FROM (SELECT * FROM waiting UNION ALL SELE
   ORDER BY next_attempt_at_ms, id LIMIT 256),
 taken AS (UPDATE jobs SET state = 'running', lease_until = 9000000000, lease_token = jobs.lease_token + 1,
     attempts = jobs.attempts + 1, updated_at = 1
-  FROM events e WHERE e.id = jobs.event_id AND jobs.id IN (SELECT id FROM due)
-  RETURNING jobs.id, e.body)
+  FROM events e LEFT JOIN payloads p ON p.event_id = e.id
+  WHERE e.id = jobs.event_id AND jobs.id IN (SELECT id FROM due)
+  RETURNING jobs.id, coalesce(p.body, ''::bytea))
 SELECT count(*) FROM taken;
 ROLLBACK;
 SQL
@@ -134,8 +141,10 @@ for schema in $empty $full; do
   psql "$(url "$schema")" -qc "
     INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
       SELECT 'claim', 'c' || n, sha256(n::text::bytea), 'applied', '{}', 1 FROM generate_series(1, $claimable) n;
-    INSERT INTO events (source, identity, body, received_at, outgoing_id)
-      SELECT 'claim', 'c' || n, '\x7b7d', 1, 'c' || n FROM generate_series(1, $claimable) n;
+    WITH ev AS (
+      INSERT INTO events (source, identity, received_at, outgoing_id)
+        SELECT 'claim', 'c' || n, 1, 'c' || n FROM generate_series(1, $claimable) n RETURNING id)
+    INSERT INTO payloads (event_id, body) SELECT id, '\x7b7d' FROM ev;
     INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
       SELECT id, 'elsewhere', 'pending', 1000, 1, 1 FROM events WHERE source = 'claim';
     ANALYZE"
@@ -165,22 +174,26 @@ sizes() {
   psql "$(url $full)" -qAtc "SELECT string_agg(t || '=' || pg_size_pretty(s), ' ' ORDER BY t) FROM (
     SELECT t, (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.oid = t::regclass
                OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = t::regclass)) AS s
-    FROM unnest(ARRAY['receipts', 'events', 'jobs', 'attempts']) t) x"
+    FROM unnest(ARRAY['receipts', 'events', 'payloads', 'jobs', 'attempts']) t) x"
 }
 before=$(sizes)
-partitions_before=$(psql "$(url $full)" -qAtc "SELECT count(*) FROM pg_inherits WHERE inhparent = 'attempts'::regclass")
+partitions() {
+  psql "$(url $full)" -qAtc "SELECT (SELECT count(*) FROM pg_inherits WHERE inhparent = 'attempts'::regclass) || ' attempts, '
+    || (SELECT count(*) FROM pg_inherits WHERE inhparent = 'payloads'::regclass) || ' payloads'"
+}
+partitions_before=$(partitions)
 gateway_toml "$work/retire.toml" "url = \"$(url $full)\"" 9
 started=$(date +%s.%N)
 report=$("$bin/idemgate" store purge --config "$work/retire.toml" | tr '\n' ' ')
 retire=$(awk -v s="$started" -v f="$(date +%s.%N)" 'BEGIN { printf "%.2f", f - s }')
-partitions_after=$(psql "$(url $full)" -qAtc "SELECT count(*) FROM pg_inherits WHERE inhparent = 'attempts'::regclass")
+partitions_after=$(partitions)
 after=$(sizes)
 
 python3 - "$results" "$events" "$concurrency" "$total" "$days" "$fill" <<PY
 import json, sys, statistics
 rows = [json.loads(line) for line in open(sys.argv[1])]
 n = int(sys.argv[2])
-print(f"filled store: {int(sys.argv[4]):,} events with a finished job and an attempt each, over {sys.argv[5]} days (attempts in day partitions), filled by SQL in {sys.argv[6]} s")
+print(f"filled store: {int(sys.argv[4]):,} events with a payload, a finished job and an attempt each, over {sys.argv[5]} days (attempts and payloads in day partitions), filled by SQL in {sys.argv[6]} s")
 print(f"load: {n} events (+20% redeliveries), C={sys.argv[3]}, order alternating")
 print(f"{'round':>5} {'store':>7} {'e2e ev/s':>9} {'p99 ms':>7} {'CPU us/ev':>9} {'PG us/ev':>8} {'claim ms':>8}  exactly once")
 for r in rows:
@@ -191,7 +204,7 @@ med = lambda store, key: statistics.median(r[key] for r in rows if r["store"] ==
 print(f"median: end to end filled/empty {med('filled', 'e2e') / med('empty', 'e2e'):.2f} ({med('filled', 'e2e'):.0f} against {med('empty', 'e2e'):.0f} ev/s); "
       f"claim {med('filled', 'claim_ms'):.3f} against {med('empty', 'claim_ms'):.3f} ms; "
       f"PG server CPU/event {med('filled', 'pg_per'):.1f} against {med('empty', 'pg_per'):.1f} us")
-print("retiring the oldest day: $retire s (store purge: $report); attempts partitions $partitions_before -> $partitions_after")
+print("retiring the oldest day: $retire s (store purge: $report); partitions $partitions_before -> $partitions_after")
 print("sizes before: $before")
 print("sizes after:  $after")
 PY

@@ -54,7 +54,7 @@ fn with<'a>(bindings: &'a FilterBindings<'_>, more: &[&'a (dyn ToSql + Sync)]) -
 /// The jobs a [`ReplayFilter`] selects ($1 state, $2 source, $3 identity, $4 destination,
 /// $5 since, $6 until).
 const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
-    WHERE j.state = $1 AND NOT e.payload_purged
+    WHERE j.state = $1 AND EXISTS (SELECT 1 FROM payloads p WHERE p.event_id = e.id)
       AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
       AND ($4::text IS NULL OR j.destination = $4)
       AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)";
@@ -131,13 +131,17 @@ fn take(until: &str, chosen: &str) -> String {
     format!(
         "UPDATE jobs SET state = 'running', lease_until = {until}, lease_token = jobs.lease_token + 1,
                 attempts = jobs.attempts + 1, updated_at = $1
-         FROM events e WHERE e.id = jobs.event_id AND {chosen}
+         FROM events e LEFT JOIN payloads p ON p.event_id = e.id
+         WHERE e.id = jobs.event_id AND {chosen}
          RETURNING {TAKEN}"
     )
 }
 
-/// What a claim returns of each job it took, as [`claimed_job`] reads it.
-const TAKEN: &str = "jobs.id, jobs.lease_token, jobs.attempts, jobs.destination, e.source, e.identity, e.body,
+/// What a claim returns of each job it took, as [`claimed_job`] reads it (a purged
+/// payload, which no waiting job should have, as an empty body, as it was stored before
+/// payloads had a table of their own).
+const TAKEN: &str = "jobs.id, jobs.lease_token, jobs.attempts, jobs.destination, e.source, e.identity,
+    coalesce(p.body, ''::bytea),
     e.content_type, e.headers, e.outgoing_id, e.event_type";
 
 /// A job taken by a claim, from [`TAKEN`]'s columns starting at column `at` of `row`.
@@ -653,7 +657,7 @@ impl PgStore {
         audit: Option<Audit>,
     ) -> Result<ReplayedTo, StoreError> {
         const SELECTED_EVENTS: &str = "SELECT e.id FROM events e
-            WHERE NOT e.payload_purged AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
+            WHERE EXISTS (SELECT 1 FROM payloads p WHERE p.event_id = e.id) AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
               AND ($4::bigint IS NULL OR e.received_at >= $4) AND ($5::bigint IS NULL OR e.received_at < $5)
               AND (NOT $6::boolean OR NOT EXISTS (SELECT 1 FROM jobs u WHERE u.event_id = e.id))";
         let mut client = self.client().await?;

@@ -46,10 +46,11 @@ impl PgStore {
         let mut client = self.client().await?;
         let mut report = PurgeReport::default();
         if !dry_run {
-            // Whole days of attempts first (the rows below would take them row by row; a
-            // dry run counts no attempts).
+            // Whole days of attempts and payloads first (the rows below would take them row
+            // by row; the payloads they held that the rows below would have counted are
+            // counted here, so that a dry run, by rows, reports the same).
             super::partitions::roll(&mut client, now).await?;
-            if let Err(err) = super::partitions::retire(&mut client, now, policies).await {
+            if let Err(err) = super::partitions::retire(&mut client, now, policies, &mut report.payloads).await {
                 tracing::warn!(error = %err, "retiring partitions failed; purging by rows");
             }
         }
@@ -58,12 +59,10 @@ impl PgStore {
             let receipts_before = cutoff(now, policy.receipts);
             let payloads_before = cutoff(now, policy.payloads);
             let source = policy.source.as_str();
+            // A purged payload is a missing `payloads` row (docs/design/postgres-partitions.md).
             report.payloads += count(
                 tx.execute(
-                    &format!(
-                        "UPDATE events SET body = ''::bytea, payload_purged = true
-                         WHERE NOT payload_purged AND id IN ({PURGEABLE_EVENTS})"
-                    ),
+                    &format!("DELETE FROM payloads WHERE event_id IN ({PURGEABLE_EVENTS})"),
                     &[&source, &payloads_before],
                 )
                 .await?,
@@ -77,6 +76,13 @@ impl PgStore {
             .await?;
             tx.execute(
                 &format!("DELETE FROM jobs WHERE event_id IN ({PURGEABLE_EVENTS})"),
+                &[&source, &receipts_before],
+            )
+            .await?;
+            // The payloads of the events deleted below (past the receipt retention but not
+            // the payload retention): not counted as payloads, as before.
+            tx.execute(
+                &format!("DELETE FROM payloads WHERE event_id IN ({PURGEABLE_EVENTS})"),
                 &[&source, &receipts_before],
             )
             .await?;

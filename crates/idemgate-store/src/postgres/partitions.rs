@@ -1,17 +1,20 @@
 //! The growing tables' day partitions on PostgreSQL (docs/design/postgres-partitions.md):
-//! `attempts` and `audit_log` are partitioned by ranges of their row id, one block of ids
-//! a day; receipts, events and jobs are plain tables (their unique keys and foreign keys
-//! need it). [`roll`] opens today's and tomorrow's partitions and moves the sequences into
-//! today's block; [`retire`] drops a day's attempts whole once the row-by-row purge would
-//! have deleted every row in it, [`retire_audit`] a day of the audit log past its retention.
+//! `attempts` and `audit_log` are partitioned by ranges of their row id, `payloads` (the
+//! events' bodies) by ranges of its event id, one block of ids a day; receipts, events and
+//! jobs are plain tables (their unique keys and foreign keys need it). [`roll`] opens
+//! today's and tomorrow's partitions and moves the sequences (attempts', the audit log's,
+//! events') into today's block; [`retire`] drops a day's attempts, and a day's payloads,
+//! whole once the row-by-row purge would have deleted every row in it, [`retire_audit`] a
+//! day of the audit log past its retention.
 
 use deadpool_postgres::{GenericClient, Object};
 use idemgate_core::UnixTime;
 
 use crate::{StoreError, maintenance::Retention, model::maintenance::cutoff};
 
-/// The partitioned tables.
-const PARTITIONED: [&str; 2] = ["attempts", "audit_log"];
+/// The partitioned tables, each with the table whose id sequence hands out its partition
+/// key (a payload's key is its event's id; `events` itself is not partitioned).
+const PARTITIONED: [(&str, &str); 3] = [("attempts", "attempts"), ("audit_log", "audit_log"), ("payloads", "events")];
 
 /// A day's block holds 2^36 ids.
 const BLOCK_BITS: u32 = 36;
@@ -69,7 +72,7 @@ pub(crate) async fn roll(client: &mut Object, now: UnixTime) -> Result<(), Store
     let today = day_of(now);
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1, hashtext(current_schema() || '/partitions'))", &[&LOCK_CLASS]).await?;
-    for table in PARTITIONED {
+    for (table, _) in PARTITIONED {
         let newest = days(&tx, table).await?.last().copied().unwrap_or(i64::MIN);
         for day in [today, today + 1].into_iter().filter(|day| *day > newest) {
             tx.batch_execute(&format!(
@@ -81,10 +84,10 @@ pub(crate) async fn roll(client: &mut Object, now: UnixTime) -> Result<(), Store
             .await?;
         }
     }
-    for table in PARTITIONED {
+    for (table, keyed_by) in PARTITIONED {
         if days(&tx, table).await?.contains(&today) {
             tx.execute(
-                &format!("SELECT setval('{table}_id_seq', $1, false) FROM {table}_id_seq WHERE last_value < $1"),
+                &format!("SELECT setval('{keyed_by}_id_seq', $1, false) FROM {keyed_by}_id_seq WHERE last_value < $1"),
                 &[&block_start(today)],
             )
             .await?;
@@ -94,14 +97,38 @@ pub(crate) async fn roll(client: &mut Object, now: UnixTime) -> Result<(), Store
     Ok(())
 }
 
+/// Drops the past days the row-by-row purge at `now` would empty anyway: of `attempts`
+/// ([`retire_attempts`]), then of `payloads` ([`retire_payloads`]). Adds to `payloads` the
+/// payloads of the dropped days that the purge would have counted in its report, as each
+/// day commits (so a later failure keeps the count of what went). Returns how many days
+/// went.
+pub(crate) async fn retire(
+    client: &mut Object,
+    now: UnixTime,
+    policies: &[Retention],
+    payloads: &mut usize,
+) -> Result<usize, StoreError> {
+    let attempts = retire_attempts(client, now, policies).await;
+    let payload_days = retire_payloads(client, now, policies, payloads).await;
+    Ok(attempts? + payload_days?)
+}
+
+/// The policies as the arrays the retirement statements take: `$1` the sources, `$2`
+/// their receipt cutoffs, `$3` their payload cutoffs (seconds).
+fn policy_arrays(now: UnixTime, policies: &[Retention]) -> (Vec<&str>, Vec<i64>, Vec<i64>) {
+    let sources = policies.iter().map(|policy| policy.source.as_str()).collect();
+    let receipts = policies.iter().map(|policy| cutoff(now, policy.receipts)).collect();
+    let payloads = policies.iter().map(|policy| cutoff(now, policy.payloads)).collect();
+    (sources, receipts, payloads)
+}
+
 /// Drops the oldest days' `attempts` partitions, each day in one transaction, while every
 /// attempt in the day belongs to a job the row-by-row purge deletes at `now` (a finished
 /// job of an event past its source's receipt retention, which no ordering holds) or to no
 /// job any more; stops at the first day that cannot go. Attempts are not counted in a
 /// purge report, so the dry run (by rows) reports the same. Returns how many days went.
-pub(crate) async fn retire(client: &mut Object, now: UnixTime, policies: &[Retention]) -> Result<usize, StoreError> {
-    let (sources, cutoffs): (Vec<&str>, Vec<i64>) =
-        policies.iter().map(|policy| (policy.source.as_str(), cutoff(now, policy.receipts))).unzip();
+async fn retire_attempts(client: &mut Object, now: UnixTime, policies: &[Retention]) -> Result<usize, StoreError> {
+    let (sources, cutoffs, _) = policy_arrays(now, policies);
     let open = open_day(&*client, "attempts").await?;
     let mut retired = 0;
     for day in days(&*client, "attempts").await?.into_iter().filter(|day| *day < open) {
@@ -130,6 +157,91 @@ pub(crate) async fn retire(client: &mut Object, now: UnixTime, policies: &[Reten
         // Last, so that the parent table's exclusive lock is held for the drop alone.
         tx.batch_execute(&format!("ALTER TABLE attempts DETACH PARTITION {name}; DROP TABLE {name}")).await?;
         tx.commit().await?;
+        retired += 1;
+    }
+    Ok(retired)
+}
+
+/// Each payload of a `payloads` partition (`{day}`) with whether the row-by-row purge at
+/// `now` removes it (`gone`) and whether its report counts it (`counted`), by the rules of
+/// `maintenance.rs` and `outbound/message.rs`: an event whose jobs are all finished and
+/// that holds no ordering version loses its payload past its source's payload retention
+/// (counted) and is deleted with it past its source's receipt retention (not counted as a
+/// payload); an outbound message's payload goes when the message expires (`$4`, unix ms;
+/// counted unless its event went first, as the purge takes them in that order). A payload
+/// of a source without retention stays. A payload whose event is gone (none should be) is
+/// read by nothing: it goes, uncounted.
+const PAYLOAD_FATE: &str = r#"SELECT e.id IS NULL OR by_payload OR by_receipt OR by_expiry AS gone,
+           by_payload OR (by_expiry AND NOT by_receipt) AS counted
+    FROM {day} x
+    LEFT JOIN events e ON e.id = x.event_id
+    LEFT JOIN unnest($1::text[], $2::bigint[], $3::bigint[]) AS p (source, receipts, payloads)
+           ON p.source COLLATE "C" = e.source
+    LEFT JOIN LATERAL (
+        SELECT NOT EXISTS (SELECT 1 FROM jobs w WHERE w.event_id = e.id AND w.state IN ('pending', 'running', 'retrying'))
+               AND NOT EXISTS (SELECT 1 FROM ordering_versions o WHERE o.event_id = e.id) AS free
+    ) f ON true
+    CROSS JOIN LATERAL (
+        SELECT coalesce(f.free AND e.received_at < p.payloads, false) AS by_payload,
+               coalesce(f.free AND e.received_at < p.receipts, false) AS by_receipt,
+               EXISTS (SELECT 1 FROM messages m WHERE m.event_row = x.event_id AND m.expires_at <= $4) AS by_expiry
+    ) fate"#;
+
+/// Drops the oldest days' `payloads` partitions, each day in one transaction, while the
+/// row-by-row purge at `now` would remove every payload in the day ([`PAYLOAD_FATE`]),
+/// never the day the events' sequence hands out ids from; stops at the first day that
+/// cannot go. Adds the dropped payloads the purge would have counted to `counted` (the
+/// purge then finds them gone, so a dry run, by rows, and a purge report the same).
+/// Returns how many days went.
+async fn retire_payloads(
+    client: &mut Object,
+    now: UnixTime,
+    policies: &[Retention],
+    counted: &mut usize,
+) -> Result<usize, StoreError> {
+    let (sources, receipts, payloads) = policy_arrays(now, policies);
+    let now_ms = now.0.saturating_mul(1000);
+    let open = open_day(&*client, "events").await?;
+    let mut retired = 0;
+    for day in days(&*client, "payloads").await?.into_iter().filter(|day| *day < open) {
+        let name = partition("payloads", day);
+        let tx = client.transaction().await?;
+        tx.batch_execute(LOCK_TIMEOUT).await?;
+        let fate = PAYLOAD_FATE.replace("{day}", &name);
+        let row = tx
+            .query_one(
+                &format!(
+                    "SELECT coalesce(bool_and(gone), true), count(*) FILTER (WHERE counted) FROM ({fate}) AS fates"
+                ),
+                &[&sources, &receipts, &payloads, &now_ms],
+            )
+            .await?;
+        if !row.try_get::<_, bool>(0)? {
+            break;
+        }
+        // With the parent's exclusive lock (the detach's), every transaction that read this
+        // day's payloads (a replay making a job wait again) has committed: check again,
+        // cheaply (the waiting and leased jobs), that no job of the day waits but those the
+        // purge ends as their message expired.
+        tx.batch_execute("LOCK TABLE payloads IN ACCESS EXCLUSIVE MODE").await?;
+        let waiting = tx
+            .query_one(
+                &format!(
+                    "SELECT EXISTS (SELECT 1 FROM jobs w JOIN {name} x ON x.event_id = w.event_id
+                                    WHERE w.state IN ('pending', 'running', 'retrying')
+                                      AND NOT EXISTS (SELECT 1 FROM messages m
+                                                      WHERE m.event_row = w.event_id AND m.expires_at <= $1))"
+                ),
+                &[&now_ms],
+            )
+            .await?
+            .try_get::<_, bool>(0)?;
+        if waiting {
+            break;
+        }
+        tx.batch_execute(&format!("ALTER TABLE payloads DETACH PARTITION {name}; DROP TABLE {name}")).await?;
+        tx.commit().await?;
+        *counted += usize::try_from(row.try_get::<_, i64>(1)?).unwrap_or(0);
         retired += 1;
     }
     Ok(retired)

@@ -15,7 +15,7 @@ use crate::{
 };
 
 /// The common case in one statement, for a batch of deliveries (or one): each receipt
-/// insert decides, and an event and its jobs are inserted only for a receipt row it
+/// insert decides, and an event, its payload and its jobs are inserted only for a receipt row it
 /// returned. The deliveries come as arrays (in the batch's order, which is key order) and
 /// their destinations as (position, destination) pairs. Of several deliveries of one key
 /// only the first is offered, so the others find its receipt. Returns the positions (from
@@ -35,9 +35,14 @@ const ACCEPT_IN_ONE_STATEMENT: &str = r#"WITH input AS (
         SELECT f.* FROM receipt r
         JOIN first f ON f.source COLLATE "C" = r.source AND f.identity COLLATE "C" = r.identity
      ), event AS (
-        INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id)
-        SELECT source, identity, event_type, content_type, body, received_at, headers, outgoing_id
+        INSERT INTO events (source, identity, event_type, content_type, received_at, headers, outgoing_id)
+        SELECT source, identity, event_type, content_type, received_at, headers, outgoing_id
         FROM inserted ORDER BY n RETURNING id, source, identity
+     ), payload AS (
+        INSERT INTO payloads (event_id, body)
+        SELECT e.id, i.body
+        FROM event e
+        JOIN inserted i ON i.source COLLATE "C" = e.source AND i.identity COLLATE "C" = e.identity
      ), jobs AS (
         INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
         SELECT e.id, d.destination, 'pending', i.received_at * 1000, i.received_at, i.received_at

@@ -174,8 +174,9 @@ pub(super) async fn insert_receipt(
     Ok(inserted == 1)
 }
 
-/// Inserts the event of a first delivery (its receipt inserted in the same transaction);
-/// returns its row id. Shared with the outbound API's messages (`outbound/message.rs`).
+/// Inserts the event of a first delivery (its receipt inserted in the same transaction)
+/// and, in the same statement, its payload; returns its row id. Shared with the outbound
+/// API's messages (`outbound/message.rs`).
 pub(super) async fn insert_event(
     tx: &impl deadpool_postgres::GenericClient,
     request: &ReceiveRequest,
@@ -185,9 +186,14 @@ pub(super) async fn insert_event(
     let headers = stored_headers(&event.headers);
     let insert_event = tx
         .prepare_cached(
-            "INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, ordering_key,
-                                 outgoing_id)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+            "WITH e AS (
+                INSERT INTO events (source, identity, event_type, content_type, received_at, headers, ordering_key,
+                                    outgoing_id)
+                VALUES ($1, $2, $3, $4, $6, $7, $8, $9) RETURNING id
+             ), p AS (
+                INSERT INTO payloads (event_id, body) SELECT id, $5::bytea FROM e
+             )
+             SELECT id FROM e",
         )
         .await?;
     let ordering_key = event.ordering.as_ref().map(|o| o.key.as_str());

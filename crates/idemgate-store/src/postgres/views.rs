@@ -108,7 +108,7 @@ impl PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT body FROM events WHERE source = $1 AND identity = $2 AND NOT payload_purged",
+                "SELECT p.body FROM events e JOIN payloads p ON p.event_id = e.id WHERE e.source = $1 AND e.identity = $2",
                 &[&key.source.as_str(), &key.identity.as_str()],
             )
             .await?;
@@ -120,8 +120,8 @@ impl PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT id, event_type, content_type, octet_length(body), received_at
-                 FROM events WHERE source = $1 AND identity = $2",
+                "SELECT e.id, e.event_type, e.content_type, coalesce(octet_length(p.body), 0), e.received_at
+                 FROM events e LEFT JOIN payloads p ON p.event_id = e.id WHERE e.source = $1 AND e.identity = $2",
                 &[&key.source.as_str(), &key.identity.as_str()],
             )
             .await?;
@@ -487,8 +487,8 @@ impl PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT source, identity, content_type, headers, CASE WHEN NOT payload_purged THEN body END
-                 FROM events WHERE id = $1",
+                "SELECT e.source, e.identity, e.content_type, e.headers, p.body
+                 FROM events e LEFT JOIN payloads p ON p.event_id = e.id WHERE e.id = $1",
                 &[&id],
             )
             .await?;

@@ -1,8 +1,8 @@
 //! PostgreSQL's day partitions (docs/design/postgres-partitions.md): a store of the
 //! unpartitioned layout migrates without losing a receipt, payload, job or attempt, its
-//! attempts and audit log partitioned while events and jobs keep their unique keys and
-//! foreign keys, and retention drops a past day's attempts whole while newer days keep
-//! their rows.
+//! attempts, audit log and payloads partitioned while events and jobs keep their unique
+//! keys and foreign keys, and retention drops a past day's attempts and payloads whole
+//! while newer days, and days holding what is kept longer, keep their rows.
 
 use std::time::Duration;
 
@@ -21,13 +21,31 @@ const DAY: i64 = 86_400;
 /// The last schema version of the unpartitioned layout.
 const POSTGRES_VERSION_BEFORE: u32 = 16;
 
-/// What each table holds, as one text per table: its rows in id order.
+/// The last schema version with the payloads in `events` (attempts and the audit log
+/// partitioned already).
+const POSTGRES_VERSION_BEFORE_PAYLOADS: u32 = 17;
+
+/// The schema version this build writes.
+const POSTGRES_VERSION: i32 = 18;
+
+/// What each table holds, as one text per table: its rows in id order; `{events}` is the
+/// events' rows with their payload (`-` when purged), as the layout holds them.
 const CONTENTS: &str = r#"SELECT
     (SELECT count(*) || ':' || md5(string_agg(concat_ws('|', source, identity, encode(body_sha256, 'hex'), result, received_at), ',' ORDER BY source, identity)) FROM receipts),
-    (SELECT count(*) || ':' || md5(string_agg(concat_ws('|', id, source, identity, event_type, encode(body, 'hex'), received_at, headers, outgoing_id, payload_purged), ',' ORDER BY id)) FROM events),
+    (SELECT count(*) || ':' || count(*) FILTER (WHERE body IS NOT NULL) || ':' || md5(string_agg(concat_ws('|', id, source, identity, event_type, coalesce(encode(body, 'hex'), '-'), received_at, headers, outgoing_id), ',' ORDER BY id)) FROM ({events}) AS e),
     (SELECT count(*) || ':' || md5(string_agg(concat_ws('|', id, event_id, destination, state, attempts, next_attempt_at_ms, lease_token, last_error), ',' ORDER BY id)) FROM jobs),
     (SELECT count(*) || ':' || md5(string_agg(concat_ws('|', id, job_id, attempt, started_at, status, outcome), ',' ORDER BY id)) FROM attempts),
     (SELECT count(*) || ':' || md5(string_agg(concat_ws('|', id, at, token, action, target, affected), ',' ORDER BY id)) FROM audit_log)"#;
+
+/// The events with their payload before the payloads' table (emptied and flagged when purged).
+const EVENTS_WITH_BODIES: &str =
+    "SELECT id, source, identity, event_type, CASE WHEN NOT payload_purged THEN body END AS body,
+    received_at, headers, outgoing_id FROM events";
+
+/// The events with their payload from the payloads' table (none when purged).
+const EVENTS_AND_PAYLOADS: &str =
+    "SELECT e.id, e.source, e.identity, e.event_type, p.body, e.received_at, e.headers, e.outgoing_id
+    FROM events e LEFT JOIN payloads p ON p.event_id = e.id";
 
 async fn connect(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
@@ -36,8 +54,27 @@ async fn connect(url: &str) -> tokio_postgres::Client {
 }
 
 async fn contents(client: &tokio_postgres::Client) -> Vec<String> {
-    let row = client.query_one(CONTENTS, &[]).await.unwrap();
-    (0..5).map(|i| row.get(i)).collect()
+    let layout: Option<String> = client.query_one("SELECT to_regclass('payloads')::text", &[]).await.unwrap().get(0);
+    let events = if layout.is_some() { EVENTS_AND_PAYLOADS } else { EVENTS_WITH_BODIES };
+    let row = client.query_one(&CONTENTS.replace("{events}", events), &[]).await.unwrap();
+    (0..5).map(|i| row.get::<_, Option<String>>(i).unwrap_or_else(|| "empty".to_owned())).collect()
+}
+
+/// Whether `relation` is a partitioned table of the schema.
+async fn partitioned(client: &tokio_postgres::Client, relation: &str) -> bool {
+    client
+        .query_one(
+            "SELECT count(*) = 1 FROM pg_class WHERE relkind = 'p' AND relnamespace = current_schema()::regnamespace AND relname = $1",
+            &[&relation],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Today, as the database counts days (UTC, from the epoch).
+async fn database_today(client: &tokio_postgres::Client) -> i64 {
+    client.query_one("SELECT floor(extract(epoch FROM now()) / 86400)::bigint", &[]).await.unwrap().get(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,7 +107,7 @@ async fn a_store_of_the_unpartitioned_layout_migrates_with_every_receipt_payload
 
     let store: Store = PgStore::connect(&url, PgOptions { pool_size: 2, ..PgOptions::default() }).await.unwrap().into();
     assert_eq!(contents(&client).await, before, "every row, ids included, is where it was");
-    let partitioned: i64 = client
+    let tables: i64 = client
         .query_one(
             "SELECT count(*) FROM pg_class WHERE relkind = 'p' AND relnamespace = current_schema()::regnamespace AND relname IN ('attempts', 'audit_log')",
             &[],
@@ -78,7 +115,8 @@ async fn a_store_of_the_unpartitioned_layout_migrates_with_every_receipt_payload
         .await
         .unwrap()
         .get(0);
-    assert_eq!(partitioned, 2);
+    assert_eq!(tables, 2);
+    assert!(partitioned(&client, "payloads").await);
     let unpartitioned: i64 = client
         .query_one("SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relnamespace = current_schema()::regnamespace AND relname IN ('receipts', 'body_receipts', 'events', 'jobs')", &[])
         .await
@@ -114,7 +152,7 @@ async fn a_store_of_the_unpartitioned_layout_migrates_with_every_receipt_payload
     let due = store.claim_jobs(ms(UnixTime(T0.0 + 10 * DAY)), Duration::from_secs(30), 1000, Vec::new()).await.unwrap();
     assert_eq!(due.len(), 2 * (500 / 3) + 1, "the pending jobs of before, and the new one");
     let version: i32 = client.query_one("SELECT version FROM idemgate_schema", &[]).await.unwrap().get(0);
-    assert_eq!(version, 17);
+    assert_eq!(version, POSTGRES_VERSION);
 }
 
 fn keep(days: i64) -> Vec<Retention> {
@@ -164,6 +202,7 @@ async fn retention_drops_a_past_days_attempts_whole_and_newer_days_keep_their_ro
     finish_all(&t, T0).await;
     let old = partition_of(&t, "attempts", "true LIMIT 1").await;
     assert_ne!(old, "attempts", "an attempt is in a day's partition");
+    let old_payloads = payload_partition(&t, "old-1").await.unwrap();
     // A pass days later opens that day's partitions; a retention of 10 000 days keeps all.
     let later = days_ahead(3);
     assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
@@ -180,6 +219,7 @@ async fn retention_drops_a_past_days_attempts_whole_and_newer_days_keep_their_ro
     assert_eq!((report.receipts, report.events, report.payloads), (2, 2, 2), "{report:?}");
     assert_eq!(preview, report, "a dry run counts what the purge removed");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 0);
+    assert!(!exists(&t, &old_payloads).await, "the day's payloads went whole, counted in the report");
     assert_eq!(t.receipt(key("old-1")).await.unwrap(), None);
     assert_eq!(t.count_raw("SELECT count(*) FROM jobs WHERE destination = 'crm'").await, 0, "old jobs go by rows");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{newer}')")).await, 1);
@@ -276,5 +316,375 @@ async fn a_day_with_attempts_of_a_source_kept_longer_stays() {
     assert_eq!((report.receipts, report.events), (1, 1), "old-done goes by rows: {report:?}");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 1);
     assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 1, "the kept source's attempt stays");
+    assert_eq!(t.count_raw("SELECT count(*) FROM payloads").await, 1, "and its payload");
     assert!(t.receipt(kept).await.unwrap().is_some(), "a source without retention keeps its receipts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_with_payloads_in_its_events_migrates_with_every_body_and_every_purge() {
+    let url = create_schema(&postgres_url(), &unique_schema("payloads")).await.unwrap();
+    migrate_schema_to(&url, POSTGRES_VERSION_BEFORE_PAYLOADS).await.unwrap();
+    let client = connect(&url).await;
+    // 300 events: every fifth purged (emptied and flagged, as retention left it), e7 stored
+    // with an empty body (not purged), a third with a pending job.
+    client
+        .batch_execute(
+            "INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
+             SELECT 'test', 'e' || n, sha256(n::text::bytea), 'applied', '{\"event\":\"e' || n || '\"}', 1700000000 + n
+             FROM generate_series(1, 300) n;
+             INSERT INTO events (source, identity, event_type, content_type, body, received_at, headers, outgoing_id, payload_purged)
+             SELECT 'test', 'e' || n, 'order.created', 'application/json',
+                    CASE WHEN n % 5 = 0 OR n = 7 THEN ''::bytea ELSE convert_to('{\"n\":' || n || '}', 'UTF8') END,
+                    1700000000 + n, '[]', 'e' || n, n % 5 = 0
+             FROM generate_series(1, 300) n;
+             INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at, attempts)
+             SELECT id, 'app', CASE WHEN id % 3 = 0 AND id % 5 <> 0 THEN 'pending' ELSE 'succeeded' END,
+                    received_at * 1000, received_at, received_at, 1
+             FROM events;",
+        )
+        .await
+        .unwrap();
+    let before = contents(&client).await;
+    assert!(before[1].starts_with("300:240:"), "300 events, 240 payloads: {before:?}");
+
+    let store: Store = PgStore::connect(&url, PgOptions { pool_size: 2, ..PgOptions::default() }).await.unwrap().into();
+    assert_eq!(contents(&client).await, before, "every receipt, event, body and purge is where it was");
+    let version: i32 = client.query_one("SELECT version FROM idemgate_schema", &[]).await.unwrap().get(0);
+    assert_eq!(version, POSTGRES_VERSION);
+    assert!(partitioned(&client, "payloads").await);
+    assert!(!partitioned(&client, "events").await, "events stays a plain table");
+    let columns: i64 = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name = 'events' AND column_name IN ('body', 'payload_purged')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(columns, 0, "the bytes left events");
+    let today = database_today(&client).await;
+    let first: String =
+        client.query_one("SELECT DISTINCT tableoid::regclass::text FROM payloads", &[]).await.unwrap().get(0);
+    assert_eq!(first, format!("payloads_d{}", today - 1), "the bodies of before in the first partition");
+    let tomorrow: Option<String> =
+        client.query_one("SELECT to_regclass($1)::text", &[&format!("payloads_d{}", today + 1)]).await.unwrap().get(0);
+    assert!(tomorrow.is_some(), "tomorrow's partition is open");
+
+    // Through the store: a body, an empty body and a purged one read as they did.
+    assert_eq!(store.event_body(key("e1")).await.unwrap().as_deref(), Some(&b"{\"n\":1}"[..]));
+    assert_eq!(store.event_body(key("e7")).await.unwrap().as_deref(), Some(&b""[..]), "empty, not purged");
+    assert_eq!(store.event_body(key("e5")).await.unwrap(), None, "purged");
+    assert_eq!(store.event(key("e5")).await.unwrap().unwrap().body_len, 0);
+    let purged = store.event(key("e5")).await.unwrap().unwrap().id;
+    assert_eq!(store.event_payload(purged).await.unwrap().unwrap().body, None);
+    let replay = idemgate_store::jobs::ReplayFilter {
+        state: Some(idemgate_core::job::JobState::Succeeded),
+        ..idemgate_store::jobs::ReplayFilter::default()
+    };
+    assert_eq!(
+        store.count_replayable(replay).await.unwrap(),
+        300 - 60 - 80,
+        "the succeeded jobs of events with a payload"
+    );
+    let due = store.claim_jobs(ms(UnixTime(T0.0 + 10 * DAY)), Duration::from_secs(30), 1000, Vec::new()).await.unwrap();
+    assert_eq!(due.len(), 80, "the pending jobs of before");
+    for job in &due {
+        let n = job.key.identity.as_str().trim_start_matches('e');
+        assert_eq!(job.body, format!("{{\"n\":{n}}}").as_bytes(), "{n}");
+    }
+
+    // A new event's id is in today's block, its payload in today's partition.
+    accept_at(&store, "fresh", &["app"], T0).await;
+    let fresh: (i64, String) = {
+        let row = client
+            .query_one(
+                "SELECT e.id, p.tableoid::regclass::text FROM events e JOIN payloads p ON p.event_id = e.id WHERE e.identity = 'fresh'",
+                &[],
+            )
+            .await
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(fresh.0 >> 36, today);
+    assert_eq!(fresh.1, format!("payloads_d{today}"));
+}
+
+/// The partition of `payloads` holding the payload of `identity`'s event, if any.
+async fn payload_partition(t: &TestStore, identity: &str) -> Option<String> {
+    let client = connect(t.url().unwrap()).await;
+    client
+        .query_opt(
+            "SELECT p.tableoid::regclass::text FROM events e JOIN payloads p ON p.event_id = e.id WHERE e.identity = $1",
+            &[&identity],
+        )
+        .await
+        .unwrap()
+        .map(|row| row.get(0))
+}
+
+async fn exists(t: &TestStore, relation: &str) -> bool {
+    t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{relation}')")).await == 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn payload_partitions_are_rolled_with_the_events_ids() {
+    let t = crate::postgres().await;
+    let client = connect(t.url().unwrap()).await;
+    let today = database_today(&client).await;
+    accept_at(&t, "now", &["app"], T0).await;
+    assert_eq!(payload_partition(&t, "now").await, Some(format!("payloads_d{today}")));
+    let later = days_ahead(3);
+    t.purge(later, keep(10_000)).await.unwrap();
+    for day in [today + 3, today + 4] {
+        assert!(exists(&t, &format!("payloads_d{day}")).await, "{day}");
+    }
+    accept_at(&t, "later", &["app"], T0).await;
+    assert_eq!(payload_partition(&t, "later").await, Some(format!("payloads_d{}", today + 3)));
+    let id = t.event(key("later")).await.unwrap().unwrap().id;
+    assert_eq!(id >> 36, today + 3, "the event's id is in the day's block");
+}
+
+fn keep_payloads(receipt_days: i64, payload_days: i64) -> Vec<Retention> {
+    vec![Retention {
+        source: "test".to_owned(),
+        receipts: Duration::from_secs((receipt_days * DAY).unsigned_abs()),
+        payloads: Duration::from_secs((payload_days * DAY).unsigned_abs()),
+    }]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_drops_a_past_days_payloads_whole_and_their_events_read_as_purged() {
+    let t = crate::postgres().await;
+    accept_at(&t, "old-1", &["app"], T0).await;
+    accept_at(&t, "old-2", &["app", "crm"], T0).await;
+    finish_all(&t, T0).await;
+    let old = payload_partition(&t, "old-1").await.unwrap();
+    let later = days_ahead(3);
+    assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
+    // An event of the open day as old as those (received at T0), purged by rows; one newer.
+    accept_at(&t, "by-rows", &["app"], T0).await;
+    accept_at(&t, "new", &["app"], later).await;
+    finish_all(&t, later).await;
+    let newer = payload_partition(&t, "by-rows").await.unwrap();
+    assert_ne!(newer, old);
+
+    // Receipts kept 10 000 days, payloads 30: the old day's payloads go whole, by-rows' by rows.
+    let policy = keep_payloads(10_000, 30);
+    let preview = t.purge_dry_run(later, policy.clone()).await.unwrap();
+    let report = t.purge(later, policy.clone()).await.unwrap();
+    assert_eq!(report, PurgeReport { payloads: 3, ..PurgeReport::default() });
+    assert_eq!(preview, report, "a dry run counts what the purge removed");
+    assert!(!exists(&t, &old).await, "the old day's payloads were dropped whole");
+    assert!(exists(&t, &newer).await, "the open day stays");
+    assert_eq!(t.count_raw(&format!("SELECT count(*) FROM {newer}")).await, 1, "new's payload");
+    for identity in ["old-1", "old-2", "by-rows"] {
+        assert!(t.receipt(key(identity)).await.unwrap().is_some(), "{identity}'s receipt stays");
+        assert!(!t.jobs(key(identity)).await.unwrap().is_empty(), "{identity}'s jobs stay");
+        assert_eq!(t.event_body(key(identity)).await.unwrap(), None, "{identity} reads as purged");
+        let event = t.event(key(identity)).await.unwrap().unwrap();
+        assert_eq!(event.body_len, 0);
+        let payload = t.event_payload(event.id).await.unwrap().unwrap();
+        assert_eq!((payload.body, payload.headers.len()), (None, 1), "{identity}: no body, its headers");
+    }
+    assert_eq!(t.event_body(key("new")).await.unwrap().as_deref(), Some(&b"{\"n\":\"new\"}"[..]));
+
+    // A replay of an event whose day was dropped does what one purged by rows does: nothing.
+    for identity in ["old-1", "by-rows"] {
+        let filter = idemgate_store::jobs::ReplayFilter {
+            identity: Some(identity.to_owned()),
+            state: Some(idemgate_core::job::JobState::Succeeded),
+            ..idemgate_store::jobs::ReplayFilter::default()
+        };
+        assert_eq!(t.count_replayable(filter.clone()).await.unwrap(), 0, "{identity}");
+        assert_eq!(t.replay_jobs(filter, later, 100).await.unwrap(), 0, "{identity}");
+        let to = idemgate_store::jobs::ReplayTo {
+            destination: "crm".to_owned(),
+            identity: Some(identity.to_owned()),
+            ..idemgate_store::jobs::ReplayTo::default()
+        };
+        assert_eq!(t.replay_to(to, later).await.unwrap(), idemgate_store::jobs::ReplayedTo::default(), "{identity}");
+    }
+    let new = idemgate_store::jobs::ReplayFilter {
+        identity: Some("new".to_owned()),
+        state: Some(idemgate_core::job::JobState::Succeeded),
+        ..idemgate_store::jobs::ReplayFilter::default()
+    };
+    assert_eq!(t.replay_jobs(new, later, 100).await.unwrap(), 1, "an event with its payload replays");
+    let claimed = t.claim_jobs(ms(later), Duration::from_secs(30), 100, Vec::new()).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(&claimed[0].body[..], b"{\"n\":\"new\"}");
+    assert_eq!(t.purge(later, policy).await.unwrap(), PurgeReport::default(), "nothing more to purge");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_with_a_payload_of_a_source_kept_longer_keeps_its_payloads() {
+    let t = crate::postgres().await;
+    accept_at(&t, "old-done", &["app"], T0).await;
+    let kept = idemgate_core::ReceiptKey {
+        source: idemgate_core::SourceName::new("kept").unwrap(),
+        identity: idemgate_core::Identity::new("forever").unwrap(),
+    };
+    let mut forever = request_at("forever", b"{}", T0);
+    forever.key = kept.clone();
+    assert!(matches!(t.accept(forever, event("forever", b"{}", &["app"])).await, Outcome::Applied { .. }));
+    finish_all(&t, T0).await;
+    let old = payload_partition(&t, "old-done").await.unwrap();
+    let later = days_ahead(3);
+    assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
+
+    let policy = keep_payloads(10_000, 30);
+    let preview = t.purge_dry_run(later, policy.clone()).await.unwrap();
+    let report = t.purge(later, policy).await.unwrap();
+    assert_eq!(report, PurgeReport { payloads: 1, ..PurgeReport::default() }, "old-done's payload, by rows");
+    assert_eq!(preview, report);
+    assert!(exists(&t, &old).await, "the day holds a payload of a source without retention");
+    assert_eq!(t.event_body(kept).await.unwrap().as_deref(), Some(&b"{}"[..]));
+    assert_eq!(t.event_body(key("old-done")).await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_with_a_payload_of_waiting_work_keeps_its_payloads_until_the_work_is_done() {
+    let t = crate::postgres().await;
+    accept_at(&t, "old-done", &["app"], T0).await;
+    accept_at(&t, "old-waiting", &["crm"], T0).await;
+    for job in t.claim_jobs(ms(T0), Duration::from_secs(30), 100, Vec::new()).await.unwrap() {
+        let failed = job.destination == "crm";
+        let attempt = AttemptRecord {
+            started_at: T0,
+            latency: Duration::ZERO,
+            status: Some(if failed { 500 } else { 200 }),
+            error: None,
+            response_prefix: None,
+            outcome: if failed {
+                idemgate_core::retry::Attempted::Failed
+            } else {
+                idemgate_core::retry::Attempted::Succeeded
+            },
+        };
+        let decision = if failed { Decision::RetryAfter(Duration::from_secs(60)) } else { Decision::Succeeded };
+        t.complete_job(job, attempt, decision, ms(T0)).await.unwrap();
+    }
+    let old = payload_partition(&t, "old-waiting").await.unwrap();
+    let later = days_ahead(3);
+    assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
+
+    let report = t.purge(later, keep_payloads(10_000, 30)).await.unwrap();
+    assert_eq!(report.payloads, 1, "old-done's, by rows: {report:?}");
+    assert!(exists(&t, &old).await);
+    assert_eq!(t.event_body(key("old-waiting")).await.unwrap().as_deref(), Some(&b"{\"n\":\"old-waiting\"}"[..]));
+    let retry = t.claim_jobs(ms(later), Duration::from_secs(30), 100, Vec::new()).await.unwrap();
+    assert_eq!(retry.len(), 1);
+    assert_eq!(&retry[0].body[..], b"{\"n\":\"old-waiting\"}", "the retry sends the payload");
+    let attempt = AttemptRecord {
+        started_at: later,
+        latency: Duration::ZERO,
+        status: Some(200),
+        error: None,
+        response_prefix: None,
+        outcome: idemgate_core::retry::Attempted::Succeeded,
+    };
+    t.complete_job(retry.into_iter().next().unwrap(), attempt, Decision::Succeeded, ms(later)).await.unwrap();
+
+    let preview = t.purge_dry_run(later, keep_payloads(10_000, 30)).await.unwrap();
+    let report = t.purge(later, keep_payloads(10_000, 30)).await.unwrap();
+    assert_eq!(report, PurgeReport { payloads: 1, ..PurgeReport::default() }, "old-waiting's, with its day");
+    assert_eq!(preview, report);
+    assert!(!exists(&t, &old).await);
+    assert_eq!(t.event_body(key("old-waiting")).await.unwrap(), None);
+}
+
+/// The plan of `query` run as a prepared statement's generic plan with `id`, as executed:
+/// the partitions of `payloads` it read.
+async fn payload_partitions_read(client: &tokio_postgres::Client, query: &str, id: i64) -> Vec<String> {
+    client
+        .batch_execute(&format!(
+            "SET plan_cache_mode = force_generic_plan; DEALLOCATE ALL; PREPARE q (bigint) AS {query}"
+        ))
+        .await
+        .unwrap();
+    let plan = client
+        .query(&format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE q ({id})"), &[])
+        .await
+        .unwrap();
+    let lines: Vec<String> = plan.iter().map(|row| row.get(0)).collect();
+    let read: Vec<String> = lines
+        .iter()
+        .filter(|line| line.contains(" on payloads_d") && !line.contains("never executed"))
+        .map(|line| line.trim().to_owned())
+        .collect();
+    assert!(!read.is_empty(), "{}", lines.join("\n"));
+    read
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_by_one_event_id_reads_one_payload_partition() {
+    let t = crate::postgres().await;
+    accept_at(&t, "d0", &["app"], T0).await;
+    for (n, identity) in [(1, "d1"), (2, "d2")] {
+        t.purge(days_ahead(n), keep(10_000)).await.unwrap();
+        accept_at(&t, identity, &["app"], T0).await;
+    }
+    let client = connect(t.url().unwrap()).await;
+    client.batch_execute("ANALYZE").await.unwrap();
+    let id = t.event(key("d1")).await.unwrap().unwrap().id;
+    let payload = "SELECT e.source, e.identity, e.content_type, e.headers, p.body
+                   FROM events e LEFT JOIN payloads p ON p.event_id = e.id WHERE e.id = $1";
+    let message =
+        "SELECT p.body, p.event_id IS NULL FROM events e LEFT JOIN payloads p ON p.event_id = e.id WHERE e.id = $1";
+    for query in [payload, message] {
+        let read = payload_partitions_read(&client, query, id).await;
+        assert_eq!(read.len(), 1, "{read:?}");
+        assert!(read[0].contains(&format!("payloads_d{}", id >> 36)), "{read:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_of_outbound_messages_goes_whole_once_every_message_expired() {
+    use idemgate_store::outbound::{
+        Lookup,
+        message::{Accepted, MessageIn},
+    };
+    let t = crate::postgres().await;
+    let now_ms = days_ahead(0).0 * 1000;
+    t.create_application(crate::outbound_applications::app_in("acme", Some("acme")), &crate::ops(), now_ms)
+        .await
+        .unwrap();
+    let hook = crate::outbound_endpoints::new_endpoint("https://acme.example.com/hook", Some("hook"), now_ms);
+    t.create_endpoint(Lookup::application("acme"), hook, &crate::ops(), now_ms).await.unwrap();
+    for (uid, days) in [("short", 1), ("long", 60)] {
+        let input = MessageIn {
+            event_id: Some(uid.to_owned()),
+            event_type: "a.b".to_owned(),
+            channels: None,
+            payload: bytes::Bytes::from(format!("{{\"m\":\"{uid}\"}}")),
+            expires_at_ms: Some(now_ms + days * DAY * 1000),
+            operation: None,
+        };
+        let accepted = t.accept_message(Lookup::application("acme"), input, now_ms).await.unwrap();
+        assert!(matches!(accepted, Accepted::Created(_)), "{accepted:?}");
+    }
+    let old = payload_partition(&t, "long").await.unwrap();
+    assert_eq!(payload_partition(&t, "short").await.as_ref(), Some(&old));
+    let payload = |uid: &'static str| {
+        let t = &t;
+        async move { t.message(Lookup::application("acme"), Lookup::message(uid)).await.unwrap().unwrap().payload }
+    };
+
+    // Three days on, "short" has expired (by rows: "long" holds the day; its delivery waits).
+    let report = t.purge(days_ahead(3), Vec::new()).await.unwrap();
+    assert_eq!(report, PurgeReport { payloads: 1, ..PurgeReport::default() });
+    assert!(exists(&t, &old).await);
+    assert_eq!(payload("short").await, None);
+    assert_eq!(payload("long").await.as_deref(), Some(&b"{\"m\":\"long\"}"[..]));
+
+    // Past "long"'s expiry the day goes whole, its waiting delivery ended, counted as by rows.
+    let preview = t.purge_dry_run(days_ahead(61), Vec::new()).await.unwrap();
+    let report = t.purge(days_ahead(61), Vec::new()).await.unwrap();
+    assert_eq!(report, PurgeReport { payloads: 1, ..PurgeReport::default() });
+    assert_eq!(preview, report);
+    assert!(!exists(&t, &old).await, "the day's payloads were dropped whole");
+    assert_eq!(payload("long").await, None, "the message stays, without its payload");
+    let dead = t.dead_jobs(10).await.unwrap();
+    assert_eq!(dead.len(), 2, "both deliveries ended: {dead:?}");
 }

@@ -146,8 +146,9 @@ impl MessageQuery {
     }
 }
 
-/// The columns both backends select for a [`Message`] (messages `m` joined with their
-/// events `e`): its fields in order, then whether the payload was purged.
+/// The columns SQLite selects for a [`Message`] (messages `m` joined with their events
+/// `e`): its fields in order, then whether the payload was purged. PostgreSQL reads the
+/// same fields with the payload from its own table (`postgres/outbound/message.rs`).
 pub(crate) const COLUMNS: &str =
     "m.id, m.app_id, m.event_id, m.event_type, m.channels, e.body, m.created_at, e.payload_purged";
 

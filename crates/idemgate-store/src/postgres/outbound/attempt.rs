@@ -6,7 +6,10 @@ use deadpool_postgres::GenericClient;
 use idemgate_core::UnixTime;
 use tokio_postgres::Row;
 
-use super::{app_id, endpoint, message};
+use super::{
+    app_id, endpoint,
+    message::{self, COLUMNS as MESSAGE_COLUMNS},
+};
 use crate::{
     PgStore, StoreError,
     model::outbound::{
@@ -16,7 +19,7 @@ use crate::{
             EndpointStats, FROM, attempt_id, filter_sql,
         },
         endpoint::E_COLUMNS,
-        message::{COLUMNS as MESSAGE_COLUMNS, RESPONSE_EXPUNGED},
+        message::RESPONSE_EXPUNGED,
     },
     model::{
         audit::{Action, Actor, target},
@@ -220,6 +223,7 @@ impl PgStore {
             .prepare_cached(&format!(
                 "SELECT {MESSAGE_COLUMNS}, j.state, j.next_attempt_at_ms
                  FROM messages m JOIN events e ON e.id = m.event_row JOIN jobs j ON j.event_id = m.event_row
+                 LEFT JOIN payloads p ON p.event_id = m.event_row
                  WHERE m.app_id = $1 AND j.destination = $2 AND ($3::text IS NULL OR m.id {compare} $3)
                    AND ($4::text IS NULL OR m.id > $4) AND ($5::text IS NULL OR m.id < $5)
                    AND ($6::text[] IS NULL OR m.event_type = ANY($6))

@@ -23,8 +23,8 @@ use crate::{
         outbound::{
             Lookup, OutboundError, Page, Resource, from_json_opt, json_text,
             message::{
-                Accepted, Addressed, COLUMNS, CONTENT_EXPUNGED, CONTENT_TYPE, Message, MessageIn, MessageQuery,
-                PAYLOAD_EXPIRED, destinations, fingerprint, message_of, receipt_key, receipt_result,
+                Accepted, Addressed, CONTENT_EXPUNGED, CONTENT_TYPE, Message, MessageIn, MessageQuery, PAYLOAD_EXPIRED,
+                destinations, fingerprint, message_of, receipt_key, receipt_result,
             },
             new_message_id,
         },
@@ -36,6 +36,16 @@ use crate::{
         receive::{insert_event, insert_jobs, insert_receipt},
     },
 };
+
+/// The columns of a [`Message`] on PostgreSQL (messages `m` joined with their events `e`
+/// and, left, their payloads `p`): its fields in order, then whether the payload was
+/// purged (no payload row). Both backends' `COLUMNS` read the same.
+pub(super) const COLUMNS: &str =
+    "m.id, m.app_id, m.event_id, m.event_type, m.channels, p.body, m.created_at, p.event_id IS NULL";
+
+/// A message's rows as [`COLUMNS`] reads them.
+pub(super) const FROM: &str =
+    "messages m JOIN events e ON e.id = m.event_row LEFT JOIN payloads p ON p.event_id = m.event_row";
 
 /// A message row read with [`COLUMNS`].
 pub(super) fn message(row: &Row) -> Result<Message, StoreError> {
@@ -58,11 +68,8 @@ pub(super) async fn find(
     msg: &Lookup,
 ) -> Result<Option<Message>, OutboundError> {
     let (column, value) = msg.column("event_id");
-    let select = client
-        .prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM messages m JOIN events e ON e.id = m.event_row WHERE m.app_id = $1 AND m.{column} = $2"
-        ))
-        .await?;
+    let select =
+        client.prepare_cached(&format!("SELECT {COLUMNS} FROM {FROM} WHERE m.app_id = $1 AND m.{column} = $2")).await?;
     Ok(client.query_opt(&select, &[&app_id, &value]).await?.as_ref().map(message).transpose()?)
 }
 
@@ -92,14 +99,7 @@ pub(in crate::postgres) async fn purge_expired(tx: &impl GenericClient, now_ms: 
         &[&now_ms],
     )
     .await?;
-    let dropped = tx
-        .execute(
-            &format!(
-                "UPDATE events SET body = ''::bytea, payload_purged = true WHERE NOT payload_purged AND id IN ({EXPIRED})"
-            ),
-            &[&now_ms],
-        )
-        .await?;
+    let dropped = tx.execute(&format!("DELETE FROM payloads WHERE event_id IN ({EXPIRED})"), &[&now_ms]).await?;
     tx.execute("UPDATE messages SET expires_at = NULL WHERE expires_at <= $1", &[&now_ms]).await?;
     Ok(dropped)
 }
@@ -209,7 +209,7 @@ impl PgStore {
         let (above, below) = query.window();
         let select = client
             .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM messages m JOIN events e ON e.id = m.event_row
+                "SELECT {COLUMNS} FROM {FROM}
                  WHERE m.app_id = $1 AND ($2::text IS NULL OR m.id {compare} $2)
                    AND ($3::text IS NULL OR m.id > $3) AND ($4::text IS NULL OR m.id < $4)
                    AND ($5::text[] IS NULL OR m.event_type = ANY($5))
@@ -252,7 +252,7 @@ impl PgStore {
             &[&event_row, &now_s, &CONTENT_EXPUNGED],
         )
         .await?;
-        tx.execute("UPDATE events SET body = ''::bytea, payload_purged = true WHERE id = $1", &[&event_row]).await?;
+        tx.execute("DELETE FROM payloads WHERE event_id = $1", &[&event_row]).await?;
         tx.execute("UPDATE messages SET expires_at = NULL WHERE event_row = $1", &[&event_row]).await?;
         let record = by.did(Action::MessageContentExpunge, target::message(&app_id, &msg_id));
         audit::insert_if(&tx, Some(&record), UnixTime(now_s), 1).await?;

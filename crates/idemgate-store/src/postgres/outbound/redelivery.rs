@@ -111,7 +111,8 @@ impl PgStore {
         let rows = tx
             .query(
                 "SELECT j.id FROM messages m JOIN jobs j ON j.event_id = m.event_row JOIN events e ON e.id = m.event_row
-                 WHERE m.app_id = $1 AND j.destination = $2 AND j.state = 'dead' AND NOT e.payload_purged
+                 WHERE m.app_id = $1 AND j.destination = $2 AND j.state = 'dead'
+                   AND EXISTS (SELECT 1 FROM payloads p WHERE p.event_id = m.event_row)
                    AND m.created_at >= $3 AND m.created_at < $4
                  ORDER BY j.id FOR UPDATE OF j",
                 &[&app_id, &endpoint_id, &range.since_ms, &range.until_ms],
