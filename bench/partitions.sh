@@ -36,9 +36,12 @@ bench_database
 empty="parts_empty_$$"
 full="parts_full_$$"
 # The filled store is dropped at the end: at a million events it holds gigabytes.
+# KEEP_STORE=1 keeps both schemas (named in the output) to look into afterwards.
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"
-      psql "$pg" -qc "DROP SCHEMA IF EXISTS $empty CASCADE" -c "DROP SCHEMA IF EXISTS $full CASCADE" 2>/dev/null' EXIT
+      [ -n "${KEEP_STORE:-}" ] ||
+        psql "$pg" -qc "DROP SCHEMA IF EXISTS $empty CASCADE" -c "DROP SCHEMA IF EXISTS $full CASCADE" 2>/dev/null' EXIT
 url() { echo "$pg?options=-csearch_path%3D$1"; }
+[ -z "${KEEP_STORE:-}" ] || echo "schemas kept: $empty (empty) $full (filled)"
 for schema in $empty $full; do
   psql "$pg" -qc "CREATE SCHEMA $schema"
   gateway_toml "$work/$schema.toml" "url = \"$(url "$schema")\"" 9
@@ -127,7 +130,7 @@ due AS (SELECT id, next_attempt_at_ms FROM (SELECT * FROM waiting UNION ALL SELE
   ORDER BY next_attempt_at_ms, id LIMIT 256),
 taken AS (UPDATE jobs SET state = 'running', lease_until = 9000000000, lease_token = jobs.lease_token + 1,
     attempts = jobs.attempts + 1, updated_at = 1
-  FROM events e LEFT JOIN payloads p ON p.event_id = e.id
+  FROM events e LEFT JOIN LATERAL (SELECT event_id, body FROM payloads WHERE event_id = e.id LIMIT 1) p ON true
   WHERE e.id = jobs.event_id AND jobs.id IN (SELECT id FROM due)
   RETURNING jobs.id, coalesce(p.body, ''::bytea))
 SELECT count(*) FROM taken;

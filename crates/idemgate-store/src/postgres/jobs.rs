@@ -23,7 +23,11 @@ use idemgate_core::{
 };
 use tokio_postgres::{Row, types::ToSql};
 
-use super::{PgStore, audit, retrying, sql_limit};
+use super::{
+    PgStore, audit,
+    partitions::{has_payload, payload_of},
+    retrying, sql_limit,
+};
 use crate::{
     StoreError,
     audit::Audit,
@@ -53,11 +57,15 @@ fn with<'a>(bindings: &'a FilterBindings<'_>, more: &[&'a (dyn ToSql + Sync)]) -
 
 /// The jobs a [`ReplayFilter`] selects ($1 state, $2 source, $3 identity, $4 destination,
 /// $5 since, $6 until).
-const MATCHING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
-    WHERE j.state = $1 AND EXISTS (SELECT 1 FROM payloads p WHERE p.event_id = e.id)
+const MATCHING: &str = concat!(
+    "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
+    WHERE j.state = $1 AND ",
+    has_payload!("e.id"),
+    "
       AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
       AND ($4::text IS NULL OR j.destination = $4)
-      AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)";
+      AND ($5::bigint IS NULL OR e.received_at >= $5) AND ($6::bigint IS NULL OR e.received_at < $6)"
+);
 
 /// The waiting jobs a [`ReplayFilter`] selects that are not yet due at `$7` ms.
 const WAITING: &str = "SELECT j.id FROM jobs j JOIN events e ON e.id = j.event_id
@@ -131,9 +139,10 @@ fn take(until: &str, chosen: &str) -> String {
     format!(
         "UPDATE jobs SET state = 'running', lease_until = {until}, lease_token = jobs.lease_token + 1,
                 attempts = jobs.attempts + 1, updated_at = $1
-         FROM events e LEFT JOIN payloads p ON p.event_id = e.id
+         FROM events e {payload}
          WHERE e.id = jobs.event_id AND {chosen}
-         RETURNING {TAKEN}"
+         RETURNING {TAKEN}",
+        payload = payload_of!("e.id")
     )
 }
 
@@ -656,10 +665,14 @@ impl PgStore {
         now: UnixTime,
         audit: Option<Audit>,
     ) -> Result<ReplayedTo, StoreError> {
-        const SELECTED_EVENTS: &str = "SELECT e.id FROM events e
-            WHERE EXISTS (SELECT 1 FROM payloads p WHERE p.event_id = e.id) AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
+        const SELECTED_EVENTS: &str = concat!(
+            "SELECT e.id FROM events e
+            WHERE ",
+            has_payload!("e.id"),
+            " AND ($2::text IS NULL OR e.source = $2) AND ($3::text IS NULL OR e.identity = $3)
               AND ($4::bigint IS NULL OR e.received_at >= $4) AND ($5::bigint IS NULL OR e.received_at < $5)
-              AND (NOT $6::boolean OR NOT EXISTS (SELECT 1 FROM jobs u WHERE u.event_id = e.id))";
+              AND (NOT $6::boolean OR NOT EXISTS (SELECT 1 FROM jobs u WHERE u.event_id = e.id))"
+        );
         let mut client = self.client().await?;
         let tx = client.transaction().await?;
         let (since, until) = (to.since.map(|t| t.0), to.until.map(|t| t.0));

@@ -2,7 +2,7 @@
 
 use idemgate_core::UnixTime;
 
-use super::PgStore;
+use super::{PgStore, partitions::delete_payloads};
 use crate::{
     StoreError,
     maintenance::{PurgeReport, Retention},
@@ -60,20 +60,10 @@ impl PgStore {
             let payloads_before = cutoff(now, policy.payloads);
             let source = policy.source.as_str();
             // A purged payload is a missing `payloads` row (docs/design/postgres-partitions.md).
-            report.payloads += count(
-                tx.execute(
-                    &format!("DELETE FROM payloads WHERE event_id IN ({PURGEABLE_EVENTS})"),
-                    &[&source, &payloads_before],
-                )
-                .await?,
-            );
-            tx.execute(
-                &format!(
-                    "DELETE FROM attempts WHERE job_id IN (SELECT id FROM jobs WHERE event_id IN ({PURGEABLE_EVENTS}))"
-                ),
-                &[&source, &receipts_before],
-            )
-            .await?;
+            report.payloads += count(delete_payloads(&tx, PURGEABLE_EVENTS, &[&source, &payloads_before]).await?);
+            // Attempts are not deleted by rows: a deleted job's attempts are read by nothing
+            // (every read joins their job), and their day goes whole once every attempt in it
+            // is of no job or of a job purged (`partitions::retire`).
             tx.execute(
                 &format!("DELETE FROM jobs WHERE event_id IN ({PURGEABLE_EVENTS})"),
                 &[&source, &receipts_before],
@@ -81,11 +71,7 @@ impl PgStore {
             .await?;
             // The payloads of the events deleted below (past the receipt retention but not
             // the payload retention): not counted as payloads, as before.
-            tx.execute(
-                &format!("DELETE FROM payloads WHERE event_id IN ({PURGEABLE_EVENTS})"),
-                &[&source, &receipts_before],
-            )
-            .await?;
+            delete_payloads(&tx, PURGEABLE_EVENTS, &[&source, &receipts_before]).await?;
             report.events += count(
                 tx.execute(
                     &format!("DELETE FROM events WHERE id IN ({PURGEABLE_EVENTS})"),

@@ -9,8 +9,35 @@
 
 use deadpool_postgres::{GenericClient, Object};
 use idemgate_core::UnixTime;
+use tokio_postgres::types::ToSql;
 
 use crate::{StoreError, maintenance::Retention, model::maintenance::cutoff};
+
+/// `LEFT JOIN` of the payload, as `p` (`p.event_id`, `p.body`; NULL when purged), of the
+/// event whose id is the SQL expression `$event_id`. Laterally, with a `LIMIT` that keeps
+/// the planner from flattening it: each row is then one index probe in the one partition
+/// its id falls in (pruned as the statement runs), whatever the sizes. A plain join may be
+/// planned as a hash or merge join that reads every day of payloads.
+macro_rules! payload_of {
+    ($event_id:literal) => {
+        concat!(
+            "LEFT JOIN LATERAL (SELECT event_id, body FROM payloads WHERE event_id = ",
+            $event_id,
+            " LIMIT 1) p ON true"
+        )
+    };
+}
+pub(crate) use payload_of;
+
+/// Whether the event whose id is the SQL expression `$event_id` still has its payload: a
+/// subquery run per row (the `OFFSET 0` keeps the planner from turning it into a semi-join
+/// that reads every day of payloads), one index probe in one partition.
+macro_rules! has_payload {
+    ($event_id:literal) => {
+        concat!("EXISTS (SELECT 1 FROM payloads WHERE event_id = ", $event_id, " OFFSET 0)")
+    };
+}
+pub(crate) use has_payload;
 
 /// The partitioned tables, each with the table whose id sequence hands out its partition
 /// key (a payload's key is its event's id; `events` itself is not partitioned).
@@ -95,6 +122,34 @@ pub(crate) async fn roll(client: &mut Object, now: UnixTime) -> Result<(), Store
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// Deletes the payloads of the events `events` selects (one column of event ids, with
+/// `params` as `$1`, `$2`, …), one day block of ids at a time: the range on the partition
+/// key, known when the statement is planned, leaves one partition to read, where a single
+/// statement over every day would be planned as a join that reads them all (5 s for a
+/// day's purge on a store of 8 million payloads in 366 days). Returns how many went.
+pub(crate) async fn delete_payloads(
+    client: &impl GenericClient,
+    events: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<u64, StoreError> {
+    let blocks =
+        client.query(&format!("SELECT DISTINCT x.id >> {BLOCK_BITS} FROM ({events}) AS x (id)"), params).await?;
+    let (from, to) = (params.len() + 1, params.len() + 2);
+    let delete = format!(
+        "DELETE FROM payloads WHERE event_id >= ${from} AND event_id < ${to}
+           AND event_id IN (SELECT x.id FROM ({events}) AS x (id) WHERE x.id >= ${from} AND x.id < ${to})"
+    );
+    let mut deleted = 0;
+    for row in blocks {
+        let block: i64 = row.try_get(0)?;
+        let (start, end) = (block_start(block), block_start(block.saturating_add(1)));
+        let mut bound: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+        bound.extend([&start as &(dyn ToSql + Sync), &end]);
+        deleted += client.execute(&delete, &bound).await?;
+    }
+    Ok(deleted)
 }
 
 /// Drops the past days the row-by-row purge at `now` would empty anyway: of `attempts`

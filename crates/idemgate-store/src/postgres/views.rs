@@ -4,7 +4,7 @@
 use idemgate_core::{BodyHash, ReceiptKey, SourceName, UnixTime};
 use tokio_postgres::Row;
 
-use super::{PgStore, sql_limit};
+use super::{PgStore, partitions::payload_of, sql_limit};
 use crate::{
     ConflictRecord, Receipt, StoreError,
     inbox::{JobRecord, StoredEvent},
@@ -108,7 +108,11 @@ impl PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT p.body FROM events e JOIN payloads p ON p.event_id = e.id WHERE e.source = $1 AND e.identity = $2",
+                concat!(
+                    "SELECT p.body FROM events e ",
+                    payload_of!("e.id"),
+                    " WHERE e.source = $1 AND e.identity = $2 AND p.event_id IS NOT NULL"
+                ),
                 &[&key.source.as_str(), &key.identity.as_str()],
             )
             .await?;
@@ -120,8 +124,12 @@ impl PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT e.id, e.event_type, e.content_type, coalesce(octet_length(p.body), 0), e.received_at
-                 FROM events e LEFT JOIN payloads p ON p.event_id = e.id WHERE e.source = $1 AND e.identity = $2",
+                concat!(
+                    "SELECT e.id, e.event_type, e.content_type, coalesce(octet_length(p.body), 0), e.received_at
+                 FROM events e ",
+                    payload_of!("e.id"),
+                    " WHERE e.source = $1 AND e.identity = $2"
+                ),
                 &[&key.source.as_str(), &key.identity.as_str()],
             )
             .await?;
@@ -487,8 +495,11 @@ impl PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT e.source, e.identity, e.content_type, e.headers, p.body
-                 FROM events e LEFT JOIN payloads p ON p.event_id = e.id WHERE e.id = $1",
+                concat!(
+                    "SELECT e.source, e.identity, e.content_type, e.headers, p.body FROM events e ",
+                    payload_of!("e.id"),
+                    " WHERE e.id = $1"
+                ),
                 &[&id],
             )
             .await?;

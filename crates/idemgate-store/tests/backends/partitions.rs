@@ -25,8 +25,11 @@ const POSTGRES_VERSION_BEFORE: u32 = 16;
 /// partitioned already).
 const POSTGRES_VERSION_BEFORE_PAYLOADS: u32 = 17;
 
+/// The attempts that are of a job (a purged job's attempts are of none until their day goes).
+const JOINED_ATTEMPTS: &str = "SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id";
+
 /// The schema version this build writes.
-const POSTGRES_VERSION: i32 = 18;
+const POSTGRES_VERSION: i32 = 19;
 
 /// What each table holds, as one text per table: its rows in id order; `{events}` is the
 /// events' rows with their payload (`-` when purged), as the layout holds them.
@@ -123,8 +126,9 @@ async fn a_store_of_the_unpartitioned_layout_migrates_with_every_receipt_payload
         .unwrap()
         .get(0);
     assert_eq!(unpartitioned, 4, "receipts, events and jobs stay plain tables");
-    // The keys of before hold: a second job of one event to one destination, an attempt of
-    // no job and a job of no event are refused.
+    // The keys of before hold: a second job of one event to one destination and a job of no
+    // event are refused. Attempts keep no key to their job (a deleted job would make
+    // PostgreSQL search every day of attempts).
     for (statement, constraint) in [
         (
             "INSERT INTO jobs (event_id, destination, state, next_attempt_at_ms, created_at, updated_at)
@@ -136,12 +140,17 @@ async fn a_store_of_the_unpartitioned_layout_migrates_with_every_receipt_payload
              VALUES (-1, 'app', 'pending', 0, 0, 0)",
             "jobs_event_id_fkey",
         ),
-        ("INSERT INTO attempts (job_id, attempt, started_at, latency_ms) VALUES (-1, 1, 0, 0)", "attempts_job_id_fkey"),
     ] {
         let err = client.batch_execute(statement).await.unwrap_err();
         let refused = err.as_db_error().and_then(|db| db.constraint()).map(str::to_owned);
         assert_eq!(refused.as_deref(), Some(constraint), "{err}");
     }
+    let attempt_keys: i64 = client
+        .query_one("SELECT count(*) FROM pg_constraint WHERE conrelid = 'attempts'::regclass AND contype = 'f'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(attempt_keys, 0, "attempts have no foreign key");
 
     // The migrated store answers from its old rows and takes new ones.
     let repeat = store.accept(request("e7", b"7"), event("e7", b"7", &["app"])).await;
@@ -284,16 +293,19 @@ async fn a_day_with_attempts_of_waiting_work_stays_until_the_work_is_done() {
     let report = t.purge(later, keep(30)).await.unwrap();
     assert_eq!((report.receipts, report.events), (1, 1), "old-done goes by rows: {report:?}");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 1);
-    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 1, "the waiting job's attempt stays");
+    assert_eq!(t.count_raw(JOINED_ATTEMPTS).await, 1, "the waiting job's attempt stays");
+    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 2, "old-done's, of no job, waits for its day");
     assert!(t.receipt(key("old-waiting")).await.unwrap().is_some(), "its job still waits");
 
-    // Its retry succeeds: the day's partition goes whole, the retry's attempt by rows.
+    // Its retry succeeds: the day's partition goes whole; the retry's attempt, in the open
+    // day, is of no job once the job goes, read by nothing, and goes with its own day.
     attempt_at(&t, later, 200, Decision::Succeeded).await;
-    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 2);
+    assert_eq!(t.count_raw(JOINED_ATTEMPTS).await, 2);
     let report = t.purge(later, keep(30)).await.unwrap();
     assert_eq!((report.receipts, report.events), (1, 1), "old-waiting goes: {report:?}");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 0);
-    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 0);
+    assert_eq!(t.count_raw(JOINED_ATTEMPTS).await, 0);
+    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 1, "the retry's, of no job");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -315,7 +327,7 @@ async fn a_day_with_attempts_of_a_source_kept_longer_stays() {
     let report = t.purge(later, keep(30)).await.unwrap();
     assert_eq!((report.receipts, report.events), (1, 1), "old-done goes by rows: {report:?}");
     assert_eq!(t.count_raw(&format!("SELECT count(*) FROM pg_class WHERE oid = to_regclass('{old}')")).await, 1);
-    assert_eq!(t.count_raw("SELECT count(*) FROM attempts").await, 1, "the kept source's attempt stays");
+    assert_eq!(t.count_raw(JOINED_ATTEMPTS).await, 1, "the kept source's attempt stays");
     assert_eq!(t.count_raw("SELECT count(*) FROM payloads").await, 1, "and its payload");
     assert!(t.receipt(kept).await.unwrap().is_some(), "a source without retention keeps its receipts");
 }

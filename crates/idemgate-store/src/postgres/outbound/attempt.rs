@@ -10,6 +10,7 @@ use super::{
     app_id, endpoint,
     message::{self, COLUMNS as MESSAGE_COLUMNS},
 };
+use crate::postgres::partitions::payload_of;
 use crate::{
     PgStore, StoreError,
     model::outbound::{
@@ -223,13 +224,14 @@ impl PgStore {
             .prepare_cached(&format!(
                 "SELECT {MESSAGE_COLUMNS}, j.state, j.next_attempt_at_ms
                  FROM messages m JOIN events e ON e.id = m.event_row JOIN jobs j ON j.event_id = m.event_row
-                 LEFT JOIN payloads p ON p.event_id = m.event_row
+                 {payload}
                  WHERE m.app_id = $1 AND j.destination = $2 AND ($3::text IS NULL OR m.id {compare} $3)
                    AND ($4::text IS NULL OR m.id > $4) AND ($5::text IS NULL OR m.id < $5)
                    AND ($6::text[] IS NULL OR m.event_type = ANY($6))
                    AND ($7::text IS NULL OR coalesce(m.channels::jsonb ? $7, false))
                    AND ($8::text[] IS NULL OR j.state = ANY($8))
-                 ORDER BY m.id {order} LIMIT $9"
+                 ORDER BY m.id {order} LIMIT $9",
+                payload = payload_of!("m.event_row")
             ))
             .await?;
         let limit = i64::try_from(messages.limit).unwrap_or(i64::MAX - 1) + 1;

@@ -15,6 +15,7 @@ use super::{
     endpoint::{self, of_app},
     lock_app,
 };
+use crate::postgres::partitions::{delete_payloads, payload_of};
 use crate::{
     PgStore, ReceiveRequest, StoreError,
     inbox::IncomingEvent,
@@ -44,8 +45,7 @@ pub(super) const COLUMNS: &str =
     "m.id, m.app_id, m.event_id, m.event_type, m.channels, p.body, m.created_at, p.event_id IS NULL";
 
 /// A message's rows as [`COLUMNS`] reads them.
-pub(super) const FROM: &str =
-    "messages m JOIN events e ON e.id = m.event_row LEFT JOIN payloads p ON p.event_id = m.event_row";
+pub(super) const FROM: &str = concat!("messages m JOIN events e ON e.id = m.event_row ", payload_of!("m.event_row"));
 
 /// A message row read with [`COLUMNS`].
 pub(super) fn message(row: &Row) -> Result<Message, StoreError> {
@@ -99,7 +99,7 @@ pub(in crate::postgres) async fn purge_expired(tx: &impl GenericClient, now_ms: 
         &[&now_ms],
     )
     .await?;
-    let dropped = tx.execute(&format!("DELETE FROM payloads WHERE event_id IN ({EXPIRED})"), &[&now_ms]).await?;
+    let dropped = delete_payloads(tx, EXPIRED, &[&now_ms]).await?;
     tx.execute("UPDATE messages SET expires_at = NULL WHERE expires_at <= $1", &[&now_ms]).await?;
     Ok(dropped)
 }

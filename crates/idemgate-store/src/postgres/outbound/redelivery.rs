@@ -8,6 +8,7 @@ use deadpool_postgres::GenericClient;
 use idemgate_core::{UnixTime, job::JobState};
 
 use super::{Hold, endpoint, lock_app, message};
+use crate::postgres::partitions::has_payload;
 use crate::{
     PgStore, StoreError,
     audit::{Action, Actor, target},
@@ -110,11 +111,13 @@ impl PgStore {
         let endpoint_id = enabled_endpoint(&tx, &app_id, &ep).await?;
         let rows = tx
             .query(
-                "SELECT j.id FROM messages m JOIN jobs j ON j.event_id = m.event_row JOIN events e ON e.id = m.event_row
-                 WHERE m.app_id = $1 AND j.destination = $2 AND j.state = 'dead'
-                   AND EXISTS (SELECT 1 FROM payloads p WHERE p.event_id = m.event_row)
-                   AND m.created_at >= $3 AND m.created_at < $4
-                 ORDER BY j.id FOR UPDATE OF j",
+                concat!(
+                    "SELECT j.id FROM messages m JOIN jobs j ON j.event_id = m.event_row JOIN events e ON e.id = m.event_row
+                 WHERE m.app_id = $1 AND j.destination = $2 AND j.state = 'dead' AND ",
+                    has_payload!("m.event_row"),
+                    " AND m.created_at >= $3 AND m.created_at < $4
+                 ORDER BY j.id FOR UPDATE OF j"
+                ),
                 &[&app_id, &endpoint_id, &range.since_ms, &range.until_ms],
             )
             .await?;
