@@ -5,8 +5,9 @@
 # tables), each event with its payload, one finished job and one attempt, next to an empty store,
 # alternating in one run. Prints per round the gateway's end-to-end rate (accept, worker,
 # forward to the bare sink), the gateway's and the PostgreSQL server's CPU time per event
-# (/proc/<pid>/stat), the claim's latency (the gateway's claim statement, run by pgbench
-# for 5 s, each claim in a transaction rolled back, with 1,000 jobs due), the ratios filled/empty; then the
+# (/proc/<pid>/stat), the claim's latency (the gateway's claim statement and its read of
+# the taken jobs' payloads, run by pgbench for 5 s with statements planned for their
+# parameters, each claim in a transaction rolled back, with 1,000 jobs due), the ratios filled/empty; then the
 # cost of retiring the oldest day (`idemgate store purge`: the day's attempts and payloads
 # partitions dropped, its events, jobs and receipts deleted by rows) and the tables' sizes
 # before and after.
@@ -111,7 +112,8 @@ fi
 psql "$(url $full)" -qc "VACUUM ANALYZE"
 fill=$(awk -v s="$fill_started" -v f="$(date +%s.%N)" 'BEGIN { printf "%.0f", f - s }')
 
-# claim_latency SCHEMA: mean latency (ms) of the claim statement with $claimable jobs due,
+# claim_latency SCHEMA: mean latency (ms) of the claim statement and the payloads' read
+# with $claimable jobs due,
 # each claim rolled back so that every one finds the same jobs.
 claim_latency() {
   local u; u=$(url "$1")
@@ -130,13 +132,14 @@ due AS (SELECT id, next_attempt_at_ms FROM (SELECT * FROM waiting UNION ALL SELE
   ORDER BY next_attempt_at_ms, id LIMIT 256),
 taken AS (UPDATE jobs SET state = 'running', lease_until = 9000000000, lease_token = jobs.lease_token + 1,
     attempts = jobs.attempts + 1, updated_at = 1
-  FROM events e LEFT JOIN LATERAL (SELECT event_id, body FROM payloads WHERE event_id = e.id LIMIT 1) p ON true
+  FROM events e
   WHERE e.id = jobs.event_id AND jobs.id IN (SELECT id FROM due)
-  RETURNING jobs.id, coalesce(p.body, ''::bytea))
-SELECT count(*) FROM taken;
+  RETURNING jobs.id, e.id AS event)
+SELECT coalesce(array_agg(event), '{}') AS events FROM taken \gset
+SELECT count(*) FROM payloads WHERE event_id = ANY(:events::bigint[]);
 ROLLBACK;
 SQL
-  pgbench -n -M prepared -T 5 -c 1 -f "$work/claim.sql" "$u" 2>/dev/null | awk '/latency average/ { print $4 }'
+  pgbench -n -M extended -T 5 -c 1 -f "$work/claim.sql" "$u" 2>/dev/null | awk '/latency average/ { print $4 }'
 }
 
 # Jobs due in both stores, as the live traffic's: $claimable events with a pending job.

@@ -32,6 +32,11 @@ impl JobState {
     pub const ALL: [JobState; 6] =
         [Self::Pending, Self::Running, Self::Succeeded, Self::Retrying, Self::Dead, Self::Superseded];
 
+    /// The queue's states, which the `idemgate_jobs` gauge counts: the work waiting or
+    /// under way, and the dead jobs an operator may replay; not the history (succeeded,
+    /// superseded), which only a read of every job could count.
+    pub const QUEUE: [JobState; 4] = [Self::Pending, Self::Running, Self::Retrying, Self::Dead];
+
     /// The state's stored name.
     #[must_use]
     pub fn as_str(self) -> &'static str {

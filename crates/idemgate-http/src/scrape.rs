@@ -59,11 +59,11 @@ pub async fn refresh_queue_gauges(store: Store, clock: Arc<dyn Clock>, interval:
 /// their last values (a backlog does not look empty because the store is down) and
 /// `idemgate_store_available` says 0.
 async fn record_queue_gauges(store: &Store, clock: &dyn Clock, labels: EndpointLabels) -> Result<(), StoreError> {
-    let read = async { Ok::<_, StoreError>((store.job_states().await?, store.oldest_waiting_job().await?)) };
+    let read = async { Ok::<_, StoreError>((store.queue_states().await?, store.oldest_waiting_job().await?)) };
     let read = read.await;
     metrics::gauge!("idemgate_store_available").set(if read.is_ok() { 1.0 } else { 0.0 });
     let (states, oldest) = read?;
-    for state in idemgate_core::job::JobState::ALL {
+    for state in idemgate_core::job::JobState::QUEUE {
         metrics::gauge!("idemgate_jobs", "state" => state.as_str()).set(0.0);
     }
     for (state, count) in states {

@@ -436,6 +436,14 @@ impl Store {
         on_backend!(self, store => store.job_states().await)
     }
 
+    /// How many jobs are in each state of the queue: waiting (pending, retrying), running,
+    /// and dead; not the delivered or superseded ones, the history, which only a read of
+    /// every job could count (seconds a read on a store of 20 million on PostgreSQL, where
+    /// these counts come from the indexes of the queue's states). For the gauges.
+    pub async fn queue_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        on_backend!(self, store => store.queue_states().await)
+    }
+
     /// When the oldest job still waiting to be delivered was created.
     pub async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
         on_backend!(self, store => store.oldest_waiting_job().await)

@@ -23,11 +23,7 @@ use idemgate_core::{
 };
 use tokio_postgres::{Row, types::ToSql};
 
-use super::{
-    PgStore, audit,
-    partitions::{has_payload, payload_of},
-    retrying, sql_limit,
-};
+use super::{PgStore, audit, partitions::has_payload, retrying, sql_limit};
 use crate::{
     StoreError,
     audit::Audit,
@@ -134,32 +130,60 @@ fn due_params<'a>(
 }
 
 /// Takes the jobs `chosen` names under a lease: `$1` is now in seconds, `until` the
-/// parameter holding the lease's end; returns [`TAKEN`]'s columns.
+/// parameter holding the lease's end; returns [`TAKEN`]'s columns. Not the payloads: a
+/// statement that names `payloads` without its partition key plans every day's partition
+/// (40 to 130 ms a claim in a year of days); [`with_bodies`] reads them after.
 fn take(until: &str, chosen: &str) -> String {
     format!(
         "UPDATE jobs SET state = 'running', lease_until = {until}, lease_token = jobs.lease_token + 1,
                 attempts = jobs.attempts + 1, updated_at = $1
-         FROM events e {payload}
+         FROM events e
          WHERE e.id = jobs.event_id AND {chosen}
-         RETURNING {TAKEN}",
-        payload = payload_of!("e.id")
+         RETURNING {TAKEN}"
     )
 }
 
-/// What a claim returns of each job it took, as [`claimed_job`] reads it (a purged
-/// payload, which no waiting job should have, as an empty body, as it was stored before
-/// payloads had a table of their own).
-const TAKEN: &str = "jobs.id, jobs.lease_token, jobs.attempts, jobs.destination, e.source, e.identity,
-    coalesce(p.body, ''::bytea),
+/// What a claim returns of each job it took, as [`claimed_job`] reads it (the event's id
+/// where its body goes: [`with_bodies`] puts the body there).
+const TAKEN: &str = "jobs.id, jobs.lease_token, jobs.attempts, jobs.destination, e.source, e.identity, e.id,
     e.content_type, e.headers, e.outgoing_id, e.event_type";
 
-/// A job taken by a claim, from [`TAKEN`]'s columns starting at column `at` of `row`.
-fn claimed_job(row: &Row, at: usize) -> Result<ClaimedJob, StoreError> {
+/// The claimed jobs with their events' bodies, read in one statement prepared for these
+/// ids (so that PostgreSQL plans only the partitions they fall in). A purged payload, which
+/// no waiting job should have, reads as an empty body, as it was stored before payloads
+/// had a table of their own.
+async fn with_bodies(
+    client: &impl GenericClient,
+    claimed: Vec<(ClaimedJob, i64)>,
+) -> Result<Vec<ClaimedJob>, StoreError> {
+    if claimed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = claimed.iter().map(|(_, event)| *event).collect();
+    // Not `prepare_cached`: a statement run again and again may get a generic plan, which
+    // cannot leave out the partitions these ids are not in.
+    let rows = client.query("SELECT event_id, body FROM payloads WHERE event_id = ANY($1::bigint[])", &[&ids]).await?;
+    let mut bodies = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        bodies.insert(row.try_get::<_, i64>(0)?, row.try_get::<_, Vec<u8>>(1)?);
+    }
+    Ok(claimed
+        .into_iter()
+        .map(|(mut job, event)| {
+            job.body = bodies.remove(&event).map(bytes::Bytes::from).unwrap_or_default();
+            job
+        })
+        .collect())
+}
+
+/// A job taken by a claim, from [`TAKEN`]'s columns starting at column `at` of `row`, with
+/// its event's id (its body is empty until [`with_bodies`]).
+fn claimed_job(row: &Row, at: usize) -> Result<(ClaimedJob, i64), StoreError> {
     let source: String = row.try_get(at + 4)?;
     let identity: String = row.try_get(at + 5)?;
     let headers: Option<String> = row.try_get(at + 8)?;
     let attempt: i32 = row.try_get(at + 2)?;
-    Ok(ClaimedJob {
+    let job = ClaimedJob {
         id: row.try_get(at)?,
         lease_token: row.try_get(at + 1)?,
         attempt: attempt.unsigned_abs(),
@@ -167,10 +191,11 @@ fn claimed_job(row: &Row, at: usize) -> Result<ClaimedJob, StoreError> {
         key: key(&source, &identity)?,
         outgoing_id: row.try_get(at + 9)?,
         event_type: row.try_get(at + 10)?,
-        body: bytes::Bytes::from(row.try_get::<_, Vec<u8>>(at + 6)?),
+        body: bytes::Bytes::new(),
         content_type: row.try_get(at + 7)?,
         headers: parse_headers(headers),
-    })
+    };
+    Ok((job, row.try_get(at + 6)?))
 }
 
 /// The breaker columns of a `destinations` row, in `BreakerColumns` order.
@@ -363,8 +388,8 @@ impl PgStore {
                 claimed.push(claimed_job(row, 1)?);
             }
         }
-        claimed.sort_by_key(|job| job.id);
-        Ok(Some(claimed))
+        claimed.sort_by_key(|(job, _)| job.id);
+        Ok(Some(with_bodies(&client, claimed).await?))
     }
 
     async fn try_claim(
@@ -448,7 +473,8 @@ impl PgStore {
         let until = lease_until(now_ms, lease);
         let rows = tx.query(&take, &[&now, &until, &ids]).await?;
         let mut claimed = rows.iter().map(|row| claimed_job(row, 0)).collect::<Result<Vec<_>, StoreError>>()?;
-        claimed.sort_by_key(|job| job.id);
+        claimed.sort_by_key(|(job, _)| job.id);
+        let claimed = with_bodies(&tx, claimed).await?;
         let probed: Vec<_> = plan
             .probes
             .iter()

@@ -178,6 +178,24 @@ impl PgStore {
         counts(&client.query("SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state", &[]).await?)
     }
 
+    /// How many jobs are waiting, running and dead ([`crate::Store::queue_states`]), each
+    /// through its partial index (`jobs_waiting`, `jobs_leased`: a running job always has a
+    /// lease, `jobs_dead_at`), in state order.
+    pub(crate) async fn queue_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT state, n FROM (
+                   SELECT state, count(*) AS n FROM jobs WHERE state IN ('pending', 'retrying') GROUP BY state
+                   UNION ALL SELECT 'running', count(*) FROM jobs WHERE lease_until IS NOT NULL AND state = 'running'
+                   UNION ALL SELECT 'dead', count(*) FROM jobs WHERE state = 'dead'
+                 ) AS queue WHERE n > 0 ORDER BY state",
+                &[],
+            )
+            .await?;
+        counts(&rows)
+    }
+
     /// When the oldest job still waiting to be delivered was created.
     pub(crate) async fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
         let client = self.client().await?;

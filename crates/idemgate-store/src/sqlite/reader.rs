@@ -90,6 +90,16 @@ impl SqliteReader {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// How many jobs are waiting, running and dead ([`crate::Store::queue_states`]).
+    pub fn queue_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT state, count(*) FROM jobs WHERE state IN ('pending', 'retrying', 'running', 'dead')
+             GROUP BY state ORDER BY state",
+        )?;
+        let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// When the oldest job still waiting to be delivered (pending or retrying) was created.
     pub fn oldest_waiting_job(&self) -> Result<Option<UnixTime>, StoreError> {
         let oldest: Option<i64> = self.conn.query_row(
@@ -146,6 +156,10 @@ impl SqliteStore {
     /// How many jobs are in each state.
     pub(crate) async fn job_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
         self.read(SqliteReader::job_states).await
+    }
+
+    pub(crate) async fn queue_states(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.read(SqliteReader::queue_states).await
     }
 
     /// When the oldest job still waiting to be delivered was created.

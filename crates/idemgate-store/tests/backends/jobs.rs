@@ -49,8 +49,10 @@ on_both! {
         assert_eq!(job.event_type.as_deref(), Some("order.created"), "for the headers of a queue destination");
         assert_eq!(job.headers, [("x-trace".to_owned(), "abc".to_owned())]);
         assert!(claim(&t, UnixTime(T0.0 + 29)).await.is_empty(), "the lease holds");
+        assert_eq!(t.queue_states().await.unwrap(), [("running".to_owned(), 1)]);
         let completion = t.complete_job(job.clone(), attempt(Some(200)), Decision::Succeeded, ms(T0)).await.unwrap();
         assert_eq!(completion, Completion::Recorded);
+        assert_eq!(t.queue_states().await.unwrap(), []);
         assert_eq!(t.jobs(key("e1")).await.unwrap()[0].state, "succeeded");
         assert!(claim(&t, UnixTime(T0.0 + 3600)).await.is_empty(), "a succeeded job is never due again");
     }
@@ -291,5 +293,6 @@ on_both! {
         let distinct: BTreeSet<_> = seen.iter().collect();
         assert_eq!((seen.len(), distinct.len()), (240, 240), "every job claimed once, none twice");
         assert_eq!(t.job_states().await.unwrap(), [("succeeded".to_owned(), 240)]);
+        assert_eq!(t.queue_states().await.unwrap(), [], "the history is not the queue");
     }
 }

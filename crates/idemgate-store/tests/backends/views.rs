@@ -93,6 +93,7 @@ on_both! {
         assert_eq!(destinations.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["app", "audit"]);
         assert!(destinations.iter().all(|d| d.disabled.is_none()));
         assert_eq!(t.job_states().await.unwrap(), [("dead".to_owned(), 1), ("pending".to_owned(), 9)]);
+        assert_eq!(t.queue_states().await.unwrap(), [("dead".to_owned(), 1), ("pending".to_owned(), 9)]);
         assert_eq!(t.oldest_waiting_job().await.unwrap(), Some(T0));
     }
 

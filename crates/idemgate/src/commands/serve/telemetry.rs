@@ -69,7 +69,11 @@ fn describe() {
     );
     describe_histogram!("idemgate_commit_seconds", Unit::Seconds, "Time of one group commit of the store");
     describe_histogram!("idemgate_commit_batch_writes", Unit::Count, "Writes in one group commit of the store");
-    describe_gauge!("idemgate_jobs", Unit::Count, "Jobs by state, as last read from the store");
+    describe_gauge!(
+        "idemgate_jobs",
+        Unit::Count,
+        "Jobs waiting, running and dead, by state, as last read from the store"
+    );
     describe_gauge!(
         "idemgate_oldest_waiting_job_seconds",
         Unit::Seconds,
