@@ -163,14 +163,15 @@ async fn with_bodies(
     // Not `prepare_cached`: a statement run again and again may get a generic plan, which
     // cannot leave out the partitions these ids are not in.
     let rows = client.query("SELECT event_id, body FROM payloads WHERE event_id = ANY($1::bigint[])", &[&ids]).await?;
+    // One body per event, shared by its jobs (an event sent to several destinations).
     let mut bodies = HashMap::with_capacity(rows.len());
     for row in &rows {
-        bodies.insert(row.try_get::<_, i64>(0)?, row.try_get::<_, Vec<u8>>(1)?);
+        bodies.insert(row.try_get::<_, i64>(0)?, bytes::Bytes::from(row.try_get::<_, Vec<u8>>(1)?));
     }
     Ok(claimed
         .into_iter()
         .map(|(mut job, event)| {
-            job.body = bodies.remove(&event).map(bytes::Bytes::from).unwrap_or_default();
+            job.body = bodies.get(&event).cloned().unwrap_or_default();
             job
         })
         .collect())

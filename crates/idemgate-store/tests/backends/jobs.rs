@@ -57,6 +57,15 @@ on_both! {
         assert!(claim(&t, UnixTime(T0.0 + 3600)).await.is_empty(), "a succeeded job is never due again");
     }
 
+    async fn the_jobs_of_one_event_claimed_together_each_carry_its_body(t: TestStore) {
+        accept_at(&t, "e1", &["app", "crm"], T0).await;
+        let claimed = claim(&t, T0).await;
+        assert_eq!(claimed.len(), 2);
+        for job in &claimed {
+            assert_eq!(job.body, &b"{\"n\":\"e1\"}"[..], "{}", job.destination);
+        }
+    }
+
     async fn an_expired_lease_is_taken_over_and_the_old_holder_is_fenced_off(t: TestStore) {
         accept_at(&t, "e1", &["app"], T0).await;
         let first = claim(&t, T0).await.remove(0);
