@@ -281,9 +281,16 @@ async fn retire_payloads(
         tx.batch_execute("LOCK TABLE payloads IN ACCESS EXCLUSIVE MODE").await?;
         let waiting = tx
             .query_one(
+                // Through the queue's partial indexes (`jobs_waiting`, and `jobs_leased`: a
+                // running job always has a lease), not a read of every job while the lock
+                // holds up every delivery's payload (550 ms on 2 million jobs).
                 &format!(
                     "SELECT EXISTS (SELECT 1 FROM jobs w JOIN {name} x ON x.event_id = w.event_id
-                                    WHERE w.state IN ('pending', 'running', 'retrying')
+                                    WHERE w.state IN ('pending', 'retrying')
+                                      AND NOT EXISTS (SELECT 1 FROM messages m
+                                                      WHERE m.event_row = w.event_id AND m.expires_at <= $1))
+                         OR EXISTS (SELECT 1 FROM jobs w JOIN {name} x ON x.event_id = w.event_id
+                                    WHERE w.lease_until IS NOT NULL AND w.state = 'running'
                                       AND NOT EXISTS (SELECT 1 FROM messages m
                                                       WHERE m.event_row = w.event_id AND m.expires_at <= $1))"
                 ),
