@@ -35,6 +35,7 @@ ALTER TABLE events ADD COLUMN body BYTEA NOT NULL DEFAULT ''::bytea,
                    ADD COLUMN payload_purged BOOLEAN NOT NULL DEFAULT false;
 ALTER TABLE events ALTER COLUMN body DROP DEFAULT;
 UPDATE idemgate_schema SET version = 17; -- the last version with the bodies in events
+SELECT setval('events_id_seq', 1, false); -- ids as such a store has them: not yet in day blocks
 INSERT INTO receipts (source, identity, body_sha256, outcome, result, received_at)
   SELECT 'legacy', 'm' || n, sha256(n::text::bytea), 'applied', '{"status":202}', 1700000000 + n % 86400
   FROM generate_series(1, $total) n;
