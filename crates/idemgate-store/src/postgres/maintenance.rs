@@ -2,7 +2,13 @@
 
 use idemgate_core::UnixTime;
 
-use super::{PgStore, partitions::delete_payloads};
+use deadpool_postgres::GenericClient;
+use tokio_postgres::types::ToSql;
+
+use super::{
+    PgStore,
+    partitions::{delete_payloads, has_payload},
+};
 use crate::{
     StoreError,
     maintenance::{PurgeReport, Retention},
@@ -10,11 +16,20 @@ use crate::{
 };
 
 /// Events of `$1` received before `$2` whose jobs are all finished and that hold no
-/// ordering version.
+/// ordering version: probes of the unfinished jobs' and the ordering versions' indexes.
 const PURGEABLE_EVENTS: &str = "SELECT e.id FROM events e
     WHERE e.source = $1 AND e.received_at < $2
       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state IN ('pending', 'running', 'retrying'))
       AND NOT EXISTS (SELECT 1 FROM ordering_versions o WHERE o.event_id = e.id)";
+
+/// The ids a statement returns in its first column.
+async fn ids(
+    client: &impl GenericClient,
+    statement: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<i64>, StoreError> {
+    client.query(statement, params).await?.iter().map(|row| Ok(row.try_get(0)?)).collect()
+}
 
 fn count(rows: u64) -> usize {
     usize::try_from(rows).unwrap_or(usize::MAX)
@@ -60,39 +75,53 @@ impl PgStore {
             let payloads_before = cutoff(now, policy.payloads);
             let source = policy.source.as_str();
             // A purged payload is a missing `payloads` row (docs/design/postgres-partitions.md).
-            report.payloads += count(delete_payloads(&tx, PURGEABLE_EVENTS, &[&source, &payloads_before]).await?);
+            // The events are selected once, then deleted by id: statements that each
+            // selected them again were planned as joins reading `jobs` and `events` whole.
+            let payloads_past =
+                ids(&tx, &format!("{PURGEABLE_EVENTS} AND {}", has_payload!("e.id")), &[&source, &payloads_before])
+                    .await?;
+            report.payloads += count(delete_payloads(&tx, &payloads_past).await?);
+            let events_past = ids(&tx, PURGEABLE_EVENTS, &[&source, &receipts_before]).await?;
             // Attempts are not deleted by rows: a deleted job's attempts are read by nothing
             // (every read joins their job), and their day goes whole once every attempt in it
-            // is of no job or of a job purged (`partitions::retire`).
+            // is of no job or of a job purged (`partitions::retire`). A job made to wait
+            // again since the selection (a replay) stays, and keeps its event.
             tx.execute(
-                &format!("DELETE FROM jobs WHERE event_id IN ({PURGEABLE_EVENTS})"),
-                &[&source, &receipts_before],
+                "DELETE FROM jobs WHERE event_id = ANY($1) AND state NOT IN ('pending', 'running', 'retrying')",
+                &[&events_past],
             )
             .await?;
             // The payloads of the events deleted below (past the receipt retention but not
             // the payload retention): not counted as payloads, as before.
-            delete_payloads(&tx, PURGEABLE_EVENTS, &[&source, &receipts_before]).await?;
+            delete_payloads(&tx, &events_past).await?;
             report.events += count(
                 tx.execute(
-                    &format!("DELETE FROM events WHERE id IN ({PURGEABLE_EVENTS})"),
-                    &[&source, &receipts_before],
+                    "DELETE FROM events e WHERE e.id = ANY($1)
+                       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id)
+                       AND NOT EXISTS (SELECT 1 FROM ordering_versions o WHERE o.event_id = e.id)",
+                    &[&events_past],
                 )
                 .await?,
             );
-            report.receipts += count(
-                tx.execute(
+            let receipts_gone: Vec<String> = tx
+                .query(
                     "DELETE FROM receipts WHERE source = $1 AND received_at < $2
                        AND NOT EXISTS (SELECT 1 FROM events e
-                                       WHERE e.source = receipts.source AND e.identity = receipts.identity)",
+                                       WHERE e.source = receipts.source AND e.identity = receipts.identity)
+                     RETURNING identity",
                     &[&source, &receipts_before],
                 )
-                .await?,
-            );
+                .await?
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect::<Result<_, _>>()?;
+            report.receipts += receipts_gone.len();
+            // The body receipts of the receipts just deleted (the only ones without a
+            // receipt: their key to it is checked at commit), by their index, not a read
+            // of every body receipt of the source.
             tx.execute(
-                "DELETE FROM body_receipts WHERE source = $1
-                   AND NOT EXISTS (SELECT 1 FROM receipts r
-                                   WHERE r.source = body_receipts.source AND r.identity = body_receipts.identity)",
-                &[&source],
+                "DELETE FROM body_receipts WHERE source = $1 AND identity = ANY($2)",
+                &[&source, &receipts_gone],
             )
             .await?;
             report.conflicts += count(

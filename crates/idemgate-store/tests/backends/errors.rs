@@ -65,10 +65,10 @@ async fn several_instances_starting_at_once_migrate_one_schema_once() {
     tokio::spawn(connection);
     let rows = client.query("SELECT version FROM idemgate_schema", &[]).await.unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].get::<_, i32>(0), 19);
+    assert_eq!(rows[0].get::<_, i32>(0), 20);
     client.execute("UPDATE idemgate_schema SET version = 99", &[]).await.unwrap();
     let err = PgStore::connect(&url, PgOptions::default()).await.unwrap_err();
-    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 19 }), "{err}");
+    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 20 }), "{err}");
 }
 
 #[tokio::test]

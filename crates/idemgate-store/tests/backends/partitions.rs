@@ -29,7 +29,7 @@ const POSTGRES_VERSION_BEFORE_PAYLOADS: u32 = 17;
 const JOINED_ATTEMPTS: &str = "SELECT count(*) FROM attempts a JOIN jobs j ON j.id = a.job_id";
 
 /// The schema version this build writes.
-const POSTGRES_VERSION: i32 = 19;
+const POSTGRES_VERSION: i32 = 20;
 
 /// What each table holds, as one text per table: its rows in id order; `{events}` is the
 /// events' rows with their payload (`-` when purged), as the layout holds them.

@@ -73,35 +73,36 @@ pub(super) async fn find(
     Ok(client.query_opt(&select, &[&app_id, &value]).await?.as_ref().map(message).transpose()?)
 }
 
-/// The events of the messages whose payload's retention ended at or before `$1` (unix
-/// milliseconds) and that still hold it (a purged one's `expires_at` is cleared).
-const EXPIRED: &str = "SELECT event_row FROM messages WHERE expires_at <= $1";
-
 /// The retention sweep's share for messages, on the caller's transaction: every message
-/// whose `expires_at` is at or before `now_ms` loses its payload and its attempts' stored
-/// responses; its waiting deliveries end `dead` ("payload expired"). Its receipt, row, jobs
-/// and attempts stay, so a repeat of its `eventId` is still judged against its fingerprint.
-/// Returns how many payloads it dropped.
+/// whose `expires_at` is at or before `now_ms` (a purged one's is cleared) loses its
+/// payload and its attempts' stored responses; its waiting deliveries end `dead` ("payload
+/// expired"). Its receipt, row, jobs and attempts stay, so a repeat of its `eventId` is
+/// still judged against its fingerprint. Returns how many payloads it dropped.
 pub(in crate::postgres) async fn purge_expired(tx: &impl GenericClient, now_ms: i64) -> Result<u64, StoreError> {
+    let events: Vec<i64> = tx
+        .query("UPDATE messages SET expires_at = NULL WHERE expires_at <= $1 RETURNING event_row", &[&now_ms])
+        .await?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<_, _>>()?;
+    if events.is_empty() {
+        // Nothing expired: the statements below would still be planned over every day of
+        // `attempts`.
+        return Ok(0);
+    }
     tx.execute(
-        &format!(
-            "UPDATE jobs SET state = 'dead', last_error = $2, lease_until = NULL, updated_at = $3
-             WHERE state IN ('pending', 'retrying') AND event_id IN ({EXPIRED})"
-        ),
-        &[&now_ms, &PAYLOAD_EXPIRED, &second_of(now_ms)],
+        "UPDATE jobs SET state = 'dead', last_error = $2, lease_until = NULL, updated_at = $3
+         WHERE state IN ('pending', 'retrying') AND event_id = ANY($1)",
+        &[&events, &PAYLOAD_EXPIRED, &second_of(now_ms)],
     )
     .await?;
     tx.execute(
-        &format!(
-            "UPDATE attempts SET response_prefix = NULL
-             WHERE response_prefix IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE event_id IN ({EXPIRED}))"
-        ),
-        &[&now_ms],
+        "UPDATE attempts SET response_prefix = NULL
+         WHERE response_prefix IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE event_id = ANY($1))",
+        &[&events],
     )
     .await?;
-    let dropped = delete_payloads(tx, EXPIRED, &[&now_ms]).await?;
-    tx.execute("UPDATE messages SET expires_at = NULL WHERE expires_at <= $1", &[&now_ms]).await?;
-    Ok(dropped)
+    delete_payloads(tx, &events).await
 }
 
 impl PgStore {
