@@ -70,6 +70,8 @@ impl PgStore {
             }
         }
         let tx = client.transaction().await?;
+        // One probe into each day's index of payloads.
+        let oldest_payload: Option<i64> = tx.query_one("SELECT min(event_id) FROM payloads", &[]).await?.try_get(0)?;
         for policy in policies {
             let receipts_before = cutoff(now, policy.receipts);
             let payloads_before = cutoff(now, policy.payloads);
@@ -77,9 +79,20 @@ impl PgStore {
             // A purged payload is a missing `payloads` row (docs/design/postgres-partitions.md).
             // The events are selected once, then deleted by id: statements that each
             // selected them again were planned as joins reading `jobs` and `events` whole.
-            let payloads_past =
-                ids(&tx, &format!("{PURGEABLE_EVENTS} AND {}", has_payload!("e.id")), &[&source, &payloads_before])
-                    .await?;
+            // Only events from the oldest payload on: with payloads kept shorter than
+            // receipts, the events between the two cutoffs lost theirs in earlier passes
+            // (mostly as whole days), and are not looked at again.
+            let payloads_past = match oldest_payload {
+                Some(oldest) => {
+                    ids(
+                        &tx,
+                        &format!("{PURGEABLE_EVENTS} AND e.id >= $3 AND {}", has_payload!("e.id")),
+                        &[&source, &payloads_before, &oldest],
+                    )
+                    .await?
+                }
+                None => Vec::new(),
+            };
             report.payloads += count(delete_payloads(&tx, &payloads_past).await?);
             let events_past = ids(&tx, PURGEABLE_EVENTS, &[&source, &receipts_before]).await?;
             // Attempts are not deleted by rows: a deleted job's attempts are read by nothing
