@@ -48,8 +48,15 @@ const BLOCK_BITS: u32 = 36;
 /// The advisory lock class shared with the migrations; the second key names the schema.
 const LOCK_CLASS: i32 = 0x1de6;
 
-/// How long a retirement waits for the parent tables' lock before it gives up this pass.
-const LOCK_TIMEOUT: &str = "SET LOCAL lock_timeout = '5s'";
+/// A retirement's transaction: it waits 5 s for the parent tables' lock before it gives
+/// up this pass, and compiles nothing ([`NO_JIT`]).
+const RETIRING: &str = "SET LOCAL lock_timeout = '5s'; SET LOCAL jit = off";
+
+/// For retention's transactions: a statement over a year of partitions is costed high
+/// enough for PostgreSQL to compile it, one function per partition, which took 1.7 s of a
+/// 2.3 s selection on 20 million events in 366 days (0.4 s without); retention's
+/// statements are index probes and row deletes, which compilation does not speed up.
+pub(crate) const NO_JIT: &str = "SET LOCAL jit = off";
 
 /// The day (UTC, from the epoch) of `at`.
 pub(crate) fn day_of(at: UnixTime) -> i64 {
@@ -182,7 +189,7 @@ async fn retire_attempts(client: &mut Object, now: UnixTime, policies: &[Retenti
     for day in days(&*client, "attempts").await?.into_iter().filter(|day| *day < open) {
         let name = partition("attempts", day);
         let tx = client.transaction().await?;
-        tx.batch_execute(LOCK_TIMEOUT).await?;
+        tx.batch_execute(RETIRING).await?;
         let kept = tx
             .query_one(
                 &format!(
@@ -256,7 +263,7 @@ async fn retire_payloads(
         // The oldest partition may be the migration's, from MINVALUE; no payload is below it.
         let from = if i == 0 { i64::MIN } else { block_start(day) };
         let tx = client.transaction().await?;
-        tx.batch_execute(LOCK_TIMEOUT).await?;
+        tx.batch_execute(RETIRING).await?;
         let fate = PAYLOAD_FATE.replace("{day}", &name);
         let row = tx
             .query_one(
@@ -308,7 +315,7 @@ pub(crate) async fn retire_audit(client: &mut Object, before: i64) -> Result<usi
     for day in days(&*client, "audit_log").await?.into_iter().filter(|day| *day < open) {
         let name = partition("audit_log", day);
         let tx = client.transaction().await?;
-        tx.batch_execute(LOCK_TIMEOUT).await?;
+        tx.batch_execute(RETIRING).await?;
         let row = tx.query_one(&format!("SELECT max(at), count(*) FROM {name}"), &[]).await?;
         if row.try_get::<_, Option<i64>>(0)?.is_some_and(|newest| newest >= before) {
             break;
