@@ -262,14 +262,12 @@ async fn attempt_at(t: &TestStore, at: UnixTime, status: u16, decision: Decision
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_day_with_attempts_of_waiting_work_stays_until_the_work_is_done() {
-    let t = crate::postgres().await;
-    accept_at(&t, "old-done", &["app"], T0).await;
-    accept_at(&t, "old-waiting", &["crm"], T0).await;
-    let done = t.claim_jobs(ms(T0), Duration::from_secs(30), 100, Vec::new()).await.unwrap();
-    assert_eq!(done.len(), 2);
-    for job in done {
+/// Claims the two jobs waiting at `T0` and completes them: the one to `app` delivered,
+/// the one to `crm` failed with a retry in 60 s (so it waits again).
+async fn deliver_app_and_fail_crm(t: &TestStore) {
+    let taken = t.claim_jobs(ms(T0), Duration::from_secs(30), 100, Vec::new()).await.unwrap();
+    assert_eq!(taken.len(), 2);
+    for job in taken {
         let failed = job.destination == "crm";
         let attempt = AttemptRecord {
             started_at: T0,
@@ -286,6 +284,14 @@ async fn a_day_with_attempts_of_waiting_work_stays_until_the_work_is_done() {
         let decision = if failed { Decision::RetryAfter(Duration::from_secs(60)) } else { Decision::Succeeded };
         t.complete_job(job, attempt, decision, ms(T0)).await.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_with_attempts_of_waiting_work_stays_until_the_work_is_done() {
+    let t = crate::postgres().await;
+    accept_at(&t, "old-done", &["app"], T0).await;
+    accept_at(&t, "old-waiting", &["crm"], T0).await;
+    deliver_app_and_fail_crm(&t).await;
     let old = partition_of(&t, "attempts", "true LIMIT 1").await;
     let later = days_ahead(3);
     assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
@@ -560,23 +566,7 @@ async fn a_day_with_a_payload_of_waiting_work_keeps_its_payloads_until_the_work_
     let t = crate::postgres().await;
     accept_at(&t, "old-done", &["app"], T0).await;
     accept_at(&t, "old-waiting", &["crm"], T0).await;
-    for job in t.claim_jobs(ms(T0), Duration::from_secs(30), 100, Vec::new()).await.unwrap() {
-        let failed = job.destination == "crm";
-        let attempt = AttemptRecord {
-            started_at: T0,
-            latency: Duration::ZERO,
-            status: Some(if failed { 500 } else { 200 }),
-            error: None,
-            response_prefix: None,
-            outcome: if failed {
-                idemgate_core::retry::Attempted::Failed
-            } else {
-                idemgate_core::retry::Attempted::Succeeded
-            },
-        };
-        let decision = if failed { Decision::RetryAfter(Duration::from_secs(60)) } else { Decision::Succeeded };
-        t.complete_job(job, attempt, decision, ms(T0)).await.unwrap();
-    }
+    deliver_app_and_fail_crm(&t).await;
     let old = payload_partition(&t, "old-waiting").await.unwrap();
     let later = days_ahead(3);
     assert_eq!(t.purge(later, keep(10_000)).await.unwrap(), PurgeReport::default());
