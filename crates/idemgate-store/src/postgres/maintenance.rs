@@ -2,11 +2,8 @@
 
 use idemgate_core::UnixTime;
 
-use deadpool_postgres::GenericClient;
-use tokio_postgres::types::ToSql;
-
 use super::{
-    PgStore,
+    PgStore, first_column,
     partitions::{NO_JIT, delete_payloads, has_payload},
 };
 use crate::{
@@ -21,15 +18,6 @@ const PURGEABLE_EVENTS: &str = "SELECT e.id FROM events e
     WHERE e.source = $1 AND e.received_at < $2
       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.event_id = e.id AND j.state IN ('pending', 'running', 'retrying'))
       AND NOT EXISTS (SELECT 1 FROM ordering_versions o WHERE o.event_id = e.id)";
-
-/// The ids a statement returns in its first column.
-async fn ids(
-    client: &impl GenericClient,
-    statement: &str,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<Vec<i64>, StoreError> {
-    client.query(statement, params).await?.iter().map(|row| Ok(row.try_get(0)?)).collect()
-}
 
 fn count(rows: u64) -> usize {
     usize::try_from(rows).unwrap_or(usize::MAX)
@@ -85,17 +73,13 @@ impl PgStore {
             // (mostly as whole days), and are not looked at again.
             let payloads_past = match oldest_payload {
                 Some(oldest) => {
-                    ids(
-                        &tx,
-                        &format!("{PURGEABLE_EVENTS} AND e.id >= $3 AND {}", has_payload!("e.id")),
-                        &[&source, &payloads_before, &oldest],
-                    )
-                    .await?
+                    let selected = format!("{PURGEABLE_EVENTS} AND e.id >= $3 AND {}", has_payload!("e.id"));
+                    first_column(&tx.query(&selected, &[&source, &payloads_before, &oldest]).await?)?
                 }
                 None => Vec::new(),
             };
             report.payloads += count(delete_payloads(&tx, &payloads_past).await?);
-            let events_past = ids(&tx, PURGEABLE_EVENTS, &[&source, &receipts_before]).await?;
+            let events_past: Vec<i64> = first_column(&tx.query(PURGEABLE_EVENTS, &[&source, &receipts_before]).await?)?;
             // Attempts are not deleted by rows: a deleted job's attempts are read by nothing
             // (every read joins their job), and their day goes whole once every attempt in it
             // is of no job or of a job purged (`partitions::retire`). A job made to wait
@@ -117,8 +101,8 @@ impl PgStore {
                 )
                 .await?,
             );
-            let receipts_gone: Vec<String> = tx
-                .query(
+            let receipts_gone: Vec<String> = first_column(
+                &tx.query(
                     // `OFFSET 0`: a probe of the events' key per receipt; as an anti-join
                     // PostgreSQL may hash every event (9 s on 20 million).
                     "DELETE FROM receipts WHERE source = $1 AND received_at < $2
@@ -127,10 +111,8 @@ impl PgStore {
                      RETURNING identity",
                     &[&source, &receipts_before],
                 )
-                .await?
-                .iter()
-                .map(|row| row.try_get(0))
-                .collect::<Result<_, _>>()?;
+                .await?,
+            )?;
             report.receipts += receipts_gone.len();
             // The body receipts of the receipts just deleted (the only ones without a
             // receipt: their key to it is checked at commit), by their index, not a read

@@ -228,3 +228,10 @@ where
 fn sql_limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
+
+/// The first column of `rows` (ids, identities, …).
+fn first_column<T: for<'a> tokio_postgres::types::FromSql<'a>>(
+    rows: &[tokio_postgres::Row],
+) -> Result<Vec<T>, tokio_postgres::Error> {
+    rows.iter().map(|row| row.try_get(0)).collect()
+}

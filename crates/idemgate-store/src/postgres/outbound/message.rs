@@ -15,7 +15,10 @@ use super::{
     endpoint::{self, of_app},
     lock_app,
 };
-use crate::postgres::partitions::{delete_payloads, payload_of};
+use crate::postgres::{
+    first_column,
+    partitions::{delete_payloads, payload_of},
+};
 use crate::{
     PgStore, ReceiveRequest, StoreError,
     inbox::IncomingEvent,
@@ -79,12 +82,10 @@ pub(super) async fn find(
 /// expired"). Its receipt, row, jobs and attempts stay, so a repeat of its `eventId` is
 /// still judged against its fingerprint. Returns how many payloads it dropped.
 pub(in crate::postgres) async fn purge_expired(tx: &impl GenericClient, now_ms: i64) -> Result<u64, StoreError> {
-    let events: Vec<i64> = tx
-        .query("UPDATE messages SET expires_at = NULL WHERE expires_at <= $1 RETURNING event_row", &[&now_ms])
-        .await?
-        .iter()
-        .map(|row| row.try_get(0))
-        .collect::<Result<_, _>>()?;
+    let events: Vec<i64> = first_column(
+        &tx.query("UPDATE messages SET expires_at = NULL WHERE expires_at <= $1 RETURNING event_row", &[&now_ms])
+            .await?,
+    )?;
     if events.is_empty() {
         // Nothing expired: the statements below would still be planned over every day of
         // `attempts`.

@@ -8,7 +8,7 @@ use deadpool_postgres::GenericClient;
 use idemgate_core::{UnixTime, job::JobState};
 
 use super::{Hold, endpoint, lock_app, message};
-use crate::postgres::partitions::has_payload;
+use crate::postgres::{first_column, partitions::has_payload};
 use crate::{
     PgStore, StoreError,
     audit::{Action, Actor, target},
@@ -121,7 +121,7 @@ impl PgStore {
                 &[&app_id, &endpoint_id, &range.since_ms, &range.until_ms],
             )
             .await?;
-        let ids = rows.iter().map(|row| row.try_get(0)).collect::<Result<Vec<i64>, _>>()?;
+        let ids: Vec<i64> = first_column(&rows)?;
         let replayed = replay(&tx, &endpoint_id, JobState::Dead, &ids, now_ms).await?;
         let record = by.did(Action::EndpointRecover, target::endpoint(&app_id, &endpoint_id));
         audit::insert_if(&tx, Some(&record), UnixTime(second_of(now_ms)), replayed).await?;
