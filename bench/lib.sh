@@ -42,6 +42,16 @@ tick=$(getconf CLK_TCK)
 # CPU seconds (user + system) the process has used so far.
 cpu() { awk -v tick="$tick" '{ print ($14 + $15) / tick }' "/proc/$1/stat"; }
 
+# release_binaries [CARGO_ARGS...]: sets $bin to $BIN when it is set, else builds the
+# release `idemgate` (with CARGO_ARGS, e.g. `--example bare`) and uses target/release.
+release_binaries() {
+  if [ -z "${BIN:-}" ]; then
+    cargo build --release --quiet --bin idemgate "$@"
+    BIN=${CARGO_TARGET_DIR:-$(pwd)/target}/release
+  fi
+  bin=$BIN
+}
+
 # bench_database: sets $pg to the benchmarks' PostgreSQL database ($IDEMGATE_BENCH_POSTGRES,
 # by default idemgate_bench on the local server) and creates it if it is missing.
 bench_database() {

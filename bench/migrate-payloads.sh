@@ -13,10 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 total=${1:-2000000}
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet --bin idemgate
-  BIN=${CARGO_TARGET_DIR:-$(pwd)/target}/release
-fi
+release_binaries
 work=$(mktemp -d)
 export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
 bench_database

@@ -26,11 +26,7 @@ events=${3:-20000}
 concurrency=${4:-64}
 rounds=${5:-3}
 claimable=1000
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet --bin idemgate --example bare
-  BIN=${CARGO_TARGET_DIR:-$(pwd)/target}/release
-fi
-bin=$BIN
+release_binaries --example bare
 work=$(mktemp -d)
 export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
 bench_database

@@ -20,11 +20,7 @@ create=$2
 events=${3:-3000}
 concurrency=${4:-32}
 rounds=${5:-3}
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet --bin idemgate --example bare
-  BIN=${CARGO_TARGET_DIR:-$(pwd)/target}/release
-fi
-bin=$BIN
+release_binaries --example bare
 work=$(mktemp -d)
 export BENCH_SECRET=whsec_aWRlbWdhdGUtc2FtcGxlLXNlY3JldC0zMi1ieXRlcyE=
 bench_database
